@@ -1,0 +1,589 @@
+// Command gencatalog generates pkg/cloud/catalog/catalog.tsv.gz, the embedded
+// AWS instance-type and price snapshot of kubectl-rightsize.
+//
+// It lives in its own Go module so that its inputs never enter the root
+// module's dependency graph. Inputs, both read from the Go module cache after
+// `go mod download`:
+//
+//   - github.com/cristim/ec2-instances-info (required as
+//     github.com/LeanerCloud/ec2-instances-info, see go.mod): data/instances.json,
+//     the instances.vantage.sh (formerly ec2instances.info) EC2 data set, which
+//     gives per type vCPUs, memory, GPUs, architecture, ENI limits, the
+//     availability-zone IDs per region, and per region the Linux on-demand price,
+//     the current spot prices of the zones (an unkeyed list) and the Spot
+//     Advisor's average saving.
+//   - github.com/aws/karpenter-provider-aws (version karpenterVersion):
+//     pkg/providers/pricing/zz_generated.pricing_aws{,_us_gov}.go, the initial
+//     on-demand price tables (us-east-1, us-gov-east-1, us-gov-west-1), which
+//     fill on-demand prices ec2-instances-info lacks and cross-check the rest,
+//     and pkg/providers/instancetype/zz_generated.vpclimits.go, which fills ENI
+//     limits ec2-instances-info lacks. The files are parsed with go/parser; the
+//     module is not linked.
+//
+// The output is deterministic: the same inputs give byte-identical output.
+// See pkg/cloud/catalog/doc.go for the format.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"log"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	ec2InfoModule    = "github.com/LeanerCloud/ec2-instances-info"
+	karpenterModule  = "github.com/aws/karpenter-provider-aws"
+	karpenterVersion = "v1.13.1"
+
+	// defaultZones are the zone suffixes of a region for which the source
+	// lists no availability zones. Every such region in the data set has (at
+	// least) three zones.
+	defaultZones = "abc"
+	// sigDigits is the number of significant digits prices are rounded to.
+	sigDigits = 5
+)
+
+// regionRE matches the standard regions; local and Wavelength zones, which the
+// data set lists as pseudo-regions such as us-west-2-lax-1 or us-east-1-wl1,
+// are left out.
+var regionRE = regexp.MustCompile(`^[a-z]{2}(-gov)?-[a-z]+-[0-9]+$`)
+
+func main() {
+	out := flag.String("out", "../../pkg/cloud/catalog/catalog.tsv.gz", "output file")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("gencatalog: ")
+
+	ec2Mod := download(ec2InfoModule, "")
+	karpMod := download(karpenterModule, karpenterVersion)
+
+	insts := readEC2Info(filepath.Join(ec2Mod.Dir, "data", "instances.json"))
+	kpPrices, kpDates := readKarpenterPrices(filepath.Join(karpMod.Dir, "pkg", "providers", "pricing"))
+	kpLimits := readKarpenterVPCLimits(filepath.Join(karpMod.Dir, "pkg", "providers", "instancetype", "zz_generated.vpclimits.go"))
+
+	cat := build(insts, kpPrices, kpLimits)
+	cat.source = fmt.Sprintf("AWS EC2 catalog: %s %s (instances.vantage.sh data, MIT, %s); %s %s on-demand price tables (Apache-2.0, %s)",
+		"github.com/cristim/ec2-instances-info", ec2Mod.Version, ec2Mod.date(), karpenterModule, karpenterVersion, kpDates)
+
+	data := cat.encode()
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The zero header has no name and no modification time, so the output
+	// depends on the data alone.
+	if _, err := zw.Write(data); err != nil {
+		log.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("wrote %s: %d bytes (%d uncompressed), %d types, %d regions, %d priced (region, type) pairs",
+		*out, buf.Len(), len(data), len(cat.types), len(cat.zones), len(cat.prices))
+}
+
+// module is what `go mod download -json` reports.
+type module struct {
+	Path, Version, Dir, Error string
+	Time                      string
+}
+
+// date is the data date of a module version: the commit date of a
+// pseudo-version, else the version's publication date.
+func (m module) date() string {
+	if p := strings.Split(m.Version, "-"); len(p) >= 3 && len(p[len(p)-2]) == 14 {
+		if t, err := time.Parse("20060102150405", p[len(p)-2]); err == nil {
+			return t.Format("2006-01-02")
+		}
+	}
+	if t, err := time.Parse(time.RFC3339, m.Time); err == nil {
+		return t.Format("2006-01-02")
+	}
+	return "unknown date"
+}
+
+// download fetches a module into the module cache and returns where it is. An
+// empty version means the version in this module's go.mod (with its replace).
+func download(path, version string) module {
+	arg := path
+	if version != "" {
+		arg += "@" + version
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", arg)
+	cmd.Stderr = os.Stderr
+	outb, err := cmd.Output()
+	var m module
+	if jerr := json.Unmarshal(outb, &m); jerr != nil || err != nil || m.Error != "" || m.Dir == "" {
+		log.Fatalf("go mod download %s: %v %v %s", arg, err, jerr, m.Error)
+	}
+	if m.Time == "" {
+		// go mod download -json does not always report Time; the .info file has it.
+		if b, err := os.ReadFile(filepath.Join(goEnv("GOMODCACHE"), "cache", "download", escapePath(m.Path), "@v", m.Version+".info")); err == nil {
+			var info struct{ Time string }
+			if json.Unmarshal(b, &info) == nil {
+				m.Time = info.Time
+			}
+		}
+	}
+	return m
+}
+
+func goEnv(name string) string {
+	b, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		log.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// escapePath applies the module cache's case encoding (A → !a).
+func escapePath(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if 'A' <= r && r <= 'Z' {
+			b.WriteByte('!')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// num is a number the data set writes either as a JSON number or as a string;
+// anything unparseable ("N/A", null) decodes as 0.
+type num float64
+
+func (n *num) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		f = 0
+	}
+	*n = num(f)
+	return nil
+}
+
+type rawInstance struct {
+	InstanceType string   `json:"instance_type"`
+	Generation   string   `json:"generation"`
+	VCPU         num      `json:"vCPU"`
+	Memory       num      `json:"memory"` // GiB
+	GPU          num      `json:"GPU"`
+	GPUModel     *string  `json:"GPU_model"`
+	Arch         []string `json:"arch"`
+	VPC          *struct {
+		IPsPerENI int `json:"ips_per_eni"`
+		MaxENIs   int `json:"max_enis"`
+	} `json:"vpc"`
+	AZ      map[string][]string `json:"availability_zones"`
+	Pricing map[string]struct {
+		Linux *struct {
+			OnDemand num   `json:"ondemand"`
+			Spot     []num `json:"spot"`
+			SpotAvg  num   `json:"spot_avg"`
+		} `json:"linux"`
+	} `json:"pricing"`
+}
+
+func readEC2Info(path string) []rawInstance {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var insts []rawInstance
+	if err := json.Unmarshal(b, &insts); err != nil {
+		log.Fatalf("%s: %v", path, err)
+	}
+	return insts
+}
+
+// readKarpenterPrices parses the InitialOnDemandPrices* maps of the AWS and
+// AWS GovCloud partitions (the China table is in CNY and is not used). It
+// returns region → type → USD/hour and the tables' generation dates.
+func readKarpenterPrices(dir string) (map[string]map[string]float64, string) {
+	prices := map[string]map[string]float64{}
+	var dates []string
+	dateRE := regexp.MustCompile(`generated at (\d{4}-\d{2}-\d{2})`)
+	for _, f := range []string{"zz_generated.pricing_aws.go", "zz_generated.pricing_aws_us_gov.go"} {
+		path := filepath.Join(dir, f)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if m := dateRE.FindSubmatch(src); m != nil {
+			dates = append(dates, string(m[1]))
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), path, src, 0)
+		if err != nil {
+			log.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			vs, ok := n.(*ast.ValueSpec)
+			if !ok {
+				return true
+			}
+			for _, v := range vs.Values {
+				outer, ok := v.(*ast.CompositeLit)
+				if !ok {
+					continue
+				}
+				for _, e := range outer.Elts {
+					kv := e.(*ast.KeyValueExpr)
+					region := unquote(kv.Key)
+					if prices[region] == nil {
+						prices[region] = map[string]float64{}
+					}
+					for _, e := range kv.Value.(*ast.CompositeLit).Elts {
+						kv := e.(*ast.KeyValueExpr)
+						lit := kv.Value.(*ast.BasicLit)
+						f, err := strconv.ParseFloat(lit.Value, 64)
+						if err != nil {
+							log.Fatalf("%s: %v", path, err)
+						}
+						prices[region][unquote(kv.Key)] = f
+					}
+				}
+			}
+			return false
+		})
+	}
+	slices.Sort(dates)
+	dates = slices.Compact(dates)
+	return prices, strings.Join(dates, ", ")
+}
+
+type vpcLimits struct{ enis, ipv4 int }
+
+// readKarpenterVPCLimits parses the Limits map: type → Interface, IPv4PerInterface.
+func readKarpenterVPCLimits(path string) map[string]vpcLimits {
+	file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	limits := map[string]vpcLimits{}
+	ast.Inspect(file, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "Limits" {
+			return true
+		}
+		for _, e := range vs.Values[0].(*ast.CompositeLit).Elts {
+			kv := e.(*ast.KeyValueExpr)
+			var l vpcLimits
+			for _, f := range kv.Value.(*ast.CompositeLit).Elts {
+				fkv := f.(*ast.KeyValueExpr)
+				lit, ok := fkv.Value.(*ast.BasicLit)
+				if !ok {
+					continue
+				}
+				v, _ := strconv.Atoi(lit.Value)
+				switch fkv.Key.(*ast.Ident).Name {
+				case "Interface":
+					l.enis = v
+				case "IPv4PerInterface":
+					l.ipv4 = v
+				}
+			}
+			limits[unquote(kv.Key)] = l
+		}
+		return false
+	})
+	return limits
+}
+
+func unquote(e ast.Expr) string {
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		log.Fatalf("expected a string literal, got %T", e)
+	}
+	s, err := strconv.Unquote(lit.Value)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return s
+}
+
+type instType struct {
+	name       string
+	vcpu       int
+	memMiB     int64
+	arch       string
+	enis, ipv4 int
+	gpu        int
+	gpuMfr     string
+	gpuName    string
+}
+
+type price struct {
+	region, typ string
+	od, spot    float64
+	zones       string // zone suffixes, "" for all zones of the region
+}
+
+type catalog struct {
+	source string
+	zones  map[string]string // region → zone suffixes, e.g. "abcdef"
+	types  []instType
+	prices []price
+}
+
+func build(insts []rawInstance, kpPrices map[string]map[string]float64, kpLimits map[string]vpcLimits) *catalog {
+	c := &catalog{zones: map[string]string{}}
+	sort.Slice(insts, func(i, j int) bool { return insts[i].InstanceType < insts[j].InstanceType })
+
+	// Zones: the union of the zone IDs listed for any type in a region, sorted
+	// and named a, b, c, … in that order (AWS maps zone IDs to zone names per
+	// account, so the names are a stand-in).
+	zoneIDs := map[string][]string{}
+	for _, in := range insts {
+		for r, ids := range in.AZ {
+			zoneIDs[r] = append(zoneIDs[r], ids...)
+		}
+	}
+	zoneLetter := map[string]byte{} // zone ID → letter
+	for r, ids := range zoneIDs {
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		var s []byte
+		for i, id := range ids {
+			zoneLetter[id] = byte('a' + i)
+			s = append(s, byte('a'+i))
+		}
+		c.zones[r] = string(s)
+	}
+
+	var skippedPrev, skippedMac, skippedShape, filledENI, eniDiff, kpFilled, kpDiff, noPrice int
+	var kpDiffs []string
+	inSource := map[string]bool{}
+	for _, in := range insts {
+		inSource[in.InstanceType] = true
+	}
+	for _, in := range insts {
+		name := in.InstanceType
+		if in.Generation == "previous" {
+			skippedPrev++
+			continue
+		}
+		t := instType{name: name, vcpu: int(in.VCPU), memMiB: int64(math.Round(float64(in.Memory) * 1024))}
+		switch {
+		case slices.Contains(in.Arch, "x86_64"):
+			t.arch = "amd64"
+		case slices.Contains(in.Arch, "arm64"):
+			t.arch = "arm64"
+		default: // x86_64_mac, arm64_mac: Mac dedicated hosts, never Kubernetes nodes
+			skippedMac++
+			continue
+		}
+		if t.vcpu <= 0 || t.memMiB <= 0 {
+			skippedShape++
+			log.Printf("skipping %s: no vCPU or memory in the data", name)
+			continue
+		}
+		if in.VPC != nil {
+			t.enis, t.ipv4 = in.VPC.MaxENIs, in.VPC.IPsPerENI
+		}
+		if l, ok := kpLimits[name]; ok {
+			if t.enis == 0 {
+				t.enis, t.ipv4 = l.enis, l.ipv4
+				filledENI++
+			} else if t.enis != l.enis || t.ipv4 != l.ipv4 {
+				eniDiff++
+			}
+		}
+		t.gpu, t.gpuMfr, t.gpuName = gpu(in)
+
+		var typePrices []price
+		regions := make([]string, 0, len(in.Pricing))
+		for r := range in.Pricing {
+			regions = append(regions, r)
+		}
+		for r := range kpPrices {
+			if _, ok := in.Pricing[r]; !ok {
+				regions = append(regions, r)
+			}
+		}
+		slices.Sort(regions)
+		for _, r := range regions {
+			if !regionRE.MatchString(r) {
+				continue
+			}
+			p := price{region: r, typ: name}
+			if lin := in.Pricing[r].Linux; lin != nil {
+				p.od = float64(lin.OnDemand)
+				var spots []float64
+				for _, s := range lin.Spot {
+					if s > 0 {
+						spots = append(spots, float64(s))
+					}
+				}
+				if len(spots) > 0 {
+					p.spot = median(spots)
+				} else if lin.SpotAvg > 0 {
+					p.spot = float64(lin.SpotAvg)
+				}
+			}
+			if kp, ok := kpPrices[r][name]; ok && kp > 0 {
+				if p.od <= 0 {
+					p.od = kp
+					kpFilled++
+				} else if math.Abs(kp-p.od)/p.od > 0.005 {
+					kpDiff++
+					kpDiffs = append(kpDiffs, fmt.Sprintf("%s/%s %g→%g", r, name, p.od, kp))
+				}
+			}
+			if p.od <= 0 && p.spot <= 0 {
+				continue
+			}
+			if ids, ok := in.AZ[r]; ok && len(ids) > 0 {
+				var s []byte
+				for _, id := range ids {
+					s = append(s, zoneLetter[id])
+				}
+				slices.Sort(s)
+				s = slices.Compact(s)
+				if string(s) != c.zones[r] {
+					p.zones = string(s)
+				}
+			}
+			p.od, p.spot = round(p.od), round(p.spot)
+			typePrices = append(typePrices, p)
+		}
+		if len(typePrices) == 0 {
+			noPrice++
+			continue
+		}
+		for _, p := range typePrices {
+			if _, ok := c.zones[p.region]; !ok {
+				c.zones[p.region] = defaultZones
+			}
+		}
+		c.types = append(c.types, t)
+		c.prices = append(c.prices, typePrices...)
+	}
+	sort.Slice(c.prices, func(i, j int) bool {
+		a, b := c.prices[i], c.prices[j]
+		if a.region != b.region {
+			return a.region < b.region
+		}
+		return a.typ < b.typ
+	})
+
+	var kpOnly []string
+	for n := range kpPrices["us-east-1"] {
+		if !inSource[n] {
+			kpOnly = append(kpOnly, n)
+		}
+	}
+	slices.Sort(kpOnly)
+	log.Printf("skipped: %d previous-generation, %d Mac, %d without shape, %d without any Linux price", skippedPrev, skippedMac, skippedShape, noPrice)
+	log.Printf("karpenter: filled %d on-demand prices, %d differ by > 0.5%% (ec2-instances-info kept); filled ENI limits of %d types, %d differ (ec2-instances-info kept)", kpFilled, kpDiff, filledENI, eniDiff)
+	log.Printf("karpenter price differences: %s", abbreviate(kpDiffs, 8))
+	log.Printf("karpenter prices %d us-east-1 types that ec2-instances-info lacks (left out: no shape data): %s", len(kpOnly), abbreviate(kpOnly, 12))
+	return c
+}
+
+func abbreviate(s []string, n int) string {
+	if len(s) <= n {
+		return strings.Join(s, " ")
+	}
+	return strings.Join(s[:n], " ") + " …"
+}
+
+// gpu returns the GPU count, manufacturer and lower-case model of a type.
+// Inferentia and Trainium accelerators are not GPUs (Kubernetes schedules them
+// as aws.amazon.com/neuron) and count as none.
+func gpu(in rawInstance) (int, string, string) {
+	if in.GPU <= 0 || in.GPUModel == nil {
+		return 0, "", ""
+	}
+	model := *in.GPUModel
+	var mfr string
+	switch {
+	case strings.HasPrefix(model, "NVIDIA "):
+		mfr, model = "nvidia", strings.TrimPrefix(model, "NVIDIA ")
+	case strings.HasPrefix(model, "AMD "):
+		mfr, model = "amd", strings.TrimPrefix(model, "AMD ")
+	default:
+		return 0, "", ""
+	}
+	for _, w := range []string{"Tesla ", "GRID ", " Tensor Core"} {
+		model = strings.ReplaceAll(model, w, "")
+	}
+	model = strings.ToLower(strings.Join(strings.Fields(model), "-"))
+	return int(in.GPU), mfr, model
+}
+
+func median(v []float64) float64 {
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// round rounds to sigDigits significant digits.
+func round(f float64) float64 {
+	if f <= 0 {
+		return 0
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'g', sigDigits, 64), 64)
+	return r
+}
+
+func fmtPrice(f float64) string {
+	if f <= 0 {
+		return ""
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+func (c *catalog) encode() []byte {
+	var b bytes.Buffer
+	w := bufio.NewWriter(&b)
+	fmt.Fprintln(w, "# kubectl-rightsize AWS instance-type catalog v1; generated by hack/gencatalog, do not edit")
+	fmt.Fprintf(w, "S\t%s\n", c.source)
+	regions := make([]string, 0, len(c.zones))
+	for r := range c.zones {
+		regions = append(regions, r)
+	}
+	slices.Sort(regions)
+	for _, r := range regions {
+		fmt.Fprintf(w, "Z\t%s\t%s\n", r, c.zones[r])
+	}
+	for _, t := range c.types {
+		fmt.Fprintf(w, "T\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", t.name, t.vcpu, t.memMiB, t.arch, t.enis, t.ipv4, t.gpu, t.gpuMfr, t.gpuName)
+	}
+	region := ""
+	for _, p := range c.prices {
+		if p.region != region {
+			region = p.region
+			fmt.Fprintf(w, "R\t%s\n", region)
+		}
+		fmt.Fprintf(w, "P\t%s\t%s\t%s\t%s\n", p.typ, fmtPrice(p.od), fmtPrice(p.spot), p.zones)
+	}
+	if err := w.Flush(); err != nil {
+		log.Fatal(err)
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,158 @@
+package cloud
+
+import (
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// Well-known node labels for AWS instance types, as Karpenter's AWS provider
+// spells them, so that workloads written for Karpenter select our nodes.
+const (
+	LabelArch              = "kubernetes.io/arch"
+	LabelOS                = "kubernetes.io/os"
+	LabelRegion            = "topology.kubernetes.io/region"
+	LabelInstanceFamily    = "karpenter.k8s.aws/instance-family"
+	LabelInstanceSize      = "karpenter.k8s.aws/instance-size"
+	LabelInstanceCategory  = "karpenter.k8s.aws/instance-category"
+	LabelInstanceGen       = "karpenter.k8s.aws/instance-generation"
+	LabelInstanceCPU       = "karpenter.k8s.aws/instance-cpu"
+	LabelInstanceMemory    = "karpenter.k8s.aws/instance-memory" // MiB
+	LabelInstanceGPUName   = "karpenter.k8s.aws/instance-gpu-name"
+	LabelInstanceGPUCount  = "karpenter.k8s.aws/instance-gpu-count"
+	LabelInstanceGPUMaker  = "karpenter.k8s.aws/instance-gpu-manufacturer"
+	mebibyte               = 1 << 20
+	gibibyte               = 1 << 30
+	defaultMaxPods         = 110
+	defaultEphemeralVolume = 20 * gibibyte
+)
+
+// NodeModel computes what a node of an instance type can give to pods, the
+// way EKS nodes do: allocatable = capacity − kube-reserved − eviction
+// threshold, where capacity memory is the advertised memory less the
+// hypervisor's share.
+type NodeModel struct {
+	// VMMemoryOverheadPercent is the share of advertised memory the
+	// hypervisor and firmware keep (0.075 when zero).
+	VMMemoryOverheadPercent float64
+	// MaxPods caps the ENI-limited pod count (110 when zero).
+	MaxPods int64
+	// EphemeralStorage is the root volume size in bytes (20Gi when zero).
+	EphemeralStorage int64
+}
+
+func (m NodeModel) vmOverhead() float64 {
+	if m.VMMemoryOverheadPercent == 0 {
+		return 0.075
+	}
+	return m.VMMemoryOverheadPercent
+}
+
+// Pods returns the maximum pods of a node of the type: the type's own figure
+// when given, else the VPC CNI's ENI limit ENIs × (IPv4 per ENI − 1) + 2,
+// capped at MaxPods.
+func (m NodeModel) Pods(it *InstanceType) int64 {
+	if it.Pods > 0 {
+		return it.Pods
+	}
+	limit := m.MaxPods
+	if limit <= 0 {
+		limit = defaultMaxPods
+	}
+	if it.MaxENIs <= 0 || it.IPv4PerENI <= 1 {
+		return limit
+	}
+	return min(int64(it.MaxENIs)*int64(it.IPv4PerENI-1)+2, limit)
+}
+
+// KubeReservedCPU is EKS's CPU reservation in millicores: 6% of the first
+// core, 1% of the second, 0.5% of the third and fourth, 0.25% of the rest.
+func KubeReservedCPU(cpu int64) int64 {
+	tiers := []struct {
+		upTo     int64
+		fraction float64
+	}{{1000, 0.06}, {2000, 0.01}, {4000, 0.005}, {math.MaxInt64, 0.0025}}
+	var reserved float64
+	prev := int64(0)
+	for _, t := range tiers {
+		if cpu <= prev {
+			break
+		}
+		reserved += float64(min(cpu, t.upTo)-prev) * t.fraction
+		prev = t.upTo
+	}
+	return int64(math.Round(reserved))
+}
+
+// SolverType turns a catalog instance type into the solver's view of it in a
+// region: labels, capacity, overhead and offerings.
+func (m NodeModel) SolverType(it *InstanceType, region string) solver.InstanceType {
+	pods := m.Pods(it)
+	storage := m.EphemeralStorage
+	if storage <= 0 {
+		storage = defaultEphemeralVolume
+	}
+	var capacity, overhead solver.Resources
+	capacity[solver.CPU] = it.CPU
+	capacity[solver.Memory] = it.Memory
+	capacity[solver.EphemeralStorage] = storage
+	capacity[solver.Pods] = pods
+	capacity[solver.GPU] = it.GPU
+	if it.Overhead != nil {
+		overhead[solver.CPU] = it.Overhead.CPU
+		overhead[solver.Memory] = it.Overhead.Memory
+	} else {
+		vm := int64(math.Ceil(float64(it.Memory/mebibyte)*m.vmOverhead())) * mebibyte
+		capacity[solver.Memory] -= vm
+		overhead[solver.CPU] = KubeReservedCPU(it.CPU)
+		overhead[solver.Memory] = (11*pods+255)*mebibyte + 100*mebibyte
+		overhead[solver.EphemeralStorage] = gibibyte + storage/10
+	}
+	offerings := make([]solver.Offering, len(it.Offerings))
+	for i, o := range it.Offerings {
+		offerings[i] = solver.Offering{Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price}
+	}
+	return solver.InstanceType{Name: it.Name, Labels: Labels(it, region), Capacity: capacity, Overhead: overhead, Offerings: offerings}
+}
+
+var familyPattern = regexp.MustCompile(`^([a-z]+)(\d+)`)
+
+// Labels returns the well-known labels of a node of the type.
+func Labels(it *InstanceType, region string) map[string]string {
+	arch := it.Architecture
+	if arch == "" {
+		arch = "amd64"
+	}
+	labels := map[string]string{
+		solver.LabelInstanceType: it.Name,
+		LabelArch:                arch,
+		LabelOS:                  "linux",
+		LabelInstanceCPU:         strconv.FormatInt(it.CPU/1000, 10),
+		LabelInstanceMemory:      strconv.FormatInt(it.Memory/mebibyte, 10),
+	}
+	if region != "" {
+		labels[LabelRegion] = region
+	}
+	family, size, ok := strings.Cut(it.Name, ".")
+	if ok {
+		labels[LabelInstanceFamily] = family
+		labels[LabelInstanceSize] = size
+		if m := familyPattern.FindStringSubmatch(family); m != nil {
+			labels[LabelInstanceCategory] = m[1]
+			labels[LabelInstanceGen] = m[2]
+		}
+	}
+	if it.GPU > 0 {
+		labels[LabelInstanceGPUCount] = strconv.FormatInt(it.GPU, 10)
+		if it.GPUName != "" {
+			labels[LabelInstanceGPUName] = it.GPUName
+		}
+		if it.GPUManufacturer != "" {
+			labels[LabelInstanceGPUMaker] = it.GPUManufacturer
+		}
+	}
+	return labels
+}

@@ -1,0 +1,50 @@
+// Package cloud describes what a cloud can launch: instance types, the
+// offerings (zone × capacity type × price) they come in, and the allocatable
+// model that turns an instance's capacity into what pods may request. Cloud
+// details stop here; the solver sees only plain numbers and labels.
+package cloud
+
+// Capacity types, as Karpenter spells them in the karpenter.sh/capacity-type label.
+const (
+	CapacityTypeOnDemand = "on-demand"
+	CapacityTypeSpot     = "spot"
+)
+
+// InstanceType is one machine shape a cloud can launch.
+type InstanceType struct {
+	// Name is the cloud's name for the type, e.g. "m5.large".
+	Name string `json:"name"`
+	// CPU is the number of vCPUs in millicores.
+	CPU int64 `json:"cpu"`
+	// Memory is the machine's memory in bytes, as the cloud advertises it.
+	Memory int64 `json:"memory"`
+	// GPU is the number of GPUs; GPUName and GPUManufacturer describe them.
+	GPU             int64  `json:"gpu,omitempty"`
+	GPUName         string `json:"gpuName,omitempty"`
+	GPUManufacturer string `json:"gpuManufacturer,omitempty"`
+	// Architecture is "amd64" or "arm64".
+	Architecture string `json:"architecture,omitempty"`
+	// MaxENIs and IPv4PerENI bound the number of pods with VPC CNI networking.
+	MaxENIs    int `json:"maxENIs,omitempty"`
+	IPv4PerENI int `json:"ipv4PerENI,omitempty"`
+	// Pods, when non-zero, is the maximum number of pods, overriding the ENI limit.
+	Pods int64 `json:"pods,omitempty"`
+	// Overhead, when set, replaces the EKS kube-reserved/eviction/VM model.
+	Overhead *Overhead `json:"overhead,omitempty"`
+	// Offerings are the zone, capacity type and price combinations on sale.
+	Offerings []Offering `json:"offerings,omitempty"`
+}
+
+// Overhead is the part of a node's capacity that pods may not request.
+type Overhead struct {
+	CPU    int64 `json:"cpu"`    // millicores
+	Memory int64 `json:"memory"` // bytes
+}
+
+// Offering is one way to buy an instance type: in a zone, as on-demand or spot,
+// at a price in US dollars per hour.
+type Offering struct {
+	Zone         string  `json:"zone"`
+	CapacityType string  `json:"capacityType"`
+	Price        float64 `json:"price"`
+}

@@ -1,0 +1,271 @@
+package solver
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
+)
+
+// The lower bound is the optimum of the fluid relaxation: pods may be split
+// across nodes and nodes bought in fractions, but each pod only on kinds it
+// fits and may run on. Every relaxation made to keep it small keeps it a
+// valid bound (it can only lower it): the pod-count and ephemeral-storage
+// dimensions are dropped, pool weights and limits are ignored, and when there
+// are many pod shapes their requests are rounded down onto a geometric grid.
+//
+// The relaxation is solved as a linear program (gonum's simplex) over the
+// kinds that are not dominated per dollar. When the program is still too big
+// or the solver fails, the bound falls back to the best single-resource bound:
+// every pod's CPU (or memory, or GPU) bought at the cheapest rate per unit
+// any kind it may use offers.
+
+// lbClass is a class of pods for the bound.
+type lbClass struct {
+	group int
+	req   Resources
+	n     float64
+}
+
+// Limits that keep the dense simplex fast.
+const (
+	lbMaxClasses = 60
+	lbMaxCells   = 400_000 // rows × columns
+)
+
+func (s *state) lowerBound() float64 {
+	placed := make([]int, len(s.classes))
+	for _, n := range s.nodes {
+		for _, t := range n.takes {
+			placed[t.class] += t.n * n.count
+		}
+	}
+	resources := s.boundResources(placed)
+	if len(resources) == 0 {
+		return 0
+	}
+	classes := s.boundClasses(placed, resources, 1)
+	for grid := 1.02; len(classes) > lbMaxClasses && grid < 4; grid = 1 + (grid-1)*2 {
+		classes = s.boundClasses(placed, resources, grid)
+	}
+	kinds, usable := s.boundKinds(classes, resources)
+	single := singleResourceBound(s.kinds, kinds, usable, classes, resources)
+	if v, ok := fluidLP(s.kinds, kinds, usable, classes, resources); ok {
+		return round6(max(v, single))
+	}
+	return round6(single)
+}
+
+// boundResources lists the resources the placed pods request, without the
+// pod count and ephemeral storage.
+func (s *state) boundResources(placed []int) []int {
+	var used Resources
+	for ci, c := range s.classes {
+		if placed[ci] > 0 {
+			used = used.Add(c.req)
+		}
+	}
+	var out []int
+	for r := range used {
+		if used[r] > 0 && r != Pods && r != EphemeralStorage {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// boundClasses merges the placed classes by group and request rounded down
+// onto a grid with the given factor (1: exact).
+func (s *state) boundClasses(placed []int, resources []int, grid float64) []lbClass {
+	index := map[lbClass]int{}
+	var out []lbClass
+	for ci, c := range s.classes {
+		if placed[ci] == 0 {
+			continue
+		}
+		key := lbClass{group: c.group}
+		for _, r := range resources {
+			key.req[r] = roundDown(c.req[r], grid)
+		}
+		i, ok := index[key]
+		if !ok {
+			i = len(out)
+			index[key] = i
+			out = append(out, key)
+		}
+		out[i].n += float64(placed[ci])
+	}
+	return out
+}
+
+// roundDown moves v down to the nearest power of grid (v itself when grid is 1).
+func roundDown(v int64, grid float64) int64 {
+	if grid <= 1 || v <= 1 {
+		return v
+	}
+	return int64(math.Pow(grid, math.Floor(math.Log(float64(v))/math.Log(grid))))
+}
+
+// boundKinds returns the kinds worth keeping for the bound and, for each,
+// which bound classes may use it. A kind is dropped when another offers at
+// least as much of every resource per dollar to every class it serves.
+func (s *state) boundKinds(classes []lbClass, resources []int) ([]int, []bitset) {
+	var kinds []int
+	var usable []bitset
+	for ki, k := range s.kinds {
+		u := newBitset(len(classes))
+		for ci, c := range classes {
+			if k.compat.has(c.group) && c.req.Fits(k.alloc) {
+				u.set(ci)
+			}
+		}
+		if !u.empty() {
+			kinds = append(kinds, ki)
+			usable = append(usable, u)
+		}
+	}
+	perDollar := func(k *kind, r int) float64 {
+		if k.price <= 0 {
+			return math.Inf(1)
+		}
+		return float64(k.alloc[r]) / k.price
+	}
+	keep := make([]bool, len(kinds))
+	var outKinds []int
+	var outUsable []bitset
+	for i, ki := range kinds {
+		dominated := false
+		for j, kj := range kinds {
+			if i == j || !usable[i].subsetOf(usable[j]) {
+				continue
+			}
+			better, strictly := true, false
+			for _, r := range resources {
+				a, b := perDollar(s.kinds[ki], r), perDollar(s.kinds[kj], r)
+				if b < a {
+					better = false
+					break
+				}
+				if b > a {
+					strictly = true
+				}
+			}
+			// Ties: keep the lower index only.
+			if better && (strictly || j < i || !usable[j].subsetOf(usable[i])) {
+				dominated = true
+				break
+			}
+		}
+		keep[i] = !dominated
+		if keep[i] {
+			outKinds = append(outKinds, ki)
+			outUsable = append(outUsable, usable[i])
+		}
+	}
+	return outKinds, outUsable
+}
+
+// singleResourceBound prices each resource alone: every class's demand of it
+// bought at the cheapest rate among the kinds it may use. The best resource
+// gives a valid bound.
+func singleResourceBound(all []*kind, kinds []int, usable []bitset, classes []lbClass, resources []int) float64 {
+	best := 0.0
+	for _, r := range resources {
+		total := 0.0
+		for ci, c := range classes {
+			if c.req[r] == 0 {
+				continue
+			}
+			rate := math.Inf(1)
+			for i, ki := range kinds {
+				if usable[i].has(ci) && all[ki].alloc[r] > 0 {
+					rate = min(rate, all[ki].price/float64(all[ki].alloc[r]))
+				}
+			}
+			if !math.IsInf(rate, 1) {
+				total += c.n * float64(c.req[r]) * rate
+			}
+		}
+		best = max(best, total)
+	}
+	return best
+}
+
+// fluidLP solves the fluid relaxation in standard form:
+//
+//	min Σ_k price_k x_k
+//	Σ_k y_ck = 1                                   for every class c
+//	Σ_c n_c req_cr / alloc_kr y_ck − x_k + s_kr = 0 for every kind k, resource r
+//	x, y, s ≥ 0
+//
+// where y_ck is the share of class c on kind k.
+func fluidLP(all []*kind, kinds []int, usable []bitset, classes []lbClass, resources []int) (bound float64, ok bool) {
+	// gonum's matrix code panics on numerical trouble it cannot recover
+	// from; the bound then falls back rather than taking the solve down.
+	defer func() {
+		if recover() != nil {
+			bound, ok = 0, false
+		}
+	}()
+	type rowKey struct{ kind, res int }
+	rows := map[rowKey]int{}
+	nRows := len(classes)
+	for i, ki := range kinds {
+		for _, r := range resources {
+			if all[ki].alloc[r] == 0 {
+				continue
+			}
+			for ci, c := range classes {
+				if usable[i].has(ci) && c.req[r] > 0 {
+					rows[rowKey{i, r}] = nRows
+					nRows++
+					break
+				}
+			}
+		}
+	}
+	type pair struct{ kind, class int }
+	var pairs []pair
+	for i := range kinds {
+		for ci := range classes {
+			if usable[i].has(ci) {
+				pairs = append(pairs, pair{i, ci})
+			}
+		}
+	}
+	nCols := len(kinds) + len(pairs) + (nRows - len(classes))
+	if nRows*nCols > lbMaxCells || nRows >= nCols {
+		return 0, false
+	}
+	A := mat.NewDense(nRows, nCols, nil)
+	c := make([]float64, nCols)
+	b := make([]float64, nRows)
+	for i, ki := range kinds {
+		c[i] = all[ki].price
+	}
+	for ci := range classes {
+		b[ci] = 1
+	}
+	for pi, p := range pairs {
+		col := len(kinds) + pi
+		A.Set(p.class, col, 1)
+		cl := classes[p.class]
+		for _, r := range resources {
+			if row, ok := rows[rowKey{p.kind, r}]; ok && cl.req[r] > 0 {
+				A.Set(row, col, cl.n*float64(cl.req[r])/float64(all[kinds[p.kind]].alloc[r]))
+			}
+		}
+	}
+	slack := len(kinds) + len(pairs)
+	for key, row := range rows {
+		A.Set(row, key.kind, -1)
+		A.Set(row, slack+row-len(classes), 1)
+	}
+	opt, _, err := lp.Simplex(c, A, b, 1e-10, nil)
+	if err != nil || math.IsNaN(opt) || opt < 0 {
+		return 0, false
+	}
+	// The simplex works in floating point; shave a hair so that rounding
+	// never lifts the bound above the true optimum.
+	return opt * (1 - 1e-9), true
+}

@@ -1,0 +1,188 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+)
+
+// checkPlan verifies a plan from scratch, with Kubernetes' own helpers as the
+// judge of node affinity and taints: every pod is placed exactly once or
+// reported, every placement is allowed and fits, prices match offerings, and
+// no pool exceeds its limits.
+func checkPlan(p *Problem, plan *Plan) error {
+	seen := make([]int, len(p.Pods))
+	for _, u := range plan.Unschedulable {
+		if u.Pod < 0 || u.Pod >= len(p.Pods) {
+			return fmt.Errorf("unschedulable pod index %d out of range", u.Pod)
+		}
+		if u.Reason == "" {
+			return fmt.Errorf("pod %s unschedulable without a reason", p.Pods[u.Pod].Key())
+		}
+		seen[u.Pod]++
+	}
+	free := map[string]Resources{}
+	for i := range p.Nodes {
+		free[p.Nodes[i].Name] = p.Nodes[i].Allocatable.Sub(p.Nodes[i].Requested)
+	}
+	for _, e := range plan.Existing {
+		seen[e.Pod]++
+		var node *Node
+		for i := range p.Nodes {
+			if p.Nodes[i].Name == e.Node {
+				node = &p.Nodes[i]
+			}
+		}
+		if node == nil {
+			return fmt.Errorf("pod %s placed on unknown node %s", p.Pods[e.Pod].Key(), e.Node)
+		}
+		if err := allowed(&p.Pods[e.Pod], node.Labels, node.Taints); err != nil {
+			return fmt.Errorf("pod %s on existing node %s: %w", p.Pods[e.Pod].Key(), e.Node, err)
+		}
+		free[e.Node] = free[e.Node].Sub(p.Pods[e.Pod].Requests)
+	}
+	for name, f := range free {
+		if !(Resources{}).Fits(f) {
+			return fmt.Errorf("existing node %s overcommitted: free %v", name, f)
+		}
+	}
+	used := make(map[string]Resources)
+	total := 0.0
+	for ni, n := range plan.NewNodes {
+		var pool *Pool
+		for i := range p.Pools {
+			if p.Pools[i].Name == n.Pool {
+				pool = &p.Pools[i]
+			}
+		}
+		var it *InstanceType
+		for i := range p.InstanceTypes {
+			if p.InstanceTypes[i].Name == n.InstanceType {
+				it = &p.InstanceTypes[i]
+			}
+		}
+		if pool == nil || it == nil {
+			return fmt.Errorf("node %d: unknown pool %q or type %q", ni, n.Pool, n.InstanceType)
+		}
+		offered := false
+		for _, o := range it.Offerings {
+			if o.Zone == n.Zone && o.CapacityType == n.CapacityType && o.Price == n.Price {
+				offered = true
+			}
+		}
+		if !offered {
+			return fmt.Errorf("node %d: %s %s %s at %v is not an offering", ni, n.InstanceType, n.Zone, n.CapacityType, n.Price)
+		}
+		labels := map[string]string{}
+		for k, v := range it.Labels {
+			labels[k] = v
+		}
+		for k, v := range pool.Labels {
+			labels[k] = v
+		}
+		labels[LabelNodePool] = pool.Name
+		labels[LabelZone] = n.Zone
+		labels[LabelCapacityType] = n.CapacityType
+		for _, r := range pool.Requirements {
+			if !r.Matches(MapLabels(labels)) {
+				return fmt.Errorf("node %d (%s): pool %s requirement %v not met", ni, n.InstanceType, pool.Name, r)
+			}
+		}
+		capacity := it.Capacity.Sub(it.Overhead)
+		for _, ds := range p.DaemonSets {
+			if allowedDS(&ds, labels, pool.Taints) {
+				capacity = capacity.Sub(ds.Requests)
+			}
+		}
+		var sum Resources
+		for _, pi := range n.Pods {
+			seen[pi]++
+			if err := allowed(&p.Pods[pi], labels, pool.Taints); err != nil {
+				return fmt.Errorf("pod %s on new node %d (%s): %w", p.Pods[pi].Key(), ni, n.InstanceType, err)
+			}
+			req := p.Pods[pi].Requests
+			req[Pods] = max(req[Pods], 1)
+			sum = sum.Add(req)
+		}
+		if !sum.Fits(capacity) {
+			return fmt.Errorf("new node %d (%s) overcommitted: requests %v, allocatable %v", ni, n.InstanceType, sum, capacity)
+		}
+		used[pool.Name] = used[pool.Name].Add(it.Capacity)
+		total += n.Price
+	}
+	for i := range p.Pools {
+		pool := &p.Pools[i]
+		u := used[pool.Name].Add(pool.Used)
+		for r := range u {
+			if pool.HasLimit[r] && u[r] > pool.Limits[r] {
+				return fmt.Errorf("pool %s exceeds its %s limit: %d > %d", pool.Name, p.ResourceName(r), u[r], pool.Limits[r])
+			}
+		}
+	}
+	for i, n := range seen {
+		if n != 1 {
+			return fmt.Errorf("pod %s appears %d times in the plan", p.Pods[i].Key(), n)
+		}
+	}
+	if math.Abs(total-plan.TotalPrice) > 1e-4 {
+		return fmt.Errorf("total price %v, nodes sum to %v", plan.TotalPrice, total)
+	}
+	if plan.LowerBound > plan.TotalPrice+1e-6 {
+		return fmt.Errorf("lower bound %v above the plan's cost %v", plan.LowerBound, plan.TotalPrice)
+	}
+	return nil
+}
+
+// allowed judges a pod against a node with Kubernetes' helpers.
+func allowed(pod *Pod, labels map[string]string, taints []Taint) error {
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: v1.NodeSpec{Taints: toV1Taints(taints)}}
+	if ok, err := nodeaffinity.NewRequiredNodeAffinity(pod.NodeSelector, toV1Affinity(pod.Affinity)).Match(node); err != nil || !ok {
+		return fmt.Errorf("node affinity not satisfied by %v", labels)
+	}
+	if t, bad := corev1.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, toV1Tolerations(pod.Tolerations), func(t *v1.Taint) bool {
+		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+	}, false); bad {
+		return fmt.Errorf("taint %v not tolerated", t)
+	}
+	return nil
+}
+
+func allowedDS(ds *DaemonSet, labels map[string]string, taints []Taint) bool {
+	return allowed(&Pod{NodeSelector: ds.NodeSelector, Affinity: ds.Affinity, Tolerations: ds.Tolerations}, labels, taints) == nil
+}
+
+func toV1Affinity(terms []Term) *v1.Affinity {
+	if len(terms) == 0 {
+		return nil
+	}
+	sel := &v1.NodeSelector{}
+	for _, t := range terms {
+		var term v1.NodeSelectorTerm
+		for _, r := range t {
+			term.MatchExpressions = append(term.MatchExpressions, v1.NodeSelectorRequirement{Key: r.Key, Operator: v1.NodeSelectorOperator(r.Operator), Values: r.Values})
+		}
+		sel.NodeSelectorTerms = append(sel.NodeSelectorTerms, term)
+	}
+	return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel}}
+}
+
+func toV1Taints(taints []Taint) []v1.Taint {
+	out := make([]v1.Taint, len(taints))
+	for i, t := range taints {
+		out[i] = v1.Taint{Key: t.Key, Value: t.Value, Effect: v1.TaintEffect(t.Effect)}
+	}
+	return out
+}
+
+func toV1Tolerations(tols []Toleration) []v1.Toleration {
+	out := make([]v1.Toleration, len(tols))
+	for i, t := range tols {
+		out[i] = v1.Toleration{Key: t.Key, Operator: v1.TolerationOperator(t.Operator), Value: t.Value, Effect: v1.TaintEffect(t.Effect)}
+	}
+	return out
+}

@@ -1,0 +1,296 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// FormatQuantity renders a resource amount the way a user reads it: CPU in
+// cores ("3.92"), memory and storage in binary units ("14.1Gi"), counts plain.
+func FormatQuantity(resource int, v int64) string {
+	switch resource {
+	case CPU:
+		return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64)
+	case Memory, EphemeralStorage:
+		return formatBytes(v)
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func formatBytes(v int64) string {
+	units := []string{"", "Ki", "Mi", "Gi", "Ti", "Pi"}
+	f := float64(v)
+	i := 0
+	for math.Abs(f) >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if f == math.Trunc(f) {
+		return strconv.FormatFloat(f, 'f', 0, 64) + units[i]
+	}
+	return strconv.FormatFloat(math.Floor(f*10)/10, 'f', 1, 64) + units[i]
+}
+
+// describe renders the non-zero resources of r other than the pod count,
+// e.g. "4 CPU and 16Gi memory".
+func (p *Problem) describe(r Resources) string {
+	var parts []string
+	for i := range r {
+		if r[i] == 0 || i == Pods {
+			continue
+		}
+		name := p.ResourceName(i)
+		if i == CPU {
+			name = "CPU"
+		}
+		parts = append(parts, FormatQuantity(i, r[i])+" "+name)
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// describeShort renders only the resources named in which.
+func (p *Problem) describeOnly(r Resources, which []int) string {
+	var sel Resources
+	for _, i := range which {
+		sel[i] = r[i]
+	}
+	return p.describe(sel)
+}
+
+// explainInfeasible records, for every class no candidate node can take, a
+// sentence saying which constraint ruled out which instance types.
+func (s *state) explainInfeasible() {
+	s.reasons = map[int]string{}
+	for ci, c := range s.classes {
+		if s.rem[ci] == 0 || len(c.kinds) > 0 {
+			continue
+		}
+		s.reasons[ci] = s.diagnose(c)
+	}
+}
+
+// diagnose explains why no pool can launch a node for the class.
+func (s *state) diagnose(c *class) string {
+	p := s.p
+	pod := s.groups[c.group].rep
+	if len(p.Pools) == 0 {
+		return "no NodePool is defined"
+	}
+	var sentences []string
+	for _, pi := range p.poolOrder() {
+		sentences = append(sentences, s.diagnosePool(c, pod, pi))
+	}
+	msg := strings.Join(sentences, "; ")
+	if hint := s.cheapestAnywhere(c, pod); hint != "" {
+		msg += "; " + hint
+	}
+	return msg
+}
+
+func (s *state) diagnosePool(c *class, pod *Pod, pi int) string {
+	p := s.p
+	pool := &p.Pools[pi]
+	pl := poolLabels(pool)
+	if t := untolerated(pod.Tolerations, pool.Taints); t != nil {
+		return fmt.Sprintf("NodePool %s has taint %s=%s:%s that the pod does not tolerate", pool.Name, t.Key, t.Value, t.Effect)
+	}
+	var allowed, matching []int
+	allocs := map[int]Resources{}
+	for ti := range p.InstanceTypes {
+		it := &p.InstanceTypes[ti]
+		isAllowed, isMatching := false, false
+		for _, o := range it.Offerings {
+			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+			if !allMatch(pool.Requirements, labels) {
+				continue
+			}
+			isAllowed = true
+			if matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
+				isMatching = true
+				alloc := it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))
+				if prev, ok := allocs[ti]; !ok || fitScore(c.req, alloc) > fitScore(c.req, prev) {
+					allocs[ti] = alloc
+				}
+			}
+		}
+		if isAllowed {
+			allowed = append(allowed, ti)
+		}
+		if isMatching {
+			matching = append(matching, ti)
+		}
+	}
+	if len(allowed) == 0 {
+		return fmt.Sprintf("NodePool %s allows no instance type offered here (its requirements: %s)", pool.Name, formatRequirements(pool.Requirements))
+	}
+	if len(matching) == 0 {
+		return fmt.Sprintf("none of the %d instance types allowed by NodePool %s matches the pod's %s", len(allowed), pool.Name, s.blockingSelector(pod, pool, pl, allowed))
+	}
+	// Every matching type is too small: say for what, and how close the best came.
+	short := make([]bool, MaxResources)
+	best, bestScore := -1, -1.0
+	for _, ti := range matching {
+		alloc := allocs[ti]
+		for r := range c.req {
+			if c.req[r] > alloc[r] {
+				short[r] = true
+			}
+		}
+		if sc := fitScore(c.req, alloc); sc > bestScore {
+			best, bestScore = ti, sc
+		}
+	}
+	var which []int
+	for r := range short {
+		if short[r] {
+			which = append(which, r)
+		}
+	}
+	what := p.describeOnly(c.req, which)
+	if slices.Contains(which, Pods) {
+		what = strings.TrimSuffix(what, "nothing") + "another pod slot"
+	}
+	noun := "instance types"
+	if len(matching) == 1 {
+		noun = "instance type"
+	}
+	return fmt.Sprintf("0 of %d %s allowed by NodePool %s %s room for %s; the largest, %s, has %s allocatable",
+		len(matching), noun, pool.Name, map[bool]string{true: "has", false: "have"}[len(matching) == 1], what,
+		p.InstanceTypes[best].Name, p.describeOnly(allocs[best], which))
+}
+
+// fitScore is the smallest ratio of allocatable to request over the
+// requested resources: 1 or more means it fits.
+func fitScore(req, alloc Resources) float64 {
+	score := math.Inf(1)
+	for r := range req {
+		if req[r] > 0 {
+			score = min(score, float64(alloc[r])/float64(req[r]))
+		}
+	}
+	return score
+}
+
+// blockingSelector names the pod's first node selector entry or affinity
+// requirement that none of the allowed types satisfies.
+func (s *state) blockingSelector(pod *Pod, pool *Pool, pl map[string]string, allowed []int) string {
+	satisfiable := func(test func(Labels) bool) bool {
+		for _, ti := range allowed {
+			it := &s.p.InstanceTypes[ti]
+			for _, o := range it.Offerings {
+				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+				if allMatch(pool.Requirements, labels) && test(labels) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	keys := make([]string, 0, len(pod.NodeSelector))
+	for k := range pod.NodeSelector {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		want := pod.NodeSelector[k]
+		if !satisfiable(func(l Labels) bool { v, ok := l.Label(k); return ok && v == want }) {
+			return fmt.Sprintf("nodeSelector %s=%s", k, want)
+		}
+	}
+	if len(pod.Affinity) == 1 {
+		for _, r := range pod.Affinity[0] {
+			if !satisfiable(func(l Labels) bool { return r.Matches(l) }) {
+				return "node affinity (" + formatRequirements([]Requirement{r}) + ")"
+			}
+		}
+	}
+	return "node affinity"
+}
+
+func formatRequirements(reqs []Requirement) string {
+	if len(reqs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(reqs))
+	for i, r := range reqs {
+		parts[i] = r.Key + " " + r.Operator
+		if len(r.Values) > 0 {
+			parts[i] += " [" + strings.Join(r.Values, ", ") + "]"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// cheapestAnywhere names the cheapest offering of any instance type that
+// would take the pod if a pool allowed it: the first pool's requirements on
+// instance types are ignored, its zones, capacity types, labels and taints
+// and the pod's own constraints kept.
+func (s *state) cheapestAnywhere(c *class, pod *Pod) string {
+	p := s.p
+	pool := &p.Pools[p.poolOrder()[0]]
+	pl := poolLabels(pool)
+	var offeringReqs []Requirement
+	for _, r := range pool.Requirements {
+		if r.Key == LabelZone || r.Key == LabelCapacityType {
+			offeringReqs = append(offeringReqs, r)
+		}
+	}
+	bestType, bestOff := -1, -1
+	for ti := range p.InstanceTypes {
+		it := &p.InstanceTypes[ti]
+		for oi, o := range it.Offerings {
+			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+			if !allMatch(offeringReqs, labels) || !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
+				continue
+			}
+			if !c.req.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
+				continue
+			}
+			if bestType < 0 || o.Price < p.InstanceTypes[bestType].Offerings[bestOff].Price {
+				bestType, bestOff = ti, oi
+			}
+		}
+	}
+	if bestType < 0 {
+		return "no instance type in the catalog has room for " + p.describe(c.req)
+	}
+	it := &p.InstanceTypes[bestType]
+	o := it.Offerings[bestOff]
+	return fmt.Sprintf("the cheapest instance type that would fit, if a NodePool allowed it, is %s (%s, $%.4f/h)", it.Name, o.CapacityType, o.Price)
+}
+
+// limitReason explains why pods that some kind fits were still left over.
+func (s *state) limitReason(ci int) string {
+	c := s.classes[ci]
+	var parts []string
+	seen := map[int]bool{}
+	for _, ki := range c.kinds {
+		k := s.kinds[ki]
+		if seen[k.pool] {
+			continue
+		}
+		seen[k.pool] = true
+		pool := &s.p.Pools[k.pool]
+		var used []string
+		for r := range pool.Limits {
+			if pool.HasLimit[r] {
+				used = append(used, fmt.Sprintf("%s %s of %s", s.p.ResourceName(r), FormatQuantity(r, s.used[k.pool][r]), FormatQuantity(r, pool.Limits[r])))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("NodePool %s is at its limits (%s)", pool.Name, strings.Join(used, ", ")))
+	}
+	if len(parts) == 0 {
+		return "no node could be planned for it"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,226 @@
+// Package solver decides which nodes to launch for pending pods and explains
+// why. It is pure: it takes plain data (millicores, bytes, label requirements,
+// taints) and returns plain data, with no Kubernetes client, no cloud SDK and
+// no I/O, so that explain, the TUI and the operator all get the same answer
+// and so that it can be benchmarked and fuzzed on its own.
+package solver
+
+import "time"
+
+// Resource indices into Resources. The first NumFixedResources are always
+// present; a Problem may name up to MaxResources-NumFixedResources extended
+// resources (e.g. "vendor.com/fpga") after them in Problem.ExtendedResources.
+const (
+	CPU              = iota // millicores
+	Memory                  // bytes
+	EphemeralStorage        // bytes
+	Pods                    // count
+	GPU                     // nvidia.com/gpu, count
+	NumFixedResources
+)
+
+// MaxResources bounds the resource vector so that it stays a value type.
+const MaxResources = 8
+
+// Resources is a vector of quantities indexed by the resource constants.
+type Resources [MaxResources]int64
+
+// FixedResourceNames are the Kubernetes names of the fixed resource indices.
+var FixedResourceNames = [NumFixedResources]string{"cpu", "memory", "ephemeral-storage", "pods", "nvidia.com/gpu"}
+
+// Add returns r + o.
+func (r Resources) Add(o Resources) Resources {
+	for i := range r {
+		r[i] += o[i]
+	}
+	return r
+}
+
+// Sub returns r - o.
+func (r Resources) Sub(o Resources) Resources {
+	for i := range r {
+		r[i] -= o[i]
+	}
+	return r
+}
+
+// Fits reports whether every quantity in r is at most the one in capacity.
+func (r Resources) Fits(capacity Resources) bool {
+	for i := range r {
+		if r[i] > capacity[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Scale returns r multiplied by n.
+func (r Resources) Scale(n int64) Resources {
+	for i := range r {
+		r[i] *= n
+	}
+	return r
+}
+
+// Operators for Requirement, as in Kubernetes node selector requirements.
+const (
+	OpIn           = "In"
+	OpNotIn        = "NotIn"
+	OpExists       = "Exists"
+	OpDoesNotExist = "DoesNotExist"
+	OpGt           = "Gt"
+	OpLt           = "Lt"
+)
+
+// Requirement is one node selector requirement: Key Operator Values.
+type Requirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values,omitempty"`
+}
+
+// Term is a conjunction of requirements; a pod's required node affinity is a
+// disjunction of terms.
+type Term []Requirement
+
+// Taint effects.
+const (
+	EffectNoSchedule       = "NoSchedule"
+	EffectPreferNoSchedule = "PreferNoSchedule"
+	EffectNoExecute        = "NoExecute"
+)
+
+// Taint is a node taint.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// Toleration is a pod toleration; Operator is "Exists" or "Equal" (default).
+type Toleration struct {
+	Key      string `json:"key,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	Value    string `json:"value,omitempty"`
+	Effect   string `json:"effect,omitempty"`
+}
+
+// Pod is one pod to place.
+type Pod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Owner groups pods for display, e.g. "Deployment/web".
+	Owner string `json:"owner,omitempty"`
+	// Requests are the pod's effective requests (init containers and overhead
+	// included); Requests[Pods] is 1.
+	Requests Resources `json:"requests"`
+	// NodeSelector must match the node's labels exactly.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Affinity is the required node affinity: the node must match one term.
+	// Empty means any node.
+	Affinity    []Term       `json:"affinity,omitempty"`
+	Tolerations []Toleration `json:"tolerations,omitempty"`
+}
+
+// Key returns "namespace/name".
+func (p *Pod) Key() string { return p.Namespace + "/" + p.Name }
+
+// DaemonSet is a workload that runs one pod on every node it selects; its
+// requests reduce what every such node has left for other pods.
+type DaemonSet struct {
+	Namespace    string            `json:"namespace"`
+	Name         string            `json:"name"`
+	Requests     Resources         `json:"requests"`
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	Affinity     []Term            `json:"affinity,omitempty"`
+	Tolerations  []Toleration      `json:"tolerations,omitempty"`
+}
+
+// Offering is one way to buy an instance type.
+type Offering struct {
+	Zone         string  `json:"zone"`
+	CapacityType string  `json:"capacityType"`
+	Price        float64 `json:"price"` // dollars per hour
+}
+
+// InstanceType is a machine shape with the labels a node of it would carry,
+// its capacity and the part of it reserved for the system.
+type InstanceType struct {
+	Name string `json:"name"`
+	// Labels are the well-known labels of a node of this type (instance
+	// type, family, size, arch, os, cpu, memory, gpu...), without zone,
+	// capacity type or pool labels, which come from the offering and pool.
+	Labels    map[string]string `json:"labels"`
+	Capacity  Resources         `json:"capacity"`
+	Overhead  Resources         `json:"overhead"` // kube-reserved + eviction + VM overhead
+	Offerings []Offering        `json:"offerings"`
+}
+
+// Allocatable is capacity minus overhead.
+func (t *InstanceType) Allocatable() Resources { return t.Capacity.Sub(t.Overhead) }
+
+// Pool is a NodePool: a template for the nodes the solver may launch.
+type Pool struct {
+	Name string `json:"name"`
+	// Weight orders pools: a pod goes to the highest-weight pool that can take it.
+	Weight int32 `json:"weight,omitempty"`
+	// Requirements restrict instance type, zone, capacity type and any label.
+	Requirements []Requirement `json:"requirements,omitempty"`
+	// Labels are set on every node of the pool.
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []Taint           `json:"taints,omitempty"`
+	// StartupTaints are removed once the node is ready; ignored for placement.
+	StartupTaints []Taint `json:"startupTaints,omitempty"`
+	// Limits caps the summed capacity of the pool's nodes; a zero entry with
+	// HasLimit false means no limit on that resource.
+	Limits   Resources          `json:"limits"`
+	HasLimit [MaxResources]bool `json:"hasLimit"`
+	Used     Resources          `json:"used"` // capacity of the pool's existing nodes
+}
+
+// Node is an existing (or in-flight) node whose free capacity is used before
+// any new node is launched.
+type Node struct {
+	Name         string            `json:"name"`
+	Pool         string            `json:"pool,omitempty"`
+	InstanceType string            `json:"instanceType,omitempty"`
+	Zone         string            `json:"zone,omitempty"`
+	CapacityType string            `json:"capacityType,omitempty"`
+	Price        float64           `json:"price,omitempty"`
+	Labels       map[string]string `json:"labels"`
+	Taints       []Taint           `json:"taints,omitempty"`
+	Allocatable  Resources         `json:"allocatable"`
+	// Requested is what the pods already bound to the node request.
+	Requested Resources `json:"requested"`
+	// Unschedulable nodes (cordoned) take no new pods.
+	Unschedulable bool `json:"unschedulable,omitempty"`
+}
+
+// Options tune a solve.
+type Options struct {
+	// Deadline, when non-zero, makes the solver return the best plan found by then.
+	Deadline time.Time
+}
+
+// Problem is everything the solver needs.
+type Problem struct {
+	// ExtendedResources names resource indices NumFixedResources and above.
+	ExtendedResources []string       `json:"extendedResources,omitempty"`
+	Pods              []Pod          `json:"pods"`
+	DaemonSets        []DaemonSet    `json:"daemonSets,omitempty"`
+	Pools             []Pool         `json:"pools"`
+	InstanceTypes     []InstanceType `json:"instanceTypes"`
+	Nodes             []Node         `json:"nodes,omitempty"`
+	Options           Options        `json:"-"`
+}
+
+// ResourceName returns the Kubernetes name of resource index i.
+func (p *Problem) ResourceName(i int) string {
+	if i < NumFixedResources {
+		return FixedResourceNames[i]
+	}
+	if j := i - NumFixedResources; j < len(p.ExtendedResources) {
+		return p.ExtendedResources[j]
+	}
+	return ""
+}

@@ -1,0 +1,45 @@
+package solver
+
+// Plan is the solver's answer: the nodes to launch, where each pod goes, and
+// why the pods it cannot place stay pending.
+type Plan struct {
+	// NewNodes are the nodes to launch, cheapest plan found.
+	NewNodes []NewNode `json:"nodes"`
+	// Existing lists pods placed on existing nodes' free capacity.
+	Existing []Placement `json:"existing,omitempty"`
+	// Unschedulable lists pods no allowed node can take, with the reason.
+	Unschedulable []Unschedulable `json:"unschedulable"`
+	// TotalPrice is the summed price of NewNodes in dollars per hour.
+	TotalPrice float64 `json:"totalPricePerHour"`
+	// LowerBound is a price no plan for the placed pods can beat (the fluid
+	// relaxation): TotalPrice / LowerBound measures how far from optimal the
+	// plan can be.
+	LowerBound float64 `json:"lowerBoundPricePerHour"`
+}
+
+// NewNode is one node the plan launches.
+type NewNode struct {
+	Pool         string  `json:"nodePool"`
+	InstanceType string  `json:"instanceType"`
+	Zone         string  `json:"zone"`
+	CapacityType string  `json:"capacityType"`
+	Price        float64 `json:"pricePerHour"`
+	// Pods are indices into Problem.Pods.
+	Pods []int `json:"pods"`
+	// Allocatable is what pods may use (DaemonSets already subtracted);
+	// Requested is what the plan's pods request of it.
+	Allocatable Resources `json:"allocatable"`
+	Requested   Resources `json:"requested"`
+}
+
+// Placement puts a pod on an existing node.
+type Placement struct {
+	Pod  int    `json:"pod"`
+	Node string `json:"node"`
+}
+
+// Unschedulable is a pod the plan leaves pending.
+type Unschedulable struct {
+	Pod    int    `json:"pod"`
+	Reason string `json:"reason"`
+}

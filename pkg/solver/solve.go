@@ -1,0 +1,657 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// class is a set of pods that are interchangeable for placement: the same
+// requests and the same scheduling constraints.
+type class struct {
+	pods  []int // indices into Problem.Pods
+	req   Resources
+	group int     // index into state.groups (the constraints)
+	value float64 // dollars per hour the pod costs on its best node, fluidly
+	// kinds lists the candidate kinds the class fits, by index.
+	kinds []int
+}
+
+// group is a set of pods with identical scheduling constraints; rep is one of
+// them.
+type group struct {
+	rep *Pod
+}
+
+// kind is a candidate node: an instance type bought through one offering in
+// one pool. Offerings that no class can tell apart are merged into the
+// cheapest.
+type kind struct {
+	pool, typ, offering int
+	price               float64
+	alloc               Resources // allocatable minus DaemonSet overhead
+	compat              bitset    // groups that may run on it
+	order               []int     // compatible classes in fill order
+}
+
+type bitset []uint64
+
+func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
+func (b bitset) key() string    { return fmt.Sprint([]uint64(b)) }
+func (b bitset) subsetOf(o bitset) bool {
+	for i := range b {
+		if b[i]&^o[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+func (b bitset) empty() bool {
+	for _, w := range b {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// state is one solve in progress.
+type state struct {
+	p       *Problem
+	classes []*class
+	groups  []group
+	kinds   []*kind
+	rem     []int       // pods of each class still to place
+	used    []Resources // per pool: capacity of existing and planned nodes
+	plan    Plan
+	// nodes are planned nodes as (kind, pods taken per class).
+	nodes []plannedNode
+	// start is, per class, the first pod not placed on an existing node.
+	start []int
+	// reasons explains, per class, why its pods cannot be placed.
+	reasons map[int]string
+}
+
+type plannedNode struct {
+	kind  int
+	takes []take
+	count int // identical copies
+}
+
+type take struct{ class, n int }
+
+// Solve plans the cheapest set of new nodes it can find for the problem's
+// pods, after using existing nodes' free capacity, and explains every pod it
+// cannot place. It never modifies the problem.
+func Solve(p *Problem) (*Plan, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	s := &state{p: p}
+	s.buildClasses()
+	s.buildKinds()
+	s.placeOnExisting()
+	s.valueClasses()
+	s.explainInfeasible()
+	s.greedy()
+	s.downsize(p.Options.Deadline)
+	s.emit()
+	s.plan.LowerBound = s.lowerBound()
+	return &s.plan, nil
+}
+
+func (p *Problem) validate() error {
+	if len(p.ExtendedResources) > MaxResources-NumFixedResources {
+		return fmt.Errorf("%d extended resources given, at most %d supported", len(p.ExtendedResources), MaxResources-NumFixedResources)
+	}
+	for i := range p.Pods {
+		for r, q := range p.Pods[i].Requests {
+			if q < 0 {
+				return fmt.Errorf("pod %s: negative %s request %d", p.Pods[i].Key(), p.ResourceName(r), q)
+			}
+		}
+	}
+	for i := range p.InstanceTypes {
+		for _, o := range p.InstanceTypes[i].Offerings {
+			if !(o.Price >= 0) || math.IsInf(o.Price, 0) {
+				return fmt.Errorf("instance type %s: offering %s/%s has invalid price %v", p.InstanceTypes[i].Name, o.Zone, o.CapacityType, o.Price)
+			}
+		}
+	}
+	return nil
+}
+
+// constraintKey identifies a pod's scheduling constraints.
+func constraintKey(p *Pod) string {
+	var b strings.Builder
+	keys := make([]string, 0, len(p.NodeSelector))
+	for k := range p.NodeSelector {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(p.NodeSelector[k])
+		b.WriteByte(0)
+	}
+	b.WriteByte(1)
+	for _, t := range p.Affinity {
+		for _, r := range t {
+			b.WriteString(r.Key)
+			b.WriteByte(0)
+			b.WriteString(r.Operator)
+			for _, v := range r.Values {
+				b.WriteByte(0)
+				b.WriteString(v)
+			}
+			b.WriteByte(2)
+		}
+		b.WriteByte(3)
+	}
+	b.WriteByte(1)
+	for _, t := range p.Tolerations {
+		b.WriteString(t.Key)
+		b.WriteByte(0)
+		b.WriteString(t.Operator)
+		b.WriteByte(0)
+		b.WriteString(t.Value)
+		b.WriteByte(0)
+		b.WriteString(t.Effect)
+		b.WriteByte(2)
+	}
+	return b.String()
+}
+
+func (s *state) buildClasses() {
+	groupIdx := map[string]int{}
+	type classKey struct {
+		group int
+		req   Resources
+	}
+	classIdx := map[classKey]int{}
+	for i := range s.p.Pods {
+		pod := &s.p.Pods[i]
+		ck := constraintKey(pod)
+		g, ok := groupIdx[ck]
+		if !ok {
+			g = len(s.groups)
+			groupIdx[ck] = g
+			s.groups = append(s.groups, group{rep: pod})
+		}
+		req := pod.Requests
+		req[Pods] = max(req[Pods], 1)
+		key := classKey{g, req}
+		c, ok := classIdx[key]
+		if !ok {
+			c = len(s.classes)
+			classIdx[key] = c
+			s.classes = append(s.classes, &class{req: req, group: g})
+		}
+		s.classes[c].pods = append(s.classes[c].pods, i)
+	}
+	s.rem = make([]int, len(s.classes))
+	for i, c := range s.classes {
+		s.rem[i] = len(c.pods)
+	}
+}
+
+// poolOrder returns pool indices by descending weight, then name.
+func (p *Problem) poolOrder() []int {
+	order := make([]int, len(p.Pools))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		pa, pb := &p.Pools[order[a]], &p.Pools[order[b]]
+		if pa.Weight != pb.Weight {
+			return pa.Weight > pb.Weight
+		}
+		return pa.Name < pb.Name
+	})
+	return order
+}
+
+// poolLabels returns the labels a pool puts on its nodes, including the pool
+// name and the values of single-valued In requirements on keys no instance
+// type defines.
+func poolLabels(pool *Pool) map[string]string {
+	labels := make(map[string]string, len(pool.Labels)+2)
+	for k, v := range pool.Labels {
+		labels[k] = v
+	}
+	labels[LabelNodePool] = pool.Name
+	for _, r := range pool.Requirements {
+		if r.Operator == OpIn && len(r.Values) > 0 && r.Key != LabelZone && r.Key != LabelCapacityType {
+			if _, ok := labels[r.Key]; !ok && !wellKnownTypeLabel(r.Key) {
+				labels[r.Key] = r.Values[0]
+			}
+		}
+	}
+	return labels
+}
+
+// wellKnownTypeLabel reports whether key is a label the instance type, not
+// the pool, decides.
+func wellKnownTypeLabel(key string) bool {
+	return key == LabelInstanceType || key == "kubernetes.io/arch" || key == "kubernetes.io/os" ||
+		key == "topology.kubernetes.io/region" || strings.HasPrefix(key, "karpenter.k8s.aws/")
+}
+
+// daemonOverhead sums the requests of the DaemonSets that would run on a node
+// with these labels and taints.
+func (p *Problem) daemonOverhead(labels Labels, taints []Taint) Resources {
+	var sum Resources
+	for i := range p.DaemonSets {
+		ds := &p.DaemonSets[i]
+		if matchesAffinity(ds.NodeSelector, ds.Affinity, labels) && untolerated(ds.Tolerations, taints) == nil {
+			sum = sum.Add(ds.Requests)
+		}
+	}
+	return sum
+}
+
+func (s *state) buildKinds() {
+	p := s.p
+	s.used = make([]Resources, len(p.Pools))
+	for i := range p.Pools {
+		s.used[i] = p.Pools[i].Used
+	}
+	type dedupeKey struct {
+		pool, typ int
+		compat    string
+		alloc     Resources
+	}
+	seen := map[dedupeKey]int{}
+	for _, pi := range p.poolOrder() {
+		pool := &p.Pools[pi]
+		pl := poolLabels(pool)
+		for ti := range p.InstanceTypes {
+			it := &p.InstanceTypes[ti]
+			base := it.Allocatable()
+			for oi, o := range it.Offerings {
+				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+				if !allMatch(pool.Requirements, labels) {
+					continue
+				}
+				alloc := base.Sub(p.daemonOverhead(labels, pool.Taints))
+				if !(Resources{}).Fits(alloc) {
+					continue
+				}
+				compat := newBitset(len(s.groups))
+				for g := range s.groups {
+					rep := s.groups[g].rep
+					if matchesAffinity(rep.NodeSelector, rep.Affinity, labels) && untolerated(rep.Tolerations, pool.Taints) == nil {
+						compat.set(g)
+					}
+				}
+				if compat.empty() {
+					continue
+				}
+				key := dedupeKey{pi, ti, compat.key(), alloc}
+				if j, ok := seen[key]; ok {
+					if o.Price < s.kinds[j].price {
+						s.kinds[j].offering, s.kinds[j].price = oi, o.Price
+					}
+					continue
+				}
+				seen[key] = len(s.kinds)
+				s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, price: o.Price, alloc: alloc, compat: compat})
+			}
+		}
+	}
+	s.pruneDominated()
+	for ci, c := range s.classes {
+		for ki, k := range s.kinds {
+			if k.compat.has(c.group) && c.req.Fits(k.alloc) {
+				c.kinds = append(c.kinds, ki)
+			}
+		}
+		_ = ci
+	}
+}
+
+func allMatch(reqs []Requirement, labels Labels) bool {
+	for i := range reqs {
+		if !reqs[i].Matches(labels) {
+			return false
+		}
+	}
+	return true
+}
+
+// pruneDominated drops kinds that another kind of the same pool beats on
+// every count: it takes every pod the first takes, has at least its
+// allocatable, costs no more and uses no more of the pool's limits.
+func (s *state) pruneDominated() {
+	sort.SliceStable(s.kinds, func(a, b int) bool { return s.kinds[a].price < s.kinds[b].price })
+	keep := s.kinds[:0:0]
+	for _, k := range s.kinds {
+		dominated := false
+		for _, o := range keep {
+			if o.pool == k.pool && o.price <= k.price && k.compat.subsetOf(o.compat) && k.alloc.Fits(o.alloc) &&
+				s.p.InstanceTypes[o.typ].Capacity.Fits(s.p.InstanceTypes[k.typ].Capacity) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			keep = append(keep, k)
+		}
+	}
+	s.kinds = keep
+}
+
+// placeOnExisting puts pods on existing nodes' free capacity, largest first,
+// on the first node that takes them.
+func (s *state) placeOnExisting() {
+	defer func() {
+		s.start = make([]int, len(s.classes))
+		for ci, c := range s.classes {
+			s.start[ci] = len(c.pods) - s.rem[ci]
+		}
+	}()
+	nodes := s.p.Nodes
+	free := make([]Resources, len(nodes))
+	for i := range nodes {
+		free[i] = nodes[i].Allocatable.Sub(nodes[i].Requested)
+	}
+	for _, ci := range s.classesBySize() {
+		c := s.classes[ci]
+		rep := s.groups[c.group].rep
+		for ni := range nodes {
+			if s.rem[ci] == 0 {
+				break
+			}
+			n := &nodes[ni]
+			if n.Unschedulable || !matchesAffinity(rep.NodeSelector, rep.Affinity, MapLabels(n.Labels)) || untolerated(rep.Tolerations, n.Taints) != nil {
+				continue
+			}
+			k := min(fitCount(free[ni], c.req), s.rem[ci])
+			for j := 0; j < k; j++ {
+				pod := c.pods[len(c.pods)-s.rem[ci]]
+				s.plan.Existing = append(s.plan.Existing, Placement{Pod: pod, Node: n.Name})
+				s.rem[ci]--
+			}
+			free[ni] = free[ni].Sub(c.req.Scale(int64(k)))
+		}
+	}
+}
+
+// classesBySize orders classes by descending CPU then memory.
+func (s *state) classesBySize() []int {
+	order := make([]int, len(s.classes))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ra, rb := s.classes[order[a]].req, s.classes[order[b]].req
+		if ra[CPU] != rb[CPU] {
+			return ra[CPU] > rb[CPU]
+		}
+		return ra[Memory] > rb[Memory]
+	})
+	return order
+}
+
+// fitCount is how many copies of req fit in free (MaxInt when req is zero).
+func fitCount(free, req Resources) int {
+	n := math.MaxInt
+	for r := range req {
+		if req[r] <= 0 {
+			continue
+		}
+		if free[r] < req[r] {
+			return 0
+		}
+		n = min(n, int(free[r]/req[r]))
+	}
+	return n
+}
+
+// share is the largest fraction of alloc that req takes on any resource.
+func share(req, alloc Resources) float64 {
+	m := 0.0
+	for r := range req {
+		if req[r] > 0 {
+			m = max(m, float64(req[r])/float64(alloc[r]))
+		}
+	}
+	return m
+}
+
+// valueClasses prices every class at its cheapest fluid cost: the price of
+// the best kind times the largest share of it the pod takes. It then orders
+// each kind's compatible classes by value per share, the greedy's fill order.
+func (s *state) valueClasses() {
+	for _, c := range s.classes {
+		c.value = math.Inf(1)
+		for _, ki := range c.kinds {
+			k := s.kinds[ki]
+			c.value = min(c.value, k.price*share(c.req, k.alloc))
+		}
+	}
+	for ki, k := range s.kinds {
+		for ci, c := range s.classes {
+			if s.rem[ci] > 0 && slices.Contains(c.kinds, ki) {
+				k.order = append(k.order, ci)
+			}
+		}
+		density := func(ci int) float64 {
+			c := s.classes[ci]
+			sh := share(c.req, k.alloc)
+			if sh == 0 {
+				return math.Inf(1)
+			}
+			return c.value / sh
+		}
+		sort.SliceStable(k.order, func(a, b int) bool {
+			da, db := density(k.order[a]), density(k.order[b])
+			if da != db {
+				return da > db
+			}
+			return share(s.classes[k.order[a]].req, k.alloc) > share(s.classes[k.order[b]].req, k.alloc)
+		})
+	}
+}
+
+// topWeight returns, for each class, the highest weight among pools that
+// could still launch a node for it.
+func (s *state) topWeight() []int32 {
+	w := make([]int32, len(s.classes))
+	for ci, c := range s.classes {
+		w[ci] = math.MinInt32
+		if s.rem[ci] == 0 {
+			continue
+		}
+		for _, ki := range c.kinds {
+			k := s.kinds[ki]
+			if pw := s.p.Pools[k.pool].Weight; pw > w[ci] && s.limitRoom(k) > 0 {
+				w[ci] = pw
+			}
+		}
+	}
+	return w
+}
+
+// limitRoom is how many more nodes of kind k its pool's limits allow.
+func (s *state) limitRoom(k *kind) int {
+	pool := &s.p.Pools[k.pool]
+	capacity := s.p.InstanceTypes[k.typ].Capacity
+	room := math.MaxInt
+	for r := range capacity {
+		if !pool.HasLimit[r] || capacity[r] == 0 {
+			continue
+		}
+		left := pool.Limits[r] - s.used[k.pool][r]
+		if left < capacity[r] {
+			return 0
+		}
+		room = min(room, int(left/capacity[r]))
+	}
+	return room
+}
+
+// fill packs remaining pods onto one node of kind k in its fill order and
+// returns what it took and the value of it.
+func (s *state) fill(k *kind, weights []int32, takes []take) ([]take, float64) {
+	free := k.alloc
+	value := 0.0
+	poolWeight := s.p.Pools[k.pool].Weight
+	for _, ci := range k.order {
+		if s.rem[ci] == 0 || weights[ci] != poolWeight {
+			continue
+		}
+		n := min(fitCount(free, s.classes[ci].req), s.rem[ci])
+		if n == 0 {
+			continue
+		}
+		free = free.Sub(s.classes[ci].req.Scale(int64(n)))
+		value += float64(n) * s.classes[ci].value
+		takes = append(takes, take{ci, n})
+	}
+	return takes, value
+}
+
+// greedy launches, one configuration at a time, the node with the lowest
+// price per value of the pods it takes, and repeats it while the remaining
+// pods allow.
+func (s *state) greedy() {
+	var best, cur []take
+	for {
+		weights := s.topWeight()
+		bestKind, bestRatio, bestValue := -1, math.Inf(1), 0.0
+		for ki, k := range s.kinds {
+			if s.limitRoom(k) == 0 {
+				continue
+			}
+			var value float64
+			cur, value = s.fill(k, weights, cur[:0])
+			if value <= 0 {
+				continue
+			}
+			ratio := k.price / value
+			if ratio < bestRatio || (ratio == bestRatio && value > bestValue) {
+				bestKind, bestRatio, bestValue = ki, ratio, value
+				best = append(best[:0], cur...)
+			}
+		}
+		if bestKind < 0 {
+			return
+		}
+		k := s.kinds[bestKind]
+		copies := s.limitRoom(k)
+		for _, t := range best {
+			copies = min(copies, s.rem[t.class]/t.n)
+		}
+		copies = max(copies, 1)
+		for _, t := range best {
+			s.rem[t.class] -= t.n * copies
+		}
+		s.used[k.pool] = s.used[k.pool].Add(s.p.InstanceTypes[k.typ].Capacity.Scale(int64(copies)))
+		s.nodes = append(s.nodes, plannedNode{kind: bestKind, takes: slices.Clone(best), count: copies})
+	}
+}
+
+// downsize moves every planned node to the cheapest kind that still holds its
+// pods, is allowed for all of them and stays within the pool's limits.
+func (s *state) downsize(deadline time.Time) {
+	for ni := range s.nodes {
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return
+		}
+		n := &s.nodes[ni]
+		cur := s.kinds[n.kind]
+		var req Resources
+		for _, t := range n.takes {
+			req = req.Add(s.classes[t.class].req.Scale(int64(t.n)))
+		}
+		best := n.kind
+		for ki, k := range s.kinds {
+			if k.price >= s.kinds[best].price || s.p.Pools[k.pool].Weight != s.p.Pools[cur.pool].Weight || !req.Fits(k.alloc) {
+				continue
+			}
+			ok := true
+			for _, t := range n.takes {
+				if !k.compat.has(s.classes[t.class].group) {
+					ok = false
+					break
+				}
+			}
+			if !ok {
+				continue
+			}
+			// Check the pool's limits with this node's capacity swapped.
+			capOld := s.p.InstanceTypes[cur.typ].Capacity.Scale(int64(n.count))
+			capNew := s.p.InstanceTypes[k.typ].Capacity.Scale(int64(n.count))
+			after := s.used[k.pool].Add(capNew)
+			if k.pool == cur.pool {
+				after = after.Sub(capOld)
+			}
+			if !withinLimits(&s.p.Pools[k.pool], after) {
+				continue
+			}
+			best = ki
+		}
+		if best != n.kind {
+			k := s.kinds[best]
+			s.used[cur.pool] = s.used[cur.pool].Sub(s.p.InstanceTypes[cur.typ].Capacity.Scale(int64(n.count)))
+			s.used[k.pool] = s.used[k.pool].Add(s.p.InstanceTypes[k.typ].Capacity.Scale(int64(n.count)))
+			n.kind = best
+		}
+	}
+}
+
+func withinLimits(pool *Pool, used Resources) bool {
+	for r := range used {
+		if pool.HasLimit[r] && used[r] > pool.Limits[r] {
+			return false
+		}
+	}
+	return true
+}
+
+// emit turns planned nodes into the plan, assigning concrete pods.
+func (s *state) emit() {
+	next := slices.Clone(s.start) // pods of each class handed out so far
+	for _, n := range s.nodes {
+		k := s.kinds[n.kind]
+		it := &s.p.InstanceTypes[k.typ]
+		o := it.Offerings[k.offering]
+		for copy := 0; copy < n.count; copy++ {
+			node := NewNode{
+				Pool: s.p.Pools[k.pool].Name, InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType,
+				Price: o.Price, Allocatable: k.alloc,
+			}
+			for _, t := range n.takes {
+				c := s.classes[t.class]
+				node.Pods = append(node.Pods, c.pods[next[t.class]:next[t.class]+t.n]...)
+				next[t.class] += t.n
+				node.Requested = node.Requested.Add(c.req.Scale(int64(t.n)))
+			}
+			s.plan.NewNodes = append(s.plan.NewNodes, node)
+			s.plan.TotalPrice += o.Price
+		}
+	}
+	for ci, c := range s.classes {
+		for _, pod := range c.pods[next[ci]:] {
+			if _, explained := s.reasons[ci]; !explained {
+				s.reasons[ci] = s.limitReason(ci)
+			}
+			s.plan.Unschedulable = append(s.plan.Unschedulable, Unschedulable{Pod: pod, Reason: s.reasons[ci]})
+		}
+	}
+	sort.Slice(s.plan.Unschedulable, func(a, b int) bool { return s.plan.Unschedulable[a].Pod < s.plan.Unschedulable[b].Pod })
+	s.plan.TotalPrice = round6(s.plan.TotalPrice)
+}
+
+func round6(x float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 6, 64), 64)
+	return v
+}
