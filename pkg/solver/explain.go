@@ -164,9 +164,21 @@ func (s *state) diagnosePool(c *class, pod *Pod, pi int) string {
 	if len(matching) == 1 {
 		noun = "instance type"
 	}
-	return fmt.Sprintf("0 of %d %s allowed by NodePool %s %s room for %s; the largest, %s, has %s allocatable",
-		len(matching), noun, pool.Name, map[bool]string{true: "has", false: "have"}[len(matching) == 1], what,
-		p.InstanceTypes[best].Name, p.describeOnly(allocs[best], which))
+	verb := "have"
+	if len(matching) == 1 {
+		verb = "has"
+	}
+	names := ""
+	if len(matching) <= 5 {
+		list := make([]string, len(matching))
+		for i, ti := range matching {
+			list[i] = p.InstanceTypes[ti].Name
+		}
+		sort.Strings(list)
+		names = " (" + strings.Join(list, ", ") + ")"
+	}
+	return fmt.Sprintf("0 of %d %s allowed by NodePool %s%s %s room for %s; the largest, %s, has %s allocatable",
+		len(matching), noun, pool.Name, names, verb, what, p.InstanceTypes[best].Name, p.describeOnly(allocs[best], which))
 }
 
 // fitScore is the smallest ratio of allocatable to request over the

@@ -128,7 +128,7 @@ func TestSolvePlacesPodsWithinConstraints(t *testing.T) {
 					t.Fatalf("unschedulable = %+v, want 1", plan.Unschedulable)
 				}
 				reason := plan.Unschedulable[0].Reason
-				for _, want := range []string{"0 of 3 instance types allowed by NodePool default", "the largest, m6.xlarge", "cheapest instance type that would fit", "m6.2xlarge (spot"} {
+				for _, want := range []string{"0 of 3 instance types allowed by NodePool default (c6.xlarge, m6.large, m6.xlarge) have room for 4 CPU and 16Gi memory", "the largest, m6.xlarge", "cheapest instance type that would fit", "m6.2xlarge (spot"} {
 					if !strings.Contains(reason, want) {
 						t.Errorf("reason %q lacks %q", reason, want)
 					}

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Build the binaries of the local test control plane (see test/testenv) once,
+# from the Go module proxy, into a cache outside the repository:
+#
+#   ${RIGHTSIZE_TESTENV_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-rightsize/testenv/v1.37.2}/
+#     bin/   kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok
+#     src/   the throwaway modules the binaries are built from (generated here)
+#     stamp  versions of what bin/ holds, written after a successful build
+#
+# Binaries already present whose --version works are kept, so a warm run takes
+# seconds. Cold: roughly 15-25 minutes on 2 cores, mostly kube-apiserver.
+# Set RIGHTSIZE_TESTENV_NICE (default 10) to change the build's niceness.
+set -euo pipefail
+
+K8S_VERSION=v1.37.2
+STAGING_VERSION=v0.37.2
+KWOK_VERSION=v0.8.0
+ETCD_VERSION=v3.6.10
+
+DIR=${RIGHTSIZE_TESTENV_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-rightsize/testenv/${K8S_VERSION}}
+BIN=$DIR/bin
+SRC=$DIR/src
+STAMP=$DIR/stamp
+GO=${GO:-go}
+NICE=(nice -n "${RIGHTSIZE_TESTENV_NICE:-10}")
+
+# The throwaway modules must never pick up the repository's module or workspace.
+export GOWORK=off GOFLAGS=-mod=mod GO111MODULE=on
+unset GOOS GOARCH 2>/dev/null || true
+
+START=$SECONDS
+log() { printf '[testenv %4ds] %s\n' "$((SECONDS - START))" "$*"; }
+die() { printf '[testenv] ERROR: %s\n' "$*" >&2; exit 1; }
+trap 'rc=$?; [ $rc -eq 0 ] || printf "[testenv] ERROR: build failed (exit %d) after %ds; see the output above. Re-run: hack/testenv/build.sh\n" "$rc" "$((SECONDS - START))" >&2' EXIT
+
+command -v "$GO" >/dev/null || die "go not found on PATH"
+mkdir -p "$BIN" "$SRC"
+
+# works NAME VERSION-ARGS... : true when $BIN/NAME exists and prints a version.
+works() {
+	local name=$1; shift
+	[ -x "$BIN/$name" ] && timeout 20 "$BIN/$name" "$@" >/dev/null 2>&1
+}
+
+# --- etcd ---------------------------------------------------------------------
+build_etcd() {
+	if works etcd --version; then log "etcd: present ($("$BIN/etcd" --version | head -1))"; return; fi
+	local t=$SECONDS m=$SRC/etcd
+	log "etcd $ETCD_VERSION: building"
+	rm -rf "$m" && mkdir -p "$m"
+	cat >"$m/go.mod" <<EOF
+module rightsize.local/testenv/etcd
+
+go 1.26
+EOF
+	(
+		cd "$m"
+		"$GO" get \
+			go.etcd.io/etcd/server/v3@$ETCD_VERSION \
+			go.etcd.io/etcd/api/v3@$ETCD_VERSION \
+			go.etcd.io/etcd/client/pkg/v3@$ETCD_VERSION \
+			go.etcd.io/etcd/client/v3@$ETCD_VERSION \
+			go.etcd.io/etcd/pkg/v3@$ETCD_VERSION
+		"${NICE[@]}" "$GO" build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" go.etcd.io/etcd/server/v3
+	)
+	mv "$BIN/etcd.tmp" "$BIN/etcd"
+	works etcd --version || die "built etcd does not run: $BIN/etcd --version"
+	log "etcd: built in $((SECONDS - t))s"
+}
+
+# --- kwok ---------------------------------------------------------------------
+build_kwok() {
+	if works kwok --version; then log "kwok: present"; return; fi
+	local t=$SECONDS
+	log "kwok $KWOK_VERSION: building"
+	GOBIN=$BIN "${NICE[@]}" "$GO" install -trimpath -ldflags "-s -w" sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION
+	works kwok --version || die "built kwok does not run: $BIN/kwok --version"
+	log "kwok: built in $((SECONDS - t))s"
+}
+
+# --- kubernetes ---------------------------------------------------------------
+K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+
+build_kubernetes() {
+	local missing=() name
+	for name in "${K8S_CMDS[@]}"; do
+		if [ "$name" = kubectl ]; then works kubectl version --client || missing+=("$name")
+		else works "$name" --version || missing+=("$name"); fi
+	done
+	if [ ${#missing[@]} -eq 0 ]; then log "kubernetes: all present ($("$BIN/kube-apiserver" --version))"; return; fi
+	local t=$SECONDS m=$SRC/kubernetes
+	log "kubernetes $K8S_VERSION: building ${missing[*]} (cold: ~15-25 min on 2 cores)"
+
+	# kubernetes' go.mod requires its staging modules at v0.0.0 and replaces them
+	# with ./staging/src/...; replaces of a dependency are ignored, so mirror them
+	# with the published staging modules.
+	local gomod
+	gomod=$("$GO" mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
+	[ -f "$gomod" ] || die "could not download k8s.io/kubernetes@$K8S_VERSION go.mod"
+	local staging
+	staging=$(sed -n 's#^[[:space:]]*\(k8s\.io/[^[:space:]]*\)[[:space:]]*=>[[:space:]]*\./staging/.*#\1#p' "$gomod" | sort -u)
+	[ -n "$staging" ] || die "no staging replaces found in $gomod"
+	log "kubernetes: $(echo "$staging" | wc -l) staging modules -> $STAGING_VERSION"
+
+	rm -rf "$m" && mkdir -p "$m"
+	{
+		echo "module rightsize.local/testenv/kubernetes"
+		echo
+		echo "go 1.26"
+		echo
+		echo "require k8s.io/kubernetes $K8S_VERSION"
+		echo
+		echo "replace ("
+		for name in $staging; do echo "	$name => $name $STAGING_VERSION"; done
+		echo ")"
+	} >"$m/go.mod"
+
+	local pkgs=() p
+	for p in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$p"); done
+	local date
+	date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	local ldflags="-s -w"
+	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=37"
+		ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=$date"
+	done
+	(
+		cd "$m"
+		log "kubernetes: resolving modules (go get)"
+		for p in "${K8S_CMDS[@]}"; do "$GO" get "k8s.io/kubernetes/cmd/$p@$K8S_VERSION"; done
+		log "kubernetes: compiling"
+		mkdir -p "$BIN/.tmp"
+		"${NICE[@]}" "$GO" build -trimpath -ldflags "$ldflags" -o "$BIN/.tmp/" "${pkgs[@]}"
+	)
+	for p in "${missing[@]}"; do mv "$BIN/.tmp/$p" "$BIN/$p"; done
+	rmdir "$BIN/.tmp" 2>/dev/null || true
+	for p in "${missing[@]}"; do
+		if [ "$p" = kubectl ]; then works kubectl version --client || die "built kubectl does not run"
+		else works "$p" --version || die "built $p does not run: $BIN/$p --version"; fi
+	done
+	log "kubernetes: built ${missing[*]} in $((SECONDS - t))s"
+}
+
+log "cache: $DIR"
+build_etcd
+build_kwok
+build_kubernetes
+
+{
+	echo "kubernetes=$K8S_VERSION"
+	echo "staging=$STAGING_VERSION"
+	echo "etcd=$ETCD_VERSION"
+	echo "kwok=$KWOK_VERSION"
+	echo "go=$("$GO" env GOVERSION)"
+	echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+} >"$STAMP.tmp"
+mv "$STAMP.tmp" "$STAMP"
+log "done: $BIN ($(cd "$BIN" && echo *))"

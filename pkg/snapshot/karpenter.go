@@ -1,0 +1,393 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// Labels Karpenter puts on the nodes of a pool.
+const (
+	LabelNodePool        = "karpenter.sh/nodepool"
+	LabelProvisionerName = "karpenter.sh/provisioner-name"
+)
+
+// The Karpenter types below accept the union of the layouts read: the
+// karpenter.sh/v1alpha5 Provisioner (flat spec.requirements, spec.labels,
+// spec.limits.resources, ...), the karpenter.sh/v1beta1 and v1 NodePool
+// (spec.template, spec.limits as a resource list, spec.disruption), and the
+// seed article's hybrid Provisioner that mixes the two. They are decoded
+// strictly, so a misspelt field is an error.
+
+// karpenterPool is a Provisioner or a NodePool.
+type karpenterPool struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta `json:"metadata"`
+	Spec            poolSpec          `json:"spec"`
+	Status          json.RawMessage   `json:"status,omitempty"`
+}
+
+type poolSpec struct {
+	Template   *poolTemplate `json:"template,omitempty"`
+	Disruption *disruption   `json:"disruption,omitempty"`
+	// Limits is a resource list (NodePool) or {resources: list} (Provisioner).
+	Limits map[string]json.RawMessage `json:"limits,omitempty"`
+	Weight *int32                     `json:"weight,omitempty"`
+
+	// v1alpha5 Provisioner only.
+	Labels                 map[string]string `json:"labels,omitempty"`
+	Annotations            map[string]string `json:"annotations,omitempty"`
+	Requirements           []requirement     `json:"requirements,omitempty"`
+	Taints                 []corev1.Taint    `json:"taints,omitempty"`
+	StartupTaints          []corev1.Taint    `json:"startupTaints,omitempty"`
+	ProviderRef            *nodeClassRef     `json:"providerRef,omitempty"`
+	Provider               json.RawMessage   `json:"provider,omitempty"`
+	KubeletConfiguration   json.RawMessage   `json:"kubeletConfiguration,omitempty"`
+	Consolidation          *consolidation    `json:"consolidation,omitempty"`
+	TTLSecondsAfterEmpty   *int64            `json:"ttlSecondsAfterEmpty,omitempty"`
+	TTLSecondsUntilExpired *int64            `json:"ttlSecondsUntilExpired,omitempty"`
+}
+
+type consolidation struct {
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+type poolTemplate struct {
+	Metadata struct {
+		Labels      map[string]string `json:"labels,omitempty"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	} `json:"metadata"`
+	Spec nodeClaimSpec `json:"spec"`
+}
+
+type nodeClaimSpec struct {
+	NodeClassRef           *nodeClassRef   `json:"nodeClassRef,omitempty"`
+	Requirements           []requirement   `json:"requirements,omitempty"`
+	Taints                 []corev1.Taint  `json:"taints,omitempty"`
+	StartupTaints          []corev1.Taint  `json:"startupTaints,omitempty"`
+	ExpireAfter            string          `json:"expireAfter,omitempty"`            // v1
+	TerminationGracePeriod string          `json:"terminationGracePeriod,omitempty"` // v1
+	Kubelet                json.RawMessage `json:"kubelet,omitempty"`                // v1beta1
+	Resources              json.RawMessage `json:"resources,omitempty"`              // v1beta1
+}
+
+// nodeClassRef is v1's {group, kind, name} or v1beta1's {apiVersion, kind, name}.
+type nodeClassRef struct {
+	Group      string `json:"group,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Name       string `json:"name"`
+}
+
+type requirement struct {
+	Key       string   `json:"key"`
+	Operator  string   `json:"operator"`
+	Values    []string `json:"values,omitempty"`
+	MinValues *int     `json:"minValues,omitempty"`
+}
+
+type disruption struct {
+	ConsolidationPolicy string   `json:"consolidationPolicy,omitempty"`
+	ConsolidateAfter    string   `json:"consolidateAfter,omitempty"`
+	ExpireAfter         string   `json:"expireAfter,omitempty"` // v1beta1
+	Budgets             []budget `json:"budgets,omitempty"`
+}
+
+type budget struct {
+	Nodes    string   `json:"nodes"`
+	Schedule *string  `json:"schedule,omitempty"`
+	Duration string   `json:"duration,omitempty"`
+	Reasons  []string `json:"reasons,omitempty"`
+}
+
+// decodePool reads a Provisioner or a NodePool into a solver.Pool.
+func (m *Manifests) decodePool(where, kind string, j []byte, generic any) error {
+	var o karpenterPool
+	if err := decodeStrict(j, &o, generic); err != nil {
+		return err
+	}
+	name := o.Metadata.Name
+	if name == "" {
+		return errors.New("metadata.name is required")
+	}
+	label := fmt.Sprintf("%s %q", kind, name)
+	s := &o.Spec
+	provisioner := kind == "Provisioner"
+	if !provisioner {
+		if err := noProvisionerFields(s); err != nil {
+			return err
+		}
+	}
+	pool := solver.Pool{Name: name, Labels: map[string]string{}}
+	if s.Weight != nil {
+		if w := *s.Weight; w < 1 || w > 100 {
+			return fmt.Errorf("spec.weight: must be between 1 and 100 (%d)", w)
+		}
+		pool.Weight = *s.Weight
+	}
+
+	// Requirements, labels and taints from both layouts.
+	type source struct {
+		path                  string
+		labels                map[string]string
+		reqs                  []requirement
+		taints, startupTaints []corev1.Taint
+	}
+	sources := []source{{"spec", s.Labels, s.Requirements, s.Taints, s.StartupTaints}}
+	if t := s.Template; t != nil {
+		sources = append(sources, source{"spec.template.spec", t.Metadata.Labels, t.Spec.Requirements, t.Spec.Taints, t.Spec.StartupTaints})
+		if err := checkDuration("spec.template.spec.expireAfter", t.Spec.ExpireAfter); err != nil {
+			return err
+		}
+		if err := checkDuration("spec.template.spec.terminationGracePeriod", t.Spec.TerminationGracePeriod); err != nil {
+			return err
+		}
+		if ref := t.Spec.NodeClassRef; ref != nil {
+			if ref.Name == "" {
+				return errors.New("spec.template.spec.nodeClassRef.name: required")
+			}
+			m.classRefs = append(m.classRefs, classRef{where: where, pool: label, class: ref.Name})
+		}
+	}
+	for _, src := range sources {
+		maps.Copy(pool.Labels, src.labels)
+		for i, r := range src.reqs {
+			p := fmt.Sprintf("%s.requirements[%d]", src.path, i)
+			req, err := nodeRequirement(p, r.Key, r.Operator, r.Values)
+			if err != nil {
+				return err
+			}
+			if r.MinValues != nil {
+				m.warnf(where, "%s: %s.minValues is not supported; ignored", label, p)
+			}
+			pool.Requirements = append(pool.Requirements, req)
+		}
+		var err error
+		if pool.Taints, err = taints(src.path+".taints", pool.Taints, src.taints); err != nil {
+			return err
+		}
+		if pool.StartupTaints, err = taints(src.path+".startupTaints", pool.StartupTaints, src.startupTaints); err != nil {
+			return err
+		}
+	}
+	pool.Labels[LabelNodePool] = name
+	if provisioner {
+		pool.Labels[LabelProvisionerName] = name
+	}
+
+	if err := m.limits(&pool, s.Limits, provisioner); err != nil {
+		return err
+	}
+	if err := m.checkDisruption(where+": "+label, s.Disruption); err != nil {
+		return err
+	}
+	m.Pools = append(m.Pools, pool)
+	return nil
+}
+
+// noProvisionerFields rejects v1alpha5 Provisioner fields in a NodePool.
+func noProvisionerFields(s *poolSpec) error {
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"labels", s.Labels != nil},
+		{"annotations", s.Annotations != nil},
+		{"requirements", s.Requirements != nil},
+		{"taints", s.Taints != nil},
+		{"startupTaints", s.StartupTaints != nil},
+		{"providerRef", s.ProviderRef != nil},
+		{"provider", s.Provider != nil},
+		{"kubeletConfiguration", s.KubeletConfiguration != nil},
+		{"consolidation", s.Consolidation != nil},
+		{"ttlSecondsAfterEmpty", s.TTLSecondsAfterEmpty != nil},
+		{"ttlSecondsUntilExpired", s.TTLSecondsUntilExpired != nil},
+	} {
+		if f.set {
+			return fmt.Errorf("spec.%s: a v1alpha5 Provisioner field, not a NodePool one (NodePools use spec.template)", f.name)
+		}
+	}
+	return nil
+}
+
+// limits reads spec.limits: a resource list, or {resources: list} for a
+// Provisioner.
+func (m *Manifests) limits(pool *solver.Pool, raw map[string]json.RawMessage, provisioner bool) error {
+	path := "spec.limits"
+	if res, ok := raw["resources"]; ok {
+		if !provisioner {
+			return errors.New("spec.limits.resources: a v1alpha5 Provisioner field; a NodePool's spec.limits is the resource list itself")
+		}
+		if len(raw) > 1 {
+			return errors.New("spec.limits: resources and resource names must not be mixed")
+		}
+		path += ".resources"
+		raw = nil
+		if err := json.Unmarshal(res, &raw); err != nil {
+			return fmt.Errorf("%s: expected a resource list: %w", path, err)
+		}
+	}
+	for _, name := range sortedKeys(raw) {
+		p := path + "." + name
+		if !poolResource(name) {
+			return fmt.Errorf("%s: unsupported resource %q", path, name)
+		}
+		var q resource.Quantity
+		if err := json.Unmarshal(raw[name], &q); err != nil {
+			return fmt.Errorf("%s: invalid quantity %s", p, raw[name])
+		}
+		i, ok, err := m.index(name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if !ok {
+			continue
+		}
+		if pool.Limits[i], err = value(&q, i == solver.CPU); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		pool.HasLimit[i] = true
+	}
+	return nil
+}
+
+// taints validates and appends taints.
+func taints(path string, out []solver.Taint, in []corev1.Taint) ([]solver.Taint, error) {
+	for i, t := range in {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if t.Key == "" {
+			return nil, fmt.Errorf("%s.key: required", p)
+		}
+		if err := checkEffect(p+".effect", t.Effect); err != nil {
+			return nil, err
+		}
+		out = append(out, solver.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	return out, nil
+}
+
+// checkDisruption validates spec.disruption, which the solver does not use.
+func (m *Manifests) checkDisruption(where string, d *disruption) error {
+	if d == nil {
+		return nil
+	}
+	switch d.ConsolidationPolicy {
+	case "", "WhenEmpty", "WhenEmptyOrUnderutilized", "WhenUnderutilized":
+	default:
+		return fmt.Errorf("spec.disruption.consolidationPolicy: unsupported value %q (want WhenEmpty or WhenEmptyOrUnderutilized)", d.ConsolidationPolicy)
+	}
+	if err := checkDuration("spec.disruption.consolidateAfter", d.ConsolidateAfter); err != nil {
+		return err
+	}
+	if err := checkDuration("spec.disruption.expireAfter", d.ExpireAfter); err != nil {
+		return err
+	}
+	for i, b := range d.Budgets {
+		p := fmt.Sprintf("spec.disruption.budgets[%d]", i)
+		n, isPercent := strings.CutSuffix(b.Nodes, "%")
+		if v, err := strconv.Atoi(n); err != nil || v < 0 || isPercent && v > 100 {
+			return fmt.Errorf("%s.nodes: want a count or a percentage, got %q", p, b.Nodes)
+		}
+		if err := checkDuration(p+".duration", b.Duration); err != nil {
+			return err
+		}
+		if b.Duration != "" && b.Schedule == nil {
+			m.warnf(where, "%s: duration without schedule; Karpenter rejects this budget", p)
+		}
+	}
+	return nil
+}
+
+// checkDuration accepts "", "Never" and Go durations.
+func checkDuration(path, d string) error {
+	if d == "" || d == "Never" {
+		return nil
+	}
+	if v, err := time.ParseDuration(d); err != nil || v < 0 {
+		return fmt.Errorf("%s: want a duration such as 720h or Never, got %q", path, d)
+	}
+	return nil
+}
+
+// ec2NodeClass is an EC2NodeClass of karpenter.k8s.aws/v1 or v1beta1.
+type ec2NodeClass struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta `json:"metadata"`
+	Spec            struct {
+		AMIFamily                        *string           `json:"amiFamily,omitempty"`
+		AMISelectorTerms                 []selectorTerm    `json:"amiSelectorTerms,omitempty"`
+		SubnetSelectorTerms              []selectorTerm    `json:"subnetSelectorTerms,omitempty"`
+		SecurityGroupSelectorTerms       []selectorTerm    `json:"securityGroupSelectorTerms,omitempty"`
+		CapacityReservationSelectorTerms []selectorTerm    `json:"capacityReservationSelectorTerms,omitempty"`
+		AssociatePublicIPAddress         *bool             `json:"associatePublicIPAddress,omitempty"`
+		Role                             string            `json:"role,omitempty"`
+		InstanceProfile                  *string           `json:"instanceProfile,omitempty"`
+		UserData                         *string           `json:"userData,omitempty"`
+		Tags                             map[string]string `json:"tags,omitempty"`
+		Kubelet                          json.RawMessage   `json:"kubelet,omitempty"`
+		BlockDeviceMappings              []struct {
+			DeviceName string `json:"deviceName,omitempty"`
+			RootVolume bool   `json:"rootVolume,omitempty"`
+			EBS        *struct {
+				DeleteOnTermination      *bool              `json:"deleteOnTermination,omitempty"`
+				Encrypted                *bool              `json:"encrypted,omitempty"`
+				IOPS                     *int64             `json:"iops,omitempty"`
+				KMSKeyID                 *string            `json:"kmsKeyID,omitempty"`
+				SnapshotID               *string            `json:"snapshotID,omitempty"`
+				Throughput               *int64             `json:"throughput,omitempty"`
+				VolumeInitializationRate *int32             `json:"volumeInitializationRate,omitempty"`
+				VolumeSize               *resource.Quantity `json:"volumeSize,omitempty"`
+				VolumeType               *string            `json:"volumeType,omitempty"`
+			} `json:"ebs,omitempty"`
+		} `json:"blockDeviceMappings,omitempty"`
+		InstanceStorePolicy *string `json:"instanceStorePolicy,omitempty"`
+		DetailedMonitoring  *bool   `json:"detailedMonitoring,omitempty"`
+		MetadataOptions     *struct {
+			HTTPEndpoint            *string `json:"httpEndpoint,omitempty"`
+			HTTPProtocolIPv6        *string `json:"httpProtocolIPv6,omitempty"`
+			HTTPPutResponseHopLimit *int64  `json:"httpPutResponseHopLimit,omitempty"`
+			HTTPTokens              *string `json:"httpTokens,omitempty"`
+		} `json:"metadataOptions,omitempty"`
+		Context *string `json:"context,omitempty"`
+	} `json:"spec"`
+	Status json.RawMessage `json:"status,omitempty"`
+}
+
+// selectorTerm is the union of the AMI, subnet, security group and capacity
+// reservation selector terms.
+type selectorTerm struct {
+	Tags                  map[string]string `json:"tags,omitempty"`
+	ID                    string            `json:"id,omitempty"`
+	Name                  string            `json:"name,omitempty"`
+	Alias                 string            `json:"alias,omitempty"`
+	Owner                 string            `json:"owner,omitempty"`
+	OwnerID               string            `json:"ownerID,omitempty"`
+	SSMParameter          string            `json:"ssmParameter,omitempty"`
+	InstanceMatchCriteria string            `json:"instanceMatchCriteria,omitempty"`
+}
+
+// decodeNodeClass reads an EC2NodeClass and records its name.
+func (m *Manifests) decodeNodeClass(where, apiVersion string, j []byte, generic any) error {
+	var o ec2NodeClass
+	if err := decodeStrict(j, &o, generic); err != nil {
+		return err
+	}
+	if o.Metadata.Name == "" {
+		return errors.New("metadata.name is required")
+	}
+	if apiVersion == "karpenter.sh/v1alpha5" {
+		m.warnf(where, "EC2NodeClass %q: apiVersion karpenter.sh/v1alpha5 never had EC2NodeClass; karpenter.k8s.aws/v1 is right (read anyway)", o.Metadata.Name)
+	}
+	m.NodeClasses = append(m.NodeClasses, o.Metadata.Name)
+	return nil
+}

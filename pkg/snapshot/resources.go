@@ -1,0 +1,226 @@
+package snapshot
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// checkContainers validates the containers' resources and applies the API
+// server's defaulting: a resource with a limit but no request is requested
+// at its limit.
+func checkContainers(path string, cs []corev1.Container) error {
+	for i := range cs {
+		if err := checkResources(fmt.Sprintf("%s[%d].resources", path, i), &cs[i].Resources, containerResource); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkResources validates requests and limits with valid and defaults
+// missing requests to limits.
+func checkResources(path string, rr *corev1.ResourceRequirements, valid func(string) bool) error {
+	if err := checkList(path+".limits", rr.Limits, valid); err != nil {
+		return err
+	}
+	if err := checkList(path+".requests", rr.Requests, valid); err != nil {
+		return err
+	}
+	for name, q := range rr.Limits {
+		if _, ok := rr.Requests[name]; !ok {
+			if rr.Requests == nil {
+				rr.Requests = corev1.ResourceList{}
+			}
+			rr.Requests[name] = q.DeepCopy()
+		}
+	}
+	return nil
+}
+
+// checkList checks that every name in list is valid and every quantity is
+// not negative.
+func checkList(path string, list corev1.ResourceList, valid func(string) bool) error {
+	for _, name := range sortedNames(list) {
+		if !valid(name) {
+			return fmt.Errorf("%s: unsupported resource %q", path, name)
+		}
+		if q := list[corev1.ResourceName(name)]; q.Sign() < 0 {
+			return fmt.Errorf("%s.%s: must not be negative (%s)", path, name, q.String())
+		}
+	}
+	return nil
+}
+
+// containerResource reports whether a container may request name.
+func containerResource(name string) bool {
+	switch name {
+	case "cpu", "memory", "ephemeral-storage":
+		return true
+	}
+	return strings.HasPrefix(name, corev1.ResourceHugePagesPrefix) || extended(name)
+}
+
+// podLevelResource reports whether spec.resources may name name.
+func podLevelResource(name string) bool {
+	return name == "cpu" || name == "memory" || strings.HasPrefix(name, corev1.ResourceHugePagesPrefix)
+}
+
+// poolResource reports whether a pool limit may name name.
+func poolResource(name string) bool {
+	return name == "pods" || containerResource(name)
+}
+
+// extended reports whether name looks like an extended resource: a domain
+// prefix, a slash and a name.
+func extended(name string) bool {
+	prefix, rest, ok := strings.Cut(name, "/")
+	return ok && prefix != "" && rest != "" && !strings.Contains(rest, "/")
+}
+
+func sortedNames(list corev1.ResourceList) []string {
+	names := make([]string, 0, len(list))
+	for n := range list {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// index returns the solver index of resource name, allocating one for a new
+// extended resource; ok is false for resources the solver ignores (hugepages).
+func (m *Manifests) index(name string) (i int, ok bool, err error) {
+	for i, n := range solver.FixedResourceNames {
+		if n == name {
+			return i, true, nil
+		}
+	}
+	if strings.HasPrefix(name, corev1.ResourceHugePagesPrefix) {
+		return 0, false, nil
+	}
+	if !extended(name) {
+		return 0, false, fmt.Errorf("unsupported resource %q", name)
+	}
+	if j := slices.Index(m.ExtendedResources, name); j >= 0 {
+		return solver.NumFixedResources + j, true, nil
+	}
+	if limit := solver.MaxResources - solver.NumFixedResources; len(m.ExtendedResources) >= limit {
+		return 0, false, fmt.Errorf("extended resource %q: at most %d extended resources are supported (already have %s)",
+			name, limit, strings.Join(m.ExtendedResources, ", "))
+	}
+	m.ExtendedResources = append(m.ExtendedResources, name)
+	return solver.NumFixedResources + len(m.ExtendedResources) - 1, true, nil
+}
+
+// vector converts a resource list to solver units: millicores for cpu,
+// bytes or counts for the rest. path names the list in errors.
+func (m *Manifests) vector(path string, list corev1.ResourceList) (solver.Resources, error) {
+	var r solver.Resources
+	for _, name := range sortedNames(list) {
+		i, ok, err := m.index(name)
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", path, err)
+		}
+		if !ok {
+			continue
+		}
+		q := list[corev1.ResourceName(name)]
+		if r[i], err = value(&q, i == solver.CPU); err != nil {
+			return r, fmt.Errorf("%s: %s: %w", path, name, err)
+		}
+	}
+	return r, nil
+}
+
+// value converts a quantity to an int64, in thousandths when milli, rounding
+// up. It fails on negative quantities and ones too large for an int64.
+func value(q *resource.Quantity, milli bool) (int64, error) {
+	if q.Sign() < 0 {
+		return 0, fmt.Errorf("must not be negative (%s)", q.String())
+	}
+	f := q.AsApproximateFloat64()
+	if milli {
+		f *= 1000
+	}
+	if f > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%s is too large", q.String())
+	}
+	if milli {
+		return q.MilliValue(), nil
+	}
+	return q.Value(), nil
+}
+
+// quantityKeys are the object keys whose values are resource lists.
+var quantityKeys = []string{"requests", "limits", "overhead", "capacity", "allocatable", "resources"}
+
+// findBadQuantity finds, for an error message, the first value in a resource
+// list (or a sizeLimit) of v that is not a valid quantity.
+func findBadQuantity(v any, path string) (where, bad string, found bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if k == "sizeLimit" || k == "volumeSize" {
+				if !validQuantity(v[k]) {
+					return p, fmt.Sprint(v[k]), true
+				}
+				continue
+			}
+			if list, ok := v[k].(map[string]any); ok && slices.Contains(quantityKeys, k) {
+				for _, name := range sortedKeys(list) {
+					if _, isObj := list[name].(map[string]any); isObj {
+						continue
+					}
+					if !validQuantity(list[name]) {
+						return p + "." + name, strconv.Quote(fmt.Sprint(list[name])), true
+					}
+				}
+			}
+			if where, bad, found = findBadQuantity(v[k], p); found {
+				return where, bad, true
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if where, bad, found = findBadQuantity(e, fmt.Sprintf("%s[%d]", path, i)); found {
+				return where, bad, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+func validQuantity(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		_, err := resource.ParseQuantity(strings.TrimSpace(v))
+		return err == nil
+	case map[string]any, []any, bool:
+		return false
+	default:
+		_, err := resource.ParseQuantity(fmt.Sprint(v))
+		return err == nil
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,509 @@
+// Package snapshot builds the solver's input from a description of a
+// cluster. Today that description is a set of Kubernetes manifests read from
+// files or stdin (kubectl rightsize explain -f): workloads become the pods
+// that would be pending, DaemonSets become per-node overhead and Karpenter-
+// shaped NodePools and Provisioners become pools. A later source reads the
+// same things from a live cluster.
+//
+// Manifests are not defaulted or validated by an API server, so the reader
+// applies the API server's defaulting where it changes the answer (requests
+// default to limits) and rejects input it cannot read faithfully: malformed
+// YAML, unknown fields of known kinds, bad quantities. Kinds it does not use
+// (Service, ConfigMap, ...) are skipped with a warning.
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// Manifests is what Read and Decode found.
+type Manifests struct {
+	Pods       []solver.Pod
+	DaemonSets []solver.DaemonSet
+	// Pools come from Karpenter-shaped NodePool and Provisioner documents.
+	Pools []solver.Pool
+	// NodeClasses are the names of the EC2NodeClass documents seen.
+	NodeClasses []string
+	// ExtendedResources names the solver's resource indices
+	// solver.NumFixedResources and above, in order.
+	ExtendedResources []string
+	// Warnings are one line each, e.g.
+	// "deploy.yaml: document 3: kind Service skipped: not supported".
+	Warnings []string
+
+	documents int        // non-empty documents seen
+	workloads int        // pod and workload documents seen, even with 0 replicas
+	classRefs []classRef // nodeClassRefs to check once everything is read
+}
+
+// classRef is a pool's reference to a node class, checked by Read.
+type classRef struct {
+	where, pool, class string
+}
+
+// DocumentError is a problem with one document of an input stream.
+type DocumentError struct {
+	File     string // file name, or "<stdin>"
+	Document int    // 1-based index among the stream's non-empty documents
+	Line     int    // 1-based line where the document's content starts
+	Err      error
+}
+
+func (e *DocumentError) Error() string {
+	return oneLine(fmt.Sprintf("%s: document %d (line %d): %v", e.File, e.Document, e.Line, e.Err))
+}
+
+func (e *DocumentError) Unwrap() error { return e.Err }
+
+// oneLine joins the lines of a message so that every error is one line.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	var parts []string
+	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+const stdinName = "<stdin>"
+
+// Read reads every path: a file, a directory (recursively, its *.yaml, *.yml
+// and *.json files in lexical order) or "-" for stdin. It fails if the input
+// holds no pod or workload, and warns about pools whose nodeClassRef names a
+// node class that is not in the input.
+func Read(paths []string, stdin io.Reader) (*Manifests, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no input files")
+	}
+	m := &Manifests{}
+	for _, p := range paths {
+		files, err := expand(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			var data []byte
+			name := f
+			if f == "-" {
+				name = stdinName
+				if stdin == nil {
+					return nil, errors.New("cannot read -: no stdin")
+				}
+				data, err = io.ReadAll(stdin)
+			} else {
+				data, err = os.ReadFile(f)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", name, err)
+			}
+			if err := Decode(name, data, m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if m.workloads == 0 {
+		shown := make([]string, len(paths))
+		for i, p := range paths {
+			shown[i] = p
+			if p == "-" {
+				shown[i] = stdinName
+			}
+		}
+		msg := "no pods or workloads found in " + strings.Join(shown, ", ")
+		if m.documents == 0 {
+			msg += ": the input is empty"
+		}
+		return nil, errors.New(msg)
+	}
+	classes := make(map[string]bool, len(m.NodeClasses))
+	for _, c := range m.NodeClasses {
+		classes[c] = true
+	}
+	for _, r := range m.classRefs {
+		if !classes[r.class] {
+			m.warnf(r.where, "%s: nodeClassRef %q is not in the input; it must exist in the cluster", r.pool, r.class)
+		}
+	}
+	m.classRefs = nil
+	return m, nil
+}
+
+// expand turns a path into the files to read.
+func expand(p string) ([]string, error) {
+	if p == "-" {
+		return []string{p}, nil
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{p}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch strings.ToLower(filepath.Ext(path)) {
+		case ".yaml", ".yml", ".json":
+			if !d.IsDir() {
+				files = append(files, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no *.yaml, *.yml or *.json files", p)
+	}
+	return files, nil
+}
+
+// document is one document of a stream.
+type document struct {
+	index int    // 1-based among non-empty documents
+	line  int    // line where content starts
+	first int    // line of data's first line, to make parser line numbers absolute
+	data  []byte // YAML or JSON
+	json  bool
+}
+
+// Decode parses one stream of multi-document YAML or JSON (concatenated
+// objects) and adds what it finds to m. name is used in errors and warnings.
+// Empty input and empty documents are not errors; Read checks that something
+// was found and that the node classes pools refer to are in the input.
+func Decode(name string, data []byte, m *Manifests) error {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	docs, err := splitJSON(data)
+	if err != nil {
+		docs = splitYAML(data)
+	}
+	m.documents += len(docs)
+	for _, doc := range docs {
+		where := fmt.Sprintf("%s: document %d", name, doc.index)
+		if err := m.decodeDocument(where, doc); err != nil {
+			return &DocumentError{File: name, Document: doc.index, Line: doc.line, Err: err}
+		}
+	}
+	return nil
+}
+
+// splitJSON splits a stream that starts with '{' or '[' into its JSON
+// values. It fails if the stream does not look like JSON or the first value
+// is not valid JSON, so that the caller can read it as YAML instead; later
+// syntax errors become a document that fails to decode.
+func splitJSON(data []byte) ([]document, error) {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
+		return nil, errors.New("not JSON")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var docs []document
+	line, counted := 1, 0 // line is the line of data[counted]
+	for {
+		start := int(dec.InputOffset())
+		for start < len(data) && strings.IndexByte(" \t\r\n", data[start]) >= 0 {
+			start++
+		}
+		if start == len(data) {
+			return docs, nil
+		}
+		line += bytes.Count(data[counted:start], []byte("\n"))
+		counted = start
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if len(docs) == 0 {
+				return nil, err
+			}
+			// Hand the rest to toJSON, which reports the syntax error.
+			return append(docs, document{index: len(docs) + 1, line: line, first: line, data: data[start:], json: true}), nil
+		}
+		docs = append(docs, document{index: len(docs) + 1, line: line, first: line, data: raw, json: true})
+	}
+}
+
+// splitYAML splits a YAML stream at "---" and "..." lines. Only documents
+// with content other than comments are returned and numbered.
+func splitYAML(data []byte) []document {
+	var docs []document
+	var cur bytes.Buffer
+	first, contentLine := 1, 0
+	flush := func() {
+		if contentLine > 0 {
+			docs = append(docs, document{index: len(docs) + 1, line: contentLine, first: first, data: bytes.Clone(cur.Bytes())})
+		}
+		cur.Reset()
+		contentLine = 0
+	}
+	lineNo := 0
+	for len(data) > 0 {
+		lineNo++
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i+1], data[i+1:]
+		} else {
+			data = nil
+		}
+		text := strings.TrimRight(string(line), "\r\n")
+		if text == "---" || text == "..." || strings.HasPrefix(text, "--- ") || strings.HasPrefix(text, "---\t") {
+			flush()
+			first = lineNo + 1
+			rest := strings.TrimSpace(text[3:])
+			if text == "..." || rest == "" || rest[0] == '#' {
+				continue
+			}
+			// "--- value": the document starts on this line.
+			first = lineNo
+			line = []byte("   " + text[3:] + "\n")
+		}
+		if contentLine == 0 {
+			if t := strings.TrimSpace(string(line)); t != "" && t[0] != '#' {
+				contentLine = lineNo
+			}
+		}
+		cur.Write(line)
+	}
+	flush()
+	return docs
+}
+
+// yamlLine finds the parser's relative line numbers in YAML errors.
+var yamlLine = regexp.MustCompile(`\bline (\d+)`)
+
+// toJSON converts a document to JSON, reporting syntax errors with absolute
+// line numbers.
+func (doc document) toJSON() ([]byte, error) {
+	if doc.json {
+		if !json.Valid(doc.data) {
+			var v any
+			err := json.Unmarshal(doc.data, &v)
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				line := doc.first + bytes.Count(doc.data[:min(int(se.Offset), len(doc.data))], []byte("\n"))
+				return nil, fmt.Errorf("invalid JSON: line %d: %v", line, se)
+			}
+			return nil, fmt.Errorf("invalid JSON: %v", err)
+		}
+		return doc.data, nil
+	}
+	j, err := yaml.YAMLToJSONStrict(doc.data)
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+		msg = strings.Join(strings.Fields(strings.Replace(msg, "unmarshal errors:\n", "", 1)), " ")
+		msg = yamlLine.ReplaceAllStringFunc(msg, func(s string) string {
+			n, err := strconv.Atoi(s[len("line "):])
+			if err != nil {
+				return s
+			}
+			return "line " + strconv.Itoa(doc.first+n-1)
+		})
+		return nil, fmt.Errorf("invalid YAML: %s", msg)
+	}
+	return j, nil
+}
+
+// decodeDocument decodes one document and adds what it holds to m.
+func (m *Manifests) decodeDocument(where string, doc document) error {
+	j, err := doc.toJSON()
+	if err != nil {
+		return err
+	}
+	return m.decodeObject(where, j, false)
+}
+
+// decodeObject dispatches one JSON object (a document or, when inList, a
+// List item) on its kind and apiVersion.
+func (m *Manifests) decodeObject(where string, j []byte, inList bool) error {
+	var generic any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &generic); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	if generic == nil {
+		return nil // an empty document such as "~"
+	}
+	obj, ok := generic.(map[string]any)
+	if !ok {
+		return fmt.Errorf("expected a Kubernetes object, got %s", describe(generic))
+	}
+	apiVersion, err := stringField(obj, "apiVersion")
+	if err != nil {
+		return err
+	}
+	kind, err := stringField(obj, "kind")
+	if err != nil {
+		return err
+	}
+	name := ""
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		name, _ = md["name"].(string)
+	}
+	label := kind
+	if name != "" {
+		label = fmt.Sprintf("%s %q", kind, name)
+	}
+	if kind == "" {
+		return errors.New("kind is missing")
+	}
+	if apiVersion == "" {
+		return fmt.Errorf("%s: apiVersion is missing", label)
+	}
+	if kind == "List" && inList {
+		return errors.New("a List in a List is not supported")
+	}
+	want, known := kinds[kind]
+	if !known {
+		m.warnf(where, "kind %s skipped: not supported", kind)
+		return nil
+	}
+	if !slices.Contains(want, apiVersion) {
+		m.warnf(where, "%s skipped: apiVersion %s is not supported (want %s)", label, apiVersion, strings.Join(want, " or "))
+		return nil
+	}
+	if err := m.decodeKind(where, kind, apiVersion, j, generic); err != nil {
+		if kind == "List" {
+			return err // items[i]: Kind "name": ...
+		}
+		return fmt.Errorf("%s: %w", label, err)
+	}
+	return nil
+}
+
+// kinds maps each kind read to the apiVersions it is read from.
+var kinds = map[string][]string{
+	"List":                  {"v1"},
+	"Pod":                   {"v1"},
+	"ReplicationController": {"v1"},
+	"Deployment":            {"apps/v1"},
+	"StatefulSet":           {"apps/v1"},
+	"ReplicaSet":            {"apps/v1"},
+	"DaemonSet":             {"apps/v1"},
+	"Job":                   {"batch/v1"},
+	"CronJob":               {"batch/v1"},
+	"Provisioner":           {"karpenter.sh/v1alpha5"},
+	"NodePool":              {"karpenter.sh/v1", "karpenter.sh/v1beta1"},
+	"EC2NodeClass":          {"karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1", "karpenter.sh/v1alpha5"},
+}
+
+func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic any) error {
+	switch kind {
+	case "List":
+		var list struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Metadata   json.RawMessage   `json:"metadata,omitempty"`
+			Items      []json.RawMessage `json:"items"`
+		}
+		if err := decodeStrict(j, &list, generic); err != nil {
+			return err
+		}
+		for i, item := range list.Items {
+			if err := m.decodeObject(fmt.Sprintf("%s: items[%d]", where, i), item, true); err != nil {
+				return fmt.Errorf("items[%d]: %w", i, err)
+			}
+		}
+		return nil
+	case "Provisioner", "NodePool":
+		return m.decodePool(where, kind, j, generic)
+	case "EC2NodeClass":
+		return m.decodeNodeClass(where, apiVersion, j, generic)
+	default:
+		return m.decodeWorkload(where, kind, j, generic)
+	}
+}
+
+// decodeStrict decodes j into v, failing on unknown and duplicate fields,
+// case mismatches and bad quantities. generic is j decoded into an any, used
+// to say where a bad quantity is.
+func decodeStrict(j []byte, v any, generic any) error {
+	strict, err := kjson.UnmarshalStrict(j, v)
+	var ute *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &ute) && ute.Field != "":
+		return fmt.Errorf("%s: expected %s, got %s", ute.Field, typeName(ute.Type), ute.Value)
+	case err != nil:
+		if path, value, ok := findBadQuantity(generic, ""); ok {
+			return fmt.Errorf("%s: invalid quantity %s", path, value)
+		}
+		return err
+	}
+	if len(strict) > 0 {
+		return errors.Join(strict...)
+	}
+	return nil
+}
+
+// warnf adds a warning.
+func (m *Manifests) warnf(where, format string, args ...any) {
+	m.Warnings = append(m.Warnings, oneLine(where+": "+fmt.Sprintf(format, args...)))
+}
+
+func stringField(obj map[string]any, key string) (string, error) {
+	v, ok := obj[key]
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("%s: expected a string, got %s", key, describe(v))
+	}
+	return s, nil
+}
+
+// typeName describes a Go type in JSON terms.
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return typeName(t.Elem())
+	default:
+		return "a number"
+	}
+}
+
+// describe names the JSON type of v for errors.
+func describe(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	default:
+		return "a number"
+	}
+}

@@ -1,0 +1,654 @@
+package snapshot
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+const gi = 1 << 30
+
+func TestReadSeed(t *testing.T) {
+	m, err := Read([]string{"testdata/seed"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Pools) != 1 {
+		t.Fatalf("pools = %d, want 1", len(m.Pools))
+	}
+	p := m.Pools[0]
+	if p.Name != "default" {
+		t.Errorf("pool name = %q", p.Name)
+	}
+	wantLabels := map[string]string{LabelNodePool: "default", LabelProvisionerName: "default"}
+	if !reflect.DeepEqual(p.Labels, wantLabels) {
+		t.Errorf("pool labels = %v, want %v", p.Labels, wantLabels)
+	}
+	wantReqs := []solver.Requirement{
+		{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand", "spot"}},
+		{Key: "node.kubernetes.io/instance-type", Operator: "In", Values: []string{"m5.large", "m5.xlarge", "c5.xlarge"}},
+	}
+	if !reflect.DeepEqual(p.Requirements, wantReqs) {
+		t.Errorf("pool requirements = %v, want %v", p.Requirements, wantReqs)
+	}
+	if !p.HasLimit[solver.CPU] || p.Limits[solver.CPU] != 100_000 || !p.HasLimit[solver.Memory] || p.Limits[solver.Memory] != 500*gi {
+		t.Errorf("pool limits = %v %v, want cpu 100 and memory 500Gi", p.Limits, p.HasLimit)
+	}
+	if p.HasLimit[solver.Pods] {
+		t.Errorf("pool has a pods limit")
+	}
+	if !reflect.DeepEqual(m.NodeClasses, []string{"default"}) {
+		t.Errorf("node classes = %v", m.NodeClasses)
+	}
+	if !hasWarning(m, "01-ec2nodeclass.yaml: document 1: ", "karpenter.k8s.aws/v1") {
+		t.Errorf("no apiVersion warning for the EC2NodeClass in %q", m.Warnings)
+	}
+	if hasWarning(m, "nodeClassRef") {
+		t.Errorf("nodeClassRef warned although the class is in the input: %q", m.Warnings)
+	}
+	if len(m.Pods) != 1 {
+		t.Fatalf("pods = %d, want 1", len(m.Pods))
+	}
+	pod := m.Pods[0]
+	if pod.Key() != "default/memory-hog-app-0" || pod.Owner != "Deployment/memory-hog-app" {
+		t.Errorf("pod = %s owner %s", pod.Key(), pod.Owner)
+	}
+	if want := (solver.Resources{solver.CPU: 4000, solver.Memory: 16 * gi, solver.Pods: 1}); pod.Requests != want {
+		t.Errorf("pod requests = %v, want %v", pod.Requests, want)
+	}
+	wantAff := []solver.Term{{{Key: LabelProvisionerName, Operator: "In", Values: []string{"default"}}}}
+	if !reflect.DeepEqual(pod.Affinity, wantAff) {
+		t.Errorf("pod affinity = %v, want %v", pod.Affinity, wantAff)
+	}
+}
+
+func hasWarning(m *Manifests, parts ...string) bool {
+	for _, w := range m.Warnings {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(w, p)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// pod is a compact expectation: key, owner and requests.
+type pod struct {
+	key, owner string
+	req        solver.Resources
+}
+
+func res(cpu, mem int64, more ...int64) solver.Resources {
+	r := solver.Resources{solver.CPU: cpu, solver.Memory: mem, solver.Pods: 1}
+	for i := 0; i+1 < len(more); i += 2 {
+		r[more[i]] = more[i+1]
+	}
+	return r
+}
+
+const container = `
+    spec:
+      containers:
+      - name: c
+        image: x
+        resources:
+          requests: {cpu: 500m, memory: 1Gi}
+`
+
+func TestDecodeWorkloads(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		pods     []pod
+		ds       int
+		warnings []string // substrings, each in some warning
+	}{
+		{name: "pod", in: `
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+spec:
+  containers:
+  - name: c
+    resources: {requests: {cpu: "1", memory: 2Gi}}
+`, pods: []pod{{"ns/p", "Pod/p", res(1000, 2*gi)}}},
+		{name: "deployment replicas and default namespace", in: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  template:` + container,
+			pods: []pod{{"default/web-0", "Deployment/web", res(500, gi)}, {"default/web-1", "Deployment/web", res(500, gi)}, {"default/web-2", "Deployment/web", res(500, gi)}}},
+		{name: "statefulset default replicas", in: `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: data}
+spec:
+  template:` + container,
+			pods: []pod{{"data/db-0", "StatefulSet/db", res(500, gi)}}},
+		{name: "replicaset", in: `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: rs}
+spec:
+  replicas: 2
+  template:` + container,
+			pods: []pod{{"default/rs-0", "ReplicaSet/rs", res(500, gi)}, {"default/rs-1", "ReplicaSet/rs", res(500, gi)}}},
+		{name: "replicationcontroller", in: `
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: rc}
+spec:
+  template:` + container,
+			pods: []pod{{"default/rc-0", "ReplicationController/rc", res(500, gi)}}},
+		{name: "zero replicas", in: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 0
+  template:` + container},
+		{name: "job parallelism capped by completions", in: `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec:
+  parallelism: 5
+  completions: 2
+  template:` + container,
+			pods: []pod{{"default/j-0", "Job/j", res(500, gi)}, {"default/j-1", "Job/j", res(500, gi)}}},
+		{name: "job defaults to one pod", in: `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec:
+  template:` + container,
+			pods: []pod{{"default/j-0", "Job/j", res(500, gi)}}},
+		{name: "suspended job", in: `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec:
+  suspend: true
+  template:` + container, warnings: []string{`Job "j" skipped: suspended`}},
+		{name: "cronjob", in: `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: cj, namespace: batch}
+spec:
+  schedule: "*/5 * * * *"
+  jobTemplate:
+    spec:
+      parallelism: 2
+      template:
+        spec:
+          containers:
+          - name: c
+            resources: {requests: {cpu: 250m}}
+`, pods: []pod{{"batch/cj-0", "CronJob/cj", res(250, 0)}, {"batch/cj-1", "CronJob/cj", res(250, 0)}}},
+		{name: "suspended cronjob", in: `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: cj}
+spec:
+  schedule: "@daily"
+  suspend: true
+  jobTemplate: {spec: {template: {spec: {containers: [{name: c}]}}}}
+`, warnings: []string{`CronJob "cj" skipped: suspended`}},
+		{name: "daemonset is overhead", in: `
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  template:` + container, ds: 1},
+		{name: "bound pod skipped", in: `
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec: {nodeName: n1, containers: [{name: c}]}
+`, warnings: []string{`Pod "p" skipped: already bound to node "n1"`}},
+		{name: "finished pods skipped", in: `
+apiVersion: v1
+kind: Pod
+metadata: {name: a}
+spec: {containers: [{name: c}]}
+status: {phase: Succeeded}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b}
+spec: {containers: [{name: c}]}
+status: {phase: Failed}
+`, warnings: []string{`document 1: Pod "a" skipped: phase Succeeded`, `document 2: Pod "b" skipped: phase Failed`}},
+		{name: "limits default requests", in: `
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: c
+    resources:
+      requests: {cpu: 100m}
+      limits: {cpu: "2", memory: 3Gi, nvidia.com/gpu: 1}
+`, pods: []pod{{"default/p", "Pod/p", res(100, 3*gi, solver.GPU, 1)}}},
+		{name: "init containers, sidecars and overhead", in: `
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  overhead: {cpu: 10m, memory: 1Mi}
+  initContainers:
+  - name: init
+    resources: {requests: {cpu: "2", memory: 1Gi}}
+  - name: sidecar
+    restartPolicy: Always
+    resources: {requests: {cpu: 100m, memory: 1Gi}}
+  containers:
+  - name: a
+    resources: {requests: {cpu: 500m, memory: 2Gi, ephemeral-storage: 1Gi}}
+  - name: b
+    resources: {requests: {cpu: 500m, memory: 2Gi, hugepages-2Mi: 2Mi}}
+`, pods: []pod{{"default/p", "Pod/p", res(2010, 5*gi+1<<20, solver.EphemeralStorage, gi)}}},
+		{name: "extended resources get indices", in: `
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: c
+    resources: {limits: {vendor.com/fpga: 2, example.com/dongle: 1}}
+`, pods: []pod{{"default/p", "Pod/p", res(0, 0, solver.NumFixedResources, 1, solver.NumFixedResources+1, 2)}}},
+		{name: "unknown kinds and apiVersions are skipped", in: `
+apiVersion: v1
+kind: Service
+metadata: {name: s}
+---
+apiVersion: extensions/v1beta1
+kind: Deployment
+metadata: {name: old}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c}
+data: {a: b}
+`, warnings: []string{"document 1: kind Service skipped: not supported", `document 2: Deployment "old" skipped: apiVersion extensions/v1beta1 is not supported`, "document 3: kind ConfigMap skipped"}},
+		{name: "list", in: `
+apiVersion: v1
+kind: List
+metadata: {resourceVersion: ""}
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: a}
+  spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}
+- apiVersion: v1
+  kind: Service
+  metadata: {name: s}
+`, pods: []pod{{"default/a", "Pod/a", res(1000, 0)}}, warnings: []string{"document 1: items[1]: kind Service skipped"}},
+		{name: "json stream", in: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}}
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b"}, "spec": {"containers": [{"name": "c"}]}}`,
+			pods: []pod{{"default/a", "Pod/a", res(0, 0)}, {"default/b", "Pod/b", res(0, 0)}}},
+		{name: "empty documents and comments", in: "---\n# nothing\n---\n\n...\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c}]}\n---\n~\n",
+			pods: []pod{{"default/a", "Pod/a", res(0, 0)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &Manifests{}
+			if err := Decode("in.yaml", []byte(tt.in), m); err != nil {
+				t.Fatal(err)
+			}
+			var got []pod
+			for _, p := range m.Pods {
+				got = append(got, pod{p.Key(), p.Owner, p.Requests})
+			}
+			if !reflect.DeepEqual(got, tt.pods) {
+				t.Errorf("pods = %v\nwant %v", got, tt.pods)
+			}
+			if len(m.DaemonSets) != tt.ds {
+				t.Errorf("daemonsets = %d, want %d", len(m.DaemonSets), tt.ds)
+			}
+			for _, w := range tt.warnings {
+				if !hasWarning(m, "in.yaml: ", w) {
+					t.Errorf("no warning %q in %q", w, m.Warnings)
+				}
+			}
+			if len(tt.warnings) == 0 && len(m.Warnings) > 0 {
+				t.Errorf("unexpected warnings %q", m.Warnings)
+			}
+		})
+	}
+}
+
+func TestDecodeScheduling(t *testing.T) {
+	in := `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  template:
+    spec:
+      nodeSelector: {kubernetes.io/arch: arm64}
+      tolerations:
+      - {key: gpu, operator: Exists, effect: NoSchedule}
+      - {key: team, value: a}
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions:
+              - {key: topology.kubernetes.io/zone, operator: In, values: [a, b]}
+              - {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ["3"]}
+            - matchFields:
+              - {key: metadata.name, operator: In, values: [n1]}
+            - matchExpressions:
+              - {key: spot, operator: DoesNotExist}
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - topologyKey: kubernetes.io/hostname
+            labelSelector: {matchLabels: {app: web}}
+      containers: [{name: c}]
+`
+	m := &Manifests{}
+	if err := Decode("in.yaml", []byte(in), m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Pods) != 2 {
+		t.Fatalf("pods = %d", len(m.Pods))
+	}
+	p := m.Pods[0]
+	if want := map[string]string{"kubernetes.io/arch": "arm64"}; !reflect.DeepEqual(p.NodeSelector, want) {
+		t.Errorf("nodeSelector = %v", p.NodeSelector)
+	}
+	wantTol := []solver.Toleration{{Key: "gpu", Operator: "Exists", Effect: "NoSchedule"}, {Key: "team", Value: "a"}}
+	if !reflect.DeepEqual(p.Tolerations, wantTol) {
+		t.Errorf("tolerations = %v, want %v", p.Tolerations, wantTol)
+	}
+	wantAff := []solver.Term{
+		{{Key: "topology.kubernetes.io/zone", Operator: "In", Values: []string{"a", "b"}}, {Key: "karpenter.k8s.aws/instance-cpu", Operator: "Gt", Values: []string{"3"}}},
+		{{Key: "spot", Operator: "DoesNotExist"}},
+	}
+	if !reflect.DeepEqual(p.Affinity, wantAff) {
+		t.Errorf("affinity = %v, want %v", p.Affinity, wantAff)
+	}
+	if !hasWarning(m, "nodeSelectorTerms[1]: matchFields is not supported; term ignored") {
+		t.Errorf("no matchFields warning in %q", m.Warnings)
+	}
+	if !hasWarning(m, "anti-affinity are not modelled") {
+		t.Errorf("no pod anti-affinity warning in %q", m.Warnings)
+	}
+	// Pods of one workload must not share mutable state.
+	m.Pods[1].NodeSelector["x"] = "y"
+	m.Pods[1].Affinity[0][0].Values[0] = "z"
+	if len(p.NodeSelector) != 1 || p.Affinity[0][0].Values[0] != "a" {
+		t.Errorf("pods share maps or slices")
+	}
+}
+
+func TestDecodePools(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		want     solver.Pool
+		classes  []string
+		warnings []string
+	}{
+		{name: "v1 NodePool", in: `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  weight: 10
+  template:
+    metadata:
+      labels: {team: a}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      expireAfter: 720h
+      requirements:
+      - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+      - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5, c5], minValues: 2}
+      taints: [{key: dedicated, value: a, effect: NoSchedule}]
+      startupTaints: [{key: init, effect: NoExecute}]
+  limits: {cpu: 1000, memory: 1000Gi, nvidia.com/gpu: 4}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 1m
+    budgets: [{nodes: "10%"}, {nodes: "0", schedule: "@daily", duration: 10m}]
+`, want: solver.Pool{
+			Name: "general", Weight: 10,
+			Requirements: []solver.Requirement{
+				{Key: "kubernetes.io/arch", Operator: "In", Values: []string{"amd64"}},
+				{Key: "karpenter.k8s.aws/instance-family", Operator: "In", Values: []string{"m5", "c5"}},
+			},
+			Labels:        map[string]string{"team": "a", LabelNodePool: "general"},
+			Taints:        []solver.Taint{{Key: "dedicated", Value: "a", Effect: "NoSchedule"}},
+			StartupTaints: []solver.Taint{{Key: "init", Effect: "NoExecute"}},
+			Limits:        solver.Resources{solver.CPU: 1_000_000, solver.Memory: 1000 * gi, solver.GPU: 4},
+			HasLimit:      [solver.MaxResources]bool{solver.CPU: true, solver.Memory: true, solver.GPU: true},
+		}, warnings: []string{"requirements[1].minValues is not supported", `nodeClassRef "default" is not in the input`}},
+		{name: "v1beta1 NodePool", in: `
+apiVersion: karpenter.sh/v1beta1
+kind: NodePool
+metadata: {name: b}
+spec:
+  template:
+    spec:
+      nodeClassRef: {apiVersion: karpenter.k8s.aws/v1beta1, kind: EC2NodeClass, name: default}
+      kubelet: {maxPods: 110}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
+  limits: {cpu: "8"}
+  disruption: {consolidationPolicy: WhenUnderutilized, expireAfter: Never}
+---
+apiVersion: karpenter.k8s.aws/v1beta1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiFamily: AL2
+  role: r
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{id: sg-1}]
+`, want: solver.Pool{
+			Name:         "b",
+			Requirements: []solver.Requirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"spot"}}},
+			Labels:       map[string]string{LabelNodePool: "b"},
+			Limits:       solver.Resources{solver.CPU: 8000},
+			HasLimit:     [solver.MaxResources]bool{solver.CPU: true},
+		}, classes: []string{"default"}},
+		{name: "v1alpha5 Provisioner, flat layout", in: `
+apiVersion: karpenter.sh/v1alpha5
+kind: Provisioner
+metadata: {name: old}
+spec:
+  weight: 50
+  labels: {env: prod}
+  requirements: [{key: node.kubernetes.io/instance-type, operator: NotIn, values: [t3.nano]}]
+  taints: [{key: a, effect: PreferNoSchedule}]
+  startupTaints: [{key: b, effect: NoSchedule}]
+  providerRef: {name: default}
+  ttlSecondsAfterEmpty: 30
+  consolidation: {enabled: false}
+  limits: {resources: {cpu: 1k, pods: 500}}
+`, want: solver.Pool{
+			Name: "old", Weight: 50,
+			Requirements:  []solver.Requirement{{Key: "node.kubernetes.io/instance-type", Operator: "NotIn", Values: []string{"t3.nano"}}},
+			Labels:        map[string]string{"env": "prod", LabelNodePool: "old", LabelProvisionerName: "old"},
+			Taints:        []solver.Taint{{Key: "a", Effect: "PreferNoSchedule"}},
+			StartupTaints: []solver.Taint{{Key: "b", Effect: "NoSchedule"}},
+			Limits:        solver.Resources{solver.CPU: 1_000_000, solver.Pods: 500},
+			HasLimit:      [solver.MaxResources]bool{solver.CPU: true, solver.Pods: true},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "pool.yaml"), tt.in)
+			writeFile(t, filepath.Join(dir, "pod.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n")
+			m, err := Read([]string{dir}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Pools) != 1 {
+				t.Fatalf("pools = %d", len(m.Pools))
+			}
+			if !reflect.DeepEqual(m.Pools[0], tt.want) {
+				t.Errorf("pool =\n%+v\nwant\n%+v", m.Pools[0], tt.want)
+			}
+			if !reflect.DeepEqual(m.NodeClasses, tt.classes) {
+				t.Errorf("classes = %v, want %v", m.NodeClasses, tt.classes)
+			}
+			for _, w := range tt.warnings {
+				if !hasWarning(m, "pool.yaml: document 1: ", w) {
+					t.Errorf("no warning %q in %q", w, m.Warnings)
+				}
+			}
+			if len(tt.warnings) == 0 && len(m.Warnings) > 0 {
+				t.Errorf("unexpected warnings %q", m.Warnings)
+			}
+		})
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: ok}\nspec: {containers: [{name: c}]}\n---\n"
+	tests := []struct {
+		name string
+		in   string
+		want string // the error is "in.yaml: document N (line L): " + want...
+	}{
+		{"malformed YAML", pod + "apiVersion: v1\nkind: Pod\n  bad: [\n", "document 2 (line 6): invalid YAML: yaml: line 8:"},
+		{"malformed JSON", `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": []}}` + "\n{\"kind\": ", "document 2 (line 2): invalid JSON"},
+		{"duplicate key", "apiVersion: v1\nkind: Pod\nkind: Pod\n", "document 1 (line 1): invalid YAML"},
+		{"not an object", "- a\n- b\n", "document 1 (line 1): expected a Kubernetes object, got a list"},
+		{"missing kind", "apiVersion: v1\nmetadata: {name: a}\n", "document 1 (line 1): kind is missing"},
+		{"missing apiVersion", "kind: Pod\nmetadata: {name: a}\n", `document 1 (line 1): Pod "a": apiVersion is missing`},
+		{"kind not a string", "apiVersion: v1\nkind: [Pod]\n", "kind: expected a string, got a list"},
+		{"unknown field", pod + "# comment\n\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replica: 3\n  template: {spec: {containers: [{name: c}]}}\n",
+			`document 2 (line 8): Deployment "web": unknown field "spec.replica"`},
+		{"wrong case field", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  Replicas: 3\n", `unknown field "spec.Replicas"`},
+		{"bad quantity", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: 2 cores}}\n",
+			`document 1 (line 1): Pod "p": spec.containers[0].resources.requests.cpu: invalid quantity "2 cores"`},
+		{"negative request", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {memory: -1Gi}}\n",
+			`Pod "p": spec.containers[0].resources.requests.memory: must not be negative (-1Gi)`},
+		{"unsupported resource", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpus: 1}}\n",
+			`spec.containers[0].resources.requests: unsupported resource "cpus"`},
+		{"huge request", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: 1E}}\n", "too large"},
+		{"negative replicas", pod + "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: -3\n  template: {spec: {containers: [{name: c}]}}\n",
+			`document 2 (line 6): Deployment "web": spec.replicas: must not be negative (-3)`},
+		{"negative parallelism", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  parallelism: -1\n  template: {spec: {containers: [{name: c}]}}\n",
+			`Job "j": spec.parallelism: must not be negative (-1)`},
+		{"missing name", "apiVersion: apps/v1\nkind: Deployment\nspec: {template: {spec: {containers: [{name: c}]}}}\n", "Deployment: metadata.name is required"},
+		{"bad operator", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Within, values: [b]}]}]}}}\n",
+			`nodeSelectorTerms[0].matchExpressions[0].operator: unsupported value "Within"`},
+		{"Gt needs an integer", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Gt, values: [x]}]}]}}}\n",
+			`operator Gt needs an integer`},
+		{"bad toleration", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n  tolerations: [{key: a, operator: Maybe}]\n", `spec.tolerations[0].operator: unsupported value "Maybe"`},
+		{"unknown pool field", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n  template: {spec: {requirments: []}}\n",
+			`NodePool "np": unknown field "spec.template.spec.requirments"`},
+		{"provisioner field in NodePool", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n  requirements: []\n",
+			`NodePool "np": spec.requirements: a v1alpha5 Provisioner field`},
+		{"limits.resources in NodePool", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n  limits: {resources: {cpu: 1}}\n",
+			`spec.limits.resources: a v1alpha5 Provisioner field`},
+		{"bad pool limit", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n  limits: {cpu: lots}\n",
+			`NodePool "np": spec.limits.cpu: invalid quantity "lots"`},
+		{"bad provisioner limit", "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: p}\nspec:\n  limits: {resources: {memory: 1Zi}}\n",
+			`Provisioner "p": spec.limits.resources.memory: invalid quantity "1Zi"`},
+		{"bad taint effect", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n  template: {spec: {taints: [{key: a, effect: Never}]}}\n",
+			`spec.template.spec.taints[0].effect: unsupported value "Never"`},
+		{"bad weight", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {weight: 101}\n", "spec.weight: must be between 1 and 100"},
+		{"bad duration", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {disruption: {consolidateAfter: soon}}\n", `spec.disruption.consolidateAfter: want a duration`},
+		{"unknown EC2NodeClass field", "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: c}\nspec: {subnetSelector: {a: b}}\n", `EC2NodeClass "c": unknown field "spec.subnetSelector"`},
+		{"wrong type", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: three\n", `Deployment "web": spec.replicas: expected a number, got string`},
+		{"too many pods", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2000000000\n  template: {spec: {containers: [{name: c}]}}\n", `document 1 (line 1): Deployment "web": 2000000000 pods would make 2000000000 in all, more than the 100000 supported`},
+		{"nested list", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: List, items: []}\n", `items[0]: a List in a List is not supported`},
+		{"bad list item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {foo: 1}\n", `document 1 (line 1): items[0]: Pod "p": unknown field "spec.foo"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Decode("in.yaml", []byte(tt.in), &Manifests{})
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			msg := err.Error()
+			t.Log(msg)
+			if !strings.HasPrefix(msg, "in.yaml: document ") || !strings.Contains(msg, tt.want) {
+				t.Errorf("error %q\nwant it to contain %q", msg, tt.want)
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error has several lines: %q", msg)
+			}
+		})
+	}
+}
+
+func TestTooManyExtendedResources(t *testing.T) {
+	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {a.com/x: 1, b.com/x: 1, c.com/x: 1, d.com/x: 1}}\n"
+	err := Decode("in.yaml", []byte(in), &Manifests{})
+	if err == nil || !strings.Contains(err.Error(), `extended resource "d.com/x": at most 3`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func writeFile(t *testing.T, name, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRead(t *testing.T) {
+	dir := t.TempDir()
+	podYAML := "apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec: {containers: [{name: c}]}\n"
+	writeFile(t, filepath.Join(dir, "b.yaml"), strings.Replace(podYAML, "%s", "b", 1))
+	writeFile(t, filepath.Join(dir, "a", "z.yml"), strings.Replace(podYAML, "%s", "z", 1))
+	writeFile(t, filepath.Join(dir, "c.json"), `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "c"}, "spec": {"containers": [{"name": "c"}]}}`)
+	writeFile(t, filepath.Join(dir, "README.md"), "not a manifest")
+	writeFile(t, filepath.Join(dir, "empty", "notes.txt"), "")
+	writeFile(t, filepath.Join(dir, "svc.yaml"), "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n")
+
+	m, err := Read([]string{dir, "-"}, strings.NewReader(strings.Replace(podYAML, "%s", "stdin", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range m.Pods {
+		names = append(names, p.Name)
+	}
+	if want := []string{"z", "b", "c", "stdin"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("pods %v, want %v", names, want)
+	}
+
+	errTests := []struct {
+		name  string
+		paths []string
+		stdin string
+		want  string
+	}{
+		{"missing file", []string{filepath.Join(dir, "nope.yaml")}, "", "nope.yaml: no such file or directory"},
+		{"directory without manifests", []string{filepath.Join(dir, "empty")}, "", "empty: no *.yaml, *.yml or *.json files"},
+		{"empty stdin", []string{"-"}, "", "no pods or workloads found in <stdin>: the input is empty"},
+		{"comments only", []string{"-"}, "# nothing\n---\n", "no pods or workloads found in <stdin>: the input is empty"},
+		{"nothing usable", []string{filepath.Join(dir, "svc.yaml")}, "", "no pods or workloads found in " + filepath.Join(dir, "svc.yaml")},
+		{"no paths", nil, "", "no input files"},
+		{"error in a file", []string{"-"}, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: {cpu: x}}}]}\n", "<stdin>: document 1 (line 1): "},
+	}
+	for _, tt := range errTests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Read(tt.paths, strings.NewReader(tt.stdin))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,344 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// MaxPods bounds the number of pods read, so that a typo in replicas cannot
+// exhaust memory.
+const MaxPods = 100_000
+
+// workload is what every pod-making kind has in common.
+type workload struct {
+	meta     *metav1.ObjectMeta
+	replicas int32 // pods to make
+	spec     *corev1.PodSpec
+	specPath string // field path of spec, for errors
+}
+
+// decodeWorkload reads a Pod, a workload or a DaemonSet and adds its pods or
+// its DaemonSet to m.
+func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) error {
+	var (
+		w   workload
+		err error
+		obj any
+	)
+	switch kind {
+	case "Pod":
+		o := &corev1.Pod{}
+		obj, w = o, workload{meta: &o.ObjectMeta, replicas: 1, spec: &o.Spec, specPath: "spec"}
+	case "ReplicationController":
+		o := &corev1.ReplicationController{}
+		// The template is a pointer here; spec is set after decoding.
+		obj, w = o, workload{meta: &o.ObjectMeta, specPath: "spec.template.spec"}
+	case "Deployment":
+		o := &appsv1.Deployment{}
+		obj, w = o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}
+	case "StatefulSet":
+		o := &appsv1.StatefulSet{}
+		obj, w = o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}
+	case "ReplicaSet":
+		o := &appsv1.ReplicaSet{}
+		obj, w = o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}
+	case "DaemonSet":
+		o := &appsv1.DaemonSet{}
+		obj, w = o, workload{meta: &o.ObjectMeta, replicas: 1, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}
+	case "Job":
+		o := &batchv1.Job{}
+		obj, w = o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}
+	case "CronJob":
+		o := &batchv1.CronJob{}
+		obj, w = o, workload{meta: &o.ObjectMeta, spec: &o.Spec.JobTemplate.Spec.Template.Spec, specPath: "spec.jobTemplate.spec.template.spec"}
+	default:
+		return fmt.Errorf("kind %s is not a workload", kind)
+	}
+	if err := decodeStrict(j, obj, generic); err != nil {
+		return err
+	}
+	if w.meta.Name == "" {
+		return errors.New("metadata.name is required")
+	}
+	label := fmt.Sprintf("%s %q", kind, w.meta.Name)
+	m.workloads++
+
+	// How many pods, and whether they would be pending at all.
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if p := o.Status.Phase; p == corev1.PodSucceeded || p == corev1.PodFailed {
+			m.warnf(where, "%s skipped: phase %s", label, p)
+			return nil
+		}
+	case *corev1.ReplicationController:
+		if o.Spec.Template == nil {
+			return errors.New("spec.template is required")
+		}
+		w.spec = &o.Spec.Template.Spec
+		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
+			return err
+		}
+	case *appsv1.Deployment:
+		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
+			return err
+		}
+	case *appsv1.StatefulSet:
+		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
+			return err
+		}
+	case *appsv1.ReplicaSet:
+		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
+			return err
+		}
+	case *batchv1.Job:
+		if w.replicas, err = jobPods(&o.Spec, "spec"); err != nil {
+			return err
+		}
+		if o.Spec.Suspend != nil && *o.Spec.Suspend {
+			m.warnf(where, "%s skipped: suspended", label)
+		}
+	case *batchv1.CronJob:
+		if o.Spec.Suspend != nil && *o.Spec.Suspend {
+			m.warnf(where, "%s skipped: suspended", label)
+			return nil
+		}
+		if w.replicas, err = jobPods(&o.Spec.JobTemplate.Spec, "spec.jobTemplate.spec"); err != nil {
+			return err
+		}
+	}
+	if w.replicas == 0 {
+		return nil
+	}
+	if n := len(m.Pods) + int(w.replicas); n > MaxPods {
+		return fmt.Errorf("%d pods would make %d in all, more than the %d supported", w.replicas, n, MaxPods)
+	}
+	if w.spec.NodeName != "" {
+		m.warnf(where, "%s skipped: already bound to node %q by %s.nodeName", label, w.spec.NodeName, w.specPath)
+		return nil
+	}
+
+	shape, err := m.podShape(where+": "+label, w.specPath, w.spec)
+	if err != nil {
+		return err
+	}
+	ns := w.meta.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	switch kind {
+	case "DaemonSet":
+		m.DaemonSets = append(m.DaemonSets, solver.DaemonSet{
+			Namespace: ns, Name: w.meta.Name, Requests: shape.Requests,
+			NodeSelector: shape.NodeSelector, Affinity: shape.Affinity, Tolerations: shape.Tolerations,
+		})
+	case "Pod":
+		shape.Namespace, shape.Name, shape.Owner = ns, w.meta.Name, "Pod/"+w.meta.Name
+		m.Pods = append(m.Pods, shape)
+	default:
+		for i := range w.replicas {
+			p := shape
+			p.Namespace, p.Name, p.Owner = ns, w.meta.Name+"-"+strconv.Itoa(int(i)), kind+"/"+w.meta.Name
+			if i > 0 { // the pods must not share maps and slices
+				p.NodeSelector = maps.Clone(p.NodeSelector)
+				p.Affinity = cloneTerms(p.Affinity)
+				p.Tolerations = append([]solver.Toleration(nil), p.Tolerations...)
+			}
+			m.Pods = append(m.Pods, p)
+		}
+	}
+	return nil
+}
+
+// count is a replica count, 1 when unset.
+func count(n *int32, path string) (int32, error) {
+	if n == nil {
+		return 1, nil
+	}
+	if *n < 0 {
+		return 0, fmt.Errorf("%s: must not be negative (%d)", path, *n)
+	}
+	return *n, nil
+}
+
+// jobPods is the number of pods a Job runs at once: parallelism (default 1),
+// capped by completions; 0 when suspended.
+func jobPods(spec *batchv1.JobSpec, path string) (int32, error) {
+	n, err := count(spec.Parallelism, path+".parallelism")
+	if err != nil {
+		return 0, err
+	}
+	if c := spec.Completions; c != nil {
+		if *c < 0 {
+			return 0, fmt.Errorf("%s.completions: must not be negative (%d)", path, *c)
+		}
+		n = min(n, *c)
+	}
+	if spec.Suspend != nil && *spec.Suspend {
+		return 0, nil
+	}
+	return n, nil
+}
+
+// podShape turns a pod spec into a solver.Pod without name and owner. where
+// prefixes warnings; path is the field path of spec.
+func (m *Manifests) podShape(where, path string, spec *corev1.PodSpec) (solver.Pod, error) {
+	var p solver.Pod
+	if err := checkContainers(path+".initContainers", spec.InitContainers); err != nil {
+		return p, err
+	}
+	if err := checkContainers(path+".containers", spec.Containers); err != nil {
+		return p, err
+	}
+	if spec.Resources != nil {
+		if err := checkResources(path+".resources", spec.Resources, podLevelResource); err != nil {
+			return p, err
+		}
+	}
+	if err := checkList(path+".overhead", spec.Overhead, containerResource); err != nil {
+		return p, err
+	}
+	reqs := resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{})
+	var err error
+	if p.Requests, err = m.vector("the pod's requests", reqs); err != nil {
+		return p, err
+	}
+	p.Requests[solver.Pods] = 1
+
+	if len(spec.NodeSelector) > 0 {
+		p.NodeSelector = maps.Clone(spec.NodeSelector)
+	}
+	if p.Affinity, err = m.affinity(where, path+".affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms", spec.Affinity); err != nil {
+		return p, err
+	}
+	for i, t := range spec.Tolerations {
+		tp := fmt.Sprintf("%s.tolerations[%d]", path, i)
+		switch t.Operator {
+		case "", corev1.TolerationOpEqual:
+			if t.Key == "" {
+				return p, fmt.Errorf("%s.operator: must be Exists when key is empty", tp)
+			}
+		case corev1.TolerationOpExists:
+			if t.Value != "" {
+				return p, fmt.Errorf("%s.value: must be empty when operator is Exists", tp)
+			}
+		default:
+			return p, fmt.Errorf("%s.operator: unsupported value %q (want Equal or Exists)", tp, t.Operator)
+		}
+		if t.Effect != "" {
+			if err := checkEffect(tp+".effect", t.Effect); err != nil {
+				return p, err
+			}
+		}
+		p.Tolerations = append(p.Tolerations, solver.Toleration{
+			Key: t.Key, Operator: string(t.Operator), Value: t.Value, Effect: string(t.Effect),
+		})
+	}
+
+	if a := spec.Affinity; a != nil && (a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 ||
+		a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0) {
+		m.warnf(where, "required pod affinity and anti-affinity are not modelled; ignored")
+	}
+	for _, c := range spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			m.warnf(where, "topology spread constraints are not modelled; ignored")
+			break
+		}
+	}
+	return p, nil
+}
+
+// affinity converts required node affinity to solver terms. Terms with
+// matchFields are ignored with a warning.
+func (m *Manifests) affinity(where, path string, a *corev1.Affinity) ([]solver.Term, error) {
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil, nil
+	}
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) == 0 {
+		return nil, fmt.Errorf("%s: must have at least one term", path)
+	}
+	var out []solver.Term
+	for i, t := range terms {
+		tp := fmt.Sprintf("%s[%d]", path, i)
+		if len(t.MatchFields) > 0 {
+			m.warnf(where, "%s: matchFields is not supported; term ignored", tp)
+			continue
+		}
+		if len(t.MatchExpressions) == 0 {
+			return nil, fmt.Errorf("%s: empty term matches no node", tp)
+		}
+		term := make(solver.Term, 0, len(t.MatchExpressions))
+		for k, e := range t.MatchExpressions {
+			r, err := nodeRequirement(fmt.Sprintf("%s.matchExpressions[%d]", tp, k), e.Key, string(e.Operator), e.Values)
+			if err != nil {
+				return nil, err
+			}
+			term = append(term, r)
+		}
+		out = append(out, term)
+	}
+	if len(out) == 0 {
+		m.warnf(where, "no node affinity term left; the pod is treated as unconstrained")
+	}
+	return out, nil
+}
+
+// nodeRequirement validates and converts a node selector requirement.
+func nodeRequirement(path, key, op string, values []string) (solver.Requirement, error) {
+	if key == "" {
+		return solver.Requirement{}, fmt.Errorf("%s.key: required", path)
+	}
+	switch op {
+	case solver.OpIn, solver.OpNotIn:
+		if len(values) == 0 {
+			return solver.Requirement{}, fmt.Errorf("%s.values: required for operator %s", path, op)
+		}
+	case solver.OpExists, solver.OpDoesNotExist:
+		if len(values) > 0 {
+			return solver.Requirement{}, fmt.Errorf("%s.values: must be empty for operator %s", path, op)
+		}
+	case solver.OpGt, solver.OpLt:
+		if len(values) != 1 {
+			return solver.Requirement{}, fmt.Errorf("%s.values: operator %s needs exactly one value", path, op)
+		}
+		if _, err := strconv.ParseInt(values[0], 10, 64); err != nil {
+			return solver.Requirement{}, fmt.Errorf("%s.values[0]: operator %s needs an integer, got %q", path, op, values[0])
+		}
+	default:
+		return solver.Requirement{}, fmt.Errorf("%s.operator: unsupported value %q (want In, NotIn, Exists, DoesNotExist, Gt or Lt)", path, op)
+	}
+	return solver.Requirement{Key: key, Operator: op, Values: append([]string(nil), values...)}, nil
+}
+
+func checkEffect(path string, e corev1.TaintEffect) error {
+	switch e {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		return nil
+	}
+	return fmt.Errorf("%s: unsupported value %q (want NoSchedule, PreferNoSchedule or NoExecute)", path, e)
+}
+
+func cloneTerms(ts []solver.Term) []solver.Term {
+	if ts == nil {
+		return nil
+	}
+	c := make([]solver.Term, len(ts))
+	for i, t := range ts {
+		c[i] = make(solver.Term, len(t))
+		for k, r := range t {
+			r.Values = append([]string(nil), r.Values...)
+			c[i][k] = r
+		}
+	}
+	return c
+}

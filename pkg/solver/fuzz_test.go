@@ -1,0 +1,72 @@
+package solver
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// FuzzSolve turns arbitrary bytes into a small problem (pods with random
+// shapes, selectors, tolerations; pools with requirements, taints and limits;
+// a DaemonSet) and requires the solver to return a plan the independent
+// checker accepts.
+func FuzzSolve(f *testing.F) {
+	f.Add(uint64(1), uint64(2), uint16(10))
+	f.Add(uint64(7), uint64(0), uint16(300))
+	f.Add(uint64(0), uint64(0), uint16(0))
+	f.Fuzz(func(t *testing.T, s1, s2 uint64, n uint16) {
+		rng := rand.New(rand.NewPCG(s1, s2))
+		p := randomProblem(rng, int(n%500))
+		plan, err := Solve(p)
+		if err != nil {
+			t.Fatalf("Solve: %v", err)
+		}
+		if err := checkPlan(p, plan); err != nil {
+			t.Fatalf("invalid plan: %v", err)
+		}
+	})
+}
+
+func randomProblem(rng *rand.Rand, n int) *Problem {
+	categories := []string{"c", "m", "r", "x"}
+	p := &Problem{InstanceTypes: testTypes()}
+	for i := 0; i < 1+rng.IntN(3); i++ {
+		pool := Pool{Name: string(rune('a' + i)), Weight: int32(rng.IntN(3))}
+		if rng.IntN(2) == 0 {
+			pool.Requirements = append(pool.Requirements, Requirement{Key: "karpenter.k8s.aws/instance-category", Operator: OpIn, Values: []string{categories[rng.IntN(4)], categories[rng.IntN(4)]}})
+		}
+		if rng.IntN(3) == 0 {
+			pool.Requirements = append(pool.Requirements, Requirement{Key: LabelCapacityType, Operator: OpNotIn, Values: []string{"spot"}})
+		}
+		if rng.IntN(4) == 0 {
+			pool.Taints = []Taint{{Key: "dedicated", Value: "x", Effect: EffectNoSchedule}}
+		}
+		if rng.IntN(3) == 0 {
+			pool.Limits[CPU], pool.HasLimit[CPU] = int64(rng.IntN(64000)), true
+		}
+		if rng.IntN(4) == 0 {
+			pool.Labels = map[string]string{"team": string(rune('a' + rng.IntN(2)))}
+		}
+		p.Pools = append(p.Pools, pool)
+	}
+	if rng.IntN(2) == 0 {
+		p.DaemonSets = []DaemonSet{{Name: "agent", Requests: res(int64(rng.IntN(500)), int64(rng.IntN(512))*mi)}}
+	}
+	for len(p.Pods) < n {
+		req := res(int64(1+rng.IntN(20000)), int64(1+rng.IntN(80))*gi/4)
+		batch := pods("w", 1+rng.IntN(20), req)
+		for i := range batch {
+			batch[i].Name += string(rune('a'+len(p.Pods)%26)) + string(rune('a'+len(p.Pods)/26%26))
+			if rng.IntN(5) == 0 {
+				batch[i].NodeSelector = map[string]string{"karpenter.k8s.aws/instance-category": categories[rng.IntN(4)]}
+			}
+			if rng.IntN(5) == 0 {
+				batch[i].Tolerations = []Toleration{{Key: "dedicated", Operator: "Exists"}}
+			}
+			if rng.IntN(6) == 0 {
+				batch[i].Affinity = []Term{{{Key: "team", Operator: OpIn, Values: []string{"a"}}}, {{Key: LabelZone, Operator: OpIn, Values: []string{"zone-b"}}}}
+			}
+		}
+		p.Pods = append(p.Pods, batch...)
+	}
+	return p
+}

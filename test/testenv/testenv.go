@@ -1,0 +1,612 @@
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Versions of the binaries the cache holds; hack/testenv/build.sh builds them.
+const (
+	KubernetesVersion = "v1.37.2"
+	EtcdVersion       = "v3.6.10"
+	KwokVersion       = "v0.8.0"
+)
+
+// Binaries that Start needs in BinDir. kubectl is built too, for tests that
+// drive the plugin through it (see Env.Kubectl).
+var requiredBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+// startTimeout bounds how long Start waits for the plane to become ready.
+const startTimeout = 90 * time.Second
+
+// CacheDir is the version-keyed cache directory that hack/testenv/build.sh
+// fills: $RIGHTSIZE_TESTENV_DIR, else
+// ${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-rightsize/testenv/<KubernetesVersion>.
+func CacheDir() (string, error) {
+	if d := os.Getenv("RIGHTSIZE_TESTENV_DIR"); d != "" {
+		return d, nil
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("testenv: cannot locate the binary cache: set RIGHTSIZE_TESTENV_DIR or HOME: %w", err)
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "kubectl-rightsize", "testenv", KubernetesVersion), nil
+}
+
+// BinDir is the directory holding the control-plane binaries (CacheDir/bin).
+func BinDir() (string, error) {
+	d, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "bin"), nil
+}
+
+// CheckBinaries reports, as an error naming the binary and `make testenv`, the
+// first required binary missing from BinDir.
+func CheckBinaries() (string, error) {
+	dir, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	for _, name := range append(append([]string(nil), requiredBinaries...), "kubectl") {
+		p := filepath.Join(dir, name)
+		fi, err := os.Stat(p)
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return dir, fmt.Errorf("testenv: control-plane binary %s is missing (%s); run `make testenv` "+
+				"(hack/testenv/build.sh) to build the plane into %s — about 20 minutes cold, seconds when cached",
+				name, p, dir)
+		}
+	}
+	return dir, nil
+}
+
+// Env is a running control plane. Its fields are read-only.
+type Env struct {
+	// Dir is the private temporary directory: certificates, kubeconfigs,
+	// etcd data and one <component>.log per process.
+	Dir string
+	// BinDir holds the binaries the plane runs (and kubectl).
+	BinDir string
+	// Kubeconfig is the path of an admin (system:masters) kubeconfig.
+	Kubeconfig string
+	// Host is the apiserver URL, https://127.0.0.1:<port>.
+	Host string
+	// StartupTime is how long Start took, from the first process to ready.
+	StartupTime time.Duration
+
+	restConfig *rest.Config
+	client     kubernetes.Interface
+	procs      []*process
+	stopOnce   sync.Once
+	keep       bool
+}
+
+// Start starts a control plane for a test (or, with t from a TestMain-driven
+// test, a suite), stops it in t.Cleanup and, if the test failed, logs the tail
+// of each component's log. A missing binary or a plane that does not become
+// ready fails the test with t.Fatal — never a skip.
+func Start(t testing.TB) *Env {
+	t.Helper()
+	env, err := New(context.Background(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			var buf bytes.Buffer
+			env.DumpLogs(&buf, 40)
+			t.Log(buf.String())
+		}
+		env.Stop()
+	})
+	t.Logf("testenv: control plane %s ready in %s at %s (dir %s)", KubernetesVersion, env.StartupTime.Round(time.Millisecond), env.Host, env.Dir)
+	return env
+}
+
+// New starts a control plane without a testing.TB, e.g. from TestMain. The
+// caller must call Stop. logf (may be nil) receives progress messages.
+func New(ctx context.Context, logf func(string, ...any)) (*Env, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	bin, err := CheckBinaries()
+	if err != nil {
+		return nil, err
+	}
+	// Ports are picked free and then released, so another process may grab
+	// one first; that shows as a component exiting early, and we retry.
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		env, err := start(ctx, bin)
+		if err == nil {
+			return env, nil
+		}
+		lastErr = err
+		var early *exitedError
+		if !errors.As(err, &early) || !early.portClash() {
+			return nil, err
+		}
+		logf("testenv: attempt %d: %v; retrying with new ports", attempt, err)
+	}
+	return nil, lastErr
+}
+
+func start(ctx context.Context, bin string) (_ *Env, err error) {
+	began := time.Now()
+	dir, err := os.MkdirTemp("", "rightsize-testenv-")
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	e := &Env{Dir: dir, BinDir: bin, keep: os.Getenv("RIGHTSIZE_TESTENV_KEEP") != ""}
+	defer func() {
+		if err != nil {
+			var buf bytes.Buffer
+			e.DumpLogs(&buf, 30)
+			e.Stop()
+			err = fmt.Errorf("%w\n%s", err, buf.String())
+		}
+	}()
+
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: free ports: %w", err)
+	}
+	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+	e.Host = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+
+	// Certificates, keys and kubeconfigs.
+	ca, err := newAuthority()
+	if err != nil {
+		return nil, fmt.Errorf("testenv: CA: %w", err)
+	}
+	serving, err := ca.issue("kube-apiserver", nil, []string{"127.0.0.1", "localhost", "10.0.0.1",
+		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"})
+	if err != nil {
+		return nil, fmt.Errorf("testenv: serving cert: %w", err)
+	}
+	files := map[string][]byte{"ca.crt": ca.certPEM, "apiserver.crt": serving.certPEM, "apiserver.key": serving.keyPEM}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, fmt.Errorf("testenv: %w", err)
+		}
+	}
+	saKey, saPub, err := writeServiceAccountKeys(dir)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: service-account keys: %w", err)
+	}
+	users := []struct {
+		file, cn string
+		orgs     []string
+	}{
+		{"admin", "rightsize-admin", []string{"system:masters"}},
+		{"controller-manager", "system:kube-controller-manager", nil},
+		{"scheduler", "system:kube-scheduler", nil},
+		// kwok updates the status of nodes and pods and owns node leases; it
+		// plays every kubelet, so it gets cluster-admin rather than one
+		// system:node identity per node.
+		{"kwok", "kwok-controller", []string{"system:masters"}},
+	}
+	kubeconfigs := map[string]string{}
+	for _, u := range users {
+		kp, err := ca.issue(u.cn, u.orgs, nil)
+		if err != nil {
+			return nil, fmt.Errorf("testenv: client cert %s: %w", u.file, err)
+		}
+		path := filepath.Join(dir, u.file+".kubeconfig")
+		if err := writeKubeconfig(path, e.Host, ca.certPEM, kp, u.cn); err != nil {
+			return nil, fmt.Errorf("testenv: kubeconfig %s: %w", u.file, err)
+		}
+		kubeconfigs[u.file] = path
+	}
+	e.Kubeconfig = kubeconfigs["admin"]
+	e.restConfig, err = clientcmd.BuildConfigFromFlags("", e.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	e.restConfig.QPS, e.restConfig.Burst = 200, 400
+	if e.client, err = kubernetes.NewForConfig(e.restConfig); err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+
+	// etcd.
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	if err := e.run("etcd",
+		"--name=testenv",
+		"--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL,
+		"--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=testenv="+peerURL,
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	); err != nil {
+		return nil, err
+	}
+
+	// kube-apiserver.
+	if err := e.run("kube-apiserver",
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(apiPort),
+		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
+		"--tls-cert-file="+filepath.Join(dir, "apiserver.crt"),
+		"--tls-private-key-file="+filepath.Join(dir, "apiserver.key"),
+		"--client-ca-file="+filepath.Join(dir, "ca.crt"),
+		"--authorization-mode=Node,RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+saPub,
+		"--service-account-signing-key-file="+saKey,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--v=1",
+	); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := e.waitReadyz(ctx); err != nil {
+		return nil, err
+	}
+
+	// kube-controller-manager, kube-scheduler and kwok serve no ports of their
+	// own (--secure-port=0; kwok's server address left empty).
+	if err := e.run("kube-controller-manager",
+		"--kubeconfig="+kubeconfigs["controller-manager"],
+		"--authentication-kubeconfig="+kubeconfigs["controller-manager"],
+		"--authorization-kubeconfig="+kubeconfigs["controller-manager"],
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file="+saKey,
+		"--root-ca-file="+filepath.Join(dir, "ca.crt"),
+		"--cluster-name=rightsize-testenv",
+		"--profiling=false",
+		"--v=1",
+	); err != nil {
+		return nil, err
+	}
+	if err := e.run("kube-scheduler",
+		"--kubeconfig="+kubeconfigs["scheduler"],
+		"--authentication-kubeconfig="+kubeconfigs["scheduler"],
+		"--authorization-kubeconfig="+kubeconfigs["scheduler"],
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--profiling=false",
+		"--v=1",
+	); err != nil {
+		return nil, err
+	}
+	if err := e.run("kwok",
+		"--kubeconfig="+kubeconfigs["kwok"],
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+NodeAnnotation+"=fake",
+		"--node-ip=127.0.0.1",
+		"--node-lease-duration-seconds=40",
+		"--v=INFO",
+	); err != nil {
+		return nil, err
+	}
+
+	// Ready when the token and service-account controllers have run: pods in
+	// "default" need its ServiceAccount.
+	if err := e.waitDefaultServiceAccount(ctx); err != nil {
+		return nil, err
+	}
+	e.StartupTime = time.Since(began)
+	return e, nil
+}
+
+// RESTConfig returns a copy of the admin rest.Config.
+func (e *Env) RESTConfig() *rest.Config { return rest.CopyConfig(e.restConfig) }
+
+// Client returns an admin clientset.
+func (e *Env) Client() kubernetes.Interface { return e.client }
+
+// Kubectl returns a command running the cached kubectl against this plane.
+func (e *Env) Kubectl(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(e.BinDir, "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.Kubeconfig)
+	return cmd
+}
+
+// Stop terminates every component (SIGTERM, then SIGKILL after a grace
+// period), waits for them and removes Dir unless RIGHTSIZE_TESTENV_KEEP is
+// set. It is safe to call more than once.
+func (e *Env) Stop() {
+	e.stopOnce.Do(func() {
+		// Clients of the apiserver first, together; then the apiserver; then etcd.
+		var clients, rest []*process
+		for _, p := range e.procs {
+			if p.name == "kube-apiserver" || p.name == "etcd" {
+				rest = append([]*process{p}, rest...)
+			} else {
+				clients = append(clients, p)
+			}
+		}
+		var wg sync.WaitGroup
+		for _, p := range clients {
+			wg.Add(1)
+			go func() { defer wg.Done(); p.stop(5 * time.Second) }()
+		}
+		wg.Wait()
+		for _, p := range rest {
+			p.stop(10 * time.Second)
+		}
+		if e.keep {
+			fmt.Fprintf(os.Stderr, "testenv: kept %s (RIGHTSIZE_TESTENV_KEEP)\n", e.Dir)
+			return
+		}
+		_ = os.RemoveAll(e.Dir)
+	})
+}
+
+// DumpLogs writes the last n lines of each component's log to w.
+func (e *Env) DumpLogs(w io.Writer, n int) {
+	for _, p := range e.procs {
+		fmt.Fprintf(w, "----- %s (%s), last %d lines -----\n", p.name, p.state(), n)
+		for _, l := range tail(p.logPath, n) {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+// LogPath is the log file of a component ("etcd", "kube-apiserver",
+// "kube-controller-manager", "kube-scheduler", "kwok").
+func (e *Env) LogPath(component string) string {
+	return filepath.Join(e.Dir, component+".log")
+}
+
+func (e *Env) run(name string, args ...string) error {
+	p, err := startProcess(filepath.Join(e.BinDir, name), name, e.LogPath(name), e.Dir, args)
+	if err != nil {
+		return err
+	}
+	e.procs = append(e.procs, p)
+	return nil
+}
+
+// exited reports the first component that has exited.
+func (e *Env) exited() error {
+	for _, p := range e.procs {
+		if err := p.exitErr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Env) waitReadyz(ctx context.Context) error {
+	tlsCfg, err := rest.TLSConfigFor(e.restConfig)
+	if err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg.Clone()}}
+	defer hc.CloseIdleConnections()
+	var last string
+	for {
+		if err := e.exited(); err != nil {
+			return err
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.Host+"/readyz", nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("testenv: kube-apiserver at %s not ready within %s (last /readyz: %s)", e.Host, startTimeout, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (e *Env) waitDefaultServiceAccount(ctx context.Context) error {
+	var last error
+	for {
+		if err := e.exited(); err != nil {
+			return err
+		}
+		_, err := e.client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("testenv: ServiceAccount default/default not created within %s — is kube-controller-manager working? (last error: %v)", startTimeout, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func writeKubeconfig(path, host string, caPEM []byte, kp keyPair, user string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["testenv"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: kp.certPEM, ClientKeyData: kp.keyPEM}
+	cfg.Contexts["testenv"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: user, Namespace: metav1.NamespaceDefault}
+	cfg.CurrentContext = "testenv"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// process is one running component.
+type process struct {
+	name, logPath string
+	cmd           *exec.Cmd
+	logFile       *os.File
+	done          chan struct{}
+	waitErr       error
+	stopping      bool
+	mu            sync.Mutex
+}
+
+func startProcess(path, name, logPath, dir string, args []string) (*process, error) {
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.Env = append(os.Environ(), "KUBECONFIG=/dev/null") // never a user's kubeconfig
+	cmd.SysProcAttr = sysProcAttr()
+	fmt.Fprintf(lf, "$ %s %s\n", path, strings.Join(args, " "))
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("testenv: start %s: %w", name, err)
+	}
+	p := &process{name: name, logPath: logPath, cmd: cmd, logFile: lf, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		lf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exitedError is a component that exited while it should be running.
+type exitedError struct {
+	name, logPath string
+	err           error
+}
+
+func (e *exitedError) Error() string {
+	return fmt.Sprintf("testenv: %s exited during start-up (%v); log: %s", e.name, e.err, e.logPath)
+}
+
+func (e *exitedError) portClash() bool {
+	for _, l := range tail(e.logPath, 50) {
+		if strings.Contains(l, "address already in use") {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *process) exitErr() error {
+	select {
+	case <-p.done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return &exitedError{name: p.name, logPath: p.logPath, err: p.waitErr}
+	default:
+		return nil
+	}
+}
+
+func (p *process) state() string {
+	select {
+	case <-p.done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.stopping {
+			return "stopped"
+		}
+		if p.waitErr != nil {
+			return "exited: " + p.waitErr.Error()
+		}
+		return "exited"
+	default:
+		return "running, pid " + strconv.Itoa(p.cmd.Process.Pid)
+	}
+}
+
+func (p *process) stop(grace time.Duration) {
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func tail(path string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return []string{"(no log: " + err.Error() + ")"}
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > 2*n {
+			lines = append(lines[:0], lines[len(lines)-n:]...)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
