@@ -53,8 +53,8 @@ func TestExplainJSONContract(t *testing.T) {
 		Kind  string `json:"kind"`
 		Nodes []struct {
 			InstanceType, CapacityType, Zone, NodePool string
-			PricePerHour                              float64
-			Pods                                      []string
+			PricePerHour                               float64
+			Pods                                       []string
 		} `json:"nodes"`
 		Unschedulable          []struct{ Pod, Reason string } `json:"unschedulable"`
 		TotalPricePerHour      float64                        `json:"totalPricePerHour"`
@@ -181,4 +181,3 @@ func writeFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
-
