@@ -31,10 +31,21 @@ func microservices(seed uint64, n int) []solver.Pod {
 }
 
 // BenchmarkExplain plans n pods against the full embedded catalog of one
-// region, reporting pods per second and plan cost over the lower bound.
+// region (every type, and the c7i/m7i/r7i families alone), reporting pods
+// per second and plan cost over the lower bound.
 func BenchmarkExplain(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		families []string
+		n        int
+	}{
+		{"catalog=all/pods=1000", nil, 1000},
+		{"catalog=all/pods=10000", nil, 10000},
+		{"catalog=c7i-m7i-r7i/pods=1000", []string{"c7i", "m7i", "r7i"}, 1000},
+		{"catalog=c7i-m7i-r7i/pods=10000", []string{"c7i", "m7i", "r7i"}, 10000},
+	} {
+		n := tc.n
+		b.Run(tc.name, func(b *testing.B) {
 			cat := Catalog{Region: "us-east-1"}
 			types, _, err := cat.instanceTypes()
 			if err != nil {
@@ -45,7 +56,7 @@ func BenchmarkExplain(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				p, err := Problem(m, types, DefaultPool{})
+				p, err := Problem(m, types, DefaultPool{InstanceFamilies: tc.families})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -33,28 +33,126 @@ const (
 	lbMaxCells   = 400_000 // rows × columns
 )
 
-func (s *state) lowerBound() float64 {
-	placed := make([]int, len(s.classes))
-	for _, n := range s.nodes {
-		for _, t := range n.takes {
-			placed[t.class] += t.n * n.count
-		}
-	}
-	resources := s.boundResources(placed)
+// fluidBound returns the lower bound for placing count[c] pods of every
+// class on new nodes and, when the linear program was solved, per-resource
+// prices (dollars per unit) that make the kinds it buys pay for themselves:
+// the dual prices the greedy uses to value pods.
+func (s *state) fluidBound(count []int) (float64, *Resources64) {
+	resources := s.boundResources(count)
 	if len(resources) == 0 {
-		return 0
+		return 0, nil
 	}
-	classes := s.boundClasses(placed, resources, 1)
+	classes := s.boundClasses(count, resources, 1)
 	for grid := 1.02; len(classes) > lbMaxClasses && grid < 4; grid = 1 + (grid-1)*2 {
-		classes = s.boundClasses(placed, resources, grid)
+		classes = s.boundClasses(count, resources, grid)
 	}
 	kinds, usable := s.boundKinds(classes, resources)
-	single := singleResourceBound(s.kinds, kinds, usable, classes, resources)
-	if v, ok := fluidLP(s.kinds, kinds, usable, classes, resources); ok {
-		return round6(max(v, single))
+	bound := singleResourceBound(s.kinds, kinds, usable, classes, resources)
+
+	// Covering bounds: the pods' summed requests bought as fractional nodes
+	// of the kinds they may use, first all pods together, then each group
+	// of identical constraints alone.
+	var prices *Resources64
+	var total Resources
+	groups := map[int]Resources{}
+	for _, c := range classes {
+		scaled := c.req
+		for r := range scaled {
+			scaled[r] = int64(float64(scaled[r]) * c.n)
+		}
+		total = total.Add(scaled)
+		groups[c.group] = groups[c.group].Add(scaled)
 	}
-	return round6(single)
+	if v, w, ok := coveringLP(s.kinds, kinds, total, resources); ok {
+		bound = max(bound, v)
+		prices = w
+	}
+	if len(groups) > 1 {
+		for g, demand := range groups {
+			var sub []int
+			for i, ki := range kinds {
+				if s.kinds[ki].compat.has(g) && !usable[i].empty() {
+					sub = append(sub, ki)
+				}
+			}
+			if v, _, ok := coveringLP(s.kinds, sub, demand, resources); ok {
+				bound = max(bound, v)
+			}
+		}
+	}
+	// The pairing program (each class only on kinds it fits) is tighter when
+	// pods are large, but it is bigger and gonum's dense simplex gives up on
+	// degenerate cases; it is tried without the pod-count dimension.
+	var noPods []int
+	for _, r := range resources {
+		if r != Pods {
+			noPods = append(noPods, r)
+		}
+	}
+	pairKinds, pairUsable := s.boundKinds(classes, noPods)
+	if v, _, ok := fluidLP(s.kinds, pairKinds, pairUsable, classes, noPods); ok {
+		bound = max(bound, v)
+	}
+	return round6(bound), prices
 }
+
+// coveringLP prices resources so that no kind is worth more than it costs,
+// maximising what the demand is worth:
+//
+//	max Σ_r demand_r w_r   s.t.  Σ_r alloc_kr w_r ≤ price_k for every kind k, w ≥ 0
+//
+// This is the dual of buying fractional nodes to cover the demand, so any
+// feasible w is a valid lower bound (weak duality) and the optimal w are the
+// resource prices the greedy values pods with. Starting from w = 0 (all
+// slack) needs no phase one, and the program has only as many rows as kinds.
+func coveringLP(all []*kind, kinds []int, demand Resources, resources []int) (bound float64, prices *Resources64, ok bool) {
+	defer func() {
+		if recover() != nil {
+			bound, prices, ok = 0, nil, false
+		}
+	}()
+	var cols []int
+	for _, r := range resources {
+		if demand[r] > 0 {
+			cols = append(cols, r)
+		}
+	}
+	if len(cols) == 0 || len(kinds) == 0 {
+		return 0, nil, false
+	}
+	// Variables u_r = w_r · demand_r, then one slack per kind.
+	n := len(cols) + len(kinds)
+	A := mat.NewDense(len(kinds), n, nil)
+	c := make([]float64, n)
+	b := make([]float64, len(kinds))
+	basis := make([]int, len(kinds))
+	for j := range cols {
+		c[j] = -1
+	}
+	for i, ki := range kinds {
+		for j, r := range cols {
+			A.Set(i, j, float64(all[ki].alloc[r])/float64(demand[r]))
+		}
+		A.Set(i, len(cols)+i, 1)
+		b[i] = all[ki].price
+		basis[i] = len(cols) + i
+	}
+	opt, x, err := lp.Simplex(c, A, b, 1e-10, basis)
+	if err != nil || math.IsNaN(opt) {
+		return 0, nil, false
+	}
+	var w Resources64
+	value := 0.0
+	for j, r := range cols {
+		u := max(0, x[j])
+		w[r] = u / float64(demand[r])
+		value += u
+	}
+	return value * (1 - 1e-9), &w, true
+}
+
+// Resources64 is a resource vector of prices.
+type Resources64 [MaxResources]float64
 
 // boundResources lists the resources the placed pods request, without the
 // pod count and ephemeral storage.
@@ -67,7 +165,7 @@ func (s *state) boundResources(placed []int) []int {
 	}
 	var out []int
 	for r := range used {
-		if used[r] > 0 && r != Pods && r != EphemeralStorage {
+		if used[r] > 0 && r != EphemeralStorage {
 			out = append(out, r)
 		}
 	}
@@ -199,12 +297,14 @@ func singleResourceBound(all []*kind, kinds []int, usable []bitset, classes []lb
 //	x, y, s ≥ 0
 //
 // where y_ck is the share of class c on kind k.
-func fluidLP(all []*kind, kinds []int, usable []bitset, classes []lbClass, resources []int) (bound float64, ok bool) {
+//
+// It returns the optimum and how many nodes of each kind it buys.
+func fluidLP(all []*kind, kinds []int, usable []bitset, classes []lbClass, resources []int) (bound float64, nodes []float64, ok bool) {
 	// gonum's matrix code panics on numerical trouble it cannot recover
 	// from; the bound then falls back rather than taking the solve down.
 	defer func() {
 		if recover() != nil {
-			bound, ok = 0, false
+			bound, nodes, ok = 0, nil, false
 		}
 	}()
 	type rowKey struct{ kind, res int }
@@ -235,7 +335,7 @@ func fluidLP(all []*kind, kinds []int, usable []bitset, classes []lbClass, resou
 	}
 	nCols := len(kinds) + len(pairs) + (nRows - len(classes))
 	if nRows*nCols > lbMaxCells || nRows >= nCols {
-		return 0, false
+		return 0, nil, false
 	}
 	A := mat.NewDense(nRows, nCols, nil)
 	c := make([]float64, nCols)
@@ -261,11 +361,11 @@ func fluidLP(all []*kind, kinds []int, usable []bitset, classes []lbClass, resou
 		A.Set(row, key.kind, -1)
 		A.Set(row, slack+row-len(classes), 1)
 	}
-	opt, _, err := lp.Simplex(c, A, b, 1e-10, nil)
+	opt, x, err := lp.Simplex(c, A, b, 1e-10, nil)
 	if err != nil || math.IsNaN(opt) || opt < 0 {
-		return 0, false
+		return 0, nil, false
 	}
 	// The simplex works in floating point; shave a hair so that rounding
 	// never lifts the bound above the true optimum.
-	return opt * (1 - 1e-9), true
+	return opt * (1 - 1e-9), x[:len(kinds)], true
 }

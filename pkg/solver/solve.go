@@ -97,12 +97,26 @@ func Solve(p *Problem) (*Plan, error) {
 	s.buildClasses()
 	s.buildKinds()
 	s.placeOnExisting()
-	s.valueClasses()
 	s.explainInfeasible()
-	s.greedy()
-	s.downsize(p.Options.Deadline)
+	pending := slices.Clone(s.rem)
+	for ci, c := range s.classes {
+		if len(c.kinds) == 0 {
+			pending[ci] = 0
+		}
+	}
+	bound, prices := s.fluidBound(pending)
+	s.bestPacking(prices)
 	s.emit()
-	s.plan.LowerBound = s.lowerBound()
+	placed := make([]int, len(s.classes))
+	for _, n := range s.nodes {
+		for _, t := range n.takes {
+			placed[t.class] += t.n * n.count
+		}
+	}
+	if !slices.Equal(placed, pending) {
+		bound, _ = s.fluidBound(placed)
+	}
+	s.plan.LowerBound = bound
 	return &s.plan, nil
 }
 
@@ -426,23 +440,41 @@ func share(req, alloc Resources) float64 {
 	return m
 }
 
-// valueClasses prices every class at its cheapest fluid cost: the price of
-// the best kind times the largest share of it the pod takes. It then orders
-// each kind's compatible classes by value per share, the greedy's fill order.
-func (s *state) valueClasses() {
+// valueClasses prices every class, the greedy's measure of what a node's
+// pods are worth. With resource prices (the fluid optimum's), a pod is worth
+// what its requests cost at those prices; without, or when that is zero, its
+// cheapest stand-alone fluid cost: the price of its best kind times the
+// largest share of it the pod takes. It then orders each kind's compatible
+// classes by value per share, the greedy's fill order.
+func (s *state) valueClasses(prices *Resources64) {
 	for _, c := range s.classes {
+		c.value = 0
+		if prices != nil {
+			for r, q := range c.req {
+				c.value += prices[r] * float64(q)
+			}
+		}
+		if c.value > 0 {
+			continue
+		}
 		c.value = math.Inf(1)
 		for _, ki := range c.kinds {
 			k := s.kinds[ki]
 			c.value = min(c.value, k.price*share(c.req, k.alloc))
 		}
 	}
-	for ki, k := range s.kinds {
-		for ci, c := range s.classes {
-			if s.rem[ci] > 0 && slices.Contains(c.kinds, ki) {
-				k.order = append(k.order, ci)
-			}
+	for _, k := range s.kinds {
+		k.order = k.order[:0]
+	}
+	for ci, c := range s.classes {
+		if s.rem[ci] == 0 {
+			continue
 		}
+		for _, ki := range c.kinds {
+			s.kinds[ki].order = append(s.kinds[ki].order, ci)
+		}
+	}
+	for _, k := range s.kinds {
 		density := func(ci int) float64 {
 			c := s.classes[ci]
 			sh := share(c.req, k.alloc)
@@ -517,6 +549,52 @@ func (s *state) fill(k *kind, weights []int32, takes []take) ([]take, float64) {
 		takes = append(takes, take{ci, n})
 	}
 	return takes, value
+}
+
+// bestPacking runs the greedy with each way of valuing pods (stand-alone
+// cost, and the fluid optimum's resource prices when known), improves each
+// result, and keeps the cheapest.
+func (s *state) bestPacking(prices *Resources64) {
+	rem, used := slices.Clone(s.rem), slices.Clone(s.used)
+	bestCost := math.Inf(1)
+	var best plannedState
+	for _, pr := range []*Resources64{nil, prices} {
+		if pr == nil && best.nodes != nil {
+			continue
+		}
+		copy(s.rem, rem)
+		copy(s.used, used)
+		s.nodes = nil
+		s.valueClasses(pr)
+		s.greedy()
+		s.downsize(s.p.Options.Deadline)
+		if cost := s.cost(); cost < bestCost-1e-9 {
+			bestCost = cost
+			best = plannedState{slices.Clone(s.rem), slices.Clone(s.used), s.nodes}
+		}
+	}
+	s.rem, s.used, s.nodes = best.rem, best.used, best.nodes
+}
+
+type plannedState struct {
+	rem   []int
+	used  []Resources
+	nodes []plannedNode
+}
+
+// cost is the price of the planned nodes, with pods left over costed at
+// infinity so that a packing placing more pods always wins.
+func (s *state) cost() float64 {
+	total := 0.0
+	for _, n := range s.nodes {
+		total += float64(n.count) * s.kinds[n.kind].price
+	}
+	for ci, r := range s.rem {
+		if r > 0 && len(s.classes[ci].kinds) > 0 {
+			total += float64(r) * 1e6
+		}
+	}
+	return total
 }
 
 // greedy launches, one configuration at a time, the node with the lowest
