@@ -43,9 +43,6 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 		return 0, nil
 	}
 	classes := s.boundClasses(count, resources, 1)
-	for grid := 1.02; len(classes) > lbMaxClasses && grid < 4; grid = 1 + (grid-1)*2 {
-		classes = s.boundClasses(count, resources, grid)
-	}
 	kinds, usable := s.boundKinds(classes, resources)
 	bound := singleResourceBound(s.kinds, kinds, usable, classes, resources)
 
@@ -89,8 +86,12 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 			noPods = append(noPods, r)
 		}
 	}
-	pairKinds, pairUsable := s.boundKinds(classes, noPods)
-	if v, _, ok := fluidLP(s.kinds, pairKinds, pairUsable, classes, noPods); ok {
+	pairClasses := classes
+	for grid := 1.02; len(pairClasses) > lbMaxClasses && grid < 4; grid = 1 + (grid-1)*2 {
+		pairClasses = s.boundClasses(count, resources, grid)
+	}
+	pairKinds, pairUsable := s.boundKinds(pairClasses, noPods)
+	if v, _, ok := fluidLP(s.kinds, pairKinds, pairUsable, pairClasses, noPods); ok {
 		bound = max(bound, v)
 	}
 	return round6(bound), prices
@@ -222,19 +223,25 @@ func (s *state) boundKinds(classes []lbClass, resources []int) ([]int, []bitset)
 			usable = append(usable, u)
 		}
 	}
+	return s.pruneKinds(kinds, usable, resources, false)
+}
+
+// pruneKinds drops every kind that another beats per dollar: it serves every
+// class the first serves (usable) and offers at least as much of every
+// resource per dollar. With samePool, only kinds of the same pool compete.
+func (s *state) pruneKinds(kinds []int, usable []bitset, resources []int, samePool bool) ([]int, []bitset) {
 	perDollar := func(k *kind, r int) float64 {
 		if k.price <= 0 {
 			return math.Inf(1)
 		}
 		return float64(k.alloc[r]) / k.price
 	}
-	keep := make([]bool, len(kinds))
 	var outKinds []int
 	var outUsable []bitset
 	for i, ki := range kinds {
 		dominated := false
 		for j, kj := range kinds {
-			if i == j || !usable[i].subsetOf(usable[j]) {
+			if i == j || !usable[i].subsetOf(usable[j]) || (samePool && s.kinds[ki].pool != s.kinds[kj].pool) {
 				continue
 			}
 			better, strictly := true, false
@@ -254,8 +261,7 @@ func (s *state) boundKinds(classes []lbClass, resources []int) ([]int, []bitset)
 				break
 			}
 		}
-		keep[i] = !dominated
-		if keep[i] {
+		if !dominated {
 			outKinds = append(outKinds, ki)
 			outUsable = append(outUsable, usable[i])
 		}
@@ -368,4 +374,38 @@ func fluidLP(all []*kind, kinds []int, usable []bitset, classes []lbClass, resou
 	// The simplex works in floating point; shave a hair so that rounding
 	// never lifts the bound above the true optimum.
 	return opt * (1 - 1e-9), x[:len(kinds)], true
+}
+
+// efficientKinds returns the kinds worth opening for the pods still to
+// place: those no kind of the same pool beats per dollar on every requested
+// resource while serving every class they serve.
+func (s *state) efficientKinds() []int {
+	var demand Resources
+	for ci, c := range s.classes {
+		if s.rem[ci] > 0 {
+			demand = demand.Add(c.req)
+		}
+	}
+	var resources []int
+	for r := range demand {
+		if demand[r] > 0 {
+			resources = append(resources, r)
+		}
+	}
+	var kinds []int
+	var usable []bitset
+	for ki, k := range s.kinds {
+		u := newBitset(len(s.classes))
+		for ci, c := range s.classes {
+			if s.rem[ci] > 0 && k.compat.has(c.group) && c.req.Fits(k.alloc) {
+				u.set(ci)
+			}
+		}
+		if !u.empty() {
+			kinds = append(kinds, ki)
+			usable = append(usable, u)
+		}
+	}
+	kinds, _ = s.pruneKinds(kinds, usable, resources, true)
+	return kinds
 }

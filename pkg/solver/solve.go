@@ -530,8 +530,12 @@ func (s *state) limitRoom(k *kind) int {
 	return room
 }
 
-// fill packs remaining pods onto one node of kind k in its fill order and
-// returns what it took and the value of it.
+// fillFunc packs remaining pods onto one node of kind k and returns what it
+// took and the value of it, without changing the state.
+type fillFunc func(k *kind, weights []int32, takes []take) ([]take, float64)
+
+// fill packs remaining pods onto one node of kind k in its fill order, as
+// many of each class as fit.
 func (s *state) fill(k *kind, weights []int32, takes []take) ([]take, float64) {
 	free := k.alloc
 	value := 0.0
@@ -558,15 +562,24 @@ func (s *state) bestPacking(prices *Resources64) {
 	rem, used := slices.Clone(s.rem), slices.Clone(s.used)
 	bestCost := math.Inf(1)
 	var best plannedState
-	for _, pr := range []*Resources64{nil, prices} {
-		if pr == nil && best.nodes != nil {
-			continue
-		}
+	type strategy struct {
+		prices   *Resources64
+		balanced bool
+	}
+	strategies := []strategy{{nil, false}, {nil, true}}
+	if prices != nil {
+		strategies = append(strategies, strategy{prices, false}, strategy{prices, true})
+	}
+	for _, st := range strategies {
 		copy(s.rem, rem)
 		copy(s.used, used)
 		s.nodes = nil
-		s.valueClasses(pr)
-		s.greedy()
+		s.valueClasses(st.prices)
+		if st.balanced {
+			s.greedy(s.efficientKinds(), s.fillBalanced)
+		} else {
+			s.greedy(nil, s.fill)
+		}
 		s.downsize(s.p.Options.Deadline)
 		if cost := s.cost(); cost < bestCost-1e-9 {
 			bestCost = cost
@@ -597,20 +610,96 @@ func (s *state) cost() float64 {
 	return total
 }
 
+// fillBalanced packs one node of kind k a batch at a time, each time taking
+// the class whose requests best match the shape of what is still free (the
+// cosine of normalised request and free vectors, times the class's value per
+// share), so that CPU-heavy and memory-heavy pods share nodes instead of each
+// exhausting one resource while the other idles.
+func (s *state) fillBalanced(k *kind, weights []int32, takes []take) ([]take, float64) {
+	free := k.alloc
+	value := 0.0
+	poolWeight := s.p.Pools[k.pool].Weight
+	start := len(takes)
+	taken := func(ci int) int {
+		for _, t := range takes[start:] {
+			if t.class == ci {
+				return t.n
+			}
+		}
+		return 0
+	}
+	for {
+		bestClass, bestScore, bestLeft := -1, 0.0, 0
+		for _, ci := range k.order {
+			c := s.classes[ci]
+			if weights[ci] != poolWeight || !c.req.Fits(free) {
+				continue
+			}
+			left := s.rem[ci] - taken(ci)
+			if left == 0 {
+				continue
+			}
+			var dot, rn, fn float64
+			for r := range c.req {
+				if k.alloc[r] > 0 {
+					a, f := float64(c.req[r])/float64(k.alloc[r]), float64(free[r])/float64(k.alloc[r])
+					dot, rn, fn = dot+a*f, rn+a*a, fn+f*f
+				}
+			}
+			sh := share(c.req, k.alloc)
+			if sh == 0 || rn == 0 || fn == 0 {
+				continue
+			}
+			if score := dot / math.Sqrt(rn*fn) * c.value / sh; score > bestScore {
+				bestClass, bestScore, bestLeft = ci, score, left
+			}
+		}
+		if bestClass < 0 {
+			break
+		}
+		c := s.classes[bestClass]
+		n := min(fitCount(free, c.req), bestLeft)
+		n = (n + 1) / 2
+		free = free.Sub(c.req.Scale(int64(n)))
+		value += float64(n) * c.value
+		found := false
+		for i := start; i < len(takes); i++ {
+			if takes[i].class == bestClass {
+				takes[i].n += n
+				found = true
+			}
+		}
+		if !found {
+			takes = append(takes, take{bestClass, n})
+		}
+	}
+	return takes, value
+}
+
 // greedy launches, one configuration at a time, the node with the lowest
 // price per value of the pods it takes, and repeats it while the remaining
 // pods allow.
-func (s *state) greedy() {
+//
+// It considers the given kinds (all when nil) and fills each candidate node
+// with fill.
+func (s *state) greedy(kinds []int, fill fillFunc) {
+	if kinds == nil {
+		kinds = make([]int, len(s.kinds))
+		for i := range kinds {
+			kinds[i] = i
+		}
+	}
 	var best, cur []take
 	for {
 		weights := s.topWeight()
 		bestKind, bestRatio, bestValue := -1, math.Inf(1), 0.0
-		for ki, k := range s.kinds {
+		for _, ki := range kinds {
+			k := s.kinds[ki]
 			if s.limitRoom(k) == 0 {
 				continue
 			}
 			var value float64
-			cur, value = s.fill(k, weights, cur[:0])
+			cur, value = fill(k, weights, cur[:0])
 			if value <= 0 {
 				continue
 			}
