@@ -120,6 +120,75 @@ type Pod struct {
 	// Empty means any node.
 	Affinity    []Term       `json:"affinity,omitempty"`
 	Tolerations []Toleration `json:"tolerations,omitempty"`
+	// Labels are the pod's labels, matched by other pods' affinity,
+	// anti-affinity and topology spread selectors.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Spread are the pod's topology spread constraints.
+	Spread []TopologySpread `json:"spread,omitempty"`
+	// PodAffinity and PodAntiAffinity are required inter-pod (anti-)affinity terms.
+	PodAffinity     []PodAffinityTerm `json:"podAffinity,omitempty"`
+	PodAntiAffinity []PodAffinityTerm `json:"podAntiAffinity,omitempty"`
+	// Preferences are soft constraints: honoured when they can be, relaxed
+	// one at a time (see Preference) when they block placement.
+	Preferences []Preference `json:"preferences,omitempty"`
+	// DoNotDisrupt marks a running pod that consolidation must not evict.
+	DoNotDisrupt bool `json:"doNotDisrupt,omitempty"`
+	// Controller is false for a bare pod that nothing would recreate.
+	Controller bool `json:"controller,omitempty"`
+}
+
+// Selector is a label selector: every MatchLabels entry and every
+// requirement (In, NotIn, Exists, DoesNotExist) must hold.
+type Selector struct {
+	MatchLabels      map[string]string `json:"matchLabels,omitempty"`
+	MatchExpressions []Requirement     `json:"matchExpressions,omitempty"`
+}
+
+// Topology spread policies.
+const (
+	DoNotSchedule  = "DoNotSchedule"
+	ScheduleAnyway = "ScheduleAnyway"
+)
+
+// TopologySpread is a topology spread constraint on a zone or hostname key.
+type TopologySpread struct {
+	MaxSkew           int32    `json:"maxSkew"`
+	TopologyKey       string   `json:"topologyKey"`
+	WhenUnsatisfiable string   `json:"whenUnsatisfiable"`
+	Selector          Selector `json:"selector"`
+	MinDomains        int32    `json:"minDomains,omitempty"`
+	// NodeAffinityPolicy "Ignore" counts domains of every node, not only of
+	// nodes matching the pod's node affinity ("Honor", the default).
+	NodeAffinityPolicy string `json:"nodeAffinityPolicy,omitempty"`
+}
+
+// PodAffinityTerm is a required inter-pod (anti-)affinity term: pods
+// matching Selector in Namespaces (the pod's own when empty) on the same
+// TopologyKey domain.
+type PodAffinityTerm struct {
+	Selector    Selector `json:"selector"`
+	TopologyKey string   `json:"topologyKey"`
+	Namespaces  []string `json:"namespaces,omitempty"`
+}
+
+// Preference kinds, in the order they are relaxed when they block placement.
+const (
+	PreferScheduleAnywaySpread = "ScheduleAnywaySpread"
+	PreferPodAffinity          = "PodAffinity"
+	PreferPodAntiAffinity      = "PodAntiAffinity"
+	PreferNodeAffinity         = "NodeAffinity"
+)
+
+// Preference is one soft constraint with its weight (1–100).
+type Preference struct {
+	Kind   string `json:"kind"`
+	Weight int32  `json:"weight"`
+	// NodeTerm is set for PreferNodeAffinity.
+	NodeTerm Term `json:"nodeTerm,omitempty"`
+	// PodTerm is set for PreferPodAffinity and PreferPodAntiAffinity.
+	PodTerm *PodAffinityTerm `json:"podTerm,omitempty"`
+	// Spread is set for PreferScheduleAnywaySpread.
+	Spread *TopologySpread `json:"spread,omitempty"`
 }
 
 // Key returns "namespace/name".
@@ -176,6 +245,30 @@ type Pool struct {
 	Limits   Resources          `json:"limits"`
 	HasLimit [MaxResources]bool `json:"hasLimit"`
 	Used     Resources          `json:"used"` // capacity of the pool's existing nodes
+	// Consolidation is the pool's disruption policy.
+	Consolidation Consolidation `json:"consolidation"`
+}
+
+// Consolidation policies.
+const (
+	WhenEmpty                = "WhenEmpty"
+	WhenEmptyOrUnderutilized = "WhenEmptyOrUnderutilized"
+)
+
+// Consolidation is what a pool allows consolidation to do now.
+type Consolidation struct {
+	// Policy is WhenEmpty or WhenEmptyOrUnderutilized (the default).
+	Policy string `json:"policy,omitempty"`
+	// After is how long a node must go without pod changes to be a candidate.
+	After time.Duration `json:"after,omitempty"`
+	// NodesAllowed is how many more of the pool's nodes may be disrupted now
+	// (the budgets already evaluated for this moment, minus nodes already
+	// disrupting); negative means no budget applies.
+	NodesAllowed int `json:"nodesAllowed"`
+	// MinSaving is the smallest saving per action worth its churn, in
+	// dollars per hour, and as a fraction of the nodes' price.
+	MinSaving         float64 `json:"minSaving,omitempty"`
+	MinSavingFraction float64 `json:"minSavingFraction,omitempty"`
 }
 
 // Node is an existing (or in-flight) node whose free capacity is used before
@@ -194,12 +287,35 @@ type Node struct {
 	Requested Resources `json:"requested"`
 	// Unschedulable nodes (cordoned) take no new pods.
 	Unschedulable bool `json:"unschedulable,omitempty"`
+	// Pods are the pods bound to the node: they count for topology spread
+	// and (anti-)affinity, and consolidation moves them.
+	Pods []Pod `json:"pods,omitempty"`
+	// InFlight marks a node that is launching: it takes pods but
+	// consolidation leaves it alone.
+	InFlight bool `json:"inFlight,omitempty"`
+	// DoNotDisrupt marks a node consolidation must leave alone.
+	DoNotDisrupt bool `json:"doNotDisrupt,omitempty"`
+	// Created is when the node was launched; LastPodChange when a pod last
+	// arrived or left (consolidateAfter counts from it).
+	Created       time.Time `json:"created,omitempty"`
+	LastPodChange time.Time `json:"lastPodChange,omitempty"`
+}
+
+// PDB is a PodDisruptionBudget as consolidation sees it: how many more of
+// the pods it selects may be evicted now.
+type PDB struct {
+	Namespace          string   `json:"namespace"`
+	Name               string   `json:"name"`
+	Selector           Selector `json:"selector"`
+	DisruptionsAllowed int32    `json:"disruptionsAllowed"`
 }
 
 // Options tune a solve.
 type Options struct {
 	// Deadline, when non-zero, makes the solver return the best plan found by then.
 	Deadline time.Time
+	// Now is the time consolidation measures ages against (time.Now when zero).
+	Now time.Time
 }
 
 // Problem is everything the solver needs.
@@ -211,6 +327,7 @@ type Problem struct {
 	Pools             []Pool         `json:"pools"`
 	InstanceTypes     []InstanceType `json:"instanceTypes"`
 	Nodes             []Node         `json:"nodes,omitempty"`
+	PDBs              []PDB          `json:"pdbs,omitempty"`
 	Options           Options        `json:"-"`
 }
 
