@@ -1,9 +1,11 @@
-package solver
+package solver_test
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+
+	. "github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 const (

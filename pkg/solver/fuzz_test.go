@@ -1,8 +1,11 @@
-package solver
+package solver_test
 
 import (
 	"math/rand/v2"
 	"testing"
+
+	. "github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/check"
 )
 
 // FuzzSolve turns arbitrary bytes into a small problem (pods with random
@@ -20,7 +23,7 @@ func FuzzSolve(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Solve: %v", err)
 		}
-		if err := checkPlan(p, plan); err != nil {
+		if err := check.Plan(p, plan); err != nil {
 			t.Fatalf("invalid plan: %v", err)
 		}
 	})

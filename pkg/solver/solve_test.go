@@ -1,9 +1,12 @@
-package solver
+package solver_test
 
 import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	. "github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/check"
 )
 
 func solveChecked(t *testing.T, p *Problem) *Plan {
@@ -12,7 +15,7 @@ func solveChecked(t *testing.T, p *Problem) *Plan {
 	if err != nil {
 		t.Fatalf("Solve: %v", err)
 	}
-	if err := checkPlan(p, plan); err != nil {
+	if err := check.Plan(p, plan); err != nil {
 		t.Fatalf("invalid plan: %v", err)
 	}
 	return plan
@@ -257,7 +260,7 @@ func TestRequirementMatchesLikeKubernetes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		pod := Pod{Affinity: []Term{{tc.req}}}
-		want := allowed(&pod, labels, nil) == nil
+		want := check.Allowed(&pod, labels, nil) == nil
 		if got := tc.req.Matches(labels); got != tc.want || got != want {
 			t.Errorf("%v: got %v, want %v (Kubernetes says %v)", tc.req, got, tc.want, want)
 		}
@@ -280,7 +283,7 @@ func TestTolerationsLikeKubernetes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		pod := Pod{Tolerations: []Toleration{tc.tol}}
-		k8s := allowed(&pod, nil, []Taint{taint}) == nil
+		k8s := check.Allowed(&pod, nil, []Taint{taint}) == nil
 		if got := tc.tol.Tolerates(&taint); got != tc.want || got != k8s {
 			t.Errorf("%+v: got %v, want %v (Kubernetes says %v)", tc.tol, got, tc.want, k8s)
 		}

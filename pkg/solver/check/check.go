@@ -1,21 +1,25 @@
-package solver
+// Package check verifies a solver plan from scratch, independently of the
+// solver's own code paths and with Kubernetes' own helpers as the judge of
+// node affinity and taints. Tests and fuzzers run every plan through it.
+package check
 
 import (
 	"fmt"
 	"math"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 )
 
-// checkPlan verifies a plan from scratch, with Kubernetes' own helpers as the
-// judge of node affinity and taints: every pod is placed exactly once or
-// reported, every placement is allowed and fits, prices match offerings, and
-// no pool exceeds its limits.
-func checkPlan(p *Problem, plan *Plan) error {
+// Plan verifies a plan: every pod is placed exactly once or reported with a
+// reason, every placement is allowed and fits, prices match offerings, no
+// pool exceeds its limits, and the lower bound is not above the cost.
+func Plan(p *solver.Problem, plan *solver.Plan) error {
 	seen := make([]int, len(p.Pods))
 	for _, u := range plan.Unschedulable {
 		if u.Pod < 0 || u.Pod >= len(p.Pods) {
@@ -26,13 +30,13 @@ func checkPlan(p *Problem, plan *Plan) error {
 		}
 		seen[u.Pod]++
 	}
-	free := map[string]Resources{}
+	free := map[string]solver.Resources{}
 	for i := range p.Nodes {
 		free[p.Nodes[i].Name] = p.Nodes[i].Allocatable.Sub(p.Nodes[i].Requested)
 	}
 	for _, e := range plan.Existing {
 		seen[e.Pod]++
-		var node *Node
+		var node *solver.Node
 		for i := range p.Nodes {
 			if p.Nodes[i].Name == e.Node {
 				node = &p.Nodes[i]
@@ -41,26 +45,26 @@ func checkPlan(p *Problem, plan *Plan) error {
 		if node == nil {
 			return fmt.Errorf("pod %s placed on unknown node %s", p.Pods[e.Pod].Key(), e.Node)
 		}
-		if err := allowed(&p.Pods[e.Pod], node.Labels, node.Taints); err != nil {
+		if err := Allowed(&p.Pods[e.Pod], node.Labels, node.Taints); err != nil {
 			return fmt.Errorf("pod %s on existing node %s: %w", p.Pods[e.Pod].Key(), e.Node, err)
 		}
 		free[e.Node] = free[e.Node].Sub(p.Pods[e.Pod].Requests)
 	}
 	for name, f := range free {
-		if !(Resources{}).Fits(f) {
+		if !(solver.Resources{}).Fits(f) {
 			return fmt.Errorf("existing node %s overcommitted: free %v", name, f)
 		}
 	}
-	used := make(map[string]Resources)
+	used := make(map[string]solver.Resources)
 	total := 0.0
 	for ni, n := range plan.NewNodes {
-		var pool *Pool
+		var pool *solver.Pool
 		for i := range p.Pools {
 			if p.Pools[i].Name == n.Pool {
 				pool = &p.Pools[i]
 			}
 		}
-		var it *InstanceType
+		var it *solver.InstanceType
 		for i := range p.InstanceTypes {
 			if p.InstanceTypes[i].Name == n.InstanceType {
 				it = &p.InstanceTypes[i]
@@ -85,11 +89,11 @@ func checkPlan(p *Problem, plan *Plan) error {
 		for k, v := range pool.Labels {
 			labels[k] = v
 		}
-		labels[LabelNodePool] = pool.Name
-		labels[LabelZone] = n.Zone
-		labels[LabelCapacityType] = n.CapacityType
+		labels[solver.LabelNodePool] = pool.Name
+		labels[solver.LabelZone] = n.Zone
+		labels[solver.LabelCapacityType] = n.CapacityType
 		for _, r := range pool.Requirements {
-			if !r.Matches(MapLabels(labels)) {
+			if !r.Matches(solver.MapLabels(labels)) {
 				return fmt.Errorf("node %d (%s): pool %s requirement %v not met", ni, n.InstanceType, pool.Name, r)
 			}
 		}
@@ -99,14 +103,14 @@ func checkPlan(p *Problem, plan *Plan) error {
 				capacity = capacity.Sub(ds.Requests)
 			}
 		}
-		var sum Resources
+		var sum solver.Resources
 		for _, pi := range n.Pods {
 			seen[pi]++
-			if err := allowed(&p.Pods[pi], labels, pool.Taints); err != nil {
+			if err := Allowed(&p.Pods[pi], labels, pool.Taints); err != nil {
 				return fmt.Errorf("pod %s on new node %d (%s): %w", p.Pods[pi].Key(), ni, n.InstanceType, err)
 			}
 			req := p.Pods[pi].Requests
-			req[Pods] = max(req[Pods], 1)
+			req[solver.Pods] = max(req[solver.Pods], 1)
 			sum = sum.Add(req)
 		}
 		if !sum.Fits(capacity) {
@@ -139,7 +143,8 @@ func checkPlan(p *Problem, plan *Plan) error {
 }
 
 // allowed judges a pod against a node with Kubernetes' helpers.
-func allowed(pod *Pod, labels map[string]string, taints []Taint) error {
+// Allowed judges a pod against a node's labels and taints with Kubernetes' helpers.
+func Allowed(pod *solver.Pod, labels map[string]string, taints []solver.Taint) error {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: v1.NodeSpec{Taints: toV1Taints(taints)}}
 	if ok, err := nodeaffinity.NewRequiredNodeAffinity(pod.NodeSelector, toV1Affinity(pod.Affinity)).Match(node); err != nil || !ok {
 		return fmt.Errorf("node affinity not satisfied by %v", labels)
@@ -152,11 +157,11 @@ func allowed(pod *Pod, labels map[string]string, taints []Taint) error {
 	return nil
 }
 
-func allowedDS(ds *DaemonSet, labels map[string]string, taints []Taint) bool {
-	return allowed(&Pod{NodeSelector: ds.NodeSelector, Affinity: ds.Affinity, Tolerations: ds.Tolerations}, labels, taints) == nil
+func allowedDS(ds *solver.DaemonSet, labels map[string]string, taints []solver.Taint) bool {
+	return Allowed(&solver.Pod{NodeSelector: ds.NodeSelector, Affinity: ds.Affinity, Tolerations: ds.Tolerations}, labels, taints) == nil
 }
 
-func toV1Affinity(terms []Term) *v1.Affinity {
+func toV1Affinity(terms []solver.Term) *v1.Affinity {
 	if len(terms) == 0 {
 		return nil
 	}
@@ -171,7 +176,7 @@ func toV1Affinity(terms []Term) *v1.Affinity {
 	return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel}}
 }
 
-func toV1Taints(taints []Taint) []v1.Taint {
+func toV1Taints(taints []solver.Taint) []v1.Taint {
 	out := make([]v1.Taint, len(taints))
 	for i, t := range taints {
 		out[i] = v1.Taint{Key: t.Key, Value: t.Value, Effect: v1.TaintEffect(t.Effect)}
@@ -179,7 +184,7 @@ func toV1Taints(taints []Taint) []v1.Taint {
 	return out
 }
 
-func toV1Tolerations(tols []Toleration) []v1.Toleration {
+func toV1Tolerations(tols []solver.Toleration) []v1.Toleration {
 	out := make([]v1.Toleration, len(tols))
 	for i, t := range tols {
 		out[i] = v1.Toleration{Key: t.Key, Operator: v1.TolerationOperator(t.Operator), Value: t.Value, Effect: v1.TaintEffect(t.Effect)}
