@@ -94,6 +94,21 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 	if v, _, ok := fluidLP(s.kinds, pairKinds, pairUsable, pairClasses, noPods); ok {
 		bound = max(bound, v)
 	}
+	// Node-count bounds: a class capped at perNode pods per node needs at
+	// least ceil(count/perNode) nodes, each at least its cheapest kind.
+	for ci, c := range s.classes {
+		if c.perNode == 0 || count[ci] == 0 {
+			continue
+		}
+		cheapest := math.Inf(1)
+		for _, ki := range c.kinds {
+			cheapest = min(cheapest, s.kinds[ki].price)
+		}
+		if !math.IsInf(cheapest, 1) {
+			nodes := (count[ci] + c.perNode - 1) / c.perNode
+			bound = max(bound, float64(nodes)*cheapest)
+		}
+	}
 	return round6(bound), prices
 }
 

@@ -75,7 +75,14 @@ func (s *state) explainInfeasible() {
 		if s.rem[ci] == 0 || len(c.kinds) > 0 {
 			continue
 		}
-		s.reasons[ci] = s.diagnose(c)
+		switch {
+		case c.refused != "":
+			s.reasons[ci] = c.refused
+		case s.hasTopology && s.onlyExisting(c):
+			s.reasons[ci] = "its required pod affinity on " + LabelHostname + " needs a node already running a matching pod, and none of those has room"
+		default:
+			s.reasons[ci] = s.diagnose(c)
+		}
 	}
 }
 

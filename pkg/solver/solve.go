@@ -19,6 +19,12 @@ type class struct {
 	value float64 // dollars per hour the pod costs on its best node, fluidly
 	// kinds lists the candidate kinds the class fits, by index.
 	kinds []int
+	// perNode caps the class's pods on one node (0: no cap), from hostname
+	// spread and anti-affinity; conflicts lists classes it may not share a
+	// node with; refused, when set, is why no node may take it.
+	perNode   int
+	conflicts []int
+	refused   string
 }
 
 // group is a set of pods with identical scheduling constraints; rep is one of
@@ -76,6 +82,9 @@ type state struct {
 	start []int
 	// reasons explains, per class, why its pods cannot be placed.
 	reasons map[int]string
+	// hasTopology is set when any pod has spread, pod (anti-)affinity or
+	// preferences; the topology rules are skipped otherwise.
+	hasTopology bool
 }
 
 type plannedNode struct {
@@ -170,6 +179,8 @@ func constraintKey(p *Pod) string {
 		b.WriteByte(3)
 	}
 	b.WriteByte(1)
+	b.WriteString(topologyKey(p))
+	b.WriteByte(1)
 	for _, t := range p.Tolerations {
 		b.WriteString(t.Key)
 		b.WriteByte(0)
@@ -191,6 +202,11 @@ func (s *state) buildClasses() {
 	}
 	classIdx := map[classKey]int{}
 	for i := range s.p.Pods {
+		if topologyKey(&s.p.Pods[i]) != "" {
+			s.hasTopology = true
+		}
+	}
+	for i := range s.p.Pods {
 		pod := &s.p.Pods[i]
 		ck := constraintKey(pod)
 		g, ok := groupIdx[ck]
@@ -210,6 +226,7 @@ func (s *state) buildClasses() {
 		}
 		s.classes[c].pods = append(s.classes[c].pods, i)
 	}
+	s.applyTopology()
 	s.rem = make([]int, len(s.classes))
 	for i, c := range s.classes {
 		s.rem[i] = len(c.pods)
@@ -321,13 +338,15 @@ func (s *state) buildKinds() {
 		}
 	}
 	s.pruneDominated()
-	for ci, c := range s.classes {
+	for _, c := range s.classes {
+		if c.refused != "" || (s.hasTopology && s.onlyExisting(c)) {
+			continue
+		}
 		for ki, k := range s.kinds {
 			if k.compat.has(c.group) && c.req.Fits(k.alloc) {
 				c.kinds = append(c.kinds, ki)
 			}
 		}
-		_ = ci
 	}
 }
 
@@ -373,21 +392,29 @@ func (s *state) placeOnExisting() {
 	}()
 	nodes := s.p.Nodes
 	free := make([]Resources, len(nodes))
+	placed := make([][]take, len(nodes)) // classes placed on each node by this solve
 	for i := range nodes {
 		free[i] = nodes[i].Allocatable.Sub(nodes[i].Requested)
 	}
 	for _, ci := range s.classesBySize() {
 		c := s.classes[ci]
+		if c.refused != "" {
+			continue
+		}
 		rep := s.groups[c.group].rep
 		for ni := range nodes {
 			if s.rem[ci] == 0 {
 				break
 			}
 			n := &nodes[ni]
-			if n.Unschedulable || !matchesAffinity(rep.NodeSelector, rep.Affinity, MapLabels(n.Labels)) || untolerated(rep.Tolerations, n.Taints) != nil {
+			if n.Unschedulable || !matchesAffinity(rep.NodeSelector, rep.Affinity, MapLabels(n.Labels)) || untolerated(rep.Tolerations, n.Taints) != nil || s.conflictsWith(ci, placed[ni]) {
 				continue
 			}
-			k := min(fitCount(free[ni], c.req), s.rem[ci])
+			k := min(fitCount(free[ni], c.req), s.rem[ci], s.existingRoom(c, n))
+			if k == 0 {
+				continue
+			}
+			placed[ni] = append(placed[ni], take{ci, k})
 			for j := 0; j < k; j++ {
 				pod := c.pods[len(c.pods)-s.rem[ci]]
 				s.plan.Existing = append(s.plan.Existing, Placement{Pod: pod, Node: n.Name})
@@ -540,11 +567,15 @@ func (s *state) fill(k *kind, weights []int32, takes []take) ([]take, float64) {
 	free := k.alloc
 	value := 0.0
 	poolWeight := s.p.Pools[k.pool].Weight
+	start := len(takes)
 	for _, ci := range k.order {
-		if s.rem[ci] == 0 || weights[ci] != poolWeight {
+		if s.rem[ci] == 0 || weights[ci] != poolWeight || s.conflictsWith(ci, takes[start:]) {
 			continue
 		}
 		n := min(fitCount(free, s.classes[ci].req), s.rem[ci])
+		if cap := s.classes[ci].perNode; cap > 0 {
+			n = min(n, cap)
+		}
 		if n == 0 {
 			continue
 		}
@@ -632,11 +663,14 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take) ([]take, fl
 		bestClass, bestScore, bestLeft := -1, 0.0, 0
 		for _, ci := range k.order {
 			c := s.classes[ci]
-			if weights[ci] != poolWeight || !c.req.Fits(free) {
+			if weights[ci] != poolWeight || !c.req.Fits(free) || s.conflictsWith(ci, takes[start:]) {
 				continue
 			}
 			left := s.rem[ci] - taken(ci)
-			if left == 0 {
+			if c.perNode > 0 {
+				left = min(left, c.perNode-taken(ci))
+			}
+			if left <= 0 {
 				continue
 			}
 			var dot, rn, fn float64

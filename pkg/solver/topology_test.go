@@ -1,0 +1,169 @@
+package solver_test
+
+import (
+	"fmt"
+	"testing"
+
+	. "github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// labelled gives pods an app label and applies f to each.
+func labelled(workload string, n int, req Resources, f func(*Pod)) []Pod {
+	ps := pods(workload, n, req)
+	for i := range ps {
+		ps[i].Labels = map[string]string{"app": workload}
+		if f != nil {
+			f(&ps[i])
+		}
+	}
+	return ps
+}
+
+func self(app string) Selector { return Selector{MatchLabels: map[string]string{"app": app}} }
+
+// zonesOf counts pods per zone and the most pods of the workload on one node.
+func zonesOf(plan *Plan) (map[string]int, int) {
+	zones := map[string]int{}
+	most := 0
+	for _, n := range plan.NewNodes {
+		zones[n.Zone] += len(n.Pods)
+		most = max(most, len(n.Pods))
+	}
+	return zones, most
+}
+
+func TestTopologyConstraints(t *testing.T) {
+	small := res(250, gi/2)
+	tests := []struct {
+		name string
+		pods []Pod
+		want func(t *testing.T, plan *Plan)
+	}{
+		{
+			name: "zonal spread maxSkew 1 splits evenly",
+			pods: labelled("web", 9, small, func(p *Pod) {
+				p.Spread = []TopologySpread{{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: self("web")}}
+			}),
+			want: func(t *testing.T, plan *Plan) {
+				zones, _ := zonesOf(plan)
+				if len(zones) != 2 || abs(zones["zone-a"]-zones["zone-b"]) > 1 {
+					t.Errorf("pods per zone %v, want an even split over zone-a and zone-b", zones)
+				}
+			},
+		},
+		{
+			name: "hostname anti-affinity puts one pod per node",
+			pods: labelled("db", 4, small, func(p *Pod) {
+				p.PodAntiAffinity = []PodAffinityTerm{{TopologyKey: LabelHostname, Selector: self("db")}}
+			}),
+			want: func(t *testing.T, plan *Plan) {
+				if _, most := zonesOf(plan); len(plan.NewNodes) != 4 || most != 1 {
+					t.Errorf("%d nodes with at most %d pods, want 4 nodes of one pod", len(plan.NewNodes), most)
+				}
+				if plan.LowerBound < 4*0.085-1e-9 {
+					t.Errorf("lower bound %v ignores the four nodes anti-affinity needs", plan.LowerBound)
+				}
+			},
+		},
+		{
+			name: "hostname spread maxSkew 2 caps pods per node",
+			pods: labelled("api", 10, small, func(p *Pod) {
+				p.Spread = []TopologySpread{{MaxSkew: 2, TopologyKey: LabelHostname, WhenUnsatisfiable: DoNotSchedule, Selector: self("api")}}
+			}),
+			want: func(t *testing.T, plan *Plan) {
+				if _, most := zonesOf(plan); most > 2 || len(plan.NewNodes) != 5 {
+					t.Errorf("%d nodes, at most %d pods on one, want 5 nodes of 2", len(plan.NewNodes), most)
+				}
+			},
+		},
+		{
+			name: "zonal self-affinity keeps the group in one zone",
+			pods: labelled("cache", 30, res(1000, 2*gi), func(p *Pod) {
+				p.PodAffinity = []PodAffinityTerm{{TopologyKey: LabelZone, Selector: self("cache")}}
+			}),
+			want: func(t *testing.T, plan *Plan) {
+				if zones, _ := zonesOf(plan); len(zones) != 1 {
+					t.Errorf("pods per zone %v, want one zone", zones)
+				}
+			},
+		},
+		{
+			name: "zonal anti-affinity allows one pod per zone and explains the rest",
+			pods: labelled("leader", 3, small, func(p *Pod) {
+				p.PodAntiAffinity = []PodAffinityTerm{{TopologyKey: LabelZone, Selector: self("leader")}}
+			}),
+			want: func(t *testing.T, plan *Plan) {
+				zones, _ := zonesOf(plan)
+				if zones["zone-a"] != 1 || zones["zone-b"] != 1 || len(plan.Unschedulable) != 1 {
+					t.Errorf("zones %v, %d unschedulable; want one per zone and one refused", zones, len(plan.Unschedulable))
+				}
+			},
+		},
+		{
+			name: "anti-affinity between two workloads keeps them apart",
+			pods: append(labelled("a", 3, small, func(p *Pod) {
+				p.PodAntiAffinity = []PodAffinityTerm{{TopologyKey: LabelHostname, Selector: self("b")}}
+			}), labelled("b", 3, small, nil)...),
+			want: func(t *testing.T, plan *Plan) {
+				for i, n := range plan.NewNodes {
+					apps := map[string]bool{}
+					for _, pi := range n.Pods {
+						apps[fmt.Sprint(pi < 3)] = true
+					}
+					if len(apps) > 1 {
+						t.Errorf("node %d mixes a and b pods", i)
+					}
+				}
+			},
+		},
+		{
+			name: "an impossible preferred node affinity is relaxed",
+			pods: labelled("web", 2, small, func(p *Pod) {
+				p.Preferences = []Preference{{Kind: PreferNodeAffinity, Weight: 50, NodeTerm: Term{{Key: "kubernetes.io/arch", Operator: OpIn, Values: []string{"arm64"}}}}}
+			}),
+			want: func(t *testing.T, plan *Plan) {
+				if len(plan.Unschedulable) != 0 || len(plan.NewNodes) == 0 {
+					t.Errorf("want the pods placed, got %d unschedulable", len(plan.Unschedulable))
+				}
+			},
+		},
+		{
+			name: "a possible preferred node affinity is honoured",
+			pods: labelled("web", 2, small, func(p *Pod) {
+				p.Preferences = []Preference{{Kind: PreferNodeAffinity, Weight: 50, NodeTerm: Term{{Key: "karpenter.k8s.aws/instance-category", Operator: OpIn, Values: []string{"r"}}}}}
+			}),
+			want: func(t *testing.T, plan *Plan) {
+				for _, n := range plan.NewNodes {
+					if n.InstanceType[0] != 'r' {
+						t.Errorf("node %s, want an r type as preferred", n.InstanceType)
+					}
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Problem{Pods: tc.pods, Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
+			tc.want(t, solveChecked(t, p))
+		})
+	}
+}
+
+func TestTopologyCountsRunningPods(t *testing.T) {
+	running := labelled("web", 4, res(250, gi/2), nil)
+	node := Node{Name: "old", Labels: map[string]string{LabelZone: "zone-a", LabelHostname: "old"}, Pods: running}
+	node.Allocatable = res(1000, 2*gi) // full: the pending pods cannot join it
+	node.Allocatable[Pods] = 4
+	node.Requested = node.Allocatable
+	pending := labelled("web", 4, res(250, gi/2), func(p *Pod) {
+		p.Name += "-new"
+		p.Spread = []TopologySpread{{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: self("web")}}
+	})
+	p := &Problem{Pods: pending, Nodes: []Node{node}, Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
+	plan := solveChecked(t, p)
+	if zones, _ := zonesOf(plan); zones["zone-b"] != 4 {
+		t.Errorf("new pods per zone %v, want all 4 in zone-b to balance the 4 running in zone-a", zones)
+	}
+}
+
+func abs(x int) int { return max(x, -x) }
