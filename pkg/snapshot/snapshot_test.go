@@ -382,14 +382,90 @@ spec:
 	if !hasWarning(m, "nodeSelectorTerms[1]: matchFields is not supported; term ignored") {
 		t.Errorf("no matchFields warning in %q", m.Warnings)
 	}
-	if !hasWarning(m, "anti-affinity are not modelled") {
-		t.Errorf("no pod anti-affinity warning in %q", m.Warnings)
+	wantAnti := []solver.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname", Selector: solver.Selector{MatchLabels: map[string]string{"app": "web"}}}}
+	if !reflect.DeepEqual(p.PodAntiAffinity, wantAnti) {
+		t.Errorf("pod anti-affinity = %+v, want %+v", p.PodAntiAffinity, wantAnti)
+	}
+	if !p.Controller {
+		t.Errorf("a Deployment's pod has no controller")
 	}
 	// Pods of one workload must not share mutable state.
 	m.Pods[1].NodeSelector["x"] = "y"
 	m.Pods[1].Affinity[0][0].Values[0] = "z"
 	if len(p.NodeSelector) != 1 || p.Affinity[0][0].Values[0] != "a" {
 		t.Errorf("pods share maps or slices")
+	}
+}
+
+func TestDecodeTopology(t *testing.T) {
+	in := `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}, minDomains: 3}
+      - {maxSkew: 2, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchExpressions: [{key: app, operator: In, values: [web]}]}}
+      affinity:
+        nodeAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 20
+            preference: {matchExpressions: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]}
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - {topologyKey: topology.kubernetes.io/zone, labelSelector: {matchLabels: {app: db}}, namespaces: [data]}
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 100
+            podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}
+      containers: [{name: c}]
+`
+	m := &Manifests{}
+	if err := Decode("in.yaml", []byte(in), m); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Pods[0]
+	if p.Labels["app"] != "web" {
+		t.Errorf("labels = %v", p.Labels)
+	}
+	wantSpread := []solver.TopologySpread{{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: "DoNotSchedule", MinDomains: 3, Selector: solver.Selector{MatchLabels: map[string]string{"app": "web"}}}}
+	if !reflect.DeepEqual(p.Spread, wantSpread) {
+		t.Errorf("spread = %+v, want %+v", p.Spread, wantSpread)
+	}
+	wantAff := []solver.PodAffinityTerm{{TopologyKey: "topology.kubernetes.io/zone", Namespaces: []string{"data"}, Selector: solver.Selector{MatchLabels: map[string]string{"app": "db"}}}}
+	if !reflect.DeepEqual(p.PodAffinity, wantAff) {
+		t.Errorf("pod affinity = %+v, want %+v", p.PodAffinity, wantAff)
+	}
+	kinds := map[string]int32{}
+	for _, pref := range p.Preferences {
+		kinds[pref.Kind] = pref.Weight
+	}
+	want := map[string]int32{solver.PreferScheduleAnywaySpread: 1, solver.PreferNodeAffinity: 20, solver.PreferPodAntiAffinity: 100}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Errorf("preferences = %v, want %v", kinds, want)
+	}
+}
+
+func TestDecodeTopologyErrors(t *testing.T) {
+	tests := []struct{ name, spec, want string }{
+		{"maxSkew", "topologySpreadConstraints: [{maxSkew: 0, topologyKey: k, whenUnsatisfiable: DoNotSchedule}]", "maxSkew: must be at least 1"},
+		{"policy", "topologySpreadConstraints: [{maxSkew: 1, topologyKey: k, whenUnsatisfiable: Maybe}]", "whenUnsatisfiable: unsupported value"},
+		{"term key", "affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {}}]}}", "topologyKey: required"},
+		{"selector op", "affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: k, labelSelector: {matchExpressions: [{key: a, operator: Gt}]}}]}}", "operator: unsupported value"},
+		{"weight", "affinity: {podAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 0, podAffinityTerm: {topologyKey: k}}]}}", "weight: must be 1-100"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  " + tc.spec + "\n  containers: [{name: c}]\n"
+			err := Decode("in.yaml", []byte(in), &Manifests{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -131,6 +131,7 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 	if err != nil {
 		return err
 	}
+	shape.Labels, shape.Controller = podLabels(obj), true
 	ns := w.meta.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceDefault
@@ -143,6 +144,7 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 		})
 	case "Pod":
 		shape.Namespace, shape.Name, shape.Owner = ns, w.meta.Name, "Pod/"+w.meta.Name
+		shape.Controller = metav1.GetControllerOf(w.meta) != nil
 		m.Pods = append(m.Pods, shape)
 	default:
 		for i := range w.replicas {
@@ -152,9 +154,33 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 				p.NodeSelector = maps.Clone(p.NodeSelector)
 				p.Affinity = cloneTerms(p.Affinity)
 				p.Tolerations = append([]solver.Toleration(nil), p.Tolerations...)
+				p.Labels = maps.Clone(p.Labels)
 			}
 			m.Pods = append(m.Pods, p)
 		}
+	}
+	return nil
+}
+
+// podLabels returns the labels the object's pods carry.
+func podLabels(obj any) map[string]string {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return o.Labels
+	case *corev1.ReplicationController:
+		return o.Spec.Template.Labels
+	case *appsv1.Deployment:
+		return o.Spec.Template.Labels
+	case *appsv1.StatefulSet:
+		return o.Spec.Template.Labels
+	case *appsv1.ReplicaSet:
+		return o.Spec.Template.Labels
+	case *appsv1.DaemonSet:
+		return o.Spec.Template.Labels
+	case *batchv1.Job:
+		return o.Spec.Template.Labels
+	case *batchv1.CronJob:
+		return o.Spec.JobTemplate.Spec.Template.Labels
 	}
 	return nil
 }
@@ -244,15 +270,8 @@ func (m *Manifests) podShape(where, path string, spec *corev1.PodSpec) (solver.P
 		})
 	}
 
-	if a := spec.Affinity; a != nil && (a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 ||
-		a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0) {
-		m.warnf(where, "required pod affinity and anti-affinity are not modelled; ignored")
-	}
-	for _, c := range spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
-			m.warnf(where, "topology spread constraints are not modelled; ignored")
-			break
-		}
+	if err := m.podTopology(where, path, spec, &p); err != nil {
+		return p, err
 	}
 	return p, nil
 }

@@ -1,0 +1,167 @@
+package snapshot
+
+import (
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// podTopology converts a pod spec's topology spread constraints, pod
+// (anti-)affinity and preferences into the solver's model. where prefixes
+// warnings about what cannot be carried over; path is the spec's field path.
+func (m *Manifests) podTopology(where, path string, spec *corev1.PodSpec, p *solver.Pod) error {
+	for i, c := range spec.TopologySpreadConstraints {
+		cp := fmt.Sprintf("%s.topologySpreadConstraints[%d]", path, i)
+		if c.MaxSkew < 1 {
+			return fmt.Errorf("%s.maxSkew: must be at least 1, got %d", cp, c.MaxSkew)
+		}
+		if c.TopologyKey == "" {
+			return fmt.Errorf("%s.topologyKey: required", cp)
+		}
+		sel, err := selector(cp+".labelSelector", c.LabelSelector)
+		if err != nil {
+			return err
+		}
+		if len(c.MatchLabelKeys) > 0 {
+			m.warnf(where, "%s.matchLabelKeys is not supported; the labelSelector alone is used", cp)
+		}
+		spread := solver.TopologySpread{MaxSkew: c.MaxSkew, TopologyKey: c.TopologyKey, Selector: sel}
+		if c.MinDomains != nil {
+			spread.MinDomains = *c.MinDomains
+		}
+		if c.NodeAffinityPolicy != nil {
+			spread.NodeAffinityPolicy = string(*c.NodeAffinityPolicy)
+		}
+		switch c.WhenUnsatisfiable {
+		case corev1.DoNotSchedule:
+			spread.WhenUnsatisfiable = solver.DoNotSchedule
+			p.Spread = append(p.Spread, spread)
+		case corev1.ScheduleAnyway:
+			spread.WhenUnsatisfiable = solver.ScheduleAnyway
+			p.Preferences = append(p.Preferences, solver.Preference{Kind: solver.PreferScheduleAnywaySpread, Weight: 1, Spread: &spread})
+		default:
+			return fmt.Errorf("%s.whenUnsatisfiable: unsupported value %q (want DoNotSchedule or ScheduleAnyway)", cp, c.WhenUnsatisfiable)
+		}
+		if c.TopologyKey != solver.LabelZone && c.TopologyKey != solver.LabelHostname {
+			m.warnf(where, "%s: topology key %q is not modelled (only %s and %s); ignored", cp, c.TopologyKey, solver.LabelZone, solver.LabelHostname)
+		}
+	}
+	a := spec.Affinity
+	if a == nil {
+		return nil
+	}
+	var err error
+	if a.PodAffinity != nil {
+		if p.PodAffinity, err = m.podTerms(where, path+".affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution", a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution); err != nil {
+			return err
+		}
+		if err := m.preferredPodTerms(where, path+".affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution", solver.PreferPodAffinity, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution, p); err != nil {
+			return err
+		}
+	}
+	if a.PodAntiAffinity != nil {
+		if p.PodAntiAffinity, err = m.podTerms(where, path+".affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution", a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution); err != nil {
+			return err
+		}
+		if err := m.preferredPodTerms(where, path+".affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution", solver.PreferPodAntiAffinity, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, p); err != nil {
+			return err
+		}
+	}
+	if a.NodeAffinity != nil {
+		for i, pref := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			pp := fmt.Sprintf("%s.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[%d]", path, i)
+			if pref.Weight < 1 || pref.Weight > 100 {
+				return fmt.Errorf("%s.weight: must be 1-100, got %d", pp, pref.Weight)
+			}
+			var term solver.Term
+			for k, e := range pref.Preference.MatchExpressions {
+				r, err := nodeRequirement(fmt.Sprintf("%s.preference.matchExpressions[%d]", pp, k), e.Key, string(e.Operator), e.Values)
+				if err != nil {
+					return err
+				}
+				term = append(term, r)
+			}
+			if len(term) > 0 {
+				p.Preferences = append(p.Preferences, solver.Preference{Kind: solver.PreferNodeAffinity, Weight: pref.Weight, NodeTerm: term})
+			}
+		}
+	}
+	return nil
+}
+
+// podTerms converts required pod (anti-)affinity terms.
+func (m *Manifests) podTerms(where, path string, terms []corev1.PodAffinityTerm) ([]solver.PodAffinityTerm, error) {
+	var out []solver.PodAffinityTerm
+	for i, t := range terms {
+		tp := fmt.Sprintf("%s[%d]", path, i)
+		term, err := m.podTerm(where, tp, &t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, term)
+	}
+	return out, nil
+}
+
+func (m *Manifests) preferredPodTerms(where, path, kind string, terms []corev1.WeightedPodAffinityTerm, p *solver.Pod) error {
+	for i, w := range terms {
+		tp := fmt.Sprintf("%s[%d]", path, i)
+		if w.Weight < 1 || w.Weight > 100 {
+			return fmt.Errorf("%s.weight: must be 1-100, got %d", tp, w.Weight)
+		}
+		term, err := m.podTerm(where, tp+".podAffinityTerm", &w.PodAffinityTerm)
+		if err != nil {
+			return err
+		}
+		p.Preferences = append(p.Preferences, solver.Preference{Kind: kind, Weight: w.Weight, PodTerm: &term})
+	}
+	return nil
+}
+
+func (m *Manifests) podTerm(where, path string, t *corev1.PodAffinityTerm) (solver.PodAffinityTerm, error) {
+	if t.TopologyKey == "" {
+		return solver.PodAffinityTerm{}, fmt.Errorf("%s.topologyKey: required", path)
+	}
+	sel, err := selector(path+".labelSelector", t.LabelSelector)
+	if err != nil {
+		return solver.PodAffinityTerm{}, err
+	}
+	if t.NamespaceSelector != nil {
+		m.warnf(where, "%s.namespaceSelector is not supported; only the listed namespaces (or the pod's own) are matched", path)
+	}
+	if t.TopologyKey != solver.LabelZone && t.TopologyKey != solver.LabelHostname {
+		m.warnf(where, "%s: topology key %q is not modelled (only %s and %s); ignored", path, t.TopologyKey, solver.LabelZone, solver.LabelHostname)
+	}
+	return solver.PodAffinityTerm{Selector: sel, TopologyKey: t.TopologyKey, Namespaces: append([]string(nil), t.Namespaces...)}, nil
+}
+
+// selector converts a label selector; nil selects nothing, as in Kubernetes,
+// which the solver's empty selector cannot say, so it becomes a requirement
+// no label satisfies.
+func selector(path string, ls *metav1.LabelSelector) (solver.Selector, error) {
+	if ls == nil {
+		return solver.Selector{MatchExpressions: []solver.Requirement{{Key: "rightsize.dev/matches-nothing", Operator: solver.OpExists}}}, nil
+	}
+	sel := solver.Selector{MatchLabels: maps.Clone(ls.MatchLabels)}
+	for i, e := range ls.MatchExpressions {
+		ep := fmt.Sprintf("%s.matchExpressions[%d]", path, i)
+		switch e.Operator {
+		case metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn:
+			if len(e.Values) == 0 {
+				return sel, fmt.Errorf("%s.values: required for operator %s", ep, e.Operator)
+			}
+		case metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist:
+			if len(e.Values) > 0 {
+				return sel, fmt.Errorf("%s.values: must be empty for operator %s", ep, e.Operator)
+			}
+		default:
+			return sel, fmt.Errorf("%s.operator: unsupported value %q (want In, NotIn, Exists or DoesNotExist)", ep, e.Operator)
+		}
+		sel.MatchExpressions = append(sel.MatchExpressions, solver.Requirement{Key: e.Key, Operator: string(e.Operator), Values: append([]string(nil), e.Values...)})
+	}
+	return sel, nil
+}
