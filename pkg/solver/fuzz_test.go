@@ -1,6 +1,7 @@
 package solver_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -57,16 +58,36 @@ func randomProblem(rng *rand.Rand, n int) *Problem {
 	for len(p.Pods) < n {
 		req := res(int64(1+rng.IntN(20000)), int64(1+rng.IntN(80))*gi/4)
 		batch := pods("w", 1+rng.IntN(20), req)
+		// A batch is one workload: its pods share their constraints.
+		var shape Pod
+		if rng.IntN(5) == 0 {
+			shape.NodeSelector = map[string]string{"karpenter.k8s.aws/instance-category": categories[rng.IntN(4)]}
+		}
+		if rng.IntN(5) == 0 {
+			shape.Tolerations = []Toleration{{Key: "dedicated", Operator: "Exists"}}
+		}
+		if rng.IntN(6) == 0 {
+			shape.Affinity = []Term{{{Key: "team", Operator: OpIn, Values: []string{"a"}}}, {{Key: LabelZone, Operator: OpIn, Values: []string{"zone-b"}}}}
+		}
 		for i := range batch {
-			batch[i].Name += string(rune('a'+len(p.Pods)%26)) + string(rune('a'+len(p.Pods)/26%26))
-			if rng.IntN(5) == 0 {
-				batch[i].NodeSelector = map[string]string{"karpenter.k8s.aws/instance-category": categories[rng.IntN(4)]}
-			}
-			if rng.IntN(5) == 0 {
-				batch[i].Tolerations = []Toleration{{Key: "dedicated", Operator: "Exists"}}
-			}
-			if rng.IntN(6) == 0 {
-				batch[i].Affinity = []Term{{{Key: "team", Operator: OpIn, Values: []string{"a"}}}, {{Key: LabelZone, Operator: OpIn, Values: []string{"zone-b"}}}}
+			batch[i].Name += fmt.Sprintf("-%d", len(p.Pods))
+			batch[i].NodeSelector, batch[i].Tolerations, batch[i].Affinity = shape.NodeSelector, shape.Tolerations, shape.Affinity
+		}
+		// Topology: the whole batch is one workload with one rule.
+		app := fmt.Sprintf("w%d", len(p.Pods))
+		sel := Selector{MatchLabels: map[string]string{"app": app}}
+		rule, skew := rng.IntN(8), int32(1+rng.IntN(3))
+		for i := range batch {
+			batch[i].Labels = map[string]string{"app": app}
+			switch rule {
+			case 0:
+				batch[i].Spread = []TopologySpread{{MaxSkew: skew, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: sel}}
+			case 1:
+				batch[i].Spread = []TopologySpread{{MaxSkew: skew, TopologyKey: LabelHostname, WhenUnsatisfiable: DoNotSchedule, Selector: sel}}
+			case 2:
+				batch[i].PodAntiAffinity = []PodAffinityTerm{{TopologyKey: LabelHostname, Selector: sel}}
+			case 3:
+				batch[i].PodAffinity = []PodAffinityTerm{{TopologyKey: LabelZone, Selector: sel}}
 			}
 		}
 		p.Pods = append(p.Pods, batch...)

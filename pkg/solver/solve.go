@@ -85,6 +85,8 @@ type state struct {
 	// hasTopology is set when any pod has spread, pod (anti-)affinity or
 	// preferences; the topology rules are skipped otherwise.
 	hasTopology bool
+	// zoned are the pending pods assigned to zones so far.
+	zoned []zonedPod
 }
 
 type plannedNode struct {
@@ -121,6 +123,9 @@ func Solve(p *Problem) (*Plan, error) {
 		for _, t := range n.takes {
 			placed[t.class] += t.n * n.count
 		}
+	}
+	if s.enforceSpread() {
+		placed = s.placedFromPlan()
 	}
 	if !slices.Equal(placed, pending) {
 		bound, _ = s.fluidBound(placed)
@@ -231,6 +236,23 @@ func (s *state) buildClasses() {
 	for i, c := range s.classes {
 		s.rem[i] = len(c.pods)
 	}
+}
+
+// placedFromPlan counts, per class, the pods the plan puts on new nodes.
+func (s *state) placedFromPlan() []int {
+	classOf := make([]int, len(s.p.Pods))
+	for ci, c := range s.classes {
+		for _, pod := range c.pods {
+			classOf[pod] = ci
+		}
+	}
+	placed := make([]int, len(s.classes))
+	for _, n := range s.plan.NewNodes {
+		for _, pod := range n.Pods {
+			placed[classOf[pod]]++
+		}
+	}
+	return placed
 }
 
 // poolOrder returns pool indices by descending weight, then name.

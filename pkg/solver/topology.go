@@ -84,7 +84,7 @@ func (s *state) applyPreferences(pod *Pod) *Pod {
 		}
 		cand := clonePod(out)
 		cand.Affinity = withRequirements(cand.Affinity, pref.NodeTerm...)
-		if len(s.eligibleZones(cand, false)) > 0 {
+		if len(s.eligibleZones(cand, false, false)) > 0 {
 			out = cand
 		}
 	}
@@ -110,13 +110,15 @@ func withRequirements(terms []Term, reqs ...Requirement) []Term {
 }
 
 // eligibleZones lists the zones where the pod could run: zones of offerings
-// some pool allows and the pod's node affinity accepts (all offered zones
-// when ignoreAffinity), and of existing nodes likewise.
-func (s *state) eligibleZones(pod *Pod, ignoreAffinity bool) []string {
+// some pool allows whose taints the pod tolerates and whose labels its node
+// affinity accepts, and of existing nodes likewise. As domains for topology
+// spread (domains true), taints do not count (Kubernetes' default
+// nodeTaintsPolicy) and neither does node affinity when ignoreAffinity.
+func (s *state) eligibleZones(pod *Pod, domains, ignoreAffinity bool) []string {
 	zones := map[string]bool{}
 	for pi := range s.p.Pools {
 		pool := &s.p.Pools[pi]
-		if untolerated(pod.Tolerations, pool.Taints) != nil {
+		if !domains && untolerated(pod.Tolerations, pool.Taints) != nil {
 			continue
 		}
 		pl := poolLabels(pool)
@@ -136,7 +138,7 @@ func (s *state) eligibleZones(pod *Pod, ignoreAffinity bool) []string {
 	for i := range s.p.Nodes {
 		n := &s.p.Nodes[i]
 		z := n.Labels[LabelZone]
-		if z != "" && (ignoreAffinity || matchesAffinity(pod.NodeSelector, pod.Affinity, MapLabels(n.Labels))) {
+		if z != "" && (domains || untolerated(pod.Tolerations, n.Taints) == nil) && (ignoreAffinity || matchesAffinity(pod.NodeSelector, pod.Affinity, MapLabels(n.Labels))) {
 			zones[z] = true
 		}
 	}
@@ -148,18 +150,35 @@ func (s *state) eligibleZones(pod *Pod, ignoreAffinity bool) []string {
 	return out
 }
 
-// runningMatches counts, per zone, running pods the term (written by owner) selects.
-func (s *state) runningMatches(owner *Pod, t *PodAffinityTerm) map[string]int {
+// zoneCounts counts, per zone, the pods match accepts among those running
+// and those earlier groups were assigned to zones in this solve.
+func (s *state) zoneCounts(match func(*Pod) bool) map[string]int {
 	counts := map[string]int{}
 	for i := range s.p.Nodes {
 		n := &s.p.Nodes[i]
 		for j := range n.Pods {
-			if t.selects(owner, &n.Pods[j]) {
+			if match(&n.Pods[j]) {
 				counts[n.Labels[LabelZone]]++
 			}
 		}
 	}
+	for _, z := range s.zoned {
+		if match(z.pod) {
+			counts[z.zone]++
+		}
+	}
 	return counts
+}
+
+// runningMatches counts, per zone, the pods the term (written by owner) selects.
+func (s *state) runningMatches(owner *Pod, t *PodAffinityTerm) map[string]int {
+	return s.zoneCounts(func(p *Pod) bool { return t.selects(owner, p) })
+}
+
+// zonedPod is a pending pod this solve has assigned to a zone.
+type zonedPod struct {
+	pod  *Pod
+	zone string
 }
 
 // zonePlan is how a group's pods are split across zones.
@@ -223,7 +242,7 @@ func (s *state) planZones(rep *Pod, n int) *zonePlan {
 	if selfSpread == nil && selfAnti == nil && selfAff == nil && otherAff == nil {
 		return nil
 	}
-	usable := s.eligibleZones(rep, false)
+	usable := s.eligibleZones(rep, false, false)
 	plan := &zonePlan{zones: make([]string, n)}
 	if len(usable) == 0 {
 		plan.reason = "no zone has an allowed node for it"
@@ -280,19 +299,8 @@ func (s *state) planZones(rep *Pod, n int) *zonePlan {
 // with the fewest matching pods, as long as the skew over all domains stays
 // within maxSkew.
 func (s *state) spreadZones(rep *Pod, c *TopologySpread, usable []string, plan *zonePlan) {
-	domains := usable
-	if c.NodeAffinityPolicy == "Ignore" {
-		domains = s.eligibleZones(rep, true)
-	}
-	counts := map[string]int{}
-	for i := range s.p.Nodes {
-		n := &s.p.Nodes[i]
-		for j := range n.Pods {
-			if n.Pods[j].Namespace == rep.Namespace && c.Selector.Matches(n.Pods[j].Labels) {
-				counts[n.Labels[LabelZone]]++
-			}
-		}
-	}
+	domains := s.eligibleZones(rep, true, c.NodeAffinityPolicy == "Ignore")
+	counts := s.zoneCounts(func(p *Pod) bool { return p.Namespace == rep.Namespace && c.Selector.Matches(p.Labels) })
 	skew := max(int(c.MaxSkew), 1)
 	for i := range plan.zones {
 		globalMin := math.MaxInt
@@ -411,6 +419,9 @@ func (s *state) applyTopology() {
 			for _, pod := range c.pods {
 				z := zp.zones[i]
 				i++
+				if z != "" {
+					s.zoned = append(s.zoned, zonedPod{&s.p.Pods[pod], z})
+				}
 				sub, ok := byZone[z]
 				if !ok {
 					sub = &class{req: c.req, group: g, perNode: perNode, refused: unsupported}
@@ -540,4 +551,149 @@ func (s *state) conflictsWith(ci int, takes []take) bool {
 		}
 	}
 	return false
+}
+
+// enforceSpread is the safety net for zonal spread: when packing could not
+// place some of a group's zone shares (pool limits, say), the placed pods can
+// be more skewed than maxSkew allows. It takes pods back from the fullest
+// zone, newest first, until the skew holds, reports them unschedulable, and
+// drops new nodes left empty. It returns whether it changed the plan.
+func (s *state) enforceSpread() bool {
+	if !s.hasTopology {
+		return false
+	}
+	zoneOf := map[int]string{} // pod → zone of its placement
+	where := map[int]int{}     // pod → new node index, -1 for existing
+	for ni, n := range s.plan.NewNodes {
+		for _, pod := range n.Pods {
+			zoneOf[pod], where[pod] = n.Zone, ni
+		}
+	}
+	nodeZone := map[string]string{}
+	for i := range s.p.Nodes {
+		nodeZone[s.p.Nodes[i].Name] = s.p.Nodes[i].Labels[LabelZone]
+	}
+	for _, e := range s.plan.Existing {
+		zoneOf[e.Pod], where[e.Pod] = nodeZone[e.Node], -1
+	}
+	removed := map[int]string{}
+	for g := range s.groups {
+		rep := s.groups[g].rep
+		for ci := range rep.Spread {
+			c := &rep.Spread[ci]
+			if c.TopologyKey != LabelZone || c.WhenUnsatisfiable == ScheduleAnyway {
+				continue
+			}
+			s.trimSpread(rep, c, zoneOf, where, removed)
+		}
+	}
+	if len(removed) == 0 {
+		return false
+	}
+	nodes := s.plan.NewNodes[:0]
+	s.plan.TotalPrice = 0
+	for _, n := range s.plan.NewNodes {
+		kept := n.Pods[:0]
+		for _, pod := range n.Pods {
+			if _, gone := removed[pod]; gone {
+				n.Requested = n.Requested.Sub(podRequests(&s.p.Pods[pod]))
+				continue
+			}
+			kept = append(kept, pod)
+		}
+		n.Pods = kept
+		if len(kept) > 0 {
+			nodes = append(nodes, n)
+			s.plan.TotalPrice += n.Price
+		}
+	}
+	s.plan.NewNodes = nodes
+	s.plan.TotalPrice = round6(s.plan.TotalPrice)
+	existing := s.plan.Existing[:0]
+	for _, e := range s.plan.Existing {
+		if _, gone := removed[e.Pod]; !gone {
+			existing = append(existing, e)
+		}
+	}
+	s.plan.Existing = existing
+	for pod, reason := range removed {
+		s.plan.Unschedulable = append(s.plan.Unschedulable, Unschedulable{Pod: pod, Reason: reason})
+	}
+	sort.Slice(s.plan.Unschedulable, func(a, b int) bool { return s.plan.Unschedulable[a].Pod < s.plan.Unschedulable[b].Pod })
+	return true
+}
+
+// trimSpread removes placed pods carrying constraint c from the fullest zone
+// until the final skew is within maxSkew.
+func (s *state) trimSpread(rep *Pod, c *TopologySpread, zoneOf map[int]string, where map[int]int, removed map[int]string) {
+	domains := s.eligibleZones(rep, true, c.NodeAffinityPolicy == "Ignore")
+	if len(domains) == 0 {
+		return
+	}
+	matches := func(p *Pod) bool { return p.Namespace == rep.Namespace && c.Selector.Matches(p.Labels) }
+	counts := map[string]int{}
+	for i := range s.p.Nodes {
+		n := &s.p.Nodes[i]
+		for j := range n.Pods {
+			if matches(&n.Pods[j]) {
+				counts[n.Labels[LabelZone]]++
+			}
+		}
+	}
+	var mine []int // placed pods carrying this constraint, in pod order
+	for pod := range s.p.Pods {
+		z, placed := zoneOf[pod]
+		if _, gone := removed[pod]; !placed || gone || !matches(&s.p.Pods[pod]) {
+			continue
+		}
+		counts[z]++
+		if hasSpread(&s.p.Pods[pod], c) {
+			mine = append(mine, pod)
+		}
+	}
+	skew := max(int(c.MaxSkew), 1)
+	for {
+		lo, hi := math.MaxInt, ""
+		for _, z := range domains {
+			lo = min(lo, counts[z])
+			if hi == "" || counts[z] > counts[hi] {
+				hi = z
+			}
+		}
+		if int32(len(domains)) < c.MinDomains {
+			lo = 0
+		}
+		if counts[hi]-lo <= skew {
+			return
+		}
+		victim := -1
+		for i := len(mine) - 1; i >= 0; i-- {
+			if _, gone := removed[mine[i]]; !gone && zoneOf[mine[i]] == hi {
+				victim = mine[i]
+				break
+			}
+		}
+		if victim < 0 {
+			return
+		}
+		removed[victim] = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: the other zones' share of its workload could not be placed", LabelZone, skew)
+		counts[hi]--
+	}
+}
+
+// hasSpread reports whether the pod carries a constraint equal to c.
+func hasSpread(p *Pod, c *TopologySpread) bool {
+	for i := range p.Spread {
+		a := &p.Spread[i]
+		if a.TopologyKey == c.TopologyKey && a.MaxSkew == c.MaxSkew && a.WhenUnsatisfiable == c.WhenUnsatisfiable && selectorEqual(&a.Selector, &c.Selector) {
+			return true
+		}
+	}
+	return false
+}
+
+func selectorEqual(a, b *Selector) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
 }
