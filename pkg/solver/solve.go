@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // class is a set of pods that are interchangeable for placement: the same
@@ -634,6 +633,7 @@ func (s *state) bestPacking(prices *Resources64) {
 			s.greedy(nil, s.fill)
 		}
 		s.downsize(s.p.Options.Deadline)
+		s.mergePairs(s.p.Options.Deadline)
 		if cost := s.cost(); cost < bestCost-1e-9 {
 			bestCost = cost
 			best = plannedState{slices.Clone(s.rem), slices.Clone(s.used), s.nodes}
@@ -779,55 +779,6 @@ func (s *state) greedy(kinds []int, fill fillFunc) {
 		}
 		s.used[k.pool] = s.used[k.pool].Add(s.p.InstanceTypes[k.typ].Capacity.Scale(int64(copies)))
 		s.nodes = append(s.nodes, plannedNode{kind: bestKind, takes: slices.Clone(best), count: copies})
-	}
-}
-
-// downsize moves every planned node to the cheapest kind that still holds its
-// pods, is allowed for all of them and stays within the pool's limits.
-func (s *state) downsize(deadline time.Time) {
-	for ni := range s.nodes {
-		if !deadline.IsZero() && time.Now().After(deadline) {
-			return
-		}
-		n := &s.nodes[ni]
-		cur := s.kinds[n.kind]
-		var req Resources
-		for _, t := range n.takes {
-			req = req.Add(s.classes[t.class].req.Scale(int64(t.n)))
-		}
-		best := n.kind
-		for ki, k := range s.kinds {
-			if k.price >= s.kinds[best].price || s.p.Pools[k.pool].Weight != s.p.Pools[cur.pool].Weight || !req.Fits(k.alloc) {
-				continue
-			}
-			ok := true
-			for _, t := range n.takes {
-				if !k.compat.has(s.classes[t.class].group) {
-					ok = false
-					break
-				}
-			}
-			if !ok {
-				continue
-			}
-			// Check the pool's limits with this node's capacity swapped.
-			capOld := s.p.InstanceTypes[cur.typ].Capacity.Scale(int64(n.count))
-			capNew := s.p.InstanceTypes[k.typ].Capacity.Scale(int64(n.count))
-			after := s.used[k.pool].Add(capNew)
-			if k.pool == cur.pool {
-				after = after.Sub(capOld)
-			}
-			if !withinLimits(&s.p.Pools[k.pool], after) {
-				continue
-			}
-			best = ki
-		}
-		if best != n.kind {
-			k := s.kinds[best]
-			s.used[cur.pool] = s.used[cur.pool].Sub(s.p.InstanceTypes[cur.typ].Capacity.Scale(int64(n.count)))
-			s.used[k.pool] = s.used[k.pool].Add(s.p.InstanceTypes[k.typ].Capacity.Scale(int64(n.count)))
-			n.kind = best
-		}
 	}
 }
 

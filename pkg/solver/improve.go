@@ -1,0 +1,177 @@
+package solver
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Local improvement of a packing: every node moves to the cheapest kind that
+// holds its pods (downsize), then pairs of poorly used nodes are merged onto
+// one node when one node costs less than the two.
+
+// takesReq sums what the takes request.
+func (s *state) takesReq(takes []take) Resources {
+	var req Resources
+	for _, t := range takes {
+		req = req.Add(s.classes[t.class].req.Scale(int64(t.n)))
+	}
+	return req
+}
+
+// holds reports whether one node of kind k may run the takes: every class
+// may run there, they fit, per-node caps hold and no two conflict.
+func (s *state) holds(k *kind, takes []take, req Resources) bool {
+	if !req.Fits(k.alloc) {
+		return false
+	}
+	for i, t := range takes {
+		c := s.classes[t.class]
+		if !k.compat.has(c.group) || (c.perNode > 0 && t.n > c.perNode) || s.conflictsWith(t.class, takes[:i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// cheapestHolding returns the cheapest kind of a pool with the given weight
+// that holds count nodes' worth of takes within its pool's limits, given
+// capacity freed per pool, and costs less than below; -1 when none.
+func (s *state) cheapestHolding(takes []take, count int, weight int32, freed []Resources, below float64) int {
+	req := s.takesReq(takes)
+	best := -1
+	for ki, k := range s.kinds {
+		if k.price >= below || s.p.Pools[k.pool].Weight != weight || !s.holds(k, takes, req) {
+			continue
+		}
+		after := s.used[k.pool].Sub(freed[k.pool]).Add(s.p.InstanceTypes[k.typ].Capacity.Scale(int64(count)))
+		if !withinLimits(&s.p.Pools[k.pool], after) {
+			continue
+		}
+		best, below = ki, k.price
+	}
+	return best
+}
+
+// moveTo switches count nodes from kind from to kind to in the pools' usage.
+func (s *state) moveTo(from, to, count int) {
+	a, b := s.kinds[from], s.kinds[to]
+	s.used[a.pool] = s.used[a.pool].Sub(s.p.InstanceTypes[a.typ].Capacity.Scale(int64(count)))
+	s.used[b.pool] = s.used[b.pool].Add(s.p.InstanceTypes[b.typ].Capacity.Scale(int64(count)))
+}
+
+// downsize moves every planned node to the cheapest kind that still holds its
+// pods, is allowed for all of them and stays within the pool's limits.
+func (s *state) downsize(deadline time.Time) {
+	freed := make([]Resources, len(s.p.Pools))
+	for ni := range s.nodes {
+		if expired(deadline) {
+			return
+		}
+		n := &s.nodes[ni]
+		cur := s.kinds[n.kind]
+		freed[cur.pool] = s.p.InstanceTypes[cur.typ].Capacity.Scale(int64(n.count))
+		if best := s.cheapestHolding(n.takes, n.count, s.p.Pools[cur.pool].Weight, freed, cur.price); best >= 0 {
+			s.moveTo(n.kind, best, n.count)
+			n.kind = best
+		}
+		freed[cur.pool] = Resources{}
+	}
+}
+
+func expired(deadline time.Time) bool { return !deadline.IsZero() && time.Now().After(deadline) }
+
+// mergeCandidates bounds the pairs merge tries: each of the worst-used nodes
+// against its next few.
+const mergeCandidates, mergePartners = 400, 40
+
+// mergePairs merges two planned nodes onto one cheaper node while it finds
+// such a pair among the nodes with the least pod value per dollar.
+func (s *state) mergePairs(deadline time.Time) {
+	// Work on single nodes.
+	var nodes []plannedNode
+	for _, n := range s.nodes {
+		for range n.count {
+			nodes = append(nodes, plannedNode{kind: n.kind, takes: slices.Clone(n.takes), count: 1})
+		}
+	}
+	use := func(n *plannedNode) float64 {
+		v := 0.0
+		for _, t := range n.takes {
+			v += float64(t.n) * s.classes[t.class].value
+		}
+		return v / math.Max(s.kinds[n.kind].price, 1e-9)
+	}
+	freed := make([]Resources, len(s.p.Pools))
+	for improved := true; improved && !expired(deadline); {
+		improved = false
+		order := make([]int, len(nodes))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return use(&nodes[order[a]]) < use(&nodes[order[b]]) })
+		if len(order) > mergeCandidates {
+			order = order[:mergeCandidates]
+		}
+		dead := make([]bool, len(nodes))
+		for x, i := range order {
+			if dead[i] || expired(deadline) {
+				continue
+			}
+			for _, j := range order[x+1 : min(len(order), x+1+mergePartners)] {
+				if dead[j] || dead[i] {
+					continue
+				}
+				a, b := &nodes[i], &nodes[j]
+				ka, kb := s.kinds[a.kind], s.kinds[b.kind]
+				if s.p.Pools[ka.pool].Weight != s.p.Pools[kb.pool].Weight {
+					continue
+				}
+				merged := mergeTakes(a.takes, b.takes)
+				freed[ka.pool] = freed[ka.pool].Add(s.p.InstanceTypes[ka.typ].Capacity)
+				freed[kb.pool] = freed[kb.pool].Add(s.p.InstanceTypes[kb.typ].Capacity)
+				best := s.cheapestHolding(merged, 1, s.p.Pools[ka.pool].Weight, freed, ka.price+kb.price-1e-9)
+				freed[ka.pool], freed[kb.pool] = Resources{}, Resources{}
+				if best < 0 {
+					continue
+				}
+				s.used[ka.pool] = s.used[ka.pool].Sub(s.p.InstanceTypes[ka.typ].Capacity)
+				s.used[kb.pool] = s.used[kb.pool].Sub(s.p.InstanceTypes[kb.typ].Capacity)
+				k := s.kinds[best]
+				s.used[k.pool] = s.used[k.pool].Add(s.p.InstanceTypes[k.typ].Capacity)
+				*a = plannedNode{kind: best, takes: merged, count: 1}
+				dead[j] = true
+				improved = true
+			}
+		}
+		kept := nodes[:0]
+		for i, n := range nodes {
+			if !dead[i] {
+				kept = append(kept, n)
+			}
+		}
+		nodes = kept
+	}
+	s.nodes = nodes
+}
+
+// mergeTakes adds two nodes' takes class by class, in class order.
+func mergeTakes(a, b []take) []take {
+	out := slices.Clone(a)
+	for _, t := range b {
+		found := false
+		for i := range out {
+			if out[i].class == t.class {
+				out[i].n += t.n
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].class < out[j].class })
+	return out
+}
