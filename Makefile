@@ -7,7 +7,7 @@ DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 FUZZTIME ?= 10s
 
-.PHONY: all build demo test vet fuzz bench generate clean
+.PHONY: all build demo test vet fuzz bench generate clean testenv
 
 all: build
 
@@ -17,7 +17,10 @@ build: ## Build the plugin binary into bin/.
 demo: build ## Plan nodes offline for the bundled flash-sale example.
 	$(BIN) explain -f examples/flash-sale.yaml
 
-test: vet ## Vet, run every test, then a short run of each fuzz target.
+testenv: ## Build (once) the local test control plane into ~/.cache/kubectl-rightsize/testenv/v1.37.2 (~16-25 min cold, <1 s warm).
+	hack/testenv/build.sh
+
+test: vet testenv ## Vet, build the test control plane if missing, run every test, then a short run of each fuzz target.
 	$(GO) test ./...
 	$(MAKE) fuzz
 

@@ -4,6 +4,7 @@
 #
 #   ${RIGHTSIZE_TESTENV_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-rightsize/testenv/v1.37.2}/
 #     bin/   kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok
+#     etc/   kwok.yaml: kwok's default stages, taken from its module
 #     src/   the throwaway modules the binaries are built from (generated here)
 #     stamp  versions of what bin/ holds, written after a successful build
 #
@@ -78,6 +79,30 @@ build_kwok() {
 	log "kwok: built in $((SECONDS - t))s"
 }
 
+# kwok has no built-in stages: kwokctl passes the default ones from kwok's own
+# module (node-fast, node heartbeat with lease, pod-fast); test/testenv passes
+# this file, the same stages, with --config.
+KWOK_CONFIG=$DIR/etc/kwok.yaml
+write_kwok_config() {
+	if [ -s "$KWOK_CONFIG" ] && grep -q "kwok $KWOK_VERSION" "$KWOK_CONFIG"; then log "kwok config: present"; return; fi
+	local src
+	src=$("$GO" mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+	[ -d "$src/kustomize/stage" ] || die "could not download sigs.k8s.io/kwok@$KWOK_VERSION sources"
+	mkdir -p "$DIR/etc"
+	{
+		echo "# Default kwok stages, from sigs.k8s.io/kwok $KWOK_VERSION kustomize/stage (written by hack/testenv/build.sh)."
+		local f
+		for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+			pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+			[ -f "$src/kustomize/stage/$f" ] || die "kwok stage $f not found in $src"
+			echo "---"
+			cat "$src/kustomize/stage/$f"
+		done
+	} >"$KWOK_CONFIG.tmp"
+	mv "$KWOK_CONFIG.tmp" "$KWOK_CONFIG"
+	log "kwok config: wrote $KWOK_CONFIG"
+}
+
 # --- kubernetes ---------------------------------------------------------------
 K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
@@ -144,6 +169,7 @@ build_kubernetes() {
 log "cache: $DIR"
 build_etcd
 build_kwok
+write_kwok_config
 build_kubernetes
 
 {

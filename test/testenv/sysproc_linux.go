@@ -8,3 +8,8 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
+
+// alive reports whether a process with this pid exists.
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) != syscall.ESRCH
+}

@@ -84,7 +84,17 @@ func CheckBinaries() (string, error) {
 				name, p, dir)
 		}
 	}
+	if _, err := os.Stat(kwokConfigPath(dir)); err != nil {
+		return dir, fmt.Errorf("testenv: kwok's stage config %s is missing; run `make testenv` (hack/testenv/build.sh) to write it",
+			kwokConfigPath(dir))
+	}
 	return dir, nil
+}
+
+// kwokConfigPath is the kwok configuration (its default stages) that
+// hack/testenv/build.sh writes next to bin/.
+func kwokConfigPath(binDir string) string {
+	return filepath.Join(filepath.Dir(binDir), "etc", "kwok.yaml")
 }
 
 // Env is a running control plane. Its fields are read-only.
@@ -144,7 +154,7 @@ func New(ctx context.Context, logf func(string, ...any)) (*Env, error) {
 	// one first; that shows as a component exiting early, and we retry.
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
-		env, err := start(ctx, bin)
+		env, err := start(ctx, bin, logf)
 		if err == nil {
 			return env, nil
 		}
@@ -158,10 +168,14 @@ func New(ctx context.Context, logf func(string, ...any)) (*Env, error) {
 	return nil, lastErr
 }
 
-func start(ctx context.Context, bin string) (_ *Env, err error) {
+func start(ctx context.Context, bin string, logf func(string, ...any)) (_ *Env, err error) {
 	began := time.Now()
-	dir, err := os.MkdirTemp("", "rightsize-testenv-")
+	removeStaleDirs()
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
 	e := &Env{Dir: dir, BinDir: bin, keep: os.Getenv("RIGHTSIZE_TESTENV_KEEP") != ""}
@@ -257,6 +271,8 @@ func start(ctx context.Context, bin string) (_ *Env, err error) {
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// A loopback address cannot back the "kubernetes" Service's endpoints.
+		"--endpoint-reconciler-type=none",
 		"--secure-port="+strconv.Itoa(apiPort),
 		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
 		"--tls-cert-file="+filepath.Join(dir, "apiserver.crt"),
@@ -278,6 +294,7 @@ func start(ctx context.Context, bin string) (_ *Env, err error) {
 	if err := e.waitReadyz(ctx); err != nil {
 		return nil, err
 	}
+	logf("testenv: etcd and kube-apiserver ready after %s", time.Since(began).Round(time.Millisecond))
 
 	// kube-controller-manager, kube-scheduler and kwok serve no ports of their
 	// own (--secure-port=0; kwok's server address left empty).
@@ -309,6 +326,7 @@ func start(ctx context.Context, bin string) (_ *Env, err error) {
 	}
 	if err := e.run("kwok",
 		"--kubeconfig="+kubeconfigs["kwok"],
+		"--config="+kwokConfigPath(bin),
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+NodeAnnotation+"=fake",
 		"--node-ip=127.0.0.1",
@@ -325,6 +343,24 @@ func start(ctx context.Context, bin string) (_ *Env, err error) {
 	}
 	e.StartupTime = time.Since(began)
 	return e, nil
+}
+
+const dirPrefix = "rightsize-testenv-"
+
+// removeStaleDirs removes the directories of planes whose test binary died
+// without cleaning up (e.g. a `go test -timeout` panic; the components
+// themselves are killed with it on Linux).
+func removeStaleDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "owner.pid"))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 && !alive(pid) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 // RESTConfig returns a copy of the admin rest.Config.
@@ -506,7 +542,8 @@ func startProcess(path, name, logPath, dir string, args []string) (*process, err
 	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.Env = append(os.Environ(), "KUBECONFIG=/dev/null") // never a user's kubeconfig
+	// Never a user's kubeconfig or ~/.kwok/kwok.yaml: HOME is the Env's directory.
+	cmd.Env = append(os.Environ(), "KUBECONFIG=/dev/null", "HOME="+dir)
 	cmd.SysProcAttr = sysProcAttr()
 	fmt.Fprintf(lf, "$ %s %s\n", path, strings.Join(args, " "))
 	if err := cmd.Start(); err != nil {
@@ -609,4 +646,27 @@ func tail(path string, n int) []string {
 		lines = lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// ResidentMemory reports each running component's resident set size in bytes
+// (Linux only; empty elsewhere).
+func (e *Env) ResidentMemory() map[string]int64 {
+	m := map[string]int64{}
+	for _, p := range e.procs {
+		if p.exitErr() != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					m[p.name] = kb * 1024
+				}
+			}
+		}
+	}
+	return m
 }

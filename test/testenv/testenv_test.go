@@ -3,6 +3,7 @@ package testenv_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,14 @@ func TestPlane(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deployment web never reported 2 available replicas")
 	}
+	var total int64
+	var mem []string
+	for name, rss := range env.ResidentMemory() {
+		total += rss
+		mem = append(mem, fmt.Sprintf("%s %dMiB", name, rss>>20))
+	}
+	sort.Strings(mem)
+	t.Logf("memory (RSS): %dMiB total: %s", total>>20, strings.Join(mem, ", "))
 	t.Logf("timings: plane start %s; node Ready %s after creation; pods Running %s after the node was added; deployment available %s after",
 		env.StartupTime.Round(time.Millisecond), nodeReady.Round(time.Millisecond), running.Round(time.Millisecond), time.Since(added).Round(time.Millisecond))
 }
