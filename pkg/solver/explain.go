@@ -313,3 +313,30 @@ func (s *state) limitReason(ci int) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// placementReason explains a planned node in one sentence: what it holds,
+// how full that makes it, and that no cheaper allowed kind holds the same
+// pods.
+func (s *state) placementReason(n plannedNode) string {
+	k := s.kinds[n.kind]
+	req := s.takesReq(n.takes)
+	pods := 0
+	for _, t := range n.takes {
+		pods += t.n
+	}
+	pool := &s.p.Pools[k.pool]
+	msg := fmt.Sprintf("%s is the cheapest allowed type that holds these %d pods in NodePool %s (%s requested, %s allocatable: %.0f%% CPU, %.0f%% memory)",
+		s.p.InstanceTypes[k.typ].Name, pods, pool.Name, s.p.describeOnly(req, []int{CPU, Memory}), s.p.describeOnly(k.alloc, []int{CPU, Memory}),
+		percent(req[CPU], k.alloc[CPU]), percent(req[Memory], k.alloc[Memory]))
+	if len(s.p.Pools) > 1 {
+		msg += fmt.Sprintf("; the pool has weight %d", pool.Weight)
+	}
+	return msg
+}
+
+func percent(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}

@@ -30,6 +30,8 @@ type NewNode struct {
 	// Requested is what the plan's pods request of it.
 	Allocatable Resources `json:"allocatable"`
 	Requested   Resources `json:"requested"`
+	// Reason says in one sentence why this node, for this plan.
+	Reason string `json:"reason"`
 }
 
 // Placement puts a pod on an existing node.

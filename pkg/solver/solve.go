@@ -798,10 +798,11 @@ func (s *state) emit() {
 		k := s.kinds[n.kind]
 		it := &s.p.InstanceTypes[k.typ]
 		o := it.Offerings[k.offering]
+		reason := s.placementReason(n)
 		for copy := 0; copy < n.count; copy++ {
 			node := NewNode{
 				Pool: s.p.Pools[k.pool].Name, InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType,
-				Price: o.Price, Allocatable: k.alloc,
+				Price: o.Price, Allocatable: k.alloc, Reason: reason,
 			}
 			for _, t := range n.takes {
 				c := s.classes[t.class]
