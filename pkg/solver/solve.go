@@ -623,6 +623,9 @@ func (s *state) bestPacking(prices *Resources64) {
 		strategies = append(strategies, strategy{prices, false}, strategy{prices, true})
 	}
 	for _, st := range strategies {
+		if best.nodes != nil && expired(s.p.Options.Deadline) {
+			break // anytime: keep the best plan found so far
+		}
 		copy(s.rem, rem)
 		copy(s.used, used)
 		s.nodes = nil

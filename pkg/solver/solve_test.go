@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/check"
@@ -287,5 +288,16 @@ func TestTolerationsLikeKubernetes(t *testing.T) {
 		if got := tc.tol.Tolerates(&taint); got != tc.want || got != k8s {
 			t.Errorf("%+v: got %v, want %v (Kubernetes says %v)", tc.tol, got, tc.want, k8s)
 		}
+	}
+}
+
+func TestSolveDeadlineReturnsAPlan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	p := &Problem{Pods: randomPods(rng, 2000), Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
+	full := solveChecked(t, p)
+	p.Options.Deadline = time.Now() // already passed: one strategy, no improvement
+	quick := solveChecked(t, p)
+	if len(quick.Unschedulable) != 0 || quick.TotalPrice < full.TotalPrice-1e-9 {
+		t.Errorf("deadline plan costs %v with %d pending; the full solve %v", quick.TotalPrice, len(quick.Unschedulable), full.TotalPrice)
 	}
 }
