@@ -30,7 +30,7 @@ type lbClass struct {
 // Limits that keep the dense simplex fast.
 const (
 	lbMaxClasses = 60
-	lbMaxCells   = 400_000 // rows × columns
+	lbMaxCells   = 60_000 // rows × columns
 )
 
 // fluidBound returns the lower bound for placing count[c] pods of every
@@ -94,19 +94,26 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 	if v, _, ok := fluidLP(s.kinds, pairKinds, pairUsable, pairClasses, noPods); ok {
 		bound = max(bound, v)
 	}
-	// Node-count bounds: a class capped at perNode pods per node needs at
-	// least ceil(count/perNode) nodes, each at least its cheapest kind.
+	// Node-count bounds: a cap group of n pods with at most c per node
+	// needs ceil(n/c) nodes, each at least the cheapest kind any of them fits.
+	pods := make([]int, len(s.capLimit))
+	cheapest := make([]float64, len(s.capLimit))
+	for g := range cheapest {
+		cheapest[g] = math.Inf(1)
+	}
 	for ci, c := range s.classes {
-		if c.perNode == 0 || count[ci] == 0 {
+		if c.capGroup < 0 || count[ci] == 0 {
 			continue
 		}
-		cheapest := math.Inf(1)
+		pods[c.capGroup] += count[ci]
 		for _, ki := range c.kinds {
-			cheapest = min(cheapest, s.kinds[ki].price)
+			cheapest[c.capGroup] = min(cheapest[c.capGroup], s.kinds[ki].price)
 		}
-		if !math.IsInf(cheapest, 1) {
-			nodes := (count[ci] + c.perNode - 1) / c.perNode
-			bound = max(bound, float64(nodes)*cheapest)
+	}
+	for g, n := range pods {
+		if n > 0 && !math.IsInf(cheapest[g], 1) {
+			nodes := (n + s.capLimit[g] - 1) / s.capLimit[g]
+			bound = max(bound, float64(nodes)*cheapest[g])
 		}
 	}
 	return round6(bound), prices

@@ -26,11 +26,13 @@ func (s *state) holds(k *kind, takes []take, req Resources) bool {
 	if !req.Fits(k.alloc) {
 		return false
 	}
+	defer s.resetCaps(takes)
 	for i, t := range takes {
 		c := s.classes[t.class]
-		if !k.compat.has(c.group) || (c.perNode > 0 && t.n > c.perNode) || s.conflictsWith(t.class, takes[:i]) {
+		if !k.compat.has(c.group) || t.n > s.capRoom(t.class) || s.conflictsWith(t.class, takes[:i]) {
 			return false
 		}
+		s.countCap(t.class, t.n)
 	}
 	return true
 }

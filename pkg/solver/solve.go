@@ -18,10 +18,11 @@ type class struct {
 	value float64 // dollars per hour the pod costs on its best node, fluidly
 	// kinds lists the candidate kinds the class fits, by index.
 	kinds []int
-	// perNode caps the class's pods on one node (0: no cap), from hostname
-	// spread and anti-affinity; conflicts lists classes it may not share a
-	// node with; refused, when set, is why no node may take it.
-	perNode   int
+	// capGroup, when not -1, indexes state.capLimit: the most pods of all
+	// classes in the group one node may run (hostname spread and
+	// anti-affinity); conflicts lists classes it may not share a node with;
+	// refused, when set, is why no node may take it.
+	capGroup  int
 	conflicts []int
 	refused   string
 }
@@ -41,6 +42,15 @@ type kind struct {
 	alloc               Resources // allocatable minus DaemonSet overhead
 	compat              bitset    // groups that may run on it
 	order               []int     // compatible classes in fill order
+	// shape caches, per entry of order, the class's requests as shares of
+	// alloc, their Euclidean length and the largest share.
+	shape []classShape
+}
+
+// classShape is a class's requests relative to one kind's allocatable.
+type classShape struct {
+	norm        Resources64
+	length, max float64
 }
 
 type bitset []uint64
@@ -86,6 +96,9 @@ type state struct {
 	hasTopology bool
 	// zoned are the pending pods assigned to zones so far.
 	zoned []zonedPod
+	// capLimit is the per-node limit of each cap group; capCount is scratch
+	// space counting a node's pods per cap group while it is filled.
+	capLimit, capCount []int
 }
 
 type plannedNode struct {
@@ -226,7 +239,7 @@ func (s *state) buildClasses() {
 		if !ok {
 			c = len(s.classes)
 			classIdx[key] = c
-			s.classes = append(s.classes, &class{req: req, group: g})
+			s.classes = append(s.classes, &class{req: req, group: g, capGroup: -1})
 		}
 		s.classes[c].pods = append(s.classes[c].pods, i)
 	}
@@ -431,7 +444,13 @@ func (s *state) placeOnExisting() {
 			if n.Unschedulable || !matchesAffinity(rep.NodeSelector, rep.Affinity, MapLabels(n.Labels)) || untolerated(rep.Tolerations, n.Taints) != nil || s.conflictsWith(ci, placed[ni]) {
 				continue
 			}
-			k := min(fitCount(free[ni], c.req), s.rem[ci], s.existingRoom(c, n))
+			room := s.existingRoom(c, n)
+			for _, t := range placed[ni] {
+				if c.capGroup >= 0 && s.classes[t.class].capGroup == c.capGroup {
+					room -= t.n
+				}
+			}
+			k := min(fitCount(free[ni], c.req), s.rem[ci], max(room, 0))
 			if k == 0 {
 				continue
 			}
@@ -493,8 +512,8 @@ func share(req, alloc Resources) float64 {
 // what its requests cost at those prices; without, or when that is zero, its
 // cheapest stand-alone fluid cost: the price of its best kind times the
 // largest share of it the pod takes. It then orders each kind's compatible
-// classes by value per share, the greedy's fill order.
-func (s *state) valueClasses(prices *Resources64) {
+// classes by value per share, the greedy's fill order, for the given kinds.
+func (s *state) valueClasses(prices *Resources64, kinds []int) {
 	for _, c := range s.classes {
 		c.value = 0
 		if prices != nil {
@@ -511,6 +530,10 @@ func (s *state) valueClasses(prices *Resources64) {
 			c.value = min(c.value, k.price*share(c.req, k.alloc))
 		}
 	}
+	candidate := make([]bool, len(s.kinds))
+	for _, ki := range kinds {
+		candidate[ki] = true
+	}
 	for _, k := range s.kinds {
 		k.order = k.order[:0]
 	}
@@ -519,10 +542,13 @@ func (s *state) valueClasses(prices *Resources64) {
 			continue
 		}
 		for _, ki := range c.kinds {
-			s.kinds[ki].order = append(s.kinds[ki].order, ci)
+			if candidate[ki] {
+				s.kinds[ki].order = append(s.kinds[ki].order, ci)
+			}
 		}
 	}
-	for _, k := range s.kinds {
+	for _, ki := range kinds {
+		k := s.kinds[ki]
 		density := func(ci int) float64 {
 			c := s.classes[ci]
 			sh := share(c.req, k.alloc)
@@ -538,6 +564,19 @@ func (s *state) valueClasses(prices *Resources64) {
 			}
 			return share(s.classes[k.order[a]].req, k.alloc) > share(s.classes[k.order[b]].req, k.alloc)
 		})
+		k.shape = k.shape[:0]
+		for _, ci := range k.order {
+			var sh classShape
+			for r, q := range s.classes[ci].req {
+				if k.alloc[r] > 0 {
+					sh.norm[r] = float64(q) / float64(k.alloc[r])
+					sh.length += sh.norm[r] * sh.norm[r]
+					sh.max = max(sh.max, sh.norm[r])
+				}
+			}
+			sh.length = math.Sqrt(sh.length)
+			k.shape = append(k.shape, sh)
+		}
 	}
 }
 
@@ -589,19 +628,18 @@ func (s *state) fill(k *kind, weights []int32, takes []take) ([]take, float64) {
 	value := 0.0
 	poolWeight := s.p.Pools[k.pool].Weight
 	start := len(takes)
+	defer func() { s.resetCaps(takes[start:]) }()
 	for _, ci := range k.order {
 		if s.rem[ci] == 0 || weights[ci] != poolWeight || s.conflictsWith(ci, takes[start:]) {
 			continue
 		}
-		n := min(fitCount(free, s.classes[ci].req), s.rem[ci])
-		if cap := s.classes[ci].perNode; cap > 0 {
-			n = min(n, cap)
-		}
+		n := min(fitCount(free, s.classes[ci].req), s.rem[ci], s.capRoom(ci))
 		if n == 0 {
 			continue
 		}
 		free = free.Sub(s.classes[ci].req.Scale(int64(n)))
 		value += float64(n) * s.classes[ci].value
+		s.countCap(ci, n)
 		takes = append(takes, take{ci, n})
 	}
 	return takes, value
@@ -622,6 +660,7 @@ func (s *state) bestPacking(prices *Resources64) {
 	if prices != nil {
 		strategies = append(strategies, strategy{prices, false}, strategy{prices, true})
 	}
+	efficient := s.efficientKinds()
 	for _, st := range strategies {
 		if best.nodes != nil && expired(s.p.Options.Deadline) {
 			break // anytime: keep the best plan found so far
@@ -629,11 +668,11 @@ func (s *state) bestPacking(prices *Resources64) {
 		copy(s.rem, rem)
 		copy(s.used, used)
 		s.nodes = nil
-		s.valueClasses(st.prices)
+		s.valueClasses(st.prices, efficient)
 		if st.balanced {
-			s.greedy(s.efficientKinds(), s.fillBalanced)
+			s.greedy(efficient, s.fillBalanced)
 		} else {
-			s.greedy(nil, s.fill)
+			s.greedy(efficient, s.fill)
 		}
 		s.downsize(s.p.Options.Deadline)
 		s.mergePairs(s.p.Options.Deadline)
@@ -684,32 +723,33 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take) ([]take, fl
 		}
 		return 0
 	}
+	defer func() { s.resetCaps(takes[start:]) }()
 	for {
+		var f Resources64 // free room as shares of alloc
+		fn := 0.0
+		for r := range free {
+			if k.alloc[r] > 0 {
+				f[r] = float64(free[r]) / float64(k.alloc[r])
+				fn += f[r] * f[r]
+			}
+		}
+		fn = math.Sqrt(fn)
 		bestClass, bestScore, bestLeft := -1, 0.0, 0
-		for _, ci := range k.order {
+		for i, ci := range k.order {
 			c := s.classes[ci]
-			if weights[ci] != poolWeight || !c.req.Fits(free) || s.conflictsWith(ci, takes[start:]) {
+			sh := &k.shape[i]
+			if weights[ci] != poolWeight || sh.max == 0 || fn == 0 || !c.req.Fits(free) || s.conflictsWith(ci, takes[start:]) {
 				continue
 			}
-			left := s.rem[ci] - taken(ci)
-			if c.perNode > 0 {
-				left = min(left, c.perNode-taken(ci))
-			}
+			left := min(s.rem[ci]-taken(ci), s.capRoom(ci))
 			if left <= 0 {
 				continue
 			}
-			var dot, rn, fn float64
-			for r := range c.req {
-				if k.alloc[r] > 0 {
-					a, f := float64(c.req[r])/float64(k.alloc[r]), float64(free[r])/float64(k.alloc[r])
-					dot, rn, fn = dot+a*f, rn+a*a, fn+f*f
-				}
+			dot := 0.0
+			for r := range f {
+				dot += sh.norm[r] * f[r]
 			}
-			sh := share(c.req, k.alloc)
-			if sh == 0 || rn == 0 || fn == 0 {
-				continue
-			}
-			if score := dot / math.Sqrt(rn*fn) * c.value / sh; score > bestScore {
+			if score := dot / (sh.length * fn) * c.value / sh.max; score > bestScore {
 				bestClass, bestScore, bestLeft = ci, score, left
 			}
 		}
@@ -721,6 +761,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take) ([]take, fl
 		n = (n + 1) / 2
 		free = free.Sub(c.req.Scale(int64(n)))
 		value += float64(n) * c.value
+		s.countCap(bestClass, n)
 		found := false
 		for i := start; i < len(takes); i++ {
 			if takes[i].class == bestClass {

@@ -398,6 +398,11 @@ func (s *state) applyTopology() {
 		rep := s.applyPreferences(s.groups[g].rep)
 		s.groups[g].rep = rep
 		perNode, unsupported := hostnameRules(rep)
+		capGroup := -1
+		if perNode > 0 {
+			capGroup = len(s.capLimit)
+			s.capLimit = append(s.capLimit, perNode)
+		}
 		n := 0
 		for _, c := range cs {
 			n += len(c.pods)
@@ -405,7 +410,7 @@ func (s *state) applyTopology() {
 		zp := s.planZones(rep, n)
 		if zp == nil {
 			for _, c := range cs {
-				c.perNode, c.refused = perNode, unsupported
+				c.capGroup, c.refused = capGroup, unsupported
 				classes = append(classes, c)
 			}
 			continue
@@ -424,7 +429,7 @@ func (s *state) applyTopology() {
 				}
 				sub, ok := byZone[z]
 				if !ok {
-					sub = &class{req: c.req, group: g, perNode: perNode, refused: unsupported}
+					sub = &class{req: c.req, group: g, capGroup: capGroup, refused: unsupported}
 					if z == "" {
 						sub.refused = zp.reason
 					} else {
@@ -449,6 +454,7 @@ func (s *state) applyTopology() {
 		}
 	}
 	s.classes = classes
+	s.capCount = make([]int, len(s.capLimit))
 	s.buildConflicts()
 }
 
@@ -459,7 +465,8 @@ func (s *state) buildConflicts() {
 		ra := s.groups[ca.group].rep
 		for _, t := range hostnameAntiTerms(ra) {
 			for b, cb := range s.classes {
-				if a == b {
+				// A cap group of one pod per node already keeps its classes apart.
+				if a == b || (ca.capGroup >= 0 && ca.capGroup == cb.capGroup && s.capLimit[ca.capGroup] == 1) {
 					continue
 				}
 				rb := s.groups[cb.group].rep
@@ -511,7 +518,7 @@ func (s *state) existingRoom(c *class, n *Node) int {
 			}
 		}
 	}
-	if c.perNode > 0 {
+	if c.capGroup >= 0 {
 		same := 0
 		for j := range n.Pods {
 			for _, sp := range rep.Spread {
@@ -521,7 +528,7 @@ func (s *state) existingRoom(c *class, n *Node) int {
 				}
 			}
 		}
-		room = max(0, c.perNode-same)
+		room = max(0, s.capLimit[c.capGroup]-same)
 	}
 	return room
 }
@@ -696,4 +703,30 @@ func selectorEqual(a, b *Selector) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// capRoom is how many more pods of class ci the node being filled may take
+// under its cap group (MaxInt without one).
+func (s *state) capRoom(ci int) int {
+	g := s.classes[ci].capGroup
+	if g < 0 {
+		return math.MaxInt
+	}
+	return max(0, s.capLimit[g]-s.capCount[g])
+}
+
+// countCap records n pods of class ci on the node being filled.
+func (s *state) countCap(ci, n int) {
+	if g := s.classes[ci].capGroup; g >= 0 {
+		s.capCount[g] += n
+	}
+}
+
+// resetCaps clears the counts the takes added.
+func (s *state) resetCaps(takes []take) {
+	for _, t := range takes {
+		if g := s.classes[t.class].capGroup; g >= 0 {
+			s.capCount[g] = 0
+		}
+	}
 }
