@@ -34,8 +34,8 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	$(GO) test ./pkg/cloud -run '^$$' -fuzz '^FuzzReadInstanceTypes$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/solver -run '^$$' -fuzz '^FuzzSolve$$' -fuzztime $(FUZZTIME)
 
-bench: ## Run the benchmarks.
-	$(GO) test ./pkg/... -run '^$$' -bench . -benchtime 3x
+bench: ## Run the solver suites against the baselines and print one table.
+	$(GO) test ./pkg/solver/baseline -run '^$$' -bench . -benchtime 3x -timeout 30m | tee /dev/stderr | $(GO) run ./hack/benchtable
 
 generate: ## Regenerate the embedded catalog from the module proxy.
 	$(GO) generate ./pkg/cloud/catalog

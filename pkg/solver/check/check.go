@@ -35,6 +35,9 @@ func Plan(p *solver.Problem, plan *solver.Plan) error {
 		free[p.Nodes[i].Name] = p.Nodes[i].Allocatable.Sub(p.Nodes[i].Requested)
 	}
 	for _, e := range plan.Existing {
+		if e.Pod < 0 || e.Pod >= len(p.Pods) {
+			return fmt.Errorf("existing placement: pod index %d out of range", e.Pod)
+		}
 		seen[e.Pod]++
 		var node *solver.Node
 		for i := range p.Nodes {
@@ -44,6 +47,9 @@ func Plan(p *solver.Problem, plan *solver.Plan) error {
 		}
 		if node == nil {
 			return fmt.Errorf("pod %s placed on unknown node %s", p.Pods[e.Pod].Key(), e.Node)
+		}
+		if node.Unschedulable {
+			return fmt.Errorf("pod %s placed on cordoned node %s", p.Pods[e.Pod].Key(), e.Node)
 		}
 		if err := Allowed(&p.Pods[e.Pod], node.Labels, node.Taints); err != nil {
 			return fmt.Errorf("pod %s on existing node %s: %w", p.Pods[e.Pod].Key(), e.Node, err)
@@ -82,16 +88,7 @@ func Plan(p *solver.Problem, plan *solver.Plan) error {
 		if !offered {
 			return fmt.Errorf("node %d: %s %s %s at %v is not an offering", ni, n.InstanceType, n.Zone, n.CapacityType, n.Price)
 		}
-		labels := map[string]string{}
-		for k, v := range it.Labels {
-			labels[k] = v
-		}
-		for k, v := range pool.Labels {
-			labels[k] = v
-		}
-		labels[solver.LabelNodePool] = pool.Name
-		labels[solver.LabelZone] = n.Zone
-		labels[solver.LabelCapacityType] = n.CapacityType
+		labels, _ := newNodeLabels(p, &n)
 		for _, r := range pool.Requirements {
 			if !r.Matches(solver.MapLabels(labels)) {
 				return fmt.Errorf("node %d (%s): pool %s requirement %v not met", ni, n.InstanceType, pool.Name, r)
@@ -105,6 +102,9 @@ func Plan(p *solver.Problem, plan *solver.Plan) error {
 		}
 		var sum solver.Resources
 		for _, pi := range n.Pods {
+			if pi < 0 || pi >= len(p.Pods) {
+				return fmt.Errorf("new node %d: pod index %d out of range", ni, pi)
+			}
 			seen[pi]++
 			if err := Allowed(&p.Pods[pi], labels, pool.Taints); err != nil {
 				return fmt.Errorf("pod %s on new node %d (%s): %w", p.Pods[pi].Key(), ni, n.InstanceType, err)
@@ -139,7 +139,61 @@ func Plan(p *solver.Problem, plan *solver.Plan) error {
 	if plan.LowerBound > plan.TotalPrice+1e-6 {
 		return fmt.Errorf("lower bound %v above the plan's cost %v", plan.LowerBound, plan.TotalPrice)
 	}
-	return nil
+	return Topology(p, plan)
+}
+
+// Cost is what the plan's new nodes cost per hour, summed from the
+// problem's offerings rather than from the plan's own prices (the cheapest
+// offering of the node's type, zone and capacity type; 0 for one that is not
+// offered, which Plan reports).
+func Cost(p *solver.Problem, plan *solver.Plan) float64 {
+	total := 0.0
+	for _, n := range plan.NewNodes {
+		price := -1.0
+		for i := range p.InstanceTypes {
+			if p.InstanceTypes[i].Name != n.InstanceType {
+				continue
+			}
+			for _, o := range p.InstanceTypes[i].Offerings {
+				if o.Zone == n.Zone && o.CapacityType == n.CapacityType && (price < 0 || o.Price < price) {
+					price = o.Price
+				}
+			}
+		}
+		total += max(price, 0)
+	}
+	return total
+}
+
+// newNodeLabels are the labels a planned node carries: its instance type's,
+// its pool's, then the pool name, zone and capacity type.
+func newNodeLabels(p *solver.Problem, n *solver.NewNode) (map[string]string, error) {
+	var pool *solver.Pool
+	for i := range p.Pools {
+		if p.Pools[i].Name == n.Pool {
+			pool = &p.Pools[i]
+		}
+	}
+	var it *solver.InstanceType
+	for i := range p.InstanceTypes {
+		if p.InstanceTypes[i].Name == n.InstanceType {
+			it = &p.InstanceTypes[i]
+		}
+	}
+	if pool == nil || it == nil {
+		return nil, fmt.Errorf("unknown pool %q or type %q", n.Pool, n.InstanceType)
+	}
+	labels := make(map[string]string, len(it.Labels)+len(pool.Labels)+3)
+	for k, v := range it.Labels {
+		labels[k] = v
+	}
+	for k, v := range pool.Labels {
+		labels[k] = v
+	}
+	labels[solver.LabelNodePool] = pool.Name
+	labels[solver.LabelZone] = n.Zone
+	labels[solver.LabelCapacityType] = n.CapacityType
+	return labels, nil
 }
 
 // allowed judges a pod against a node with Kubernetes' helpers.

@@ -1,0 +1,403 @@
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// LabelHostname is the topology key of a single node.
+const LabelHostname = "kubernetes.io/hostname"
+
+// The topology rules below judge the final placement: the cluster as it will
+// be once every planned node has joined and every planned pod runs, with the
+// pods already running on existing nodes. The solver places all pods at once,
+// so "no violation" means kube-scheduler, looking at that final cluster,
+// would accept every planned pod where the plan put it. Planned nodes have no
+// names yet; each is its own hostname domain, "(new node i)".
+//
+// What is judged, as kube-scheduler does:
+//   - topology spread with whenUnsatisfiable DoNotSchedule: the domain of the
+//     pod's node holds at most maxSkew more matching pods (of the pod's
+//     namespace) than the emptiest eligible domain; eligible domains are those
+//     of nodes that match the pod's node selector and affinity
+//     (nodeAffinityPolicy Honor, the default) or of all nodes (Ignore); with
+//     fewer eligible domains than minDomains the emptiest counts as 0.
+//     ScheduleAnyway constraints are preferences and are not judged.
+//   - required pod anti-affinity: no other matching pod in the pod's domain,
+//     and symmetrically no planned pod in the domain of a running pod whose
+//     anti-affinity matches it.
+//   - required pod affinity: another matching pod in the pod's domain, or, for
+//     the first pod of a group that matches its own terms, no matching pod
+//     anywhere else.
+//
+// Not judged: matchLabelKeys, namespace selectors, nodeTaintsPolicy Honor
+// (taints are ignored when choosing domains, the Kubernetes default), and
+// running pods' own constraints (IgnoredDuringExecution).
+
+// cluster is the final placement.
+type cluster struct {
+	p     *solver.Problem
+	nodes []clusterNode
+	pods  []placedPod
+	// selectors caches converted label selectors by their JSON.
+	selectors map[string]labels.Selector
+	// counts caches per-domain counts by term signature.
+	counts map[string]*domainCounts
+	// eligible caches, per node affinity signature, which nodes match.
+	eligible map[string][]bool
+}
+
+type clusterNode struct {
+	name   string // for messages
+	labels map[string]string
+	v1     *v1.Node
+}
+
+type placedPod struct {
+	pod  *solver.Pod
+	node int
+	// planned is true for pods the plan places (on new or existing nodes),
+	// false for pods already running.
+	planned bool
+	index   int // index into Problem.Pods when planned
+}
+
+// domainCounts counts matching pods per domain of one topology key.
+type domainCounts struct {
+	all, planned map[string]int
+	// total is the number of matching pods anywhere.
+	total int
+	// min is the count of the emptiest of domains eligible domains, once
+	// computed (domains < 0 before).
+	min, domains int
+}
+
+// emptiest returns the smallest count among the eligible nodes' domains of
+// key, and how many such domains there are (-1 and 0 when none).
+func (c *cluster) emptiest(key string, eligible []bool, counts map[string]int) (int, int) {
+	minCount := -1
+	seen := map[string]bool{}
+	for ni, n := range c.nodes {
+		d, ok := n.labels[key]
+		if !ok || !eligible[ni] || seen[d] {
+			continue
+		}
+		seen[d] = true
+		if cnt := counts[d]; minCount < 0 || cnt < minCount {
+			minCount = cnt
+		}
+	}
+	return minCount, len(seen)
+}
+
+func newCluster(p *solver.Problem, plan *solver.Plan, newLabels []map[string]string) *cluster {
+	c := &cluster{p: p, selectors: map[string]labels.Selector{}, counts: map[string]*domainCounts{}, eligible: map[string][]bool{}}
+	byName := map[string]int{}
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		l := make(map[string]string, len(n.Labels)+2)
+		for k, v := range n.Labels {
+			l[k] = v
+		}
+		if _, ok := l[LabelHostname]; !ok {
+			l[LabelHostname] = n.Name
+		}
+		if _, ok := l[solver.LabelZone]; !ok && n.Zone != "" {
+			l[solver.LabelZone] = n.Zone
+		}
+		byName[n.Name] = len(c.nodes)
+		c.addNode(n.Name, l)
+		for j := range n.Pods {
+			c.pods = append(c.pods, placedPod{pod: &n.Pods[j], node: len(c.nodes) - 1})
+		}
+	}
+	for _, e := range plan.Existing {
+		c.pods = append(c.pods, placedPod{pod: &p.Pods[e.Pod], node: byName[e.Node], planned: true, index: e.Pod})
+	}
+	for ni, n := range plan.NewNodes {
+		name := fmt.Sprintf("(new node %d)", ni)
+		l := make(map[string]string, len(newLabels[ni])+1)
+		for k, v := range newLabels[ni] {
+			l[k] = v
+		}
+		l[LabelHostname] = name
+		c.addNode(name, l)
+		for _, pi := range n.Pods {
+			c.pods = append(c.pods, placedPod{pod: &p.Pods[pi], node: len(c.nodes) - 1, planned: true, index: pi})
+		}
+	}
+	return c
+}
+
+func (c *cluster) addNode(name string, l map[string]string) {
+	c.nodes = append(c.nodes, clusterNode{name: name, labels: l, v1: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}})
+}
+
+// Topology checks the plan's placements against topology spread and required
+// pod (anti-)affinity, on the final placement. Plan calls it after the
+// per-node checks; it assumes every pod and node index is valid.
+func Topology(p *solver.Problem, plan *solver.Plan) error {
+	newLabels := make([]map[string]string, len(plan.NewNodes))
+	for ni := range plan.NewNodes {
+		l, err := newNodeLabels(p, &plan.NewNodes[ni])
+		if err != nil {
+			return fmt.Errorf("node %d: %w", ni, err)
+		}
+		newLabels[ni] = l
+	}
+	c := newCluster(p, plan, newLabels)
+	for _, rule := range []func(*cluster) error{checkSpread, checkAntiAffinity, checkAffinity} {
+		if err := rule(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSpread judges every planned pod's DoNotSchedule spread constraints.
+func checkSpread(c *cluster) error {
+	for _, pp := range c.pods {
+		if !pp.planned {
+			continue
+		}
+		for _, sc := range pp.pod.Spread {
+			if sc.WhenUnsatisfiable == solver.ScheduleAnyway {
+				continue
+			}
+			if err := c.spreadOK(pp, &sc); err != nil {
+				return fmt.Errorf("pod %s on %s: topology spread on %s: %w", pp.pod.Key(), c.nodes[pp.node].name, sc.TopologyKey, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *cluster) spreadOK(pp placedPod, sc *solver.TopologySpread) error {
+	domain, ok := c.nodes[pp.node].labels[sc.TopologyKey]
+	if !ok {
+		return fmt.Errorf("node has no %s label", sc.TopologyKey)
+	}
+	eligible, err := c.eligibleNodes(pp.pod, sc.NodeAffinityPolicy)
+	if err != nil {
+		return err
+	}
+	sel, err := c.selector(sc.Selector)
+	if err != nil {
+		return err
+	}
+	key, _ := json.Marshal([]any{"spread", sc.TopologyKey, sc.Selector, pp.pod.Namespace, eligibleKey(pp.pod, sc.NodeAffinityPolicy)})
+	counts := c.count(string(key), sc.TopologyKey, eligible, func(o *solver.Pod) bool {
+		return o.Namespace == pp.pod.Namespace && sel.Matches(labels.Set(o.Labels))
+	})
+	if counts.domains < 0 {
+		counts.min, counts.domains = c.emptiest(sc.TopologyKey, eligible, counts.all)
+	}
+	minCount, domains := counts.min, counts.domains
+	if domains < int(sc.MinDomains) || minCount < 0 {
+		minCount = 0
+	}
+	if skew := counts.all[domain] - minCount; skew > int(max(sc.MaxSkew, 1)) {
+		return fmt.Errorf("%d matching pods in %s, %d in the emptiest of %d eligible domains: skew %d > maxSkew %d",
+			counts.all[domain], domain, minCount, domains, skew, max(sc.MaxSkew, 1))
+	}
+	return nil
+}
+
+// checkAntiAffinity judges required pod anti-affinity both ways: a planned
+// pod's terms against every pod, and running pods' terms against planned pods.
+func checkAntiAffinity(c *cluster) error {
+	for qi, q := range c.pods {
+		for ti := range q.pod.PodAntiAffinity {
+			t := &q.pod.PodAntiAffinity[ti]
+			domain, ok := c.nodes[q.node].labels[t.TopologyKey]
+			if !ok {
+				continue // a node without the key is never in a conflicting domain
+			}
+			match, err := c.termMatcher(q.pod, t)
+			if err != nil {
+				return fmt.Errorf("pod %s: anti-affinity: %w", q.pod.Key(), err)
+			}
+			counts := c.count(termKey("anti", q.pod, t), t.TopologyKey, nil, match)
+			conflicts := counts.planned[domain]
+			if q.planned {
+				conflicts = counts.all[domain]
+			}
+			if q.planned && match(q.pod) {
+				conflicts-- // a pod does not conflict with itself
+			}
+			if conflicts > 0 {
+				other := c.findOther(qi, t.TopologyKey, domain, match, !q.planned)
+				who := "running pod"
+				if q.planned {
+					who = "pod"
+				}
+				return fmt.Errorf("%s %s on %s: required anti-affinity on %s forbids pod %s in the same domain %s",
+					who, q.pod.Key(), c.nodes[q.node].name, t.TopologyKey, other, domain)
+			}
+		}
+	}
+	return nil
+}
+
+// checkAffinity judges planned pods' required pod affinity.
+func checkAffinity(c *cluster) error {
+	for _, q := range c.pods {
+		if !q.planned || len(q.pod.PodAffinity) == 0 {
+			continue
+		}
+		var failed *solver.PodAffinityTerm
+		selfAffine, othersAnywhere := true, 0
+		for ti := range q.pod.PodAffinity {
+			t := &q.pod.PodAffinity[ti]
+			match, err := c.termMatcher(q.pod, t)
+			if err != nil {
+				return fmt.Errorf("pod %s: affinity: %w", q.pod.Key(), err)
+			}
+			counts := c.count(termKey("affinity", q.pod, t), t.TopologyKey, nil, match)
+			self := 0
+			if match(q.pod) {
+				self = 1
+			} else {
+				selfAffine = false
+			}
+			othersAnywhere += counts.total - self
+			domain, ok := c.nodes[q.node].labels[t.TopologyKey]
+			if failed == nil && (!ok || counts.all[domain]-self == 0) {
+				failed = t
+			}
+		}
+		// kube-scheduler lets the first pod of a group that matches its own
+		// terms go anywhere when no other pod matches them.
+		if failed != nil && !(selfAffine && othersAnywhere == 0) {
+			return fmt.Errorf("pod %s on %s: required affinity on %s: no matching pod in its domain %q",
+				q.pod.Key(), c.nodes[q.node].name, failed.TopologyKey, c.nodes[q.node].labels[failed.TopologyKey])
+		}
+	}
+	return nil
+}
+
+// count returns, for one signature, the matching pods per domain of key,
+// over eligible nodes (all when nil).
+func (c *cluster) count(sig, key string, eligible []bool, match func(*solver.Pod) bool) *domainCounts {
+	if dc, ok := c.counts[sig]; ok {
+		return dc
+	}
+	dc := &domainCounts{all: map[string]int{}, planned: map[string]int{}, domains: -1}
+	for _, pp := range c.pods {
+		if eligible != nil && !eligible[pp.node] {
+			continue
+		}
+		if !match(pp.pod) {
+			continue
+		}
+		dc.total++
+		d, ok := c.nodes[pp.node].labels[key]
+		if !ok {
+			continue
+		}
+		dc.all[d]++
+		if pp.planned {
+			dc.planned[d]++
+		}
+	}
+	c.counts[sig] = dc
+	return dc
+}
+
+// findOther names a pod other than c.pods[self] in the domain that match
+// selects (only planned pods when plannedOnly), for error messages.
+func (c *cluster) findOther(self int, key, domain string, match func(*solver.Pod) bool, plannedOnly bool) string {
+	for i, pp := range c.pods {
+		if i == self || plannedOnly && !pp.planned || c.nodes[pp.node].labels[key] != domain || !match(pp.pod) {
+			continue
+		}
+		return pp.pod.Key() + " on " + c.nodes[pp.node].name
+	}
+	return "?"
+}
+
+// termMatcher returns whether a pod is selected by owner's term: in the
+// term's namespaces (the owner's when none) and matching its selector.
+func (c *cluster) termMatcher(owner *solver.Pod, t *solver.PodAffinityTerm) (func(*solver.Pod) bool, error) {
+	sel, err := c.selector(t.Selector)
+	if err != nil {
+		return nil, err
+	}
+	namespaces := t.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{owner.Namespace}
+	}
+	return func(o *solver.Pod) bool {
+		return slices.Contains(namespaces, o.Namespace) && sel.Matches(labels.Set(o.Labels))
+	}, nil
+}
+
+func termKey(kind string, owner *solver.Pod, t *solver.PodAffinityTerm) string {
+	namespaces := t.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{owner.Namespace}
+	}
+	key, _ := json.Marshal([]any{kind, t.TopologyKey, t.Selector, namespaces})
+	return string(key)
+}
+
+// selector converts a solver selector with apimachinery's own conversion,
+// so that its semantics (an empty selector matches everything) are
+// Kubernetes'.
+func (c *cluster) selector(s solver.Selector) (labels.Selector, error) {
+	key, _ := json.Marshal(s)
+	if sel, ok := c.selectors[string(key)]; ok {
+		return sel, nil
+	}
+	ls := &metav1.LabelSelector{MatchLabels: s.MatchLabels}
+	for _, r := range s.MatchExpressions {
+		ls.MatchExpressions = append(ls.MatchExpressions, metav1.LabelSelectorRequirement{Key: r.Key, Operator: metav1.LabelSelectorOperator(r.Operator), Values: r.Values})
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, fmt.Errorf("invalid selector %s: %w", key, err)
+	}
+	c.selectors[string(key)] = sel
+	return sel, nil
+}
+
+// eligibleNodes returns which nodes a spread constraint counts: those
+// matching the pod's node selector and required affinity (Honor), or all
+// (Ignore).
+func (c *cluster) eligibleNodes(pod *solver.Pod, policy string) ([]bool, error) {
+	key := eligibleKey(pod, policy)
+	if e, ok := c.eligible[key]; ok {
+		return e, nil
+	}
+	e := make([]bool, len(c.nodes))
+	required := nodeaffinity.NewRequiredNodeAffinity(pod.NodeSelector, toV1Affinity(pod.Affinity))
+	for i := range c.nodes {
+		if policy == "Ignore" {
+			e[i] = true
+			continue
+		}
+		ok, err := required.Match(c.nodes[i].v1)
+		if err != nil {
+			return nil, fmt.Errorf("node affinity: %w", err)
+		}
+		e[i] = ok
+	}
+	c.eligible[key] = e
+	return e, nil
+}
+
+func eligibleKey(pod *solver.Pod, policy string) string {
+	if policy == "Ignore" {
+		return "ignore"
+	}
+	key, _ := json.Marshal([]any{pod.NodeSelector, pod.Affinity})
+	return string(key)
+}
