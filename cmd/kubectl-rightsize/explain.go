@@ -2,12 +2,20 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 )
 
-const explainExample = `  # Plan nodes for a directory of manifests with the embedded AWS catalog
+const explainExample = `  # Why are pods pending in the current namespace, what would fix it, and what do the nodes cost?
+  kubectl rightsize explain
+
+  # The same for every namespace, or for one workload
+  kubectl rightsize explain -A
+  kubectl rightsize explain deployment/web -n shop
+
+  # Plan nodes for a directory of manifests with the embedded AWS catalog, offline
   kubectl rightsize explain -f deploy/
 
   # The same in eu-west-1, allowing spot, one row per node with its pods
@@ -16,15 +24,29 @@ const explainExample = `  # Plan nodes for a directory of manifests with the emb
   # Your own instance types and prices, output as JSON
   kubectl rightsize explain -f app.yaml --instance-types my-types.yaml -o json`
 
-// NewCmdExplain builds `kubectl rightsize explain`.
-func NewCmdExplain(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &explain.Options{IOStreams: streams}
+// NewCmdExplain builds `kubectl rightsize explain`. cluster gives the
+// kubeconfig flags of the root command.
+func NewCmdExplain(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter) *cobra.Command {
+	o := &explain.Options{IOStreams: streams, Cluster: cluster}
 	cmd := &cobra.Command{
-		Use:     "explain -f FILENAME",
-		Short:   "Show which right-sized nodes your workloads need, what they cost, and why pods cannot be placed",
+		Use:   "explain [POD | TYPE/NAME] [-f FILENAME]",
+		Short: "Show why pods are pending, which right-sized nodes would fix it, what they cost, and what the current nodes cost",
+		Long: `Show why pods are pending, which right-sized nodes would fix it and what they cost.
+
+Without -f, explain reads the cluster of the current kubeconfig context: pending
+pods (of the current namespace, -n NAMESPACE, or -A for all), nodes, DaemonSets,
+PodDisruptionBudgets and Karpenter NodePools. It plans for every pending pod,
+then reports the pending pods in scope with the scheduler's message and the
+node that would take them, the proposed nodes, and the current nodes with their
+price. Naming a pod or a workload (deployment/web) narrows the report to it.
+
+With -f, explain plans offline for the workloads in the manifests.`,
 		Example: explainExample,
-		Args:    cobra.NoArgs,
+		Args:    cobra.ArbitraryArgs, // Complete says what is wrong with extra ones
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -32,13 +54,14 @@ func NewCmdExplain(streams genericiooptions.IOStreams) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVarP(&o.Filenames, "filename", "f", nil, "manifests to plan for: a file, a directory, or - for stdin (repeatable)")
+	f.StringSliceVarP(&o.Filenames, "filename", "f", nil, "manifests to plan for, offline: a file, a directory, or - for stdin (repeatable)")
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "report the pending pods of every namespace")
 	f.StringVarP(&o.Output, "output", "o", "", "output format: wide, json or yaml")
-	f.StringVar(&o.Catalog.Region, "region", "us-east-1", "AWS region whose instance types and prices to use")
+	f.StringVar(&o.Catalog.Region, "region", "", "AWS region whose instance types and prices to use (default: the nodes' topology.kubernetes.io/region, else "+explain.DefaultRegion+")")
 	f.StringVar(&o.Catalog.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog")
 	f.Float64Var(&o.Catalog.Model.VMMemoryOverheadPercent, "vm-memory-overhead-percent", 0.075, "share of advertised memory the hypervisor keeps")
 	f.Int64Var(&o.Catalog.Model.MaxPods, "max-pods", 110, "cap on the ENI-limited pods per node")
-	f.StringSliceVar(&o.Default.CapacityTypes, "capacity-type", []string{"on-demand"}, "capacity types of the default NodePool (on-demand, spot), used when the input defines no NodePool")
+	f.StringSliceVar(&o.Default.CapacityTypes, "capacity-type", []string{"on-demand"}, "capacity types of the default NodePool (on-demand, spot), used when there is no NodePool")
 	f.StringSliceVar(&o.Default.InstanceFamilies, "instance-family", nil, "instance families of the default NodePool (e.g. m7i,c7i); all when empty")
 	f.DurationVar(&o.Timeout, "timeout", 0, "stop improving the plan after this long and print the best found (0: no limit)")
 	return cmd

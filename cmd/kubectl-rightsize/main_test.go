@@ -20,7 +20,11 @@ func TestCommands(t *testing.T) {
 		{"version json", []string{"version", "-o", "json"}, `"goVersion"`, ""},
 		{"explain offline", []string{"explain", "-f", "../../examples/flash-sale.yaml"}, "TOTAL", ""},
 		{"unknown flag", []string{"explain", "--bogus"}, "", "unknown flag: --bogus"},
-		{"positional args refused", []string{"explain", "pod/x"}, "", "unknown command"},
+		{"no kubeconfig and no -f", []string{"explain", "--kubeconfig", "testdata/none"}, "", "no input: pass manifests with -f"},
+		{"a workload needs a cluster", []string{"explain", "pod/x", "-f", "../../examples/flash-sale.yaml"}, "", "naming a workload needs a live cluster"},
+		{"one workload at most", []string{"explain", "pod/x", "pod/y"}, "", "at most one workload"},
+		{"unknown workload type", []string{"explain", "service/x", "--kubeconfig", "testdata/kubeconfig"}, "", `unknown workload type "service"`},
+		{"unreachable cluster", []string{"explain", "--kubeconfig", "testdata/kubeconfig", "--request-timeout", "5s"}, "", "cannot list pods: cannot reach the cluster at https://127.0.0.1:1: connection refused"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

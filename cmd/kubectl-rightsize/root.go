@@ -16,7 +16,8 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		Long: `kubectl rightsize plans the cheapest right-sized nodes for your workloads,
 explains why pods are pending and what would fix them, and what it costs.
 
-It works offline on manifests (-f) with an embedded AWS price catalog.`,
+It reads the cluster of your kubeconfig, or works offline on manifests (-f),
+with an embedded AWS price catalog.`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl rightsize"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -26,7 +27,7 @@ It works offline on manifests (-f) with an embedded AWS price catalog.`,
 	cmd.SetErr(streams.ErrOut)
 	config := genericclioptions.NewConfigFlags(true)
 	config.AddFlags(cmd.PersistentFlags())
-	cmd.AddCommand(NewCmdExplain(streams), NewCmdVersion(streams))
+	cmd.AddCommand(NewCmdExplain(streams, config), NewCmdVersion(streams))
 	return cmd
 }
 

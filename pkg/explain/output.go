@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,10 +27,82 @@ type Result struct {
 	TotalPricePerHour      float64             `json:"totalPricePerHour"`
 	TotalPricePerMonth     float64             `json:"totalPricePerMonth"`
 	LowerBoundPricePerHour float64             `json:"lowerBoundPricePerHour"`
+	// LiveResult is set when a live cluster was read; its fields are
+	// inlined in JSON and YAML.
+	*LiveResult
+}
+
+// LiveResult is what explain adds when it reads a live cluster.
+type LiveResult struct {
+	Scope ResultScope `json:"scope"`
+	// Pending are the pending pods in scope, with what the plan does for
+	// them.
+	Pending []ResultPending `json:"pending"`
+	// ExistingNodes are the cluster's nodes (with a workload named: the
+	// nodes it runs on or would run on).
+	ExistingNodes []ResultExistingNode `json:"existingNodes"`
+	// ClusterPricePerHour sums the catalog prices of the PricedNodes of the
+	// ClusterNodes existing nodes.
+	ClusterPricePerHour  float64 `json:"clusterPricePerHour"`
+	ClusterPricePerMonth float64 `json:"clusterPricePerMonth"`
+	ClusterNodes         int     `json:"clusterNodes"`
+	PricedNodes          int     `json:"pricedNodes"`
+}
+
+// ResultScope says what the live report covers.
+type ResultScope struct {
+	// Namespace of the pending pods shown; "" for all namespaces.
+	Namespace string `json:"namespace"`
+	// Workload, when named, is "Kind/name"; Running counts its pods on nodes.
+	Workload string `json:"workload,omitempty"`
+	Running  int    `json:"running,omitempty"`
+	// PendingInCluster is the number of pending pods read, all of which the
+	// plan considers.
+	PendingInCluster int `json:"pendingInCluster"`
+	// PodNamespace is set when pods could be read in this namespace only.
+	PodNamespace string `json:"podNamespace,omitempty"`
+}
+
+// ResultPending is a pending pod: what the scheduler says and what the
+// plan would do. Exactly one of Reason and Node is set.
+type ResultPending struct {
+	Pod              string `json:"pod"`
+	Owner            string `json:"owner"`
+	SchedulerReason  string `json:"schedulerReason,omitempty"`
+	SchedulerMessage string `json:"schedulerMessage"`
+	// Reason says, in one sentence, why no allowed node can take the pod
+	// (or why it is not planned).
+	Reason string `json:"reason,omitempty"`
+	// Node takes the pod: a proposed node (NewNode, named as in nodes[]:
+	// new-1, new-2, ...) or an existing node.
+	Node         string  `json:"node,omitempty"`
+	NewNode      bool    `json:"newNode,omitempty"`
+	InstanceType string  `json:"instanceType,omitempty"`
+	CapacityType string  `json:"capacityType,omitempty"`
+	Zone         string  `json:"zone,omitempty"`
+	PricePerHour float64 `json:"pricePerHour,omitempty"`
+	Note         string  `json:"note,omitempty"`
+}
+
+// ResultExistingNode is a node of the cluster.
+type ResultExistingNode struct {
+	Name         string `json:"name"`
+	InstanceType string `json:"instanceType"`
+	CapacityType string `json:"capacityType"`
+	Zone         string `json:"zone"`
+	NodePool     string `json:"nodePool"`
+	// PricePerHour is null when the catalog does not know the type.
+	PricePerHour *float64          `json:"pricePerHour"`
+	Allocatable  map[string]string `json:"allocatable"`
+	Requested    map[string]string `json:"requested"`
+	Pods         int               `json:"pods"`
+	Cordoned     bool              `json:"cordoned,omitempty"`
 }
 
 // ResultNode is one proposed node.
 type ResultNode struct {
+	// Name is "new-1", "new-2", ... as in -o wide and pending[].node.
+	Name         string            `json:"name"`
 	InstanceType string            `json:"instanceType"`
 	CapacityType string            `json:"capacityType"`
 	Zone         string            `json:"zone"`
@@ -66,9 +139,9 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
 		TotalPricePerMonth:     round2(plan.TotalPrice * HoursPerMonth),
 		LowerBoundPricePerHour: plan.LowerBound,
 	}
-	for _, n := range plan.NewNodes {
+	for i, n := range plan.NewNodes {
 		node := ResultNode{
-			InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
+			Name: newNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
 			PricePerHour: n.Price, Pods: make([]string, len(n.Pods)),
 			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested),
 		}
@@ -97,8 +170,16 @@ func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
 
 // PrintHuman writes the plan as kubectl-style tables: proposed nodes grouped
 // by type, optionally one row per node with its pods (wide), then the pods
-// that stay pending and why.
+// that stay pending and why. For a live cluster the pending pods in scope,
+// grouped by owner, come first and the current nodes with their cost last.
 func PrintHuman(w io.Writer, r *Result, wide bool) error {
+	if r.LiveResult != nil {
+		printPending(w, r)
+		fmt.Fprintln(w)
+		if r.Scope.PendingInCluster > 0 {
+			fmt.Fprintf(w, "Proposed new nodes (for all %d pending pods):\n", r.Scope.PendingInCluster)
+		}
+	}
 	tw := printers.GetNewTabWriter(w)
 	if len(r.Nodes) == 0 {
 		fmt.Fprintln(tw, "No new nodes needed.")
@@ -120,15 +201,16 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		fmt.Fprintln(w)
 		tw = printers.GetNewTabWriter(w)
 		fmt.Fprintln(tw, "NODE\tINSTANCE TYPE\tZONE\tCPU\tMEMORY\tPODS")
-		for i, n := range r.Nodes {
-			fmt.Fprintf(tw, "new-%d\t%s\t%s\t%s/%s\t%s/%s\t%s\n", i+1, n.InstanceType, n.Zone,
+		for _, n := range r.Nodes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s/%s\t%s\n", n.Name, n.InstanceType, n.Zone,
 				orZero(n.Requested["cpu"]), n.Allocatable["cpu"], orZero(n.Requested["memory"]), n.Allocatable["memory"], strings.Join(n.Pods, ","))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	if len(r.Unschedulable) > 0 {
+	// Live, the pending section already gives every pod in scope its reason.
+	if len(r.Unschedulable) > 0 && r.LiveResult == nil {
 		fmt.Fprintf(w, "\n%d pod(s) cannot be placed on any allowed node:\n", len(r.Unschedulable))
 		tw = printers.GetNewTabWriter(w)
 		fmt.Fprintln(tw, "POD\tREASON")
@@ -139,10 +221,144 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 			return err
 		}
 	}
+	if r.LiveResult != nil {
+		if err := printExisting(w, r.LiveResult); err != nil {
+			return err
+		}
+	}
 	if r.Source != "" {
 		fmt.Fprintf(w, "\nPrices: %s.\n", r.Source)
 	}
 	return nil
+}
+
+// scopeText says whose pending pods are shown.
+func scopeText(s *ResultScope) string {
+	var parts []string
+	if s.Workload != "" {
+		parts = append(parts, "of "+strings.ToLower(s.Workload))
+	}
+	if s.Namespace == "" {
+		parts = append(parts, "in all namespaces")
+	} else {
+		parts = append(parts, fmt.Sprintf("in namespace %q", s.Namespace))
+	}
+	return strings.Join(parts, " ")
+}
+
+// pendingGroup is the pods of one owner with the same scheduler message and
+// the same outcome in the plan.
+type pendingGroup struct {
+	owner, scheduler, outcome string
+	pods, nodes               []string
+}
+
+// printPending writes the pending pods in scope, grouped by owner.
+func printPending(w io.Writer, r *Result) {
+	live := r.LiveResult
+	if live.Scope.PodNamespace != "" {
+		fmt.Fprintf(w, "Only the pods of namespace %q could be read.\n", live.Scope.PodNamespace)
+	}
+	if live.Scope.Workload != "" {
+		fmt.Fprintf(w, "%s: %d pod(s) running, %d pending.\n", strings.ToLower(live.Scope.Workload), live.Scope.Running, len(live.Pending))
+	}
+	if len(live.Pending) == 0 {
+		fmt.Fprintf(w, "No pending pods %s.\n", scopeText(&live.Scope))
+		return
+	}
+	fmt.Fprintf(w, "%d pending pod(s) %s:\n", len(live.Pending), scopeText(&live.Scope))
+	index := map[[3]string]int{}
+	var groups []pendingGroup
+	for _, p := range live.Pending {
+		var outcome, node string
+		switch {
+		case p.NewNode:
+			outcome = fmt.Sprintf("a new %s (%s, %s, $%.4f/h):", p.InstanceType, p.CapacityType, p.Zone, p.PricePerHour)
+			node = p.Node
+		case p.Node != "":
+			outcome = fmt.Sprintf("fits existing node %s; %s", p.Node, p.Note)
+		default:
+			outcome = "cannot be placed: " + p.Reason
+		}
+		scheduler := p.SchedulerMessage
+		if scheduler == "" {
+			scheduler = "(no message yet: the scheduler has not tried this pod)"
+		} else if p.SchedulerReason != "" && p.SchedulerReason != "Unschedulable" {
+			scheduler = p.SchedulerReason + ": " + scheduler
+		}
+		key := [3]string{p.Owner, scheduler, outcome}
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, pendingGroup{owner: p.Owner, scheduler: scheduler, outcome: outcome})
+		}
+		groups[i].pods = append(groups[i].pods, p.Pod)
+		if node != "" && !slices.Contains(groups[i].nodes, node) {
+			groups[i].nodes = append(groups[i].nodes, node)
+		}
+	}
+	sort.SliceStable(groups, func(a, b int) bool { return groups[a].owner < groups[b].owner })
+	for _, g := range groups {
+		outcome := g.outcome
+		if len(g.nodes) > 0 {
+			outcome += " " + shortList(g.nodes, 5)
+		}
+		fmt.Fprintf(w, "\n%s: %d pod(s) (%s)\n", g.owner, len(g.pods), shortList(g.pods, 3))
+		fmt.Fprintf(w, "  Scheduler: %s\n", g.scheduler)
+		fmt.Fprintf(w, "  Plan:      %s\n", outcome)
+	}
+}
+
+// shortList joins up to n items and counts the rest.
+func shortList(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s, +%d more", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// printExisting writes the current nodes and the cluster's cost.
+func printExisting(w io.Writer, live *LiveResult) error {
+	if live.ClusterNodes == 0 {
+		fmt.Fprintln(w, "\nCurrent nodes: none.")
+		return nil
+	}
+	fmt.Fprintf(w, "\nCurrent nodes: %d, $%.4f/hour, $%.2f/month", live.ClusterNodes, live.ClusterPricePerHour, live.ClusterPricePerMonth)
+	switch {
+	case live.PricedNodes < live.ClusterNodes:
+		fmt.Fprintf(w, " (%d of %d nodes priced; the catalog does not know the others' instance type).\n", live.PricedNodes, live.ClusterNodes)
+	default:
+		fmt.Fprintln(w, ".")
+	}
+	if live.Scope.Workload != "" {
+		if len(live.ExistingNodes) == 0 {
+			return nil
+		}
+		fmt.Fprintf(w, "Nodes %s runs or would run on:\n", strings.ToLower(live.Scope.Workload))
+	}
+	tw := printers.GetNewTabWriter(w)
+	fmt.Fprintln(tw, "NAME\tINSTANCE TYPE\tCAPACITY\tZONE\tNODEPOOL\t$/HOUR\tCPU\tMEMORY\tPODS")
+	for _, n := range live.ExistingNodes {
+		price := "-"
+		if n.PricePerHour != nil {
+			price = fmt.Sprintf("%.4f", *n.PricePerHour)
+		}
+		name := n.Name
+		if n.Cordoned {
+			name += " (cordoned)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%s/%s\t%d/%s\n", name, dash(n.InstanceType), dash(n.CapacityType), dash(n.Zone), dash(n.NodePool), price,
+			orZero(n.Requested["cpu"]), orZero(n.Allocatable["cpu"]), orZero(n.Requested["memory"]), orZero(n.Allocatable["memory"]), n.Pods, orZero(n.Allocatable["pods"]))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func orZero(s string) string {

@@ -11,8 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/karpenter"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -22,93 +22,20 @@ const (
 	LabelProvisionerName = "karpenter.sh/provisioner-name"
 )
 
-// The Karpenter types below accept the union of the layouts read: the
-// karpenter.sh/v1alpha5 Provisioner (flat spec.requirements, spec.labels,
-// spec.limits.resources, ...), the karpenter.sh/v1beta1 and v1 NodePool
-// (spec.template, spec.limits as a resource list, spec.disruption), and the
-// seed article's hybrid Provisioner that mixes the two. They are decoded
-// strictly, so a misspelt field is an error.
-
-// karpenterPool is a Provisioner or a NodePool.
-type karpenterPool struct {
-	metav1.TypeMeta `json:",inline"`
-	Metadata        metav1.ObjectMeta `json:"metadata"`
-	Spec            poolSpec          `json:"spec"`
-	Status          json.RawMessage   `json:"status,omitempty"`
-}
-
-type poolSpec struct {
-	Template   *poolTemplate `json:"template,omitempty"`
-	Disruption *disruption   `json:"disruption,omitempty"`
-	// Limits is a resource list (NodePool) or {resources: list} (Provisioner).
-	Limits map[string]json.RawMessage `json:"limits,omitempty"`
-	Weight *int32                     `json:"weight,omitempty"`
-
-	// v1alpha5 Provisioner only.
-	Labels                 map[string]string `json:"labels,omitempty"`
-	Annotations            map[string]string `json:"annotations,omitempty"`
-	Requirements           []requirement     `json:"requirements,omitempty"`
-	Taints                 []corev1.Taint    `json:"taints,omitempty"`
-	StartupTaints          []corev1.Taint    `json:"startupTaints,omitempty"`
-	ProviderRef            *nodeClassRef     `json:"providerRef,omitempty"`
-	Provider               json.RawMessage   `json:"provider,omitempty"`
-	KubeletConfiguration   json.RawMessage   `json:"kubeletConfiguration,omitempty"`
-	Consolidation          *consolidation    `json:"consolidation,omitempty"`
-	TTLSecondsAfterEmpty   *int64            `json:"ttlSecondsAfterEmpty,omitempty"`
-	TTLSecondsUntilExpired *int64            `json:"ttlSecondsUntilExpired,omitempty"`
-}
-
-type consolidation struct {
-	Enabled *bool `json:"enabled,omitempty"`
-}
-
-type poolTemplate struct {
-	Metadata struct {
-		Labels      map[string]string `json:"labels,omitempty"`
-		Annotations map[string]string `json:"annotations,omitempty"`
-	} `json:"metadata"`
-	Spec nodeClaimSpec `json:"spec"`
-}
-
-type nodeClaimSpec struct {
-	NodeClassRef           *nodeClassRef   `json:"nodeClassRef,omitempty"`
-	Requirements           []requirement   `json:"requirements,omitempty"`
-	Taints                 []corev1.Taint  `json:"taints,omitempty"`
-	StartupTaints          []corev1.Taint  `json:"startupTaints,omitempty"`
-	ExpireAfter            string          `json:"expireAfter,omitempty"`            // v1
-	TerminationGracePeriod string          `json:"terminationGracePeriod,omitempty"` // v1
-	Kubelet                json.RawMessage `json:"kubelet,omitempty"`                // v1beta1
-	Resources              json.RawMessage `json:"resources,omitempty"`              // v1beta1
-}
-
-// nodeClassRef is v1's {group, kind, name} or v1beta1's {apiVersion, kind, name}.
-type nodeClassRef struct {
-	Group      string `json:"group,omitempty"`
-	APIVersion string `json:"apiVersion,omitempty"`
-	Kind       string `json:"kind,omitempty"`
-	Name       string `json:"name"`
-}
-
-type requirement struct {
-	Key       string   `json:"key"`
-	Operator  string   `json:"operator"`
-	Values    []string `json:"values,omitempty"`
-	MinValues *int     `json:"minValues,omitempty"`
-}
-
-type disruption struct {
-	ConsolidationPolicy string   `json:"consolidationPolicy,omitempty"`
-	ConsolidateAfter    string   `json:"consolidateAfter,omitempty"`
-	ExpireAfter         string   `json:"expireAfter,omitempty"` // v1beta1
-	Budgets             []budget `json:"budgets,omitempty"`
-}
-
-type budget struct {
-	Nodes    string   `json:"nodes"`
-	Schedule *string  `json:"schedule,omitempty"`
-	Duration string   `json:"duration,omitempty"`
-	Reasons  []string `json:"reasons,omitempty"`
-}
+// The Karpenter types, defined in pkg/karpenter, accept the union of the
+// layouts read: the karpenter.sh/v1alpha5 Provisioner (flat
+// spec.requirements, spec.labels, spec.limits.resources, ...), the
+// karpenter.sh/v1beta1 and v1 NodePool (spec.template, spec.limits as a
+// resource list, spec.disruption), and the seed article's hybrid Provisioner
+// that mixes the two. They are decoded strictly, so a misspelt field is an
+// error.
+type (
+	karpenterPool = karpenter.Pool
+	poolSpec      = karpenter.PoolSpec
+	requirement   = karpenter.Requirement
+	disruption    = karpenter.Disruption
+	ec2NodeClass  = karpenter.EC2NodeClass
+)
 
 // decodePool reads a Provisioner or a NodePool into a solver.Pool.
 func (m *Manifests) decodePool(where, kind string, j []byte, generic any) error {
@@ -116,6 +43,12 @@ func (m *Manifests) decodePool(where, kind string, j []byte, generic any) error 
 	if err := decodeStrict(j, &o, generic); err != nil {
 		return err
 	}
+	return m.addPool(where, kind, &o)
+}
+
+// addPool converts a decoded Provisioner or NodePool into a solver.Pool and
+// adds it to m.
+func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 	name := o.Metadata.Name
 	if name == "" {
 		return errors.New("metadata.name is required")
@@ -317,63 +250,6 @@ func checkDuration(path, d string) error {
 		return fmt.Errorf("%s: want a duration such as 720h or Never, got %q", path, d)
 	}
 	return nil
-}
-
-// ec2NodeClass is an EC2NodeClass of karpenter.k8s.aws/v1 or v1beta1.
-type ec2NodeClass struct {
-	metav1.TypeMeta `json:",inline"`
-	Metadata        metav1.ObjectMeta `json:"metadata"`
-	Spec            struct {
-		AMIFamily                        *string           `json:"amiFamily,omitempty"`
-		AMISelectorTerms                 []selectorTerm    `json:"amiSelectorTerms,omitempty"`
-		SubnetSelectorTerms              []selectorTerm    `json:"subnetSelectorTerms,omitempty"`
-		SecurityGroupSelectorTerms       []selectorTerm    `json:"securityGroupSelectorTerms,omitempty"`
-		CapacityReservationSelectorTerms []selectorTerm    `json:"capacityReservationSelectorTerms,omitempty"`
-		AssociatePublicIPAddress         *bool             `json:"associatePublicIPAddress,omitempty"`
-		Role                             string            `json:"role,omitempty"`
-		InstanceProfile                  *string           `json:"instanceProfile,omitempty"`
-		UserData                         *string           `json:"userData,omitempty"`
-		Tags                             map[string]string `json:"tags,omitempty"`
-		Kubelet                          json.RawMessage   `json:"kubelet,omitempty"`
-		BlockDeviceMappings              []struct {
-			DeviceName string `json:"deviceName,omitempty"`
-			RootVolume bool   `json:"rootVolume,omitempty"`
-			EBS        *struct {
-				DeleteOnTermination      *bool              `json:"deleteOnTermination,omitempty"`
-				Encrypted                *bool              `json:"encrypted,omitempty"`
-				IOPS                     *int64             `json:"iops,omitempty"`
-				KMSKeyID                 *string            `json:"kmsKeyID,omitempty"`
-				SnapshotID               *string            `json:"snapshotID,omitempty"`
-				Throughput               *int64             `json:"throughput,omitempty"`
-				VolumeInitializationRate *int32             `json:"volumeInitializationRate,omitempty"`
-				VolumeSize               *resource.Quantity `json:"volumeSize,omitempty"`
-				VolumeType               *string            `json:"volumeType,omitempty"`
-			} `json:"ebs,omitempty"`
-		} `json:"blockDeviceMappings,omitempty"`
-		InstanceStorePolicy *string `json:"instanceStorePolicy,omitempty"`
-		DetailedMonitoring  *bool   `json:"detailedMonitoring,omitempty"`
-		MetadataOptions     *struct {
-			HTTPEndpoint            *string `json:"httpEndpoint,omitempty"`
-			HTTPProtocolIPv6        *string `json:"httpProtocolIPv6,omitempty"`
-			HTTPPutResponseHopLimit *int64  `json:"httpPutResponseHopLimit,omitempty"`
-			HTTPTokens              *string `json:"httpTokens,omitempty"`
-		} `json:"metadataOptions,omitempty"`
-		Context *string `json:"context,omitempty"`
-	} `json:"spec"`
-	Status json.RawMessage `json:"status,omitempty"`
-}
-
-// selectorTerm is the union of the AMI, subnet, security group and capacity
-// reservation selector terms.
-type selectorTerm struct {
-	Tags                  map[string]string `json:"tags,omitempty"`
-	ID                    string            `json:"id,omitempty"`
-	Name                  string            `json:"name,omitempty"`
-	Alias                 string            `json:"alias,omitempty"`
-	Owner                 string            `json:"owner,omitempty"`
-	OwnerID               string            `json:"ownerID,omitempty"`
-	SSMParameter          string            `json:"ssmParameter,omitempty"`
-	InstanceMatchCriteria string            `json:"instanceMatchCriteria,omitempty"`
 }
 
 // decodeNodeClass reads an EC2NodeClass and records its name.

@@ -1,0 +1,260 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// runLive reads the cluster, plans for every pending pod and prints the
+// report for the namespace (or all) and workload asked for.
+func (o *Options) runLive(ctx context.Context) error {
+	clients, err := snapshot.NewClusterClients(o.restConfig)
+	if err != nil {
+		return err
+	}
+	scope := o.namespace
+	if o.AllNamespaces {
+		scope = ""
+	}
+	cl, err := snapshot.ReadCluster(ctx, clients, snapshot.ClusterOptions{
+		Namespace: scope,
+		Host:      o.restConfig.Host,
+		Timeout:   o.restConfig.Timeout,
+	})
+	if err != nil {
+		return err
+	}
+	o.warn(cl.Warnings)
+	if o.Catalog.Region == "" {
+		o.Catalog.Region = cl.Region()
+		if o.Catalog.Region == "" {
+			o.Catalog.Region = DefaultRegion
+		}
+	}
+	types, source, err := o.Catalog.instanceTypes()
+	if err != nil {
+		return err
+	}
+	p, err := Problem(&cl.Manifests, types, o.Default)
+	if err != nil {
+		return err
+	}
+	prices := newPriceList(types)
+	p.Nodes, p.PDBs = cl.Nodes, cl.PDBs
+	for i := range p.Nodes {
+		p.Nodes[i].Price, _ = prices.price(&p.Nodes[i])
+	}
+	plan, err := o.solve(p)
+	if err != nil {
+		return err
+	}
+	result := NewResult(p, plan, source)
+	live, err := newLiveResult(cl, p, plan, prices, scope, o.target)
+	if err != nil {
+		return err
+	}
+	result.LiveResult = live
+	return o.print(result)
+}
+
+// workload is a parsed POD, pod/NAME or TYPE/NAME argument.
+type workload struct {
+	Kind, Name string
+}
+
+// String returns "Kind/name".
+func (w *workload) String() string { return w.Kind + "/" + w.Name }
+
+// workloadKinds maps what kubectl users type to kinds.
+var workloadKinds = map[string]string{
+	"pod": "Pod", "pods": "Pod", "po": "Pod",
+	"deployment": "Deployment", "deployments": "Deployment", "deploy": "Deployment",
+	"statefulset": "StatefulSet", "statefulsets": "StatefulSet", "sts": "StatefulSet",
+	"daemonset": "DaemonSet", "daemonsets": "DaemonSet", "ds": "DaemonSet",
+	"replicaset": "ReplicaSet", "replicasets": "ReplicaSet", "rs": "ReplicaSet",
+	"replicationcontroller": "ReplicationController", "replicationcontrollers": "ReplicationController", "rc": "ReplicationController",
+	"job": "Job", "jobs": "Job",
+	"cronjob": "CronJob", "cronjobs": "CronJob", "cj": "CronJob",
+}
+
+// parseWorkload reads "NAME", "pod/NAME" or "TYPE[.GROUP]/NAME".
+func parseWorkload(s string) (*workload, error) {
+	typ, name, ok := strings.Cut(s, "/")
+	if !ok {
+		typ, name = "pod", s
+	}
+	typ, _, _ = strings.Cut(strings.ToLower(typ), ".") // deployment.apps
+	kind, known := workloadKinds[typ]
+	switch {
+	case name == "" || strings.Contains(name, "/"):
+		return nil, fmt.Errorf("%q: want POD, pod/NAME or TYPE/NAME (e.g. deployment/web)", s)
+	case !known:
+		return nil, fmt.Errorf("%q: unknown workload type %q; want pod, deployment, statefulset, daemonset, replicaset, replicationcontroller, job or cronjob", s, typ)
+	}
+	return &workload{Kind: kind, Name: name}, nil
+}
+
+// cronJobSuffix is the scheduled-time suffix of a CronJob's Job names.
+var cronJobSuffix = regexp.MustCompile(`^-\d+$`)
+
+// matches reports whether a pod named name with owner ("Kind/name") belongs
+// to the workload.
+func (w *workload) matches(name, owner string) bool {
+	kind, ownerName, _ := strings.Cut(owner, "/")
+	switch w.Kind {
+	case "Pod":
+		return name == w.Name
+	case "CronJob":
+		return kind == "Job" && strings.HasPrefix(ownerName, w.Name) && cronJobSuffix.MatchString(ownerName[len(w.Name):])
+	}
+	return kind == w.Kind && ownerName == w.Name
+}
+
+// priceList finds the price of an existing node in the catalog.
+type priceList map[string][]solver.Offering
+
+func newPriceList(types []solver.InstanceType) priceList {
+	pl := make(priceList, len(types))
+	for i := range types {
+		pl[types[i].Name] = types[i].Offerings
+	}
+	return pl
+}
+
+// price returns the price of a node's instance type, zone and capacity type
+// (on-demand when the node does not say). Any zone's price is taken when the
+// node's zone is not offered, as the catalog's zone names are stand-ins.
+func (pl priceList) price(n *solver.Node) (float64, bool) {
+	offerings, ok := pl[n.InstanceType]
+	if !ok {
+		return 0, false
+	}
+	ct := n.CapacityType
+	if ct == "" {
+		ct = cloud.CapacityTypeOnDemand
+	}
+	found, price := false, 0.0
+	for _, o := range offerings {
+		if o.CapacityType != ct {
+			continue
+		}
+		if o.Zone == n.Zone {
+			return o.Price, true
+		}
+		if !found {
+			found, price = true, o.Price
+		}
+	}
+	return price, found
+}
+
+// newLiveResult builds the live part of the report: pending pods in scope
+// with what the plan does for them, the existing nodes and their cost.
+func newLiveResult(cl *snapshot.Cluster, p *solver.Problem, plan *solver.Plan, prices priceList, namespace string, target *workload) (*LiveResult, error) {
+	live := &LiveResult{
+		Scope:         ResultScope{Namespace: namespace, PendingInCluster: len(cl.Pending), PodNamespace: cl.PodNamespace},
+		Pending:       []ResultPending{},
+		ExistingNodes: []ResultExistingNode{},
+	}
+	if target != nil {
+		live.Scope.Workload = target.String()
+	}
+	inScope := func(ns, name, owner string) bool {
+		return (namespace == "" || ns == namespace) && (target == nil || target.matches(name, owner))
+	}
+
+	// What the plan does with each planned pod.
+	newNode := make(map[int]int, len(p.Pods))
+	for i, n := range plan.NewNodes {
+		for _, pod := range n.Pods {
+			newNode[pod] = i
+		}
+	}
+	existing := make(map[int]string, len(plan.Existing))
+	for _, e := range plan.Existing {
+		existing[e.Pod] = e.Node
+	}
+	reason := make(map[int]string, len(plan.Unschedulable))
+	for _, u := range plan.Unschedulable {
+		reason[u.Pod] = u.Reason
+	}
+	targetNodes := map[string]bool{}
+	for i := range cl.Pending {
+		pp := &cl.Pending[i]
+		if !inScope(pp.Namespace, pp.Name, pp.Owner) {
+			continue
+		}
+		rp := ResultPending{Pod: pp.Key(), Owner: pp.Owner, SchedulerReason: pp.SchedulerReason, SchedulerMessage: pp.SchedulerMessage}
+		switch ni, isNew := newNode[pp.Index]; {
+		case pp.Index < 0:
+			rp.Reason = pp.NotPlanned
+		case isNew:
+			n := &plan.NewNodes[ni]
+			rp.Node, rp.NewNode = newNodeName(ni), true
+			rp.InstanceType, rp.CapacityType, rp.Zone, rp.PricePerHour = n.InstanceType, n.CapacityType, n.Zone, n.Price
+		case existing[pp.Index] != "":
+			rp.Node = existing[pp.Index]
+			rp.Note = "the plan finds room on this existing node; the scheduler has not placed the pod yet, or a constraint the plan does not model (pod affinity, topology spread, volumes, host ports) keeps it off"
+			targetNodes[rp.Node] = true
+		default:
+			rp.Reason = reason[pp.Index]
+		}
+		live.Pending = append(live.Pending, rp)
+	}
+	running := 0
+	for i := range cl.Scheduled {
+		s := &cl.Scheduled[i]
+		if target != nil && inScope(s.Namespace, s.Name, s.Owner) {
+			targetNodes[s.Node] = true
+			running++
+		}
+	}
+	live.Scope.Running = running
+	if target != nil && running == 0 && len(live.Pending) == 0 {
+		where := fmt.Sprintf("in namespace %q", namespace)
+		if namespace == "" {
+			where = "in any namespace"
+		}
+		return nil, fmt.Errorf("no pods of %s %s; check the name, or use -n NAMESPACE or -A", strings.ToLower(target.Kind)+"/"+target.Name, where)
+	}
+
+	// Existing nodes: all of them, or those the workload runs or would run on.
+	priced := 0
+	for i := range cl.Nodes {
+		n := &cl.Nodes[i]
+		price, known := prices.price(n)
+		if known {
+			priced++
+			live.ClusterPricePerHour += price
+		}
+		if target != nil && !targetNodes[n.Name] {
+			continue
+		}
+		en := ResultExistingNode{
+			Name: n.Name, InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
+			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested),
+			Pods: int(n.Requested[solver.Pods]), Cordoned: n.Unschedulable,
+		}
+		if known {
+			en.PricePerHour = &price
+		}
+		live.ExistingNodes = append(live.ExistingNodes, en)
+	}
+	sort.Slice(live.ExistingNodes, func(a, b int) bool { return live.ExistingNodes[a].Name < live.ExistingNodes[b].Name })
+	live.ClusterPricePerHour = round4(live.ClusterPricePerHour)
+	live.ClusterPricePerMonth = round2(live.ClusterPricePerHour * HoursPerMonth)
+	live.ClusterNodes, live.PricedNodes = len(cl.Nodes), priced
+	return live, nil
+}
+
+// newNodeName names the i-th proposed node as the wide table does.
+func newNodeName(i int) string { return fmt.Sprintf("new-%d", i+1) }
+
+func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }

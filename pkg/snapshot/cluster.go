@@ -1,0 +1,615 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// Well-known node labels read from live nodes, besides the solver's own
+// (instance type, zone, capacity type, NodePool).
+const (
+	LabelInstanceTypeBeta = "beta.kubernetes.io/instance-type"
+	LabelZoneBeta         = "failure-domain.beta.kubernetes.io/zone"
+	LabelRegion           = "topology.kubernetes.io/region"
+	LabelEKSCapacityType  = "eks.amazonaws.com/capacityType" // ON_DEMAND or SPOT
+	LabelEKSNodeGroup     = "eks.amazonaws.com/nodegroup"
+	LabelPodTemplateHash  = "pod-template-hash"
+	// AnnotationDoNotDisrupt on a pod or node keeps consolidation away.
+	AnnotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+)
+
+// KarpenterNodePools is the resource of Karpenter's v1 NodePools, read
+// (never written) when its CRD is installed.
+var KarpenterNodePools = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+
+// DefaultPageSize is the number of objects fetched per list request.
+const DefaultPageSize = 500
+
+// Cluster is what ReadCluster found in a live cluster. The embedded
+// Manifests hold what the solver needs: Pods are the pending pods to plan,
+// DaemonSets the per-node overhead of new nodes, Pools the Karpenter
+// NodePools (none when Karpenter is not installed), plus the extended
+// resource names and warnings.
+type Cluster struct {
+	Manifests
+	// Pending lists every pending pod read, planned or not, in the order
+	// they were listed (namespace, then name).
+	Pending []PendingPod
+	// Nodes are the existing nodes: their free capacity is used first.
+	Nodes []solver.Node
+	// Scheduled lists the pods bound to a node and not finished.
+	Scheduled []ScheduledPod
+	// PDBs are the PodDisruptionBudgets, for consolidation.
+	PDBs []solver.PDB
+	// PodNamespace is "" when pods were listed in every namespace, else the
+	// only namespace whose pods were read (see ClusterOptions.Namespace).
+	PodNamespace string
+	// KarpenterInstalled reports whether the karpenter.sh/v1 NodePool CRD exists.
+	KarpenterInstalled bool
+}
+
+// PendingPod is a pod no node has been found for yet.
+type PendingPod struct {
+	Namespace string
+	Name      string
+	// Owner is the top-level controller as Kind/name ("Deployment/web"),
+	// or "Pod/<name>" for a bare pod.
+	Owner string
+	// SchedulerReason and SchedulerMessage are the pod's PodScheduled
+	// condition when it is False (Unschedulable, SchedulingGated...);
+	// empty when the scheduler has not looked at the pod yet.
+	SchedulerReason  string
+	SchedulerMessage string
+	// Index is the pod's index in Cluster.Pods, or -1 when it is not
+	// planned; NotPlanned then says why in one sentence.
+	Index      int
+	NotPlanned string
+}
+
+// Key returns "namespace/name".
+func (p *PendingPod) Key() string { return p.Namespace + "/" + p.Name }
+
+// ScheduledPod is a pod bound to a node.
+type ScheduledPod struct {
+	Namespace, Name, Owner, Node string
+}
+
+// ClusterOptions tune ReadCluster.
+type ClusterOptions struct {
+	// Namespace, when set, is where pods are read if the user may not list
+	// them in every namespace (node usage then counts only that
+	// namespace's pods, with a warning). Empty means every namespace is
+	// required.
+	Namespace string
+	// PageSize is the number of objects per list request (DefaultPageSize
+	// when zero).
+	PageSize int64
+	// Host and Timeout are only used in error messages.
+	Host    string
+	Timeout time.Duration
+}
+
+// ClusterClients are the clients ReadCluster uses.
+type ClusterClients struct {
+	Kube kubernetes.Interface
+	// Dynamic reads Karpenter NodePools; nil skips them.
+	Dynamic dynamic.Interface
+}
+
+// NewClusterClients builds the clients from a REST config: protobuf for
+// built-in types (faster to decode for thousands of pods), JSON for CRDs.
+func NewClusterClients(cfg *rest.Config) (ClusterClients, error) {
+	proto := rest.CopyConfig(cfg)
+	proto.ContentType = runtime.ContentTypeProtobuf
+	proto.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	if proto.QPS == 0 {
+		proto.QPS, proto.Burst = 50, 100
+	}
+	kube, err := kubernetes.NewForConfig(proto)
+	if err != nil {
+		return ClusterClients{}, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return ClusterClients{}, fmt.Errorf("building the dynamic client: %w", err)
+	}
+	return ClusterClients{Kube: kube, Dynamic: dyn}, nil
+}
+
+// ReadCluster reads pods, nodes, DaemonSets, PodDisruptionBudgets and, when
+// the CRD exists, Karpenter NodePools, and converts them for the solver.
+// Lists are paginated. Errors are *APIError: one line naming what could not
+// be read and what to do. A missing Karpenter CRD is not an error; pods,
+// NodePools or DaemonSets the solver cannot model are left out with a
+// warning.
+func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*Cluster, error) {
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	r := reader{ClusterClients: c, opts: opts}
+	var (
+		wg                            sync.WaitGroup
+		pods                          []corev1.Pod
+		podNS                         string
+		nodes                         []corev1.Node
+		daemonSets                    []daemonSet
+		pdbs                          []policyv1.PodDisruptionBudget
+		pools                         []json.RawMessage
+		karpenter                     bool
+		podErr, nodeErr, dsErr, kpErr error
+		pdbErr                        error
+	)
+	wg.Go(func() { pods, podNS, podErr = r.pods(ctx) })
+	wg.Go(func() { nodes, nodeErr = r.nodes(ctx) })
+	wg.Go(func() { daemonSets, dsErr = r.daemonSets(ctx) })
+	wg.Go(func() { pdbs, pdbErr = r.pdbs(ctx) })
+	wg.Go(func() { pools, karpenter, kpErr = r.nodePools(ctx) })
+	wg.Wait()
+	// A fixed order, so that the same cluster always gives the same error.
+	for _, err := range []error{podErr, nodeErr, dsErr, kpErr} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	cl := &Cluster{PodNamespace: podNS, KarpenterInstalled: karpenter}
+	if podNS != "" {
+		cl.warnf("pods", "you may not list pods in every namespace; free room on nodes counts only the pods of namespace %q", podNS)
+	}
+	if pdbErr != nil {
+		cl.Warnings = append(cl.Warnings, pdbErr.Error()+"; PodDisruptionBudgets are not needed to plan new nodes")
+	}
+	cl.addPending(pods)
+	cl.addPDBs(pdbs)
+	for _, raw := range pools {
+		cl.addLivePool(raw)
+	}
+	for i := range daemonSets {
+		cl.addDaemonSet(&daemonSets[i])
+	}
+	cl.addNodes(nodes, pods)
+	cl.Warnings = dedupe(cl.Warnings)
+	return cl, nil
+}
+
+// Region returns the most common topology.kubernetes.io/region of the
+// nodes, or "" when none has the label.
+func (c *Cluster) Region() string {
+	count := map[string]int{}
+	for i := range c.Nodes {
+		if r := c.Nodes[i].Labels[LabelRegion]; r != "" {
+			count[r]++
+		}
+	}
+	best := ""
+	for r, n := range count {
+		if n > count[best] || n == count[best] && r < best {
+			best = r
+		}
+	}
+	return best
+}
+
+// reader lists objects for ReadCluster.
+type reader struct {
+	ClusterClients
+	opts ClusterOptions
+}
+
+// daemonSet is the part of a DaemonSet ReadCluster keeps.
+type daemonSet struct {
+	namespace, name string
+	spec            corev1.PodSpec
+}
+
+func (r *reader) apiError(verb, resource, namespace string, err error) error {
+	return &APIError{Verb: verb, Resource: resource, Namespace: namespace, Host: r.opts.Host, Timeout: r.opts.Timeout, Err: err}
+}
+
+// pods lists the unfinished pods of every namespace, or of opts.Namespace
+// when listing every namespace is forbidden.
+func (r *reader) pods(ctx context.Context) ([]corev1.Pod, string, error) {
+	// Finished pods hold no resources; leave them on the server.
+	sel := "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
+	list := func(ns string) ([]corev1.Pod, error) {
+		return listAll(ctx, r.opts.PageSize, metav1.ListOptions{FieldSelector: sel},
+			func(ctx context.Context, o metav1.ListOptions) ([]corev1.Pod, string, error) {
+				l, err := r.Kube.CoreV1().Pods(ns).List(ctx, o)
+				if err != nil {
+					return nil, "", err
+				}
+				return l.Items, l.Continue, nil
+			})
+	}
+	pods, err := list(metav1.NamespaceAll)
+	if err == nil {
+		return pods, "", nil
+	}
+	if !apierrors.IsForbidden(err) || r.opts.Namespace == "" {
+		return nil, "", r.apiError("list", "pods", "", err)
+	}
+	if pods, err = list(r.opts.Namespace); err != nil {
+		return nil, "", r.apiError("list", "pods", r.opts.Namespace, err)
+	}
+	return pods, r.opts.Namespace, nil
+}
+
+func (r *reader) nodes(ctx context.Context) ([]corev1.Node, error) {
+	nodes, err := listAll(ctx, r.opts.PageSize, metav1.ListOptions{},
+		func(ctx context.Context, o metav1.ListOptions) ([]corev1.Node, string, error) {
+			l, err := r.Kube.CoreV1().Nodes().List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return l.Items, l.Continue, nil
+		})
+	if err != nil {
+		return nil, r.apiError("list", "nodes", "", err)
+	}
+	return nodes, nil
+}
+
+func (r *reader) daemonSets(ctx context.Context) ([]daemonSet, error) {
+	list, err := listAll(ctx, r.opts.PageSize, metav1.ListOptions{},
+		func(ctx context.Context, o metav1.ListOptions) ([]daemonSet, string, error) {
+			l, err := r.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]daemonSet, len(l.Items))
+			for i := range l.Items {
+				d := &l.Items[i]
+				out[i] = daemonSet{namespace: d.Namespace, name: d.Name, spec: d.Spec.Template.Spec}
+			}
+			return out, l.Continue, nil
+		})
+	if err != nil {
+		return nil, r.apiError("list", "daemonsets.apps", "", err)
+	}
+	return list, nil
+}
+
+func (r *reader) pdbs(ctx context.Context) ([]policyv1.PodDisruptionBudget, error) {
+	list, err := listAll(ctx, r.opts.PageSize, metav1.ListOptions{},
+		func(ctx context.Context, o metav1.ListOptions) ([]policyv1.PodDisruptionBudget, string, error) {
+			l, err := r.Kube.PolicyV1().PodDisruptionBudgets(metav1.NamespaceAll).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return l.Items, l.Continue, nil
+		})
+	if err != nil {
+		return nil, r.apiError("list", "poddisruptionbudgets.policy", "", err)
+	}
+	return list, nil
+}
+
+// nodePools lists Karpenter's v1 NodePools as JSON when the CRD is served.
+func (r *reader) nodePools(ctx context.Context) ([]json.RawMessage, bool, error) {
+	if r.Dynamic == nil {
+		return nil, false, nil
+	}
+	// Ask discovery first: listing a resource the user has no RBAC for is
+	// forbidden even when its CRD does not exist.
+	gv := KarpenterNodePools.GroupVersion().String()
+	res, err := r.Kube.Discovery().ServerResourcesForGroupVersion(gv)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, r.apiError("discover", gv, "", err)
+	}
+	if !slices.ContainsFunc(res.APIResources, func(a metav1.APIResource) bool { return a.Name == KarpenterNodePools.Resource }) {
+		return nil, false, nil
+	}
+	resource := KarpenterNodePools.Resource + "." + KarpenterNodePools.Group
+	raws, err := listAll(ctx, r.opts.PageSize, metav1.ListOptions{},
+		func(ctx context.Context, o metav1.ListOptions) ([]json.RawMessage, string, error) {
+			l, err := r.Dynamic.Resource(KarpenterNodePools).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]json.RawMessage, 0, len(l.Items))
+			for i := range l.Items {
+				j, err := l.Items[i].MarshalJSON()
+				if err != nil {
+					return nil, "", fmt.Errorf("encoding NodePool %s: %w", l.Items[i].GetName(), err)
+				}
+				out = append(out, j)
+			}
+			return out, l.GetContinue(), nil
+		})
+	if err != nil {
+		return nil, true, r.apiError("list", resource, "", err)
+	}
+	return raws, true, nil
+}
+
+// listAll pages through a list. When the continue token expires
+// (410 Gone) it lists again in one request.
+func listAll[T any](ctx context.Context, pageSize int64, opts metav1.ListOptions, page func(context.Context, metav1.ListOptions) ([]T, string, error)) ([]T, error) {
+	var all []T
+	opts.Limit = pageSize
+	for {
+		items, next, err := page(ctx, opts)
+		if err != nil {
+			if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+				opts.Limit, opts.Continue, all = 0, "", nil
+				continue
+			}
+			return nil, err
+		}
+		if all == nil {
+			all = items
+		} else {
+			all = append(all, items...)
+		}
+		if next == "" {
+			return all, nil
+		}
+		opts.Continue = next
+	}
+}
+
+// addPending converts the pending pods (unbound, not terminating, phase
+// Pending) into solver pods.
+func (c *Cluster) addPending(pods []corev1.Pod) {
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodPending {
+			continue
+		}
+		pp := PendingPod{Namespace: pod.Namespace, Name: pod.Name, Owner: Owner(pod), Index: -1}
+		pp.SchedulerReason, pp.SchedulerMessage = schedulerView(pod)
+		switch {
+		case len(pod.Spec.SchedulingGates) > 0:
+			names := make([]string, len(pod.Spec.SchedulingGates))
+			for k, g := range pod.Spec.SchedulingGates {
+				names[k] = g.Name
+			}
+			pp.NotPlanned = fmt.Sprintf("waits for scheduling gates (%s); it is planned once they are removed", strings.Join(names, ", "))
+		case strings.HasPrefix(pp.Owner, "DaemonSet/"):
+			pp.NotPlanned = "a DaemonSet pod belongs to one node; a new node does not help — free room on that node"
+		default:
+			shape, err := c.podShape(pp.Owner+" in namespace "+pod.Namespace, "spec", &pod.Spec)
+			if err != nil {
+				pp.NotPlanned = "cannot be modelled: " + oneLine(err.Error())
+				c.warnf(pp.Key(), "left out of the plan: %v", err)
+				break
+			}
+			shape.Namespace, shape.Name, shape.Owner = pod.Namespace, pod.Name, pp.Owner
+			shape.Labels, shape.Controller = pod.Labels, metav1.GetControllerOf(pod) != nil
+			pp.Index = len(c.Pods)
+			c.Pods = append(c.Pods, shape)
+		}
+		c.Pending = append(c.Pending, pp)
+	}
+}
+
+// schedulerView returns the reason and message of a False PodScheduled condition.
+func schedulerView(pod *corev1.Pod) (reason, message string) {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+			return cond.Reason, oneLine(cond.Message)
+		}
+	}
+	return "", ""
+}
+
+// Owner returns a pod's top-level controller as "Kind/name": a ReplicaSet
+// made by a Deployment (its name is the Deployment's plus "-" and the
+// pod-template-hash label) becomes the Deployment; a pod without a
+// controller is "Pod/<name>".
+func Owner(pod *corev1.Pod) string {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return "Pod/" + pod.Name
+	}
+	if ref.Kind == "ReplicaSet" && strings.HasPrefix(ref.APIVersion, "apps/") {
+		if h := pod.Labels[LabelPodTemplateHash]; h != "" {
+			if d, ok := strings.CutSuffix(ref.Name, "-"+h); ok && d != "" {
+				return "Deployment/" + d
+			}
+		}
+	}
+	return ref.Kind + "/" + ref.Name
+}
+
+// addLivePool converts a NodePool read from the cluster. The API server has
+// validated it, so fields newer than this reader are ignored rather than
+// refused; a NodePool that still cannot be read is left out with a warning.
+func (c *Cluster) addLivePool(raw json.RawMessage) {
+	var o karpenterPool
+	if err := json.Unmarshal(raw, &o); err != nil {
+		c.warnf("NodePool", "left out: %v", err)
+		return
+	}
+	where := "NodePool " + o.Metadata.Name
+	if err := c.addPool(where, "NodePool", &o); err != nil {
+		c.warnf(where, "left out of the plan: %v", err)
+	}
+}
+
+// addDaemonSet records a DaemonSet's pod as overhead of new nodes.
+func (c *Cluster) addDaemonSet(d *daemonSet) {
+	label := fmt.Sprintf("DaemonSet %s/%s", d.namespace, d.name)
+	shape, err := c.podShape(label, "spec.template.spec", &d.spec)
+	if err != nil {
+		c.warnf(label, "left out of the per-node overhead: %v", err)
+		return
+	}
+	c.DaemonSets = append(c.DaemonSets, solver.DaemonSet{
+		Namespace: d.namespace, Name: d.name, Requests: shape.Requests,
+		NodeSelector: shape.NodeSelector, Affinity: shape.Affinity, Tolerations: shape.Tolerations,
+	})
+}
+
+// addNodes converts the nodes and adds up the requests of the pods bound to
+// them. It runs after the pending pods, pools and DaemonSets, so that only
+// the extended resources they name are counted.
+func (c *Cluster) addNodes(nodes []corev1.Node, pods []corev1.Pod) {
+	index := make(map[string]int, len(nodes))
+	c.Nodes = make([]solver.Node, len(nodes))
+	capacity := make([]solver.Resources, len(nodes))
+	for i := range nodes {
+		c.Nodes[i] = c.node(&nodes[i])
+		capacity[i] = c.known(nodes[i].Status.Capacity)
+		index[nodes[i].Name] = i
+	}
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		c.Scheduled = append(c.Scheduled, ScheduledPod{Namespace: pod.Namespace, Name: pod.Name, Owner: Owner(pod), Node: pod.Spec.NodeName})
+		ni, ok := index[pod.Spec.NodeName]
+		if !ok {
+			continue
+		}
+		c.Nodes[ni].Pods = append(c.Nodes[ni].Pods, c.boundPod(pod))
+		c.Nodes[ni].Requested = c.Nodes[ni].Requested.Add(c.Nodes[ni].Pods[len(c.Nodes[ni].Pods)-1].Requests)
+	}
+	// Karpenter counts the capacity of a pool's nodes against its limits.
+	for pi := range c.Pools {
+		for ni := range c.Nodes {
+			if c.Nodes[ni].Labels[solver.LabelNodePool] == c.Pools[pi].Name {
+				c.Pools[pi].Used = c.Pools[pi].Used.Add(capacity[ni])
+			}
+		}
+	}
+}
+
+// boundPod converts a pod bound to a node: what topology spread,
+// (anti-)affinity and consolidation need to know of it.
+func (c *Cluster) boundPod(pod *corev1.Pod) solver.Pod {
+	p := solver.Pod{
+		Namespace: pod.Namespace, Name: pod.Name, Owner: Owner(pod),
+		Requests:     c.known(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})),
+		Labels:       pod.Labels,
+		Controller:   metav1.GetControllerOf(pod) != nil,
+		DoNotDisrupt: pod.Annotations[AnnotationDoNotDisrupt] == "true",
+	}
+	p.Requests[solver.Pods] = 1
+	if pod.Spec.Affinity != nil || len(pod.Spec.TopologySpreadConstraints) > 0 {
+		where := p.Owner + " in namespace " + pod.Namespace
+		if err := c.podTopology(where, "spec", &pod.Spec, &p); err != nil {
+			c.warnf(where, "its topology constraints are ignored: %v", err)
+		}
+	}
+	return p
+}
+
+// addPDBs converts the PodDisruptionBudgets.
+func (c *Cluster) addPDBs(pdbs []policyv1.PodDisruptionBudget) {
+	for i := range pdbs {
+		b := &pdbs[i]
+		sel, err := selector("spec.selector", b.Spec.Selector)
+		if err != nil {
+			c.warnf(fmt.Sprintf("PodDisruptionBudget %s/%s", b.Namespace, b.Name), "left out: %v", err)
+			continue
+		}
+		c.PDBs = append(c.PDBs, solver.PDB{Namespace: b.Namespace, Name: b.Name, Selector: sel, DisruptionsAllowed: b.Status.DisruptionsAllowed})
+	}
+}
+
+// node converts a Node. Instance type, zone, capacity type and pool come
+// from the well-known labels of kubelets, Karpenter and EKS.
+func (c *Cluster) node(n *corev1.Node) solver.Node {
+	labels := n.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	sn := solver.Node{
+		Name:          n.Name,
+		Pool:          firstLabel(labels, solver.LabelNodePool, LabelProvisionerName, LabelEKSNodeGroup),
+		InstanceType:  firstLabel(labels, solver.LabelInstanceType, LabelInstanceTypeBeta),
+		Zone:          firstLabel(labels, solver.LabelZone, LabelZoneBeta),
+		CapacityType:  CapacityType(labels),
+		Labels:        labels,
+		Allocatable:   c.known(n.Status.Allocatable),
+		Unschedulable: n.Spec.Unschedulable,
+		DoNotDisrupt:  n.Annotations[AnnotationDoNotDisrupt] == "true",
+		Created:       n.CreationTimestamp.Time,
+	}
+	for _, t := range n.Spec.Taints {
+		sn.Taints = append(sn.Taints, solver.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	return sn
+}
+
+// CapacityType reads a node's capacity type from Karpenter's label
+// (on-demand, spot) or EKS managed node groups' (ON_DEMAND, SPOT); "" when
+// neither is set.
+func CapacityType(labels map[string]string) string {
+	if ct := labels[solver.LabelCapacityType]; ct != "" {
+		return ct
+	}
+	switch labels[LabelEKSCapacityType] {
+	case "ON_DEMAND":
+		return "on-demand"
+	case "SPOT":
+		return "spot"
+	case "CAPACITY_BLOCK":
+		return "reserved"
+	}
+	return ""
+}
+
+func firstLabel(labels map[string]string, keys ...string) string {
+	for _, k := range keys {
+		if v := labels[k]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// known converts a resource list, keeping only the resources the solver
+// already has an index for: requests nobody pending asks for do not matter,
+// and a node's odd resources (attachable-volumes-*) are not errors.
+func (c *Cluster) known(list corev1.ResourceList) solver.Resources {
+	var r solver.Resources
+	for name, q := range list {
+		i := slices.Index(solver.FixedResourceNames[:], string(name))
+		if i < 0 {
+			j := slices.Index(c.ExtendedResources, string(name))
+			if j < 0 {
+				continue
+			}
+			i = solver.NumFixedResources + j
+		}
+		if v, err := value(&q, i == solver.CPU); err == nil {
+			r[i] = v
+		}
+	}
+	return r
+}
+
+func dedupe(s []string) []string {
+	seen := make(map[string]bool, len(s))
+	out := s[:0]
+	for _, w := range s {
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
