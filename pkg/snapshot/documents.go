@@ -1,0 +1,84 @@
+package snapshot
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	kjson "sigs.k8s.io/json"
+)
+
+// Document is one non-empty document of a manifest stream, converted to
+// JSON.
+type Document struct {
+	File  string // file name, or "<stdin>"
+	Index int    // 1-based among the stream's non-empty documents
+	Line  int    // 1-based line where the document's content starts
+	JSON  []byte
+}
+
+// Where names the document in warnings: "file: document N".
+func (d *Document) Where() string { return fmt.Sprintf("%s: document %d", d.File, d.Index) }
+
+// Errorf returns an error about the document, as a *DocumentError.
+func (d *Document) Errorf(err error) error {
+	return &DocumentError{File: d.File, Document: d.Index, Line: d.Line, Err: err}
+}
+
+// ReadDocuments reads every path as Read does (a file, a directory's *.yaml,
+// *.yml and *.json files in lexical order, or "-" for stdin) and returns
+// their non-empty documents as JSON, without interpreting them. A document
+// that is not valid YAML or JSON is a *DocumentError.
+func ReadDocuments(paths []string, stdin io.Reader) ([]Document, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no input files")
+	}
+	var out []Document
+	for _, p := range paths {
+		files, err := expand(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			var data []byte
+			name := f
+			if f == "-" {
+				name = stdinName
+				if stdin == nil {
+					return nil, errors.New("cannot read -: no stdin")
+				}
+				data, err = io.ReadAll(stdin)
+			} else {
+				data, err = os.ReadFile(f)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", name, err)
+			}
+			data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+			docs, err := splitJSON(data)
+			if err != nil {
+				docs = splitYAML(data)
+			}
+			for _, doc := range docs {
+				j, err := doc.toJSON()
+				if err != nil {
+					return nil, &DocumentError{File: name, Document: doc.index, Line: doc.line, Err: err}
+				}
+				out = append(out, Document{File: name, Index: doc.index, Line: doc.line, JSON: j})
+			}
+		}
+	}
+	return out, nil
+}
+
+// DecodeStrict decodes the JSON j into v as Read does: unknown, duplicate
+// and miscased fields are errors, and a bad quantity is named by its path.
+func DecodeStrict(j []byte, v any) error {
+	var generic any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &generic); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	return decodeStrict(j, v, generic)
+}
