@@ -3,7 +3,6 @@ package baseline_test
 import (
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -16,11 +15,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/check"
 )
 
-// topologyEnv enables the suites whose pods carry topology constraints
-// (suite a in full). They are off by default until the solver's plans for
-// them pass the checker in reasonable time.
-const topologyEnv = "RIGHTSIZE_BENCH_TOPOLOGY"
-
 // BenchmarkSuites runs the solver and both baselines on the same problems
 // and reports, per suite and size: solver time (ms, pods/s), peak heap
 // growth during one solve, and the cost of the solver's plan over its lower
@@ -29,24 +23,20 @@ const topologyEnv = "RIGHTSIZE_BENCH_TOPOLOGY"
 // turns the output into one table.
 func BenchmarkSuites(b *testing.B) {
 	type suite struct {
-		name     string
-		sizes    []int
-		topology bool
-		make     func(n int) (*solver.Problem, error)
+		name  string
+		sizes []int
+		make  func(n int) (*solver.Problem, error)
 	}
 	suites := []suite{
-		{"a-plain", []int{1000, 5000, 20000}, false, func(n int) (*solver.Problem, error) { return bench.Karpenter(n, 1, false), nil }},
-		{"a", []int{1000, 5000, 20000}, true, func(n int) (*solver.Problem, error) { return bench.Karpenter(n, 1, true), nil }},
-		{"b", []int{1000, 10000}, false, func(n int) (*solver.Problem, error) { return bench.Catalog(n, 1) }},
-		{"c", []int{1000, 10000}, false, func(n int) (*solver.Problem, error) { return bench.Bimodal(n, 1) }},
-		{"d", []int{1000, 10000}, false, func(n int) (*solver.Problem, error) { return bench.GPU(n, 1) }},
+		{"a-plain", []int{1000, 5000, 20000}, func(n int) (*solver.Problem, error) { return bench.Karpenter(n, 1, false), nil }},
+		{"a", []int{1000, 5000, 20000}, func(n int) (*solver.Problem, error) { return bench.Karpenter(n, 1, true), nil }},
+		{"b", []int{1000, 10000}, func(n int) (*solver.Problem, error) { return bench.Catalog(n, 1) }},
+		{"c", []int{1000, 10000}, func(n int) (*solver.Problem, error) { return bench.Bimodal(n, 1) }},
+		{"d", []int{1000, 10000}, func(n int) (*solver.Problem, error) { return bench.GPU(n, 1) }},
 	}
 	for _, s := range suites {
 		for _, n := range s.sizes {
 			b.Run(fmt.Sprintf("suite=%s/pods=%d", s.name, n), func(b *testing.B) {
-				if s.topology && os.Getenv(topologyEnv) == "" {
-					b.Skipf("topology suite; set %s=1 to run it", topologyEnv)
-				}
 				p, err := s.make(n)
 				if err != nil {
 					b.Fatal(err)
