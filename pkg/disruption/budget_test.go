@@ -1,0 +1,58 @@
+package disruption
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestAllowed(t *testing.T) {
+	monday9 := time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC) // a Monday
+	tests := []struct {
+		name              string
+		budgets           []Budget
+		reason            string
+		total, disrupting int
+		now               time.Time
+		want              int
+	}{
+		{"default is 10% rounded up", nil, ReasonUnderutilized, 15, 0, monday9, 2},
+		{"count", []Budget{{Nodes: "3"}}, ReasonEmpty, 50, 0, monday9, 3},
+		{"disrupting nodes count against it", []Budget{{Nodes: "3"}}, ReasonEmpty, 50, 2, monday9, 1},
+		{"never negative", []Budget{{Nodes: "1"}}, ReasonEmpty, 50, 4, monday9, 0},
+		{"smallest applying budget wins", []Budget{{Nodes: "50%"}, {Nodes: "2"}}, ReasonEmpty, 10, 0, monday9, 2},
+		{"zero blocks", []Budget{{Nodes: "0"}}, ReasonEmpty, 10, 0, monday9, 0},
+		{"budget for other reasons does not apply", []Budget{{Nodes: "0", Reasons: []string{ReasonDrifted}}}, ReasonEmpty, 10, 0, monday9, math.MaxInt},
+		{"window open", []Budget{{Nodes: "0", Schedule: "0 9 * * 1-5", Duration: time.Hour}}, ReasonEmpty, 10, 0, monday9, 0},
+		{"window closed", []Budget{{Nodes: "0", Schedule: "0 9 * * 1-5", Duration: time.Hour}}, ReasonEmpty, 10, 0, monday9.Add(2 * time.Hour), math.MaxInt},
+		{"window from the day before", []Budget{{Nodes: "0", Schedule: "@daily", Duration: 10 * time.Hour}}, ReasonEmpty, 10, 0, monday9, 0},
+		{"invalid budget blocks", []Budget{{Nodes: "lots"}}, ReasonEmpty, 10, 0, monday9, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Allowed(tc.budgets, tc.reason, tc.total, tc.disrupting, tc.now); got != tc.want {
+				t.Errorf("Allowed = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		b       Budget
+		wantErr bool
+	}{
+		{Budget{Nodes: "10%"}, false},
+		{Budget{Nodes: "101%"}, true},
+		{Budget{Nodes: "-1"}, true},
+		{Budget{Nodes: "1", Duration: time.Hour}, true},
+		{Budget{Nodes: "1", Schedule: "0 9 * * *"}, true},
+		{Budget{Nodes: "1", Schedule: "not cron", Duration: time.Hour}, true},
+		{Budget{Nodes: "1", Schedule: "0 9 * * *", Duration: time.Hour}, false},
+	}
+	for _, tc := range tests {
+		if err := tc.b.Validate(); (err != nil) != tc.wantErr {
+			t.Errorf("%+v: error %v, want error %v", tc.b, err, tc.wantErr)
+		}
+	}
+}
