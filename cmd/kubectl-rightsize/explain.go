@@ -56,6 +56,7 @@ With -f, explain plans offline for the workloads in the manifests.`,
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.Filenames, "filename", "f", nil, "manifests to plan for, offline: a file, a directory, or - for stdin (repeatable)")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "report the pending pods of every namespace")
+	f.BoolVar(&o.Consolidation, "consolidation", false, "also show what consolidation would do now and what it would save (read-only)")
 	f.StringVarP(&o.Output, "output", "o", "", "output format: wide, json or yaml")
 	f.StringVar(&o.Catalog.Region, "region", "", "AWS region whose instance types and prices to use (default: the nodes' topology.kubernetes.io/region, else "+explain.DefaultRegion+")")
 	f.StringVar(&o.Catalog.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog")

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
@@ -59,6 +60,12 @@ func (o *Options) runLive(ctx context.Context) error {
 	live, err := newLiveResult(cl, p, plan, prices, scope, o.target)
 	if err != nil {
 		return err
+	}
+	if o.Consolidation {
+		snapshot.NodesAllowed(p.Pools, cl.Budgets, p.Nodes, time.Now())
+		if live.Consolidation, err = solver.Consolidate(p); err != nil {
+			return fmt.Errorf("planning consolidation: %w", err)
+		}
 	}
 	result.LiveResult = live
 	return o.print(result)

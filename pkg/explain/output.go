@@ -47,6 +47,9 @@ type LiveResult struct {
 	ClusterPricePerMonth float64 `json:"clusterPricePerMonth"`
 	ClusterNodes         int     `json:"clusterNodes"`
 	PricedNodes          int     `json:"pricedNodes"`
+	// Consolidation is what the consolidation planner would do now
+	// (--consolidation); nothing is changed.
+	Consolidation *solver.ConsolidationPlan `json:"consolidation,omitempty"`
 }
 
 // ResultScope says what the live report covers.
@@ -224,6 +227,11 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 	if r.LiveResult != nil {
 		if err := printExisting(w, r.LiveResult); err != nil {
 			return err
+		}
+		if c := r.LiveResult.Consolidation; c != nil {
+			if err := printConsolidation(w, c); err != nil {
+				return err
+			}
 		}
 	}
 	if r.Source != "" {
@@ -405,4 +413,36 @@ func countPods(nodes []ResultNode) int {
 		n += len(node.Pods)
 	}
 	return n
+}
+
+// printConsolidation writes what consolidation would do now: the actions
+// with their saving, the nodes left alone and why, and the target cost.
+func printConsolidation(w io.Writer, c *solver.ConsolidationPlan) error {
+	fmt.Fprintf(w, "\nConsolidation (read-only: nothing is changed): the cluster costs $%.4f/h; packed from scratch it would cost $%.4f/h.\n", c.CurrentPrice, c.TargetPrice)
+	if len(c.Actions) == 0 {
+		fmt.Fprintln(w, "No consolidation action passes every guard now.")
+	} else {
+		tw := printers.GetNewTabWriter(w)
+		fmt.Fprintln(tw, "ACTION\tNODES\tREPLACEMENT\tPODS MOVED\tSAVING $/H\tWHY")
+		for _, a := range c.Actions {
+			repl := make([]string, len(a.Replacements))
+			for i, n := range a.Replacements {
+				repl[i] = n.InstanceType + " " + n.CapacityType
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.4f\t%s\n", a.Kind, shortList(a.Nodes, 3), dash(strings.Join(repl, ", ")), len(a.Moves), a.Saving, a.Reason)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "Saving available: $%.4f/h ($%.2f/month).\n", c.Saving, c.Saving*HoursPerMonth)
+	}
+	if len(c.Blocked) > 0 {
+		tw := printers.GetNewTabWriter(w)
+		fmt.Fprintln(tw, "\nNODE LEFT ALONE\tWHY")
+		for _, b := range c.Blocked {
+			fmt.Fprintf(tw, "%s\t%s\n", b.Node, b.Reason)
+		}
+		return tw.Flush()
+	}
+	return nil
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// AllNamespaces reports the pending pods of every namespace rather than
 	// those of the current namespace (-A).
 	AllNamespaces bool
+	// Consolidation adds what the consolidation planner would do now (live
+	// clusters only; read-only).
+	Consolidation bool
 	// Workload narrows the report to one workload: "NAME" or "pod/NAME" for
 	// a pod, "TYPE/NAME" for a controller (deployment/web). The plan still
 	// considers every pending pod.
@@ -124,6 +127,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Catalog.Model.MaxPods < 0 {
 		return fmt.Errorf("--max-pods %d: must not be negative", o.Catalog.Model.MaxPods)
+	}
+	if o.Consolidation && len(o.Filenames) > 0 {
+		return fmt.Errorf("--consolidation reads a live cluster's nodes; it cannot be combined with -f")
 	}
 	return nil
 }

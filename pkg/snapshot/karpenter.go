@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/karpenter"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -30,11 +31,11 @@ const (
 // that mixes the two. They are decoded strictly, so a misspelt field is an
 // error.
 type (
-	karpenterPool = karpenter.Pool
-	poolSpec      = karpenter.PoolSpec
-	requirement   = karpenter.Requirement
-	disruption    = karpenter.Disruption
-	ec2NodeClass  = karpenter.EC2NodeClass
+	karpenterPool      = karpenter.Pool
+	poolSpec           = karpenter.PoolSpec
+	requirement        = karpenter.Requirement
+	poolDisruptionSpec = karpenter.Disruption
+	ec2NodeClass       = karpenter.EC2NodeClass
 )
 
 // decodePool reads a Provisioner or a NodePool into a solver.Pool.
@@ -124,6 +125,15 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 	if err := m.checkDisruption(where+": "+label, s.Disruption); err != nil {
 		return err
 	}
+	var budgets []disruption.Budget
+	var err error
+	if pool.Consolidation, budgets, err = poolDisruption(s); err != nil {
+		return err
+	}
+	if m.Budgets == nil {
+		m.Budgets = map[string][]disruption.Budget{}
+	}
+	m.Budgets[name] = budgets
 	m.Pools = append(m.Pools, pool)
 	return nil
 }
@@ -209,8 +219,8 @@ func taints(path string, out []solver.Taint, in []corev1.Taint) ([]solver.Taint,
 	return out, nil
 }
 
-// checkDisruption validates spec.disruption, which the solver does not use.
-func (m *Manifests) checkDisruption(where string, d *disruption) error {
+// checkDisruption validates spec.disruption.
+func (m *Manifests) checkDisruption(where string, d *poolDisruptionSpec) error {
 	if d == nil {
 		return nil
 	}

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -38,6 +39,8 @@ type Manifests struct {
 	DaemonSets []solver.DaemonSet
 	// Pools come from Karpenter-shaped NodePool and Provisioner documents.
 	Pools []solver.Pool
+	// Budgets are each pool's disruption budgets, by pool name.
+	Budgets map[string][]disruption.Budget
 	// NodeClasses are the names of the EC2NodeClass documents seen.
 	NodeClasses []string
 	// ExtendedResources names the solver's resource indices

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -510,6 +511,7 @@ spec:
 			StartupTaints: []solver.Taint{{Key: "init", Effect: "NoExecute"}},
 			Limits:        solver.Resources{solver.CPU: 1_000_000, solver.Memory: 1000 * gi, solver.GPU: 4},
 			HasLimit:      [solver.MaxResources]bool{solver.CPU: true, solver.Memory: true, solver.GPU: true},
+			Consolidation: solver.Consolidation{Policy: solver.WhenEmptyOrUnderutilized, After: time.Minute, NodesAllowed: -1},
 		}, warnings: []string{"requirements[1].minValues is not supported", `nodeClassRef "default" is not in the input`}},
 		{name: "v1beta1 NodePool", in: `
 apiVersion: karpenter.sh/v1beta1
@@ -533,11 +535,12 @@ spec:
   subnetSelectorTerms: [{tags: {a: b}}]
   securityGroupSelectorTerms: [{id: sg-1}]
 `, want: solver.Pool{
-			Name:         "b",
-			Requirements: []solver.Requirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"spot"}}},
-			Labels:       map[string]string{LabelNodePool: "b"},
-			Limits:       solver.Resources{solver.CPU: 8000},
-			HasLimit:     [solver.MaxResources]bool{solver.CPU: true},
+			Name:          "b",
+			Requirements:  []solver.Requirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"spot"}}},
+			Labels:        map[string]string{LabelNodePool: "b"},
+			Limits:        solver.Resources{solver.CPU: 8000},
+			HasLimit:      [solver.MaxResources]bool{solver.CPU: true},
+			Consolidation: solver.Consolidation{Policy: solver.WhenEmptyOrUnderutilized, NodesAllowed: -1},
 		}, classes: []string{"default"}},
 		{name: "v1alpha5 Provisioner, flat layout", in: `
 apiVersion: karpenter.sh/v1alpha5
@@ -561,6 +564,7 @@ spec:
 			StartupTaints: []solver.Taint{{Key: "b", Effect: "NoSchedule"}},
 			Limits:        solver.Resources{solver.CPU: 1_000_000, solver.Pods: 500},
 			HasLimit:      [solver.MaxResources]bool{solver.CPU: true, solver.Pods: true},
+			Consolidation: solver.Consolidation{Policy: solver.WhenEmpty, After: 30 * time.Second, NodesAllowed: -1},
 		}},
 	}
 	for _, tt := range tests {
