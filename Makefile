@@ -37,8 +37,9 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 bench: ## Run the solver suites against the baselines and print one table.
 	$(GO) test ./pkg/solver/baseline -run '^$$' -bench . -benchtime 3x -timeout 30m | tee /dev/stderr | $(GO) run ./hack/benchtable
 
-generate: ## Regenerate the embedded catalog from the module proxy.
-	$(GO) generate ./pkg/cloud/catalog
+generate: ## Regenerate the embedded catalog, and pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod).
+	rm -f config/crd/rightsize.dev_*.yaml
+	$(GO) generate ./pkg/apis/... ./pkg/cloud/catalog
 
 clean:
 	rm -rf bin dist

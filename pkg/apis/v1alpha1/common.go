@@ -1,0 +1,147 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"maps"
+	"time"
+)
+
+// Labels on the nodes the operator launches.
+const (
+	// LabelNodePool names the NodePool a node was launched for. The operator
+	// sets it on every NodeClaim and node; a NodePool's template may not.
+	LabelNodePool = Group + "/nodepool"
+	// LabelNodeClass names the node class (EC2NodeClass, SimNodeClass) a node
+	// was launched with.
+	LabelNodeClass = Group + "/nodeclass"
+	// KarpenterLabelNodePool is Karpenter's name for LabelNodePool. The
+	// operator sets it too, to the same value, so that workloads written for
+	// Karpenter (nodeSelector karpenter.sh/nodepool: NAME) keep scheduling on
+	// the pool of the same name; a NodePool's template may not set it.
+	KarpenterLabelNodePool = "karpenter.sh/nodepool"
+	// KarpenterLabelProvisionerName is the label Karpenter's v1alpha5
+	// Provisioners put on their nodes. It is an ordinary template label here:
+	// `kubectl rightsize import` adds it to the template of a NodePool
+	// converted from a Provisioner, so that workloads selecting it keep
+	// scheduling.
+	KarpenterLabelProvisionerName = "karpenter.sh/provisioner-name"
+	// LabelCapacityType is the capacity type (on-demand or spot) of a node,
+	// under the key Karpenter uses, so requirements carry over unchanged.
+	LabelCapacityType = "karpenter.sh/capacity-type"
+)
+
+// Capacity types, the values of LabelCapacityType.
+const (
+	CapacityTypeOnDemand = "on-demand"
+	CapacityTypeSpot     = "spot"
+)
+
+// Condition types.
+const (
+	// ConditionReady is True when the object is usable: a NodePool whose node
+	// class is ready, a node class whose cloud resources resolved, a
+	// NodeClaim whose node is Initialized.
+	ConditionReady = "Ready"
+	// ConditionLaunched is True once the cloud instance of a NodeClaim exists.
+	ConditionLaunched = "Launched"
+	// ConditionRegistered is True once a Node with the NodeClaim's providerID
+	// joined the cluster.
+	ConditionRegistered = "Registered"
+	// ConditionInitialized is True once the Node is Ready and its startup
+	// taints are gone.
+	ConditionInitialized = "Initialized"
+)
+
+// NodeSelectorRequirement is a label requirement on the nodes of a pool or
+// claim, as in a pod's node affinity, with Karpenter's minValues.
+//
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",message="operators In and NotIn need at least one value",fieldPath=".values"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || size(self.values) == 0",message="operators Exists and DoesNotExist take no values",fieldPath=".values"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt']) || (has(self.values) && size(self.values) == 1 && self.values[0].matches('^[0-9]+$'))",message="operators Gt and Lt take a single non-negative integer value",fieldPath=".values"
+// +kubebuilder:validation:XValidation:rule="!(has(self.minValues) && self.operator == 'In') || (has(self.values) && size(self.values) >= self.minValues)",message="minValues must not exceed the number of values",fieldPath=".minValues"
+type NodeSelectorRequirement struct {
+	// Key is the label key, e.g. node.kubernetes.io/instance-type or
+	// karpenter.sh/capacity-type.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^(([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`
+	Key string `json:"key"`
+	// Operator is how the key's value is matched: In, NotIn, Exists,
+	// DoesNotExist, Gt or Lt.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist;Gt;Lt
+	Operator NodeSelectorOperator `json:"operator"`
+	// Values are the label values for In and NotIn, or the single integer
+	// for Gt and Lt; empty for Exists and DoesNotExist.
+	// +kubebuilder:validation:MaxItems=500
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	Values []string `json:"values,omitempty"`
+	// MinValues is the least number of distinct values of the key that the
+	// instance types considered must span (Karpenter's flexibility floor,
+	// e.g. at least 5 instance families for spot).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=50
+	// +optional
+	MinValues *int `json:"minValues,omitempty"`
+}
+
+// NodeSelectorOperator is the operator of a NodeSelectorRequirement.
+type NodeSelectorOperator string
+
+// Operators of a NodeSelectorRequirement.
+const (
+	NodeSelectorOpIn           NodeSelectorOperator = "In"
+	NodeSelectorOpNotIn        NodeSelectorOperator = "NotIn"
+	NodeSelectorOpExists       NodeSelectorOperator = "Exists"
+	NodeSelectorOpDoesNotExist NodeSelectorOperator = "DoesNotExist"
+	NodeSelectorOpGt           NodeSelectorOperator = "Gt"
+	NodeSelectorOpLt           NodeSelectorOperator = "Lt"
+)
+
+// NodeClassReference names the node class (EC2NodeClass or SimNodeClass)
+// whose cloud settings nodes are launched with.
+type NodeClassReference struct {
+	// Group is the API group of the node class; only rightsize.dev is read.
+	// +kubebuilder:default=rightsize.dev
+	// +kubebuilder:validation:Enum=rightsize.dev
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Kind is the kind of the node class: EC2NodeClass or SimNodeClass.
+	// +kubebuilder:validation:Enum=EC2NodeClass;SimNodeClass
+	Kind string `json:"kind"`
+	// Name is the name of the node class.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// NillableDuration is a duration such as 30s, 5m, 1h30m or 720h, or Never.
+// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+type NillableDuration string
+
+// Never is the NillableDuration that never elapses.
+const Never NillableDuration = "Never"
+
+// Duration returns d as a time.Duration; ok is false for Never and for the
+// empty duration.
+func (d NillableDuration) Duration() (_ time.Duration, ok bool, _ error) {
+	if d == "" || d == Never {
+		return 0, false, nil
+	}
+	v, err := time.ParseDuration(string(d))
+	if err != nil {
+		return 0, false, fmt.Errorf("invalid duration %q: %w", string(d), err)
+	}
+	return v, true, nil
+}
+
+// NodeLabels returns the labels every node of the pool carries: the
+// template's labels plus LabelNodePool and KarpenterLabelNodePool set to the
+// pool's name.
+func (np *NodePool) NodeLabels() map[string]string {
+	labels := make(map[string]string, len(np.Spec.Template.Labels)+2)
+	maps.Copy(labels, np.Spec.Template.Labels)
+	labels[LabelNodePool] = np.Name
+	labels[KarpenterLabelNodePool] = np.Name
+	return labels
+}

@@ -1,0 +1,94 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+)
+
+// CloudProvider launches and terminates the machines behind NodeClaims. The
+// operator talks only to this interface; AWS (pkg/cloud/aws) and the
+// simulator (pkg/cloud/sim) implement it. Every method is safe for
+// concurrent use.
+type CloudProvider interface {
+	// Name is a short name for logs and metrics, e.g. "aws" or "sim".
+	Name() string
+
+	// Create launches one instance for the NodeClaim: the cheapest offering
+	// that satisfies its requirements (instance type, zone and capacity type
+	// requirements narrow the choice; the solver usually leaves exactly one
+	// type) and its resource requests, configured from the NodeClaim's node
+	// class. It returns a copy of the NodeClaim whose status carries the
+	// providerID, instance type, zone, capacity type, price, capacity and
+	// allocatable, and whose labels carry the node's well-known labels.
+	//
+	// Create must be idempotent per NodeClaim name: a retry after a crash
+	// returns the instance already launched for it (providers tag instances
+	// with the NodeClaim name and find them by tag) rather than a second one.
+	//
+	// Errors: *InsufficientCapacityError when no allowed offering could be
+	// launched (the caller marks those offerings unavailable and re-plans);
+	// *NodeClassNotReadyError when the node class cannot be resolved yet;
+	// any other error is transient and retried.
+	Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1alpha1.NodeClaim, error)
+
+	// Delete terminates the instance behind the NodeClaim's providerID. It
+	// returns a *NotFoundError once the instance is gone, which the caller
+	// treats as success.
+	Delete(ctx context.Context, claim *v1alpha1.NodeClaim) error
+
+	// Get returns the NodeClaim view (status and labels as Create fills
+	// them) of a running instance, or a *NotFoundError.
+	Get(ctx context.Context, providerID string) (*v1alpha1.NodeClaim, error)
+
+	// List returns every instance this provider launched for this cluster,
+	// for garbage collection of instances without a NodeClaim.
+	List(ctx context.Context) ([]*v1alpha1.NodeClaim, error)
+
+	// InstanceTypes returns the instance types and offerings (with current
+	// prices and availability) a NodePool's node class can launch.
+	InstanceTypes(ctx context.Context, pool *v1alpha1.NodePool) ([]InstanceType, error)
+}
+
+// InsufficientCapacityError says that none of the offerings tried could be
+// launched now; Offerings lists them as "type/zone/capacity-type".
+type InsufficientCapacityError struct {
+	Offerings []string
+	Err       error
+}
+
+func (e *InsufficientCapacityError) Error() string {
+	return fmt.Sprintf("insufficient capacity for %v: %v", e.Offerings, e.Err)
+}
+
+func (e *InsufficientCapacityError) Unwrap() error { return e.Err }
+
+// NotFoundError says the instance does not exist (any more).
+type NotFoundError struct{ ProviderID string }
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("instance %s not found", e.ProviderID) }
+
+// NodeClassNotReadyError says the node class cannot be resolved yet (e.g. no
+// subnet matches its selector terms); Reason is one sentence for events.
+type NodeClassNotReadyError struct {
+	NodeClass string
+	Reason    string
+}
+
+func (e *NodeClassNotReadyError) Error() string {
+	return fmt.Sprintf("node class %s is not ready: %s", e.NodeClass, e.Reason)
+}
+
+// IsInsufficientCapacity reports whether err is or wraps an InsufficientCapacityError.
+func IsInsufficientCapacity(err error) bool {
+	var e *InsufficientCapacityError
+	return errors.As(err, &e)
+}
+
+// IsNotFound reports whether err is or wraps a NotFoundError.
+func IsNotFound(err error) bool {
+	var e *NotFoundError
+	return errors.As(err, &e)
+}
