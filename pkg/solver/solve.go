@@ -16,8 +16,10 @@ type class struct {
 	req   Resources
 	group int     // index into state.groups (the constraints)
 	value float64 // dollars per hour the pod costs on its best node, fluidly
-	// kinds lists the candidate kinds the class fits, by index.
+	// kinds lists the candidate kinds the class fits, by index; pools
+	// groups them by pool, highest weight first.
 	kinds []int
+	pools []poolKinds
 	// capGroup, when not -1, indexes state.capLimit: the most pods of all
 	// classes in the group one node may run (hostname spread and
 	// anti-affinity); conflicts lists classes it may not share a node with;
@@ -97,8 +99,9 @@ type state struct {
 	// zoned are the pending pods assigned to zones so far.
 	zoned []zonedPod
 	// capLimit is the per-node limit of each cap group; capCount is scratch
-	// space counting a node's pods per cap group while it is filled.
-	capLimit, capCount []int
+	// space counting a node's pods per cap group while it is filled, and
+	// taken its pods per class.
+	capLimit, capCount, taken []int
 }
 
 type plannedNode struct {
@@ -376,12 +379,27 @@ func (s *state) buildKinds() {
 		if c.refused != "" || (s.hasTopology && s.onlyExisting(c)) {
 			continue
 		}
+		byPool := map[int]int{}
 		for ki, k := range s.kinds {
 			if k.compat.has(c.group) && c.req.Fits(k.alloc) {
 				c.kinds = append(c.kinds, ki)
+				i, ok := byPool[k.pool]
+				if !ok {
+					i = len(c.pools)
+					byPool[k.pool] = i
+					c.pools = append(c.pools, poolKinds{pool: k.pool})
+				}
+				c.pools[i].kinds = append(c.pools[i].kinds, ki)
 			}
 		}
+		sort.SliceStable(c.pools, func(a, b int) bool { return s.p.Pools[c.pools[a].pool].Weight > s.p.Pools[c.pools[b].pool].Weight })
 	}
+}
+
+// poolKinds are a class's candidate kinds in one pool.
+type poolKinds struct {
+	pool  int
+	kinds []int
 }
 
 func allMatch(reqs []Requirement, labels Labels) bool {
@@ -589,14 +607,33 @@ func (s *state) topWeight() []int32 {
 		if s.rem[ci] == 0 {
 			continue
 		}
-		for _, ki := range c.kinds {
-			k := s.kinds[ki]
-			if pw := s.p.Pools[k.pool].Weight; pw > w[ci] && s.limitRoom(k) > 0 {
-				w[ci] = pw
+		for _, pk := range c.pools {
+			if s.poolHasRoom(pk) {
+				w[ci] = s.p.Pools[pk.pool].Weight
+				break
 			}
 		}
 	}
 	return w
+}
+
+// poolHasRoom reports whether the pool's limits allow one more node of any
+// of the kinds.
+func (s *state) poolHasRoom(pk poolKinds) bool {
+	pool := &s.p.Pools[pk.pool]
+	limited := false
+	for _, h := range pool.HasLimit {
+		limited = limited || h
+	}
+	if !limited {
+		return true
+	}
+	for _, ki := range pk.kinds {
+		if s.limitRoom(s.kinds[ki]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // limitRoom is how many more nodes of kind k its pool's limits allow.
@@ -715,15 +752,15 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take) ([]take, fl
 	value := 0.0
 	poolWeight := s.p.Pools[k.pool].Weight
 	start := len(takes)
-	taken := func(ci int) int {
-		for _, t := range takes[start:] {
-			if t.class == ci {
-				return t.n
-			}
-		}
-		return 0
+	if len(s.taken) != len(s.classes) {
+		s.taken = make([]int, len(s.classes))
 	}
-	defer func() { s.resetCaps(takes[start:]) }()
+	defer func() {
+		s.resetCaps(takes[start:])
+		for _, t := range takes[start:] {
+			s.taken[t.class] = 0
+		}
+	}()
 	for {
 		var f Resources64 // free room as shares of alloc
 		fn := 0.0
@@ -741,7 +778,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take) ([]take, fl
 			if weights[ci] != poolWeight || sh.max == 0 || fn == 0 || !c.req.Fits(free) || s.conflictsWith(ci, takes[start:]) {
 				continue
 			}
-			left := min(s.rem[ci]-taken(ci), s.capRoom(ci))
+			left := min(s.rem[ci]-s.taken[ci], s.capRoom(ci))
 			if left <= 0 {
 				continue
 			}
@@ -762,6 +799,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take) ([]take, fl
 		free = free.Sub(c.req.Scale(int64(n)))
 		value += float64(n) * c.value
 		s.countCap(bestClass, n)
+		s.taken[bestClass] += n
 		found := false
 		for i := start; i < len(takes); i++ {
 			if takes[i].class == bestClass {
