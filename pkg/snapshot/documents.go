@@ -2,10 +2,8 @@ package snapshot
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	kjson "sigs.k8s.io/json"
 )
@@ -32,43 +30,24 @@ func (d *Document) Errorf(err error) error {
 // their non-empty documents as JSON, without interpreting them. A document
 // that is not valid YAML or JSON is a *DocumentError.
 func ReadDocuments(paths []string, stdin io.Reader) ([]Document, error) {
-	if len(paths) == 0 {
-		return nil, errors.New("no input files")
-	}
 	var out []Document
-	for _, p := range paths {
-		files, err := expand(p)
+	err := readInputs(paths, stdin, func(name string, data []byte) error {
+		data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+		docs, err := splitJSON(data)
 		if err != nil {
-			return nil, err
+			docs = splitYAML(data)
 		}
-		for _, f := range files {
-			var data []byte
-			name := f
-			if f == "-" {
-				name = stdinName
-				if stdin == nil {
-					return nil, errors.New("cannot read -: no stdin")
-				}
-				data, err = io.ReadAll(stdin)
-			} else {
-				data, err = os.ReadFile(f)
-			}
+		for _, doc := range docs {
+			j, err := doc.toJSON()
 			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", name, err)
+				return &DocumentError{File: name, Document: doc.index, Line: doc.line, Err: err}
 			}
-			data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-			docs, err := splitJSON(data)
-			if err != nil {
-				docs = splitYAML(data)
-			}
-			for _, doc := range docs {
-				j, err := doc.toJSON()
-				if err != nil {
-					return nil, &DocumentError{File: name, Document: doc.index, Line: doc.line, Err: err}
-				}
-				out = append(out, Document{File: name, Index: doc.index, Line: doc.line, JSON: j})
-			}
+			out = append(out, Document{File: name, Index: doc.index, Line: doc.line, JSON: j})
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -90,19 +90,17 @@ func oneLine(s string) string {
 
 const stdinName = "<stdin>"
 
-// Read reads every path: a file, a directory (recursively, its *.yaml, *.yml
-// and *.json files in lexical order) or "-" for stdin. It fails if the input
-// holds no pod or workload, and warns about pools whose nodeClassRef names a
-// node class that is not in the input.
-func Read(paths []string, stdin io.Reader) (*Manifests, error) {
+// readInputs calls read with the name and contents of every input: each
+// file of each path (a file, a directory's *.yaml, *.yml and *.json files in
+// lexical order), or stdin for "-".
+func readInputs(paths []string, stdin io.Reader, read func(name string, data []byte) error) error {
 	if len(paths) == 0 {
-		return nil, errors.New("no input files")
+		return errors.New("no input files")
 	}
-	m := &Manifests{}
 	for _, p := range paths {
 		files, err := expand(p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, f := range files {
 			var data []byte
@@ -110,19 +108,31 @@ func Read(paths []string, stdin io.Reader) (*Manifests, error) {
 			if f == "-" {
 				name = stdinName
 				if stdin == nil {
-					return nil, errors.New("cannot read -: no stdin")
+					return errors.New("cannot read -: no stdin")
 				}
 				data, err = io.ReadAll(stdin)
 			} else {
 				data, err = os.ReadFile(f)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", name, err)
+				return fmt.Errorf("reading %s: %w", name, err)
 			}
-			if err := Decode(name, data, m); err != nil {
-				return nil, err
+			if err := read(name, data); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// Read reads every path: a file, a directory (recursively, its *.yaml, *.yml
+// and *.json files in lexical order) or "-" for stdin. It fails if the input
+// holds no pod or workload, and warns about pools whose nodeClassRef names a
+// node class that is not in the input.
+func Read(paths []string, stdin io.Reader) (*Manifests, error) {
+	m := &Manifests{}
+	if err := readInputs(paths, stdin, func(name string, data []byte) error { return Decode(name, data, m) }); err != nil {
+		return nil, err
 	}
 	if m.workloads == 0 {
 		shown := make([]string, len(paths))
