@@ -64,20 +64,9 @@ func Plan(p *solver.Problem, plan *solver.Plan) error {
 	used := make(map[string]solver.Resources)
 	total := 0.0
 	for ni, n := range plan.NewNodes {
-		var pool *solver.Pool
-		for i := range p.Pools {
-			if p.Pools[i].Name == n.Pool {
-				pool = &p.Pools[i]
-			}
-		}
-		var it *solver.InstanceType
-		for i := range p.InstanceTypes {
-			if p.InstanceTypes[i].Name == n.InstanceType {
-				it = &p.InstanceTypes[i]
-			}
-		}
-		if pool == nil || it == nil {
-			return fmt.Errorf("node %d: unknown pool %q or type %q", ni, n.Pool, n.InstanceType)
+		pool, it, err := lookup(p, &n)
+		if err != nil {
+			return fmt.Errorf("node %d: %w", ni, err)
 		}
 		offered := false
 		for _, o := range it.Offerings {
@@ -165,9 +154,8 @@ func Cost(p *solver.Problem, plan *solver.Plan) float64 {
 	return total
 }
 
-// newNodeLabels are the labels a planned node carries: its instance type's,
-// its pool's, then the pool name, zone and capacity type.
-func newNodeLabels(p *solver.Problem, n *solver.NewNode) (map[string]string, error) {
+// lookup finds a planned node's pool and instance type.
+func lookup(p *solver.Problem, n *solver.NewNode) (*solver.Pool, *solver.InstanceType, error) {
 	var pool *solver.Pool
 	for i := range p.Pools {
 		if p.Pools[i].Name == n.Pool {
@@ -181,7 +169,17 @@ func newNodeLabels(p *solver.Problem, n *solver.NewNode) (map[string]string, err
 		}
 	}
 	if pool == nil || it == nil {
-		return nil, fmt.Errorf("unknown pool %q or type %q", n.Pool, n.InstanceType)
+		return nil, nil, fmt.Errorf("unknown pool %q or type %q", n.Pool, n.InstanceType)
+	}
+	return pool, it, nil
+}
+
+// newNodeLabels are the labels a planned node carries: its instance type's,
+// its pool's, then the pool name, zone and capacity type.
+func newNodeLabels(p *solver.Problem, n *solver.NewNode) (map[string]string, error) {
+	pool, it, err := lookup(p, n)
+	if err != nil {
+		return nil, err
 	}
 	labels := make(map[string]string, len(it.Labels)+len(pool.Labels)+3)
 	for k, v := range it.Labels {
@@ -196,7 +194,6 @@ func newNodeLabels(p *solver.Problem, n *solver.NewNode) (map[string]string, err
 	return labels, nil
 }
 
-// allowed judges a pod against a node with Kubernetes' helpers.
 // Allowed judges a pod against a node's labels and taints with Kubernetes' helpers.
 func Allowed(pod *solver.Pod, labels map[string]string, taints []solver.Taint) error {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: v1.NodeSpec{Taints: toV1Taints(taints)}}
