@@ -17,11 +17,7 @@ import (
 // does not say: the kubelet's default maxPods.
 const fileDefaultPods = 110
 
-// fileInstanceTypes is the --instance-types file format.
-type fileInstanceTypes struct {
-	InstanceTypes []fileInstanceType `json:"instanceTypes"`
-}
-
+// fileInstanceType is one entry of the --instance-types file's instanceTypes list.
 type fileInstanceType struct {
 	Name            string          `json:"name"`
 	CPU             json.RawMessage `json:"cpu"`

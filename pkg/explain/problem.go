@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
@@ -106,16 +105,4 @@ func Problem(m *snapshot.Manifests, types []solver.InstanceType, def DefaultPool
 		Pools:             pools,
 		InstanceTypes:     types,
 	}, nil
-}
-
-// knownTypes lists up to n type names, for messages.
-func knownTypes(types []solver.InstanceType, n int) string {
-	names := make([]string, 0, n)
-	for i := range types {
-		if i == n {
-			break
-		}
-		names = append(names, types[i].Name)
-	}
-	return strings.Join(names, ", ")
 }
