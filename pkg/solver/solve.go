@@ -654,48 +654,29 @@ func (s *state) limitRoom(k *kind) int {
 	return room
 }
 
-// fillFunc packs remaining pods onto one node of kind k and returns what it
-// took and the value of it, without changing the state.
-type fillFunc func(k *kind, weights []int32, takes []take) ([]take, float64)
-
-// fill packs remaining pods onto one node of kind k in its fill order, as
-// many of each class as fit.
-func (s *state) fill(k *kind, weights []int32, takes []take) ([]take, float64) {
-	free := k.alloc
-	value := 0.0
-	poolWeight := s.p.Pools[k.pool].Weight
-	start := len(takes)
-	defer func() { s.resetCaps(takes[start:]) }()
-	for _, ci := range k.order {
-		if s.rem[ci] == 0 || weights[ci] != poolWeight || s.conflictsWith(ci, takes[start:]) {
-			continue
-		}
-		n := min(fitCount(free, s.classes[ci].req), s.rem[ci], s.capRoom(ci))
-		if n == 0 {
-			continue
-		}
-		free = free.Sub(s.classes[ci].req.Scale(int64(n)))
-		value += float64(n) * s.classes[ci].value
-		s.countCap(ci, n)
-		takes = append(takes, take{ci, n})
-	}
-	return takes, value
-}
-
 // bestPacking runs the greedy with each way of valuing pods (stand-alone
-// cost, and the fluid optimum's resource prices when known), improves each
-// result, and keeps the cheapest.
+// cost, and the fluid optimum's resource prices when known) and each way of
+// filling a node, improves each result, and keeps the cheapest.
 func (s *state) bestPacking(prices *Resources64) {
 	rem, used := slices.Clone(s.rem), slices.Clone(s.used)
 	bestCost := math.Inf(1)
 	var best plannedState
 	type strategy struct {
-		prices   *Resources64
-		balanced bool
+		prices *Resources64
+		fill   fillMode
 	}
-	strategies := []strategy{{nil, false}, {nil, true}}
-	if prices != nil {
-		strategies = append(strategies, strategy{prices, false}, strategy{prices, true})
+	fills := []fillMode{fillWeighted, fillShape}
+	if len(s.p.Pods) <= denseFillPods {
+		fills = append(fills, fillDense)
+	}
+	var strategies []strategy
+	for _, pr := range []*Resources64{nil, prices} {
+		if pr == nil && len(strategies) > 0 {
+			break
+		}
+		for _, f := range fills {
+			strategies = append(strategies, strategy{pr, f})
+		}
 	}
 	efficient := s.efficientKinds()
 	for _, st := range strategies {
@@ -706,11 +687,7 @@ func (s *state) bestPacking(prices *Resources64) {
 		copy(s.used, used)
 		s.nodes = nil
 		s.valueClasses(st.prices, efficient)
-		if st.balanced {
-			s.greedy(efficient, s.fillBalanced)
-		} else {
-			s.greedy(efficient, s.fill)
-		}
+		s.greedy(efficient, st.fill)
 		s.downsize(s.p.Options.Deadline)
 		s.mergePairs(s.p.Options.Deadline)
 		if cost := s.cost(); cost < bestCost-1e-9 {
@@ -745,9 +722,10 @@ func (s *state) cost() float64 {
 // fillBalanced packs one node of kind k a batch at a time, each time taking
 // the class whose requests best match the shape of what is still free (the
 // cosine of normalised request and free vectors, times the class's value per
-// share), so that CPU-heavy and memory-heavy pods share nodes instead of each
-// exhausting one resource while the other idles.
-func (s *state) fillBalanced(k *kind, weights []int32, takes []take) ([]take, float64) {
+// share when weighted), so that CPU-heavy and memory-heavy pods share nodes
+// instead of each exhausting one resource while the other idles. It returns
+// what it took and the value of it, without changing the state.
+func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bool) ([]take, float64) {
 	free := k.alloc
 	value := 0.0
 	poolWeight := s.p.Pools[k.pool].Weight
@@ -786,7 +764,11 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take) ([]take, fl
 			for r := range f {
 				dot += sh.norm[r] * f[r]
 			}
-			if score := dot / (sh.length * fn) * c.value / sh.max; score > bestScore {
+			score := dot / (sh.length * fn)
+			if weighted {
+				score *= c.value / sh.max
+			}
+			if score > bestScore {
 				bestClass, bestScore, bestLeft = ci, score, left
 			}
 		}
@@ -814,19 +796,53 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take) ([]take, fl
 	return takes, value
 }
 
+// fillMode is how the greedy fills a candidate node.
+type fillMode int
+
+const (
+	// fillWeighted and fillShape take pods a batch at a time, the class
+	// whose shape best matches the free room first (weighted by value per
+	// share, or not); see fillBalanced.
+	fillWeighted fillMode = iota
+	fillShape
+	// fillDense takes, in value-density order, as many of each class as
+	// fit. It only wins on small problems (the benchmark suites' tiny
+	// ones), so it is tried only up to denseFillPods pods.
+	fillDense
+)
+
+const denseFillPods = 2000
+
+// fillDensest packs remaining pods onto one node of kind k in its fill
+// order, as many of each class as fit.
+func (s *state) fillDensest(k *kind, weights []int32, takes []take) ([]take, float64) {
+	free := k.alloc
+	value := 0.0
+	poolWeight := s.p.Pools[k.pool].Weight
+	start := len(takes)
+	defer func() { s.resetCaps(takes[start:]) }()
+	for _, ci := range k.order {
+		if s.rem[ci] == 0 || weights[ci] != poolWeight || s.conflictsWith(ci, takes[start:]) {
+			continue
+		}
+		n := min(fitCount(free, s.classes[ci].req), s.rem[ci], s.capRoom(ci))
+		if n == 0 {
+			continue
+		}
+		free = free.Sub(s.classes[ci].req.Scale(int64(n)))
+		value += float64(n) * s.classes[ci].value
+		s.countCap(ci, n)
+		takes = append(takes, take{ci, n})
+	}
+	return takes, value
+}
+
 // greedy launches, one configuration at a time, the node with the lowest
 // price per value of the pods it takes, and repeats it while the remaining
 // pods allow.
 //
-// It considers the given kinds (all when nil) and fills each candidate node
-// with fill.
-func (s *state) greedy(kinds []int, fill fillFunc) {
-	if kinds == nil {
-		kinds = make([]int, len(s.kinds))
-		for i := range kinds {
-			kinds[i] = i
-		}
-	}
+// It considers the given kinds and fills each candidate node as mode says.
+func (s *state) greedy(kinds []int, mode fillMode) {
 	var best, cur []take
 	for {
 		weights := s.topWeight()
@@ -837,7 +853,11 @@ func (s *state) greedy(kinds []int, fill fillFunc) {
 				continue
 			}
 			var value float64
-			cur, value = fill(k, weights, cur[:0])
+			if mode == fillDense {
+				cur, value = s.fillDensest(k, weights, cur[:0])
+			} else {
+				cur, value = s.fillBalanced(k, weights, cur[:0], mode == fillWeighted)
+			}
 			if value <= 0 {
 				continue
 			}
