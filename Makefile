@@ -33,6 +33,7 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	$(GO) test ./pkg/snapshot -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/cloud -run '^$$' -fuzz '^FuzzReadInstanceTypes$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/solver -run '^$$' -fuzz '^FuzzSolve$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/solver -run '^$$' -fuzz '^FuzzConsolidate$$' -fuzztime $(FUZZTIME)
 
 bench: ## Run the solver suites against the baselines and print one table.
 	$(GO) test ./pkg/solver/baseline -run '^$$' -bench . -benchtime 3x -timeout 30m | tee /dev/stderr | $(GO) run ./hack/benchtable
