@@ -1,5 +1,6 @@
 // Command benchtable reads `go test -bench` output of the solver suites
-// (pkg/solver/baseline) on stdin and prints one table: suite, pods, solver
+// (pkg/solver/baseline, and the consolidation suite f of pkg/solver) on
+// stdin and prints one table: suite, pods, solver
 // time, pods per second, and the plan's cost over the lower bound, over the
 // Karpenter-like greedy, over the single-type FFD and, for tiny problems,
 // over the exact optimum. It exits non-zero when the input reports a
@@ -42,6 +43,10 @@ var columns = []column{
 	{"peak MB", "peak-MB", "%.1f"},
 	{"greedy ms", "greedy-ms", "%.1f"},
 	{"FFD ms", "ffd-ms", "%.1f"},
+	// Consolidation (suite f): share of the achievable saving captured and
+	// pods evicted per dollar per hour saved.
+	{"captured", "captured", "%.3f"},
+	{"evicted/$", "evicted/$", "%.1f"},
 }
 
 var procSuffix = regexp.MustCompile(`-\d+$`)

@@ -786,7 +786,7 @@ func BenchmarkConsolidate(b *testing.B) {
 		for i := range p.Nodes {
 			npods += len(p.Nodes[i].Pods)
 		}
-		b.Run(fmt.Sprintf("%s/nodes=%d/pods=%d", s.name, len(p.Nodes), npods), func(b *testing.B) {
+		b.Run(fmt.Sprintf("suite=f-%s/nodes=%d/pods=%d", s.name, len(p.Nodes), npods), func(b *testing.B) {
 			var plan *ConsolidationPlan
 			var err error
 			for i := 0; i < b.N; i++ {
