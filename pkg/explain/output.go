@@ -114,6 +114,8 @@ type ResultNode struct {
 	Pods         []string          `json:"pods"`
 	Allocatable  map[string]string `json:"allocatable"`
 	Requested    map[string]string `json:"requested"`
+	// Reason says in one sentence why this node.
+	Reason string `json:"reason"`
 }
 
 // ResultUnscheduled is one pod left pending, with the reason.
@@ -146,7 +148,7 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
 		node := ResultNode{
 			Name: newNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
 			PricePerHour: n.Price, Pods: make([]string, len(n.Pods)),
-			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested),
+			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested), Reason: n.Reason,
 		}
 		for i, pod := range n.Pods {
 			node.Pods[i] = p.Pods[pod].Key()
@@ -207,6 +209,15 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		for _, n := range r.Nodes {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s/%s\t%s\n", n.Name, n.InstanceType, n.Zone,
 				orZero(n.Requested["cpu"]), n.Allocatable["cpu"], orZero(n.Requested["memory"]), n.Allocatable["memory"], strings.Join(n.Pods, ","))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		tw = printers.GetNewTabWriter(w)
+		fmt.Fprintln(tw, "NODE\tWHY")
+		for _, n := range r.Nodes {
+			fmt.Fprintf(tw, "%s\t%s\n", n.Name, n.Reason)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
