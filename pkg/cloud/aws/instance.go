@@ -1,0 +1,582 @@
+package aws
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// capacityErrors are the fleet error codes that say an offering cannot be
+// launched now; the offering is avoided for UnavailableFor.
+var capacityErrors = map[string]bool{
+	"InsufficientInstanceCapacity":         true,
+	"InsufficientCapacity":                 true,
+	"InsufficientHostCapacity":             true,
+	"InsufficientReservedInstanceCapacity": true,
+	"MaxSpotInstanceCountExceeded":         true,
+	"VcpuLimitExceeded":                    true,
+	"UnfulfillableCapacity":                true,
+	"Unsupported":                          true,
+	"SpotMaxPriceTooLow":                   true,
+	"InsufficientFreeAddressesInSubnet":    true,
+}
+
+// candidate is one offering a NodeClaim may launch on.
+type candidate struct {
+	it       *cloud.InstanceType
+	offering cloud.Offering
+	subnet   string
+	image    image
+	maxPods  int64
+}
+
+// instanceLabelKeys are the requirement keys the instance itself decides;
+// requirements on other keys are met by the pool's labels, not the type.
+func instanceLabelKey(key string) bool {
+	switch key {
+	case solver.LabelInstanceType, solver.LabelZone, solver.LabelCapacityType, cloud.LabelArch, cloud.LabelOS, cloud.LabelRegion:
+		return true
+	}
+	return strings.HasPrefix(key, "karpenter.k8s.aws/")
+}
+
+func requestsOf(claim *v1alpha1.NodeClaim) solver.Resources {
+	var r solver.Resources
+	for i, name := range solver.FixedResourceNames {
+		if q, ok := claim.Spec.Resources.Requests[corev1.ResourceName(name)]; ok {
+			if i == solver.CPU {
+				r[i] = q.MilliValue()
+			} else {
+				r[i] = q.Value()
+			}
+		}
+	}
+	return r
+}
+
+// candidates returns the offerings that satisfy the claim, cheapest first,
+// in the zones of the class's subnets, for architectures it has images for.
+func (p *Provider) candidates(claim *v1alpha1.NodeClaim, rc *resolvedClass, model cloud.NodeModel) []candidate {
+	var reqs []solver.Requirement
+	for _, r := range claim.Spec.Requirements {
+		if instanceLabelKey(r.Key) {
+			reqs = append(reqs, solver.Requirement{Key: r.Key, Operator: string(r.Operator), Values: r.Values})
+		}
+	}
+	want := requestsOf(claim)
+	subnetByZone := map[string]string{}
+	for _, s := range rc.status.Subnets {
+		cur, ok := subnetByZone[s.Zone]
+		if !ok || p.subnetFreeIPs(s.ID) > p.subnetFreeIPs(cur) {
+			subnetByZone[s.Zone] = s.ID
+		}
+	}
+	types := p.allInstanceTypes()
+	var out []candidate
+	for i := range types {
+		it := &types[i]
+		im, ok := rc.imageFor(it.Architecture)
+		if !ok && len(rc.images) > 0 {
+			continue
+		}
+		st := model.SolverType(it, p.region)
+		if !want.Fits(st.Capacity.Sub(st.Overhead)) {
+			continue
+		}
+		labels := cloud.Labels(it, p.region)
+		for _, o := range it.Offerings {
+			subnet, ok := subnetByZone[o.Zone]
+			if !ok {
+				continue
+			}
+			labels[solver.LabelZone] = o.Zone
+			labels[solver.LabelCapacityType] = o.CapacityType
+			if !allMatch(reqs, labels) {
+				continue
+			}
+			out = append(out, candidate{it: it, offering: o, subnet: subnet, image: im, maxPods: model.Pods(it)})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(a.offering.Price, b.offering.Price), strings.Compare(a.it.Name, b.it.Name), strings.Compare(a.offering.Zone, b.offering.Zone))
+	})
+	return out
+}
+
+func allMatch(reqs []solver.Requirement, labels map[string]string) bool {
+	for i := range reqs {
+		if !reqs[i].Matches(solver.MapLabels(labels)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Create implements cloud.CloudProvider with one CreateFleet (type instant)
+// per NodeClaim: spot when the claim allows it and spot is on offer, else
+// on-demand; overrides for the cheapest compatible type × zone pairs (at
+// most 60); lowest-price for on-demand, price-capacity-optimized for spot;
+// the ClientToken is the claim's UID, so a retried call launches nothing
+// new. Offerings the fleet refuses for capacity are marked unavailable.
+func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1alpha1.NodeClaim, error) {
+	rc, err := p.resolvedClass(ctx, claim.Spec.NodeClassRef.Name)
+	if err != nil {
+		return nil, err
+	}
+	if existing, err := p.findByClaim(ctx, claim.Name); err != nil {
+		return nil, err
+	} else if existing != nil {
+		p.log.Info("instance already launched for the NodeClaim", "nodeClaim", claim.Name, "instance", aws.ToString(existing.InstanceId))
+		return p.claimView(claim, existing, p.typeIndex()), nil
+	}
+	bds := blockDevices(rc.family, rc.spec.BlockDeviceMappings)
+	model := p.opts.NodeModel
+	if root := rootVolumeBytes(bds); root > 0 {
+		model.EphemeralStorage = root
+	}
+	cands := p.candidates(claim, rc, model)
+	if len(cands) == 0 {
+		return nil, &cloud.InsufficientCapacityError{Err: fmt.Errorf("no offering of %s satisfies the NodeClaim's requirements and requests in the zones of EC2NodeClass %s", p.region, rc.name)}
+	}
+	capacityType := cloud.CapacityTypeOnDemand
+	if slices.ContainsFunc(cands, func(c candidate) bool { return c.offering.CapacityType == cloud.CapacityTypeSpot }) {
+		capacityType = cloud.CapacityTypeSpot
+	}
+	cands = slices.DeleteFunc(cands, func(c candidate) bool { return c.offering.CapacityType != capacityType })
+	if len(cands) > maxFleetOverrides {
+		cands = cands[:maxFleetOverrides]
+	}
+	configs, err := p.fleetConfigs(ctx, claim, rc, bds, cands)
+	if err != nil {
+		return nil, err
+	}
+	tags := p.instanceTags(claim, rc)
+	ec2Tags := make([]ec2types.Tag, 0, len(tags))
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		ec2Tags = append(ec2Tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	in := &ec2.CreateFleetInput{
+		Type:                  ec2types.FleetTypeInstant,
+		LaunchTemplateConfigs: configs,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity:       aws.Int32(1),
+			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
+		},
+		OnDemandOptions: &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice},
+		SpotOptions:     &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized},
+		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: ec2Tags},
+		},
+	}
+	if claim.UID != "" {
+		in.ClientToken = aws.String(string(claim.UID))
+	}
+	callCtx, cancel := p.call(ctx)
+	out, err := p.ec2.CreateFleet(callCtx, in)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("CreateFleet for NodeClaim %s: %w", claim.Name, err)
+	}
+	refused := p.recordFleetErrors(claim, out.Errors, cands)
+	for _, fi := range out.Instances {
+		if len(fi.InstanceIds) == 0 {
+			continue
+		}
+		id := fi.InstanceIds[0]
+		typ := string(fi.InstanceType)
+		zone := ""
+		if lo := fi.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
+			zone = aws.ToString(lo.Overrides.AvailabilityZone)
+			if typ == "" {
+				typ = string(lo.Overrides.InstanceType)
+			}
+			if zone == "" {
+				zone = zoneOfSubnet(rc, aws.ToString(lo.Overrides.SubnetId))
+			}
+		}
+		i := slices.IndexFunc(cands, func(c candidate) bool { return c.it.Name == typ && c.offering.Zone == zone })
+		if i < 0 {
+			return nil, fmt.Errorf("CreateFleet for NodeClaim %s launched %s in %s, which it was not asked for", claim.Name, typ, zone)
+		}
+		c := cands[i]
+		p.metrics.launches.WithLabelValues(capacityType).Inc()
+		p.log.Info("launched instance", "nodeClaim", claim.Name, "instance", id, "instanceType", typ, "zone", zone,
+			"capacityType", capacityType, "pricePerHour", c.offering.Price, "overrides", len(cands), "refused", len(refused))
+		res := claim.DeepCopy()
+		p.fillClaim(res, id, c.it, zone, capacityType, c.image.id, c.offering.Price, model)
+		return res, nil
+	}
+	if len(out.Errors) == 0 {
+		return nil, fmt.Errorf("CreateFleet for NodeClaim %s launched nothing and reported no error", claim.Name)
+	}
+	first := out.Errors[0]
+	cause := fmt.Errorf("%s: %s", aws.ToString(first.ErrorCode), aws.ToString(first.ErrorMessage))
+	if len(refused) > 0 {
+		return nil, &cloud.InsufficientCapacityError{Offerings: refused, Err: cause}
+	}
+	return nil, fmt.Errorf("CreateFleet for NodeClaim %s: %w", claim.Name, cause)
+}
+
+func zoneOfSubnet(rc *resolvedClass, id string) string {
+	for _, s := range rc.status.Subnets {
+		if s.ID == id {
+			return s.Zone
+		}
+	}
+	return ""
+}
+
+// fleetConfigs creates (or reuses) a launch template per image and max-pods
+// value among the candidates, and returns the fleet's configurations with
+// each candidate as an override of its template.
+func (p *Provider) fleetConfigs(ctx context.Context, claim *v1alpha1.NodeClaim, rc *resolvedClass, bds []blockDevice, cands []candidate) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
+	type key struct {
+		image   string
+		maxPods int64
+	}
+	var order []key
+	byKey := map[key][]candidate{}
+	for _, c := range cands {
+		k := key{c.image.id, c.maxPods}
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], c)
+	}
+	taints := append(slices.Clone(claim.Spec.Taints), claim.Spec.StartupTaints...)
+	taints = append(taints, cloud.UnregisteredTaint)
+	var out []ec2types.FleetLaunchTemplateConfigRequest
+	for _, k := range order {
+		b := bootstrap{
+			ClusterName: p.opts.ClusterName, ClusterEndpoint: p.opts.ClusterEndpoint, ClusterCABundle: p.opts.ClusterCABundle,
+			ServiceCIDR: p.opts.ClusterServiceCIDR, Labels: claim.Labels, Taints: taints, MaxPods: k.maxPods,
+			Custom: aws.ToString(rc.spec.UserData),
+		}
+		ud, err := b.UserData(rc.family)
+		if err != nil {
+			return nil, fmt.Errorf("aws: user data for NodeClaim %s: %w", claim.Name, err)
+		}
+		lc := &launchConfig{
+			NodeClass: rc.name, ImageID: k.image, UserData: ud, SecurityGroupIDs: sortedSecurityGroupIDs(rc.status.SecurityGroups),
+			InstanceProfile: rc.status.InstanceProfile, BlockDevices: bds, PublicIP: rc.spec.AssociatePublicIPAddress,
+			Monitoring: aws.ToBool(rc.spec.DetailedMonitoring),
+		}
+		metadataDefaults(rc.spec.MetadataOptions, lc)
+		id, err := p.ensureLaunchTemplate(ctx, lc)
+		if err != nil {
+			return nil, err
+		}
+		cfg := ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateId: aws.String(id), Version: aws.String("$Latest")},
+		}
+		for _, c := range byKey[k] {
+			cfg.Overrides = append(cfg.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+				InstanceType: ec2types.InstanceType(c.it.Name), SubnetId: aws.String(c.subnet), AvailabilityZone: aws.String(c.offering.Zone),
+			})
+		}
+		out = append(out, cfg)
+	}
+	return out, nil
+}
+
+// recordFleetErrors marks the offerings refused for capacity unavailable,
+// counts them, and returns them as type/zone/capacity-type.
+func (p *Provider) recordFleetErrors(claim *v1alpha1.NodeClaim, errs []ec2types.CreateFleetError, cands []candidate) []string {
+	var refused []string
+	for _, e := range errs {
+		code := aws.ToString(e.ErrorCode)
+		var typ, zone string
+		if lo := e.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
+			typ, zone = string(lo.Overrides.InstanceType), aws.ToString(lo.Overrides.AvailabilityZone)
+			if zone == "" {
+				if i := slices.IndexFunc(cands, func(c candidate) bool { return c.subnet == aws.ToString(lo.Overrides.SubnetId) }); i >= 0 {
+					zone = cands[i].offering.Zone
+				}
+			}
+		}
+		ct := string(e.Lifecycle)
+		if ct == "" {
+			ct = cloud.CapacityTypeOnDemand
+		}
+		p.log.Info("fleet refused an offering", "nodeClaim", claim.Name, "instanceType", typ, "zone", zone, "capacityType", ct,
+			"code", code, "message", aws.ToString(e.ErrorMessage))
+		if !capacityErrors[code] || typ == "" || zone == "" {
+			continue
+		}
+		p.unavailable.MarkUnavailable(typ, zone, ct)
+		p.metrics.insufficientCapacity.WithLabelValues(typ, zone, ct, code).Inc()
+		refused = append(refused, typ+"/"+zone+"/"+ct)
+	}
+	return refused
+}
+
+// instanceTags are the tags of the instance and its volumes: the class's
+// own, then the ones the provider finds its instances by.
+func (p *Provider) instanceTags(claim *v1alpha1.NodeClaim, rc *resolvedClass) map[string]string {
+	tags := maps.Clone(rc.spec.Tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	if _, ok := tags["Name"]; !ok {
+		tags["Name"] = claim.Name
+	}
+	tags["kubernetes.io/cluster/"+p.opts.ClusterName] = "owned"
+	tags[TagCluster] = p.opts.ClusterName
+	tags[TagNodeClaim] = claim.Name
+	tags[TagNodeClass] = rc.name
+	if pool := claim.Labels[v1alpha1.LabelNodePool]; pool != "" {
+		tags[TagNodePool] = pool
+	}
+	return tags
+}
+
+// fillClaim writes what was launched into the claim's status and labels.
+func (p *Provider) fillClaim(nc *v1alpha1.NodeClaim, id string, it *cloud.InstanceType, zone, capacityType, imageID string, price float64, model cloud.NodeModel) {
+	nc.Status.ProviderID = "aws:///" + zone + "/" + id
+	nc.Status.InstanceType = it.Name
+	nc.Status.Zone = zone
+	nc.Status.CapacityType = capacityType
+	nc.Status.ImageID = imageID
+	if price > 0 {
+		nc.Status.PricePerHour = strconv.FormatFloat(price, 'f', -1, 64)
+	}
+	st := model.SolverType(it, p.region)
+	nc.Status.Capacity = resourceList(st.Capacity)
+	nc.Status.Allocatable = resourceList(st.Capacity.Sub(st.Overhead))
+	if nc.Labels == nil {
+		nc.Labels = map[string]string{}
+	}
+	maps.Copy(nc.Labels, st.Labels)
+	nc.Labels[solver.LabelZone] = zone
+	nc.Labels[solver.LabelCapacityType] = capacityType
+}
+
+func resourceList(r solver.Resources) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i, name := range solver.FixedResourceNames {
+		if r[i] <= 0 {
+			continue
+		}
+		switch i {
+		case solver.CPU:
+			out[corev1.ResourceName(name)] = *resource.NewMilliQuantity(r[i], resource.DecimalSI)
+		case solver.Memory, solver.EphemeralStorage:
+			out[corev1.ResourceName(name)] = *resource.NewQuantity(r[i], resource.BinarySI)
+		default:
+			out[corev1.ResourceName(name)] = *resource.NewQuantity(r[i], resource.DecimalSI)
+		}
+	}
+	return out
+}
+
+// liveStates are the states of instances that exist for the operator.
+var liveStates = []string{"pending", "running", "stopping", "stopped"}
+
+// findByClaim returns the live instance launched for the claim, if any.
+func (p *Provider) findByClaim(ctx context.Context, name string) (*ec2types.Instance, error) {
+	found, err := p.describeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag:" + TagCluster), Values: []string{p.opts.ClusterName}},
+		{Name: aws.String("tag:" + TagNodeClaim), Values: []string{name}},
+		{Name: aws.String("instance-state-name"), Values: liveStates},
+	}})
+	if err != nil || len(found) == 0 {
+		return nil, err
+	}
+	return &found[0], nil
+}
+
+func (p *Provider) describeInstances(ctx context.Context, in *ec2.DescribeInstancesInput) ([]ec2types.Instance, error) {
+	ctx, cancel := p.call(ctx)
+	defer cancel()
+	var out []ec2types.Instance
+	pages := ec2.NewDescribeInstancesPaginator(p.ec2, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page.Reservations {
+			out = append(out, r.Instances...)
+		}
+	}
+	return out, nil
+}
+
+// ParseProviderID returns the instance ID of an aws:///zone/i-… provider ID.
+func ParseProviderID(providerID string) (string, error) {
+	rest, ok := strings.CutPrefix(providerID, "aws:///")
+	if !ok {
+		return "", fmt.Errorf("provider ID %q is not of the form aws:///zone/instance-id", providerID)
+	}
+	id := rest[strings.LastIndexByte(rest, '/')+1:]
+	if !strings.HasPrefix(id, "i-") || len(id) < 3 {
+		return "", fmt.Errorf("provider ID %q has no instance ID", providerID)
+	}
+	return id, nil
+}
+
+// instance returns the instance behind a provider ID, or a *cloud.NotFoundError
+// when it does not exist or is terminated.
+func (p *Provider) instance(ctx context.Context, providerID string) (*ec2types.Instance, error) {
+	id, err := ParseProviderID(providerID)
+	if err != nil {
+		return nil, err
+	}
+	found, err := p.describeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if apiErrorCode(err) == "InvalidInstanceID.NotFound" {
+		return nil, &cloud.NotFoundError{ProviderID: providerID}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("DescribeInstances %s: %w", id, err)
+	}
+	if len(found) == 0 || found[0].State == nil || found[0].State.Name == ec2types.InstanceStateNameTerminated ||
+		found[0].State.Name == ec2types.InstanceStateNameShuttingDown {
+		return nil, &cloud.NotFoundError{ProviderID: providerID}
+	}
+	return &found[0], nil
+}
+
+// Delete implements cloud.CloudProvider: it terminates the instance, and
+// returns a *cloud.NotFoundError once it is gone (shutting down counts as
+// gone). It refuses instances not tagged for this cluster.
+func (p *Provider) Delete(ctx context.Context, claim *v1alpha1.NodeClaim) error {
+	in, err := p.instance(ctx, claim.Status.ProviderID)
+	if err != nil {
+		return err
+	}
+	if tagValue(in.Tags, TagCluster) != p.opts.ClusterName {
+		return fmt.Errorf("aws: instance %s is not tagged %s=%s; refusing to terminate it", aws.ToString(in.InstanceId), TagCluster, p.opts.ClusterName)
+	}
+	ctx, cancel := p.call(ctx)
+	defer cancel()
+	_, err = p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{aws.ToString(in.InstanceId)}})
+	if apiErrorCode(err) == "InvalidInstanceID.NotFound" {
+		return &cloud.NotFoundError{ProviderID: claim.Status.ProviderID}
+	}
+	if err != nil {
+		return fmt.Errorf("TerminateInstances %s: %w", aws.ToString(in.InstanceId), err)
+	}
+	p.metrics.terminations.Inc()
+	p.log.Info("terminated instance", "nodeClaim", claim.Name, "instance", aws.ToString(in.InstanceId))
+	return nil
+}
+
+// Get implements cloud.CloudProvider.
+func (p *Provider) Get(ctx context.Context, providerID string) (*v1alpha1.NodeClaim, error) {
+	in, err := p.instance(ctx, providerID)
+	if err != nil {
+		return nil, err
+	}
+	return p.claimView(nil, in, p.typeIndex()), nil
+}
+
+// List implements cloud.CloudProvider: every live instance tagged for this
+// cluster, with the NodeClaim name (from its tag) as the claim's name and
+// the launch time as its creation time.
+func (p *Provider) List(ctx context.Context) ([]*v1alpha1.NodeClaim, error) {
+	found, err := p.describeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag:" + TagCluster), Values: []string{p.opts.ClusterName}},
+		{Name: aws.String("instance-state-name"), Values: liveStates},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("DescribeInstances: %w", err)
+	}
+	out := make([]*v1alpha1.NodeClaim, 0, len(found))
+	index := p.typeIndex()
+	for i := range found {
+		out = append(out, p.claimView(nil, &found[i], index))
+	}
+	return out, nil
+}
+
+func tagValue(tags []ec2types.Tag, key string) string {
+	for _, t := range tags {
+		if aws.ToString(t.Key) == key {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
+}
+
+// claimView is the NodeClaim view of an instance: base (a copy) when given,
+// else one built from the instance's tags.
+func (p *Provider) claimView(base *v1alpha1.NodeClaim, in *ec2types.Instance, index map[string]cloud.InstanceType) *v1alpha1.NodeClaim {
+	var nc *v1alpha1.NodeClaim
+	if base != nil {
+		nc = base.DeepCopy()
+	} else {
+		nc = &v1alpha1.NodeClaim{}
+		nc.Name = tagValue(in.Tags, TagNodeClaim)
+		nc.Labels = map[string]string{}
+		if pool := tagValue(in.Tags, TagNodePool); pool != "" {
+			nc.Labels[v1alpha1.LabelNodePool] = pool
+			nc.Labels[v1alpha1.KarpenterLabelNodePool] = pool
+		}
+		nc.Spec.NodeClassRef = v1alpha1.NodeClassReference{Group: v1alpha1.Group, Kind: "EC2NodeClass", Name: tagValue(in.Tags, TagNodeClass)}
+		if in.LaunchTime != nil {
+			nc.CreationTimestamp = metav1.NewTime(*in.LaunchTime)
+		}
+	}
+	zone := ""
+	if in.Placement != nil {
+		zone = aws.ToString(in.Placement.AvailabilityZone)
+	}
+	ct := cloud.CapacityTypeOnDemand
+	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+		ct = cloud.CapacityTypeSpot
+	}
+	typ := string(in.InstanceType)
+	it := p.lookupType(index, typ)
+	price := 0.0
+	for _, o := range it.Offerings {
+		if o.Zone == zone && o.CapacityType == ct {
+			price = o.Price
+		}
+	}
+	p.fillClaim(nc, aws.ToString(in.InstanceId), &it, zone, ct, aws.ToString(in.ImageId), price, p.opts.NodeModel)
+	return nc
+}
+
+// typeIndex returns every type on sale by name, with all its offerings,
+// unavailable ones included.
+func (p *Provider) typeIndex() map[string]cloud.InstanceType {
+	types := p.instanceTypes(true)
+	out := make(map[string]cloud.InstanceType, len(types))
+	for _, it := range types {
+		out[it.Name] = it
+	}
+	return out
+}
+
+// lookupType returns the named type from the index, or a bare shape when
+// it is not on sale.
+func (p *Provider) lookupType(index map[string]cloud.InstanceType, name string) cloud.InstanceType {
+	if it, ok := index[name]; ok {
+		return it
+	}
+	p.mu.RLock()
+	it, ok := p.apiTypes[name]
+	p.mu.RUnlock()
+	if !ok {
+		it, _ = p.catalog.Lookup(name)
+	}
+	it.Name = name
+	it.Offerings = nil
+	return it
+}
