@@ -23,12 +23,12 @@ import (
 // crdDir holds the generated CRD manifests.
 var crdDir = filepath.Join("..", "..", "config", "crd")
 
-// installCRDs applies config/crd to env and waits until every CRD is
+// installCRDs applies config/crd (a kustomization) to env and waits until every CRD is
 // Established.
 func installCRDs(t *testing.T, env *testenv.Env) {
 	t.Helper()
-	if r := kubectl(t, env, "apply", "--server-side", "-f", crdDir); r.err != nil {
-		t.Fatalf("kubectl apply -f %s: %v\n%s%s", crdDir, r.err, r.stdout, r.stderr)
+	if r := kubectl(t, env, "apply", "--server-side", "-k", crdDir); r.err != nil {
+		t.Fatalf("kubectl apply -k %s: %v\n%s%s", crdDir, r.err, r.stdout, r.stderr)
 	}
 	crds := []string{"nodepools", "nodeclaims", "ec2nodeclasses", "simnodeclasses"}
 	args := []string{"wait", "--for", "condition=Established", "--timeout", "60s"}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -67,14 +68,24 @@ func (e *Env) AddNode(ctx context.Context, n Node) (*corev1.Node, error) {
 			},
 		},
 	}
-	created, err := e.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	_, err := e.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("testenv: create node %s: %w", n.Name, err)
 	}
 	// The apiserver drops status on create; set capacity through the status
 	// subresource so the scheduler sees it even before kwok's first update.
-	created.Status = node.Status
-	updated, err := e.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	// The node lifecycle controller may update the new node first: retry
+	// on a conflict with the latest version.
+	var updated *corev1.Node
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := e.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		latest.Status.Capacity, latest.Status.Allocatable, latest.Status.NodeInfo = node.Status.Capacity, node.Status.Allocatable, node.Status.NodeInfo
+		updated, err = e.client.CoreV1().Nodes().UpdateStatus(ctx, latest, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("testenv: set status of node %s: %w", n.Name, err)
 	}

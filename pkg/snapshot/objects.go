@@ -1,0 +1,64 @@
+package snapshot
+
+import (
+	"encoding/json"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+)
+
+// Objects are the cluster objects a Cluster is built from, as a watcher's
+// caches hold them. The objects are read, never modified.
+type Objects struct {
+	// Pods are the unfinished pods (finished ones are skipped).
+	Pods       []*corev1.Pod
+	Nodes      []*corev1.Node
+	DaemonSets []*appsv1.DaemonSet
+	PDBs       []*policyv1.PodDisruptionBudget
+	// NodePools are Karpenter-shaped NodePools as JSON (karpenter.sh/v1 or
+	// rightsize.dev/v1alpha1: the same field names).
+	NodePools []json.RawMessage
+	// PodNamespace is "" when Pods cover every namespace, else the only
+	// namespace they cover.
+	PodNamespace string
+	// KarpenterInstalled reports whether the karpenter.sh/v1 NodePool CRD exists.
+	KarpenterInstalled bool
+}
+
+// FromObjects converts objects already read (for example by informers) the
+// way ReadCluster converts what it lists, so that a watcher and a one-shot
+// read give the solver the same input.
+func FromObjects(o *Objects) *Cluster {
+	pods := make([]corev1.Pod, 0, len(o.Pods))
+	for _, p := range o.Pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		pods = append(pods, *p) // a shallow copy: the converters only read
+	}
+	nodes := make([]corev1.Node, len(o.Nodes))
+	for i, n := range o.Nodes {
+		nodes[i] = *n
+	}
+	pdbs := make([]policyv1.PodDisruptionBudget, len(o.PDBs))
+	for i, b := range o.PDBs {
+		pdbs[i] = *b
+	}
+	cl := &Cluster{PodNamespace: o.PodNamespace, KarpenterInstalled: o.KarpenterInstalled}
+	if o.PodNamespace != "" {
+		cl.warnf("pods", "you may not list pods in every namespace; free room on nodes counts only the pods of namespace %q", o.PodNamespace)
+	}
+	cl.addPending(pods)
+	cl.addPDBs(pdbs)
+	for _, raw := range o.NodePools {
+		cl.addLivePool(raw)
+	}
+	for _, d := range o.DaemonSets {
+		ds := daemonSet{namespace: d.Namespace, name: d.Name, spec: d.Spec.Template.Spec}
+		cl.addDaemonSet(&ds)
+	}
+	cl.addNodes(nodes, pods)
+	cl.Warnings = dedupe(cl.Warnings)
+	return cl
+}

@@ -1,0 +1,166 @@
+// Package launch turns proposed nodes into NodeClaims. The operator's
+// NodeClaim controller then launches the instance, registers the node and
+// keeps it; the TUI only watches it arrive. The claims are created with the
+// dynamic client, so that this package needs nothing but the resource name.
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// Resources and labels of the rightsize.dev API the claims use.
+var (
+	NodeClaims = schema.GroupVersionResource{Group: "rightsize.dev", Version: "v1alpha1", Resource: "nodeclaims"}
+	NodePools  = schema.GroupVersionResource{Group: "rightsize.dev", Version: "v1alpha1", Resource: "nodepools"}
+)
+
+const (
+	// LabelNodePool names the NodePool of a claim.
+	LabelNodePool = "rightsize.dev/nodepool"
+	// KarpenterLabelNodePool is set too, as the operator does.
+	KarpenterLabelNodePool = "karpenter.sh/nodepool"
+	// AnnotationLaunchedBy records who created a claim.
+	AnnotationLaunchedBy = "rightsize.dev/launched-by"
+	// AnnotationPods lists the pods a claim was planned for (informational).
+	AnnotationPods = "rightsize.dev/planned-pods"
+)
+
+// ErrNoCRDs says the NodeClaim CRD is not installed; its message says what to do.
+var ErrNoCRDs = errors.New("the NodeClaim CRD (nodeclaims.rightsize.dev) is not installed: install the operator's CRDs (kubectl rightsize operator install), then launch again")
+
+// Request is one proposed node to launch.
+type Request struct {
+	// Name is the plan's name for it (new-1), for messages.
+	Name string
+	Node solver.NewNode
+	// Pods are the keys of the pods it was planned for.
+	Pods []string
+}
+
+// Launcher creates what makes a proposed node real. Launch returns the
+// name of what it created (a NodeClaim's name).
+type Launcher interface {
+	Launch(ctx context.Context, req Request) (string, error)
+}
+
+// NodeClaimLauncher creates rightsize.dev/v1alpha1 NodeClaims.
+type NodeClaimLauncher struct {
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+	// LaunchedBy is recorded in AnnotationLaunchedBy.
+	LaunchedBy string
+}
+
+// Launch creates a NodeClaim pinned to the node's instance type, zone and
+// capacity type, in its NodePool, with the node class and taints of that
+// NodePool, requesting what the planned pods request.
+func (l *NodeClaimLauncher) Launch(ctx context.Context, req Request) (string, error) {
+	if ok, err := served(l.Discovery, NodeClaims); err != nil {
+		return "", err
+	} else if !ok {
+		return "", ErrNoCRDs
+	}
+	n := req.Node
+	pool, err := l.Dynamic.Resource(NodePools).Get(ctx, n.Pool, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", fmt.Errorf("%s: NodePool %q is not a rightsize.dev NodePool, so the operator would not know which node class to launch it with; create one (kubectl rightsize import converts Karpenter's)", req.Name, n.Pool)
+	case err != nil:
+		return "", fmt.Errorf("%s: reading NodePool %s: %w", req.Name, n.Pool, err)
+	}
+	template, _, _ := unstructured.NestedMap(pool.Object, "spec", "template", "spec")
+	classRef, _, _ := unstructured.NestedMap(template, "nodeClassRef")
+	if len(classRef) == 0 {
+		return "", fmt.Errorf("%s: NodePool %s has no spec.template.spec.nodeClassRef", req.Name, n.Pool)
+	}
+	spec := map[string]any{
+		"nodeClassRef": classRef,
+		"requirements": []any{
+			requirement(solver.LabelInstanceType, n.InstanceType),
+			requirement(solver.LabelZone, n.Zone),
+			requirement(solver.LabelCapacityType, n.CapacityType),
+			requirement(LabelNodePool, n.Pool),
+		},
+		"resources": map[string]any{"requests": requestList(n.Requested)},
+	}
+	for _, f := range []string{"taints", "startupTaints", "expireAfter", "terminationGracePeriod"} {
+		if v, ok := template[f]; ok {
+			spec[f] = v
+		}
+	}
+	labels := map[string]any{LabelNodePool: n.Pool, KarpenterLabelNodePool: n.Pool}
+	if tl, ok, _ := unstructured.NestedMap(pool.Object, "spec", "template", "metadata", "labels"); ok {
+		for k, v := range tl {
+			if _, set := labels[k]; !set {
+				labels[k] = v
+			}
+		}
+	}
+	claim := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": NodeClaims.GroupVersion().String(),
+		"kind":       "NodeClaim",
+		"metadata": map[string]any{
+			"generateName": n.Pool + "-",
+			"labels":       labels,
+			"annotations": map[string]any{
+				AnnotationLaunchedBy: l.LaunchedBy,
+				AnnotationPods:       strconv.Itoa(len(req.Pods)),
+			},
+		},
+		"spec": spec,
+	}}
+	created, err := l.Dynamic.Resource(NodeClaims).Create(ctx, claim, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("%s: creating the NodeClaim: %w", req.Name, err)
+	}
+	return created.GetName(), nil
+}
+
+func requirement(key, value string) map[string]any {
+	return map[string]any{"key": key, "operator": "In", "values": []any{value}}
+}
+
+// requestList renders CPU, memory and pods as Kubernetes quantities.
+func requestList(r solver.Resources) map[string]any {
+	out := map[string]any{}
+	if r[solver.CPU] > 0 {
+		out[string(corev1.ResourceCPU)] = resource.NewMilliQuantity(r[solver.CPU], resource.DecimalSI).String()
+	}
+	if r[solver.Memory] > 0 {
+		out[string(corev1.ResourceMemory)] = resource.NewQuantity(r[solver.Memory], resource.BinarySI).String()
+	}
+	if r[solver.Pods] > 0 {
+		out[string(corev1.ResourcePods)] = strconv.FormatInt(r[solver.Pods], 10)
+	}
+	return out
+}
+
+func served(d discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bool, error) {
+	res, err := d.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("discovering %s: %w", gvr.GroupVersion(), err)
+	}
+	for _, r := range res.APIResources {
+		if r.Name == gvr.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}

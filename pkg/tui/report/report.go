@@ -1,0 +1,689 @@
+// Package report is the TUI's model of the cluster, in the spirit of
+// eks-node-viewer's model package: from the objects a watcher holds (or
+// manifests read offline) and the catalog it builds the solver's problem,
+// asks the solver for the plan and for consolidation, and turns the answers
+// into the rows the screens show. It does no I/O beyond loading the catalog
+// and draws nothing; the bubbletea program in pkg/tui only renders a Report.
+package report
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// HoursPerMonth converts hourly prices to monthly ones, as explain does.
+const HoursPerMonth = explain.HoursPerMonth
+
+// WhatIf are the overrides the user toggles on screen; the zero value
+// changes nothing.
+type WhatIf struct {
+	// Spot, when set, replaces every pool's capacity-type requirement:
+	// true allows spot and on-demand, false on-demand only.
+	Spot *bool
+	// Families, when set, replaces every pool's instance-family requirement.
+	Families []string
+	// Region, when set, replaces the catalog region.
+	Region string
+}
+
+// Active reports whether any override is set.
+func (w WhatIf) Active() bool { return w.Spot != nil || len(w.Families) > 0 || w.Region != "" }
+
+// String describes the overrides, e.g. "spot on, families m7i,c7i".
+func (w WhatIf) String() string {
+	var parts []string
+	if w.Spot != nil {
+		if *w.Spot {
+			parts = append(parts, "spot on")
+		} else {
+			parts = append(parts, "spot off")
+		}
+	}
+	if len(w.Families) > 0 {
+		parts = append(parts, "families "+strings.Join(w.Families, ","))
+	}
+	if w.Region != "" {
+		parts = append(parts, "region "+w.Region)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Claim is a NodeClaim (rightsize.dev/v1alpha1) as the Nodes view and the
+// planner need it.
+type Claim struct {
+	Name, Pool, InstanceType, Zone, CapacityType string
+	// NodeName is set once a Node registered for the claim.
+	NodeName string
+	// Price is status.pricePerHour, 0 when not set.
+	Price float64
+	// Conditions are the True condition types (Launched, Registered, ...).
+	Conditions []string
+	// Requests are spec.resources.requests.
+	Requests corev1.ResourceList
+	Created  time.Time
+	Deleting bool
+}
+
+// Input is what a report is built from: a live cluster's objects, or
+// manifests read offline.
+type Input struct {
+	// Objects are the live cluster's objects; nil when Manifests is set.
+	Objects *snapshot.Objects
+	// Claims are the NodeClaims; the ones without a registered node are
+	// in-flight capacity the plan uses first.
+	Claims []Claim
+	// Manifests are read offline (-f).
+	Manifests *snapshot.Manifests
+
+	Catalog explain.Catalog
+	Default explain.DefaultPool
+	WhatIf  WhatIf
+	// Timeout bounds each solve; the best plan found by then is kept.
+	Timeout time.Duration
+	Now     time.Time
+}
+
+// Report is everything the screens show, built at one moment.
+type Report struct {
+	Live    bool
+	Source  string
+	WhatIf  WhatIf
+	Problem *solver.Problem
+	Plan    *solver.Plan
+	// Baseline is the plan cost without the what-if overrides (equal to
+	// Plan.TotalPrice when none is active).
+	Baseline float64
+
+	Pending  []PendingGroup
+	Proposed []ProposedNode
+	Nodes    []NodeRow
+	// Consolidation is nil offline.
+	Consolidation *solver.ConsolidationPlan
+	Actions       []ActionRow
+
+	// Cluster totals for the header.
+	ClusterPrice float64
+	ClusterNodes int
+	PendingPods  int
+	Warnings     []string
+	// Existing are the existing and in-flight nodes as the solver sees them.
+	Existing []solver.Node
+	Took     time.Duration
+	BuiltAt  time.Time
+}
+
+// PendingGroup is the pending pods of one owner with the same scheduler
+// message and the same outcome in the plan.
+type PendingGroup struct {
+	Owner, Namespace string
+	Pods             []string
+	// Requests are one pod's requests, e.g. "0.5 CPU, 1Gi".
+	Requests  string
+	Scheduler string
+	// Outcome is "new", "existing", "unschedulable" or "not planned".
+	Outcome string
+	// Node names what would take them: "new-1 m7i.large" or an existing node.
+	Node string
+	// Reason is our one sentence: why no node can take them, or why this node.
+	Reason string
+	// PodIndex is the first pod's index in Problem.Pods, -1 when not planned.
+	PodIndex int
+	// NewNodes are the indices of the proposed nodes that take them.
+	NewNodes []int
+}
+
+// ProposedNode is one node of the plan.
+type ProposedNode struct {
+	Index                              int
+	Name                               string
+	Pool, InstanceType, Zone, Capacity string
+	Price                              float64
+	Pods                               []string
+	CPU, Memory                        float64 // utilisation it would reach, 0–1
+	Requested, Allocatable             solver.Resources
+	Reason                             string
+}
+
+// NodeRow is an existing node, or an in-flight NodeClaim.
+type NodeRow struct {
+	Name, InstanceType, Capacity, Zone, Pool string
+	// Price is nil when the catalog does not know the type.
+	Price            *float64
+	CPUReq, CPUAlloc int64
+	MemReq, MemAlloc int64
+	Pods, MaxPods    int64
+	Created          time.Time
+	Status           string
+	Claim            bool
+}
+
+// ActionRow is a consolidation action or a node left alone.
+type ActionRow struct {
+	Kind        string // Delete, Replace, Merge, or "-" for a node left alone
+	Nodes       string
+	Replacement string
+	Moves       []solver.Move
+	Saving      float64
+	Reason      string
+}
+
+// Planner builds reports. It caches the catalog per region, so that a
+// re-plan costs only the solve. Safe for concurrent use.
+type Planner struct {
+	mu    sync.Mutex
+	types map[string]cachedTypes
+}
+
+type cachedTypes struct {
+	types  []solver.InstanceType
+	source string
+}
+
+// NewPlanner returns a Planner with an empty catalog cache.
+func NewPlanner() *Planner { return &Planner{types: map[string]cachedTypes{}} }
+
+func (p *Planner) instanceTypes(c explain.Catalog) ([]solver.InstanceType, string, error) {
+	key := fmt.Sprintf("%s|%s|%v", c.Region, c.InstanceTypesFile, c.Model)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ct, ok := p.types[key]; ok {
+		return ct.types, ct.source, nil
+	}
+	types, source, err := c.InstanceTypes()
+	if err != nil {
+		return nil, "", err
+	}
+	p.types[key] = cachedTypes{types, source}
+	return types, source, nil
+}
+
+// Build reads the input, plans and consolidates, and renders the rows.
+func (p *Planner) Build(in Input) (*Report, error) {
+	start := time.Now()
+	if in.Now.IsZero() {
+		in.Now = start
+	}
+	r := &Report{WhatIf: in.WhatIf, Live: in.Objects != nil, BuiltAt: in.Now}
+	var cl *snapshot.Cluster
+	m := in.Manifests
+	if r.Live {
+		cl = snapshot.FromObjects(in.Objects)
+		m = &cl.Manifests
+	}
+	if m == nil {
+		return nil, fmt.Errorf("report: no input")
+	}
+	r.Warnings = m.Warnings
+
+	base := in.Catalog
+	if base.Region == "" {
+		if cl != nil {
+			base.Region = cl.Region()
+		}
+		if base.Region == "" {
+			base.Region = explain.DefaultRegion
+		}
+	}
+	cat := base
+	if in.WhatIf.Region != "" {
+		cat.Region = in.WhatIf.Region
+	}
+	types, source, err := p.instanceTypes(cat)
+	if err != nil {
+		return nil, err
+	}
+	r.Source = source
+	prob, err := explain.Problem(m, types, in.Default)
+	if err != nil {
+		return nil, err
+	}
+	prices := explain.NewPriceList(types)
+	if cl != nil {
+		prob.Nodes, prob.PDBs = slices.Clone(cl.Nodes), cl.PDBs
+		for i := range prob.Nodes {
+			prob.Nodes[i].Price, _ = prices.Price(&prob.Nodes[i])
+		}
+		prob.Nodes = append(prob.Nodes, inFlight(in.Claims, cl.Nodes, types, prob)...)
+	}
+	applyWhatIf(prob, in.WhatIf)
+	if in.Timeout > 0 {
+		prob.Options.Deadline = time.Now().Add(in.Timeout)
+	}
+	plan, err := solver.Solve(prob)
+	if err != nil {
+		return nil, fmt.Errorf("planning: %w", err)
+	}
+	r.Problem, r.Plan, r.Baseline = prob, plan, plan.TotalPrice
+	if in.WhatIf.Active() {
+		r.Baseline, err = p.baseline(in, m, cl, base)
+		if err != nil {
+			return nil, err
+		}
+	}
+	r.Existing = prob.Nodes
+	r.buildProposed()
+	if cl != nil {
+		r.buildPending(cl)
+		r.buildNodes(cl, in.Objects, in.Claims, prices)
+		cons := *prob
+		cons.Pools = slices.Clone(prob.Pools)
+		cons.Nodes = slices.Clone(prob.Nodes)
+		snapshot.NodesAllowed(cons.Pools, cl.Budgets, cons.Nodes, in.Now)
+		cons.Options.Now = in.Now
+		if c, err := solver.Consolidate(&cons); err == nil {
+			r.Consolidation = c
+			r.buildActions()
+		} else {
+			r.Warnings = append(r.Warnings, "consolidation: "+err.Error())
+		}
+	} else {
+		r.buildOfflinePending()
+	}
+	r.Took = time.Since(start)
+	return r, nil
+}
+
+// baseline solves again without the overrides, for the cost difference.
+func (p *Planner) baseline(in Input, m *snapshot.Manifests, cl *snapshot.Cluster, cat explain.Catalog) (float64, error) {
+	types, _, err := p.instanceTypes(cat)
+	if err != nil {
+		return 0, err
+	}
+	prob, err := explain.Problem(m, types, in.Default)
+	if err != nil {
+		return 0, err
+	}
+	if cl != nil {
+		prob.Nodes = append(slices.Clone(cl.Nodes), inFlight(in.Claims, cl.Nodes, types, prob)...)
+	}
+	if in.Timeout > 0 {
+		prob.Options.Deadline = time.Now().Add(in.Timeout)
+	}
+	plan, err := solver.Solve(prob)
+	if err != nil {
+		return 0, fmt.Errorf("planning without the what-if: %w", err)
+	}
+	return plan.TotalPrice, nil
+}
+
+// applyWhatIf replaces the pools' capacity-type and family requirements.
+func applyWhatIf(p *solver.Problem, w WhatIf) {
+	if w.Spot == nil && len(w.Families) == 0 {
+		return
+	}
+	pools := make([]solver.Pool, len(p.Pools))
+	for i, pool := range p.Pools {
+		var reqs []solver.Requirement
+		for _, r := range pool.Requirements {
+			if w.Spot != nil && r.Key == solver.LabelCapacityType || len(w.Families) > 0 && r.Key == cloud.LabelInstanceFamily {
+				continue
+			}
+			reqs = append(reqs, r)
+		}
+		if w.Spot != nil {
+			cts := []string{cloud.CapacityTypeOnDemand}
+			if *w.Spot {
+				cts = []string{cloud.CapacityTypeSpot, cloud.CapacityTypeOnDemand}
+			}
+			reqs = append(reqs, solver.Requirement{Key: solver.LabelCapacityType, Operator: solver.OpIn, Values: cts})
+		}
+		if len(w.Families) > 0 {
+			reqs = append(reqs, solver.Requirement{Key: cloud.LabelInstanceFamily, Operator: solver.OpIn, Values: slices.Clone(w.Families)})
+		}
+		pool.Requirements = reqs
+		pools[i] = pool
+	}
+	p.Pools = pools
+}
+
+// inFlight turns the NodeClaims no registered node stands for yet into
+// in-flight nodes, so that the plan does not propose them again.
+func inFlight(claims []Claim, nodes []solver.Node, types []solver.InstanceType, p *solver.Problem) []solver.Node {
+	registered := make(map[string]bool, len(nodes))
+	for i := range nodes {
+		registered[nodes[i].Name] = true
+	}
+	byName := make(map[string]*solver.InstanceType, len(types))
+	for i := range types {
+		byName[types[i].Name] = &types[i]
+	}
+	var out []solver.Node
+	for _, c := range claims {
+		if c.Deleting || (c.NodeName != "" && registered[c.NodeName]) || registered[c.Name] {
+			continue
+		}
+		labels := map[string]string{
+			solver.LabelInstanceType: c.InstanceType, solver.LabelZone: c.Zone,
+			solver.LabelCapacityType: c.CapacityType, solver.LabelNodePool: c.Pool,
+			"rightsize.dev/nodepool": c.Pool, "kubernetes.io/hostname": c.Name,
+		}
+		n := solver.Node{
+			Name: c.Name, Pool: c.Pool, InstanceType: c.InstanceType, Zone: c.Zone, CapacityType: c.CapacityType,
+			Labels: labels, InFlight: true, Created: c.Created, Price: c.Price,
+		}
+		if it := byName[c.InstanceType]; it != nil {
+			for k, v := range it.Labels {
+				if _, ok := labels[k]; !ok {
+					labels[k] = v
+				}
+			}
+			n.Allocatable = it.Allocatable().Sub(daemonOverhead(p, solver.MapLabels(labels), nil))
+		} else {
+			n.Allocatable = requests(c.Requests)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// requests converts a claim's requests (cpu, memory, pods).
+func requests(l corev1.ResourceList) solver.Resources {
+	var r solver.Resources
+	if q, ok := l[corev1.ResourceCPU]; ok {
+		r[solver.CPU] = q.MilliValue()
+	}
+	if q, ok := l[corev1.ResourceMemory]; ok {
+		r[solver.Memory] = q.Value()
+	}
+	if q, ok := l[corev1.ResourcePods]; ok {
+		r[solver.Pods] = q.Value()
+	}
+	return r
+}
+
+func (r *Report) buildProposed() {
+	p, plan := r.Problem, r.Plan
+	r.Proposed = make([]ProposedNode, len(plan.NewNodes))
+	for i, n := range plan.NewNodes {
+		pn := ProposedNode{
+			Index: i, Name: explain.NewNodeName(i), Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone, Capacity: n.CapacityType,
+			Price: n.Price, Pods: make([]string, len(n.Pods)), Requested: n.Requested, Allocatable: n.Allocatable, Reason: n.Reason,
+			CPU: ratio(n.Requested[solver.CPU], n.Allocatable[solver.CPU]), Memory: ratio(n.Requested[solver.Memory], n.Allocatable[solver.Memory]),
+		}
+		for k, pod := range n.Pods {
+			pn.Pods[k] = p.Pods[pod].Key()
+		}
+		r.Proposed[i] = pn
+	}
+}
+
+func ratio(a, b int64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// outcome is what the plan does with one pending pod.
+type outcome struct {
+	kind, node, reason string
+	newNode            int
+}
+
+func (r *Report) outcomes() (func(index int) outcome, map[string]bool) {
+	plan := r.Plan
+	newNode := make(map[int]int, len(r.Problem.Pods))
+	for i, n := range plan.NewNodes {
+		for _, pod := range n.Pods {
+			newNode[pod] = i
+		}
+	}
+	existing := make(map[int]string, len(plan.Existing))
+	for _, e := range plan.Existing {
+		existing[e.Pod] = e.Node
+	}
+	reason := make(map[int]string, len(plan.Unschedulable))
+	for _, u := range plan.Unschedulable {
+		reason[u.Pod] = u.Reason
+	}
+	inflight := map[string]bool{}
+	for i := range r.Existing {
+		if r.Existing[i].InFlight {
+			inflight[r.Existing[i].Name] = true
+		}
+	}
+	return func(index int) outcome {
+		if ni, ok := newNode[index]; ok {
+			n := &plan.NewNodes[ni]
+			return outcome{kind: "new", node: explain.NewNodeName(ni) + " " + n.InstanceType, reason: n.Reason, newNode: ni}
+		}
+		if node := existing[index]; node != "" {
+			if inflight[node] {
+				return outcome{kind: "launching", node: node, reason: "the node launched for it (NodeClaim " + node + ") is on its way", newNode: -1}
+			}
+			return outcome{kind: "existing", node: node, reason: "the plan finds room on this existing node; the scheduler has not placed the pod yet, or a constraint the plan does not model keeps it off", newNode: -1}
+		}
+		return outcome{kind: "unschedulable", reason: reason[index], newNode: -1}
+	}, inflight
+}
+
+func (r *Report) buildPending(cl *snapshot.Cluster) {
+	out, _ := r.outcomes()
+	index := map[string]int{}
+	r.PendingPods = len(cl.Pending)
+	for i := range cl.Pending {
+		pp := &cl.Pending[i]
+		var o outcome
+		if pp.Index < 0 {
+			o = outcome{kind: "not planned", reason: pp.NotPlanned, newNode: -1}
+		} else {
+			o = out(pp.Index)
+		}
+		scheduler := pp.SchedulerMessage
+		if scheduler == "" {
+			scheduler = "(the scheduler has not tried it yet)"
+		} else if pp.SchedulerReason != "" && pp.SchedulerReason != "Unschedulable" {
+			scheduler = pp.SchedulerReason + ": " + scheduler
+		}
+		req := ""
+		if pp.Index >= 0 {
+			req = formatRequests(r.Problem, r.Problem.Pods[pp.Index].Requests)
+		}
+		node := o.node
+		if o.kind == "new" {
+			node = r.Plan.NewNodes[o.newNode].InstanceType // grouped over several new nodes
+		}
+		key := strings.Join([]string{pp.Namespace, pp.Owner, scheduler, o.kind, node, o.reason, req}, "\x00")
+		gi, ok := index[key]
+		if !ok {
+			gi = len(r.Pending)
+			index[key] = gi
+			r.Pending = append(r.Pending, PendingGroup{
+				Owner: pp.Owner, Namespace: pp.Namespace, Requests: req, Scheduler: scheduler,
+				Outcome: o.kind, Node: o.node, Reason: o.reason, PodIndex: pp.Index,
+			})
+		}
+		g := &r.Pending[gi]
+		g.Pods = append(g.Pods, pp.Key())
+		if o.newNode >= 0 && !slices.Contains(g.NewNodes, o.newNode) {
+			g.NewNodes = append(g.NewNodes, o.newNode)
+			if len(g.NewNodes) > 1 {
+				g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.newNode].InstanceType)
+			}
+		}
+	}
+	sort.SliceStable(r.Pending, func(a, b int) bool {
+		if r.Pending[a].Namespace != r.Pending[b].Namespace {
+			return r.Pending[a].Namespace < r.Pending[b].Namespace
+		}
+		return r.Pending[a].Owner < r.Pending[b].Owner
+	})
+}
+
+// buildOfflinePending treats every pod of the manifests as pending.
+func (r *Report) buildOfflinePending() {
+	out, _ := r.outcomes()
+	index := map[string]int{}
+	p := r.Problem
+	r.PendingPods = len(p.Pods)
+	for i := range p.Pods {
+		pod := &p.Pods[i]
+		o := out(i)
+		node := o.node
+		if o.kind == "new" {
+			node = r.Plan.NewNodes[o.newNode].InstanceType
+		}
+		req := formatRequests(p, pod.Requests)
+		key := strings.Join([]string{pod.Namespace, pod.Owner, o.kind, node, o.reason, req}, "\x00")
+		gi, ok := index[key]
+		if !ok {
+			gi = len(r.Pending)
+			index[key] = gi
+			r.Pending = append(r.Pending, PendingGroup{
+				Owner: pod.Owner, Namespace: pod.Namespace, Requests: req, Scheduler: "(offline: from manifests)",
+				Outcome: o.kind, Node: o.node, Reason: o.reason, PodIndex: i,
+			})
+		}
+		g := &r.Pending[gi]
+		g.Pods = append(g.Pods, pod.Key())
+		if o.newNode >= 0 && !slices.Contains(g.NewNodes, o.newNode) {
+			g.NewNodes = append(g.NewNodes, o.newNode)
+			if len(g.NewNodes) > 1 {
+				g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.newNode].InstanceType)
+			}
+		}
+	}
+}
+
+// formatRequests renders a pod's CPU, memory and any other requests.
+func formatRequests(p *solver.Problem, req solver.Resources) string {
+	var parts []string
+	for i := range req {
+		if req[i] == 0 || i == solver.Pods {
+			continue
+		}
+		v := solver.FormatQuantity(i, req[i])
+		switch i {
+		case solver.CPU:
+			v += " CPU"
+		case solver.Memory:
+		default:
+			v += " " + p.ResourceName(i)
+		}
+		parts = append(parts, v)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims []Claim, prices explain.PriceList) {
+	raw := make(map[string]*corev1.Node, len(objs.Nodes))
+	for _, n := range objs.Nodes {
+		raw[n.Name] = n
+	}
+	r.ClusterNodes = len(cl.Nodes)
+	for i := range cl.Nodes {
+		n := &cl.Nodes[i]
+		row := NodeRow{
+			Name: n.Name, InstanceType: n.InstanceType, Capacity: n.CapacityType, Zone: n.Zone, Pool: n.Pool,
+			CPUReq: n.Requested[solver.CPU], CPUAlloc: n.Allocatable[solver.CPU],
+			MemReq: n.Requested[solver.Memory], MemAlloc: n.Allocatable[solver.Memory],
+			Pods: n.Requested[solver.Pods], MaxPods: n.Allocatable[solver.Pods], Created: n.Created,
+			Status: nodeStatus(raw[n.Name]),
+		}
+		if price, ok := prices.Price(n); ok {
+			row.Price = &price
+			r.ClusterPrice += price
+		}
+		r.Nodes = append(r.Nodes, row)
+	}
+	for _, f := range r.Existing {
+		if !f.InFlight {
+			continue
+		}
+		row := NodeRow{Name: f.Name, InstanceType: f.InstanceType, Capacity: f.CapacityType, Zone: f.Zone, Pool: f.Pool,
+			CPUAlloc: f.Allocatable[solver.CPU], MemAlloc: f.Allocatable[solver.Memory], MaxPods: f.Allocatable[solver.Pods],
+			Created: f.Created, Claim: true, Status: "NodeClaim: pending"}
+		for _, c := range claims {
+			if c.Name == f.Name {
+				row.Status = "NodeClaim: " + claimPhase(c)
+			}
+		}
+		if price, ok := prices.Price(&f); ok {
+			row.Price = &price
+		}
+		r.Nodes = append(r.Nodes, row)
+	}
+}
+
+// ClaimPhase says how far a NodeClaim got: Pending, Launched, Registered,
+// Initialized or Ready.
+func claimPhase(c Claim) string {
+	phase := "pending"
+	for _, want := range []string{"Launched", "Registered", "Initialized", "Ready"} {
+		if slices.Contains(c.Conditions, want) {
+			phase = strings.ToLower(want)
+		}
+	}
+	if c.Deleting {
+		phase = "deleting"
+	}
+	return phase
+}
+
+// ClaimPhase says how far a NodeClaim got: pending, launched, registered,
+// initialized, ready or deleting.
+func ClaimPhase(c Claim) string { return claimPhase(c) }
+
+// nodeStatus is Ready, NotReady or Unknown, plus SchedulingDisabled when cordoned.
+func nodeStatus(n *corev1.Node) string {
+	if n == nil {
+		return "Unknown"
+	}
+	s := "Unknown"
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			if c.Status == corev1.ConditionTrue {
+				s = "Ready"
+			} else {
+				s = "NotReady"
+			}
+		}
+	}
+	if n.Spec.Unschedulable {
+		s += ",SchedulingDisabled"
+	}
+	if n.DeletionTimestamp != nil {
+		s += ",Deleting"
+	}
+	return s
+}
+
+func (r *Report) buildActions() {
+	c := r.Consolidation
+	for _, a := range c.Actions {
+		repl := make([]string, len(a.Replacements))
+		for i, n := range a.Replacements {
+			repl[i] = fmt.Sprintf("%s %s $%.4f/h", n.InstanceType, n.CapacityType, n.Price)
+		}
+		r.Actions = append(r.Actions, ActionRow{Kind: a.Kind, Nodes: strings.Join(a.Nodes, ", "), Replacement: strings.Join(repl, ", "),
+			Moves: a.Moves, Saving: a.Saving, Reason: a.Reason})
+	}
+	for _, b := range c.Blocked {
+		r.Actions = append(r.Actions, ActionRow{Kind: "-", Nodes: b.Node, Reason: b.Reason})
+	}
+}
+
+// Delta is the what-if plan's cost minus the baseline's, $/h.
+func (r *Report) Delta() float64 { return r.Plan.TotalPrice - r.Baseline }
+
+// Saving is what consolidation would save now, $/h.
+func (r *Report) Saving() float64 {
+	if r.Consolidation == nil {
+		return 0
+	}
+	return r.Consolidation.Saving
+}

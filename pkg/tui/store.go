@@ -1,0 +1,224 @@
+package tui
+
+import (
+	"slices"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
+)
+
+// store is the program's own view of the cluster, built from the watcher's
+// events on the UI goroutine. The objects are the informers' and are never
+// modified; a plan gets fresh slices of pointers to them.
+type store struct {
+	pods       map[string]*corev1.Pod
+	nodes      map[string]*corev1.Node
+	daemonSets map[string]*appsv1.DaemonSet
+	pdbs       map[string]*policyv1.PodDisruptionBudget
+	pools      map[string]*unstructured.Unstructured // "group/name"
+	claims     map[string]*unstructured.Unstructured
+	karpenter  bool
+	claimCRD   bool
+}
+
+func newStore() *store {
+	return &store{
+		pods: map[string]*corev1.Pod{}, nodes: map[string]*corev1.Node{}, daemonSets: map[string]*appsv1.DaemonSet{},
+		pdbs: map[string]*policyv1.PodDisruptionBudget{}, pools: map[string]*unstructured.Unstructured{}, claims: map[string]*unstructured.Unstructured{},
+	}
+}
+
+// apply records a batch of events.
+func (s *store) apply(b watch.Batch) {
+	for _, e := range b.Events {
+		switch e.Kind {
+		case watch.Pod:
+			put(s.pods, e)
+		case watch.Node:
+			put(s.nodes, e)
+		case watch.DaemonSet:
+			put(s.daemonSets, e)
+		case watch.PDB:
+			put(s.pdbs, e)
+		case watch.KarpenterNodePool:
+			e.Key = "karpenter.sh/" + e.Key
+			put(s.pools, e)
+		case watch.NodePool:
+			e.Key = "rightsize.dev/" + e.Key
+			put(s.pools, e)
+		case watch.NodeClaim:
+			put(s.claims, e)
+			s.claimCRD = true
+		}
+	}
+}
+
+func put[T any](m map[string]*T, e watch.Event) {
+	if e.Obj == nil {
+		delete(m, e.Key)
+		return
+	}
+	if o, ok := e.Obj.(*T); ok {
+		m[e.Key] = o
+	}
+}
+
+// objects returns fresh slices for a plan, in key order so that the same
+// cluster always gives the same plan.
+func (s *store) objects() *snapshot.Objects {
+	o := &snapshot.Objects{
+		Pods:               values(s.pods),
+		Nodes:              values(s.nodes),
+		DaemonSets:         values(s.daemonSets),
+		PDBs:               values(s.pdbs),
+		KarpenterInstalled: s.karpenter,
+	}
+	for _, k := range sortedKeys(s.pools) {
+		if j, err := s.pools[k].MarshalJSON(); err == nil {
+			o.NodePools = append(o.NodePools, j)
+		}
+	}
+	return o
+}
+
+func values[T any](m map[string]*T) []*T {
+	out := make([]*T, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		out = append(out, m[k])
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// claimList converts the NodeClaims for the planner and the Nodes view.
+func (s *store) claimList() []report.Claim {
+	out := make([]report.Claim, 0, len(s.claims))
+	for _, k := range sortedKeys(s.claims) {
+		out = append(out, claimOf(s.claims[k]))
+	}
+	return out
+}
+
+// claimOf reads the fields of a NodeClaim the TUI shows.
+func claimOf(u *unstructured.Unstructured) report.Claim {
+	c := report.Claim{Name: u.GetName(), Created: u.GetCreationTimestamp().Time, Deleting: u.GetDeletionTimestamp() != nil}
+	c.Pool = u.GetLabels()["rightsize.dev/nodepool"]
+	c.InstanceType, _, _ = unstructured.NestedString(u.Object, "status", "instanceType")
+	c.Zone, _, _ = unstructured.NestedString(u.Object, "status", "zone")
+	c.CapacityType, _, _ = unstructured.NestedString(u.Object, "status", "capacityType")
+	c.NodeName, _, _ = unstructured.NestedString(u.Object, "status", "nodeName")
+	if p, _, _ := unstructured.NestedString(u.Object, "status", "pricePerHour"); p != "" {
+		c.Price, _ = strconv.ParseFloat(p, 64)
+	}
+	reqs, _, _ := unstructured.NestedSlice(u.Object, "spec", "requirements")
+	for _, r := range reqs {
+		m, _ := r.(map[string]any)
+		key, _ := m["key"].(string)
+		vals, _ := m["values"].([]any)
+		if op, _ := m["operator"].(string); op != "In" || len(vals) == 0 {
+			continue
+		}
+		v, _ := vals[0].(string)
+		switch key {
+		case solver.LabelInstanceType:
+			c.InstanceType = cmpOr(c.InstanceType, v)
+		case solver.LabelZone:
+			c.Zone = cmpOr(c.Zone, v)
+		case solver.LabelCapacityType:
+			c.CapacityType = cmpOr(c.CapacityType, v)
+		case "rightsize.dev/nodepool", solver.LabelNodePool:
+			c.Pool = cmpOr(c.Pool, v)
+		}
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, cd := range conds {
+		m, _ := cd.(map[string]any)
+		if st, _ := m["status"].(string); st == "True" {
+			t, _ := m["type"].(string)
+			c.Conditions = append(c.Conditions, t)
+		}
+	}
+	if reqs, ok, _ := unstructured.NestedStringMap(u.Object, "spec", "resources", "requests"); ok {
+		c.Requests = corev1.ResourceList{}
+		for k, v := range reqs {
+			if q, err := resource.ParseQuantity(v); err == nil {
+				c.Requests[corev1.ResourceName(k)] = q
+			}
+		}
+	}
+	return c
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// nodeOfClaim finds the node that registered for a claim: status.nodeName,
+// or a node named after it (as the simulated cloud names them).
+func (s *store) nodeOfClaim(c *report.Claim) *corev1.Node {
+	if c.NodeName != "" {
+		if n := s.nodes[c.NodeName]; n != nil {
+			return n
+		}
+	}
+	return s.nodes[c.Name]
+}
+
+// podsRunningOn counts the pods among keys bound to node and Running.
+func (s *store) podsRunningOn(keys []string, node string) (running, bound int) {
+	for _, k := range keys {
+		p := s.pods[k]
+		if p == nil || node == "" || p.Spec.NodeName != node {
+			continue
+		}
+		bound++
+		if p.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
+	return running, bound
+}
+
+// podOnNode reports whether any pod among keys is Running anywhere.
+func (s *store) anyPending(keys []string) int {
+	n := 0
+	for _, k := range keys {
+		if p := s.pods[k]; p != nil && p.Spec.NodeName == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// nodeReady reports whether the node's Ready condition is True.
+func nodeReady(n *corev1.Node) bool {
+	if n == nil {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

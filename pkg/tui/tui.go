@@ -1,0 +1,550 @@
+// Package tui is `kubectl rightsize tui`: a bubbletea program that shows
+// why pods are pending, the right-sized nodes that would take them and what
+// they cost, the current nodes with their utilisation and price, and what
+// consolidation would save, and launches proposed nodes from the screen.
+//
+// Data flows one way. A watcher (pkg/tui/watch) turns informer events into
+// messages; Update records them in the program's own store and, debounced,
+// starts a re-plan as a tea.Cmd (pkg/tui/report runs the solver off the UI
+// goroutine); the finished report arrives as a message and View draws it.
+// Nothing is shared under a lock and nothing polls.
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
+)
+
+// Views, in the order of their number keys.
+const (
+	viewPending = iota
+	viewProposed
+	viewNodes
+	viewConsolidation
+	numViews
+)
+
+var viewNames = [numViews]string{"Pending", "Proposed", "Nodes", "Consolidation"}
+
+// modes say what keys mean now.
+type mode int
+
+const (
+	modeNormal mode = iota
+	modeFilter
+	modeDetail
+	modeHelp
+	modeConfirm
+	modePrompt
+)
+
+// DefaultDebounce is how long the program waits after the last change
+// before it re-plans; MaxDebounce bounds the wait when changes keep coming.
+const (
+	DefaultDebounce = 300 * time.Millisecond
+	MaxDebounce     = 2 * time.Second
+)
+
+// Options configure the program.
+type Options struct {
+	// Context names the kubeconfig context in the header ("offline" with -f).
+	Context string
+	// Manifests, when set, make the program work offline on them.
+	Manifests *snapshot.Manifests
+	Catalog   explain.Catalog
+	Default   explain.DefaultPool
+	// Timeout bounds each solve.
+	Timeout time.Duration
+	// ReadOnly removes every action.
+	ReadOnly bool
+	// Launcher creates NodeClaims; nil when launching is not possible, with
+	// NoLaunch saying why.
+	Launcher launch.Launcher
+	NoLaunch string
+	// Ensure starts watching a resource once it exists (the watcher's Ensure).
+	Ensure func(schema.GroupVersionResource) error
+	// Debounce is the quiet time before a re-plan (DefaultDebounce when 0).
+	Debounce time.Duration
+	NoColor  bool
+	// Now returns the time for ages (time.Now when nil).
+	Now func() time.Time
+}
+
+// Model is the bubbletea model.
+type Model struct {
+	opts    Options
+	planner *report.Planner
+	keys    keyMap
+	st      styles
+
+	width, height int
+	store         *store
+	synced        bool
+	rep           *report.Report
+	planErr       error
+	planning      bool
+	dirty         bool
+	dirtySince    time.Time
+	gen           int
+	whatIf        report.WhatIf
+
+	view   int
+	tables [numViews]*table
+	mode   mode
+
+	input       []rune // filter or prompt text
+	prompt      string // what the prompt asks
+	promptApply func(m *Model, value string) tea.Cmd
+
+	detailTitle  string
+	detailLines  []string
+	detailOffset int
+
+	selected map[string]bool // proposed-node keys
+	// launched are the keys of proposed nodes launched from this screen;
+	// the plan shows them again until their NodeClaims are seen.
+	launched    map[string]bool
+	confirm     []launch.Request
+	confirmKeys []string
+	launches    []*launchState
+
+	flash    string
+	flashErr bool
+	watchErr string
+}
+
+// launchState follows one launched node until its pods run.
+type launchState struct {
+	req   launch.Request
+	key   string // the proposed node's key
+	claim string
+	err   error
+	done  bool
+}
+
+// Messages of the program.
+type (
+	debounceMsg struct{ gen int }
+	planMsg     struct {
+		rep *report.Report
+		err error
+	}
+	launchMsg struct {
+		state *launchState
+		claim string
+		err   error
+	}
+)
+
+// New returns the model. Live, feed it the watcher's messages with
+// tea.Program.Send; offline (opts.Manifests set) it plans at Init.
+func New(opts Options) *Model {
+	if opts.Debounce == 0 {
+		opts.Debounce = DefaultDebounce
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	m := &Model{
+		opts: opts, planner: report.NewPlanner(), keys: newKeyMap(opts.ReadOnly), st: newStyles(opts.NoColor),
+		width: 80, height: 24, store: newStore(), selected: map[string]bool{}, launched: map[string]bool{},
+	}
+	m.tables[viewPending] = newTable([]column{
+		{title: "NAMESPACE", max: 16, drop: 2},
+		{title: "OWNER", max: 32},
+		{title: "PODS", right: true, numeric: true},
+		{title: "REQUESTS", max: 22, drop: 4},
+		{title: "NODE", max: 24},
+		{title: "SCHEDULER", flex: true, drop: 3},
+		{title: "REASON", flex: true},
+	})
+	m.tables[viewProposed] = newTable([]column{
+		{title: "NAME"},
+		{title: "NODEPOOL", max: 16, drop: 3},
+		{title: "TYPE", max: 20},
+		{title: "ZONE", max: 14, drop: 4},
+		{title: "CAPACITY", drop: 5},
+		{title: "$/H", right: true, numeric: true},
+		{title: "PODS", right: true, numeric: true},
+		{title: "CPU", right: true, numeric: true},
+		{title: "MEM", right: true, numeric: true},
+		{title: "STATUS", flex: true, drop: 2},
+	})
+	m.tables[viewNodes] = newTable([]column{
+		{title: "NAME", max: 30},
+		{title: "TYPE", max: 16},
+		{title: "CAPACITY", drop: 4},
+		{title: "$/H", right: true, numeric: true},
+		{title: "CPU", numeric: true},
+		{title: "MEMORY", numeric: true},
+		{title: "PODS", right: true, numeric: true},
+		{title: "NODEPOOL", max: 16, drop: 3},
+		{title: "ZONE", max: 14, drop: 5},
+		{title: "AGE", right: true, numeric: true, drop: 2},
+		{title: "STATUS", flex: true, drop: 1},
+	})
+	m.tables[viewConsolidation] = newTable([]column{
+		{title: "ACTION"},
+		{title: "NODES", max: 30},
+		{title: "REPLACEMENT", max: 30, drop: 3},
+		{title: "MOVES", right: true, numeric: true, drop: 2},
+		{title: "SAVING $/H", right: true, numeric: true},
+		{title: "WHY", flex: true},
+	})
+	if opts.Manifests != nil {
+		m.synced = true
+		m.tables[viewPending].cols[5].hidden = true // no scheduler offline
+	}
+	return m
+}
+
+// Init plans at once offline; live, the watcher's first messages start it.
+func (m *Model) Init() tea.Cmd {
+	if m.opts.Manifests != nil {
+		return m.startPlan()
+	}
+	return nil
+}
+
+// Report returns the last report (nil before the first plan), for tests.
+func (m *Model) Report() *report.Report { return m.rep }
+
+// Update handles a message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = max(msg.Width, 20), max(msg.Height, 6)
+		return m, nil
+	case tea.KeyPressMsg:
+		return m, m.onKey(msg)
+	case watch.Batch:
+		m.store.apply(msg)
+		if len(m.launches) > 0 {
+			m.refreshProposed() // launch progress follows the cluster
+		}
+		if !m.synced {
+			return m, nil
+		}
+		return m, m.markDirty()
+	case watch.Synced:
+		m.synced = true
+		m.store.karpenter = msg.KarpenterNodePools
+		m.store.claimCRD = m.store.claimCRD || msg.NodeClaims
+		return m, m.startPlan()
+	case watch.Error:
+		m.watchErr = oneLine(msg.Err.Error())
+		return m, nil
+	case debounceMsg:
+		if msg.gen != m.gen && m.opts.Now().Sub(m.dirtySince) < MaxDebounce {
+			return m, nil // a newer change restarted the wait
+		}
+		if m.planning || !m.dirty {
+			return m, nil
+		}
+		return m, m.startPlan()
+	case planMsg:
+		m.planning = false
+		if msg.err != nil {
+			m.planErr = msg.err
+		} else {
+			m.planErr = nil
+			m.setReport(msg.rep)
+		}
+		if m.dirty {
+			m.gen++
+			gen := m.gen
+			return m, tea.Tick(m.opts.Debounce, func(time.Time) tea.Msg { return debounceMsg{gen} })
+		}
+		return m, nil
+	case launchMsg:
+		msg.state.claim, msg.state.err = msg.claim, msg.err
+		if msg.err != nil {
+			delete(m.launched, msg.state.key) // offer it again
+		}
+		m.refreshProposed()
+		if msg.err != nil {
+			m.setFlash(oneLine(msg.err.Error()), true)
+			return m, nil
+		}
+		m.setFlash(fmt.Sprintf("created NodeClaim %s for %s (%s)", msg.claim, msg.state.req.Name, msg.state.req.Node.InstanceType), false)
+		if m.opts.Ensure != nil && !m.store.claimCRD {
+			ensure := m.opts.Ensure
+			return m, func() tea.Msg {
+				if err := ensure(launch.NodeClaims); err != nil {
+					return watch.Error{Err: err}
+				}
+				return nil
+			}
+		}
+		return m, nil
+	}
+	return m, nil
+}
+
+// markDirty notes a change and (re)starts the debounce.
+func (m *Model) markDirty() tea.Cmd {
+	if !m.dirty {
+		m.dirty, m.dirtySince = true, m.opts.Now()
+	}
+	m.gen++
+	gen := m.gen
+	return tea.Tick(m.opts.Debounce, func(time.Time) tea.Msg { return debounceMsg{gen} })
+}
+
+// replanNow re-plans at once (what-if toggles), or as soon as the running
+// plan finishes.
+func (m *Model) replanNow() tea.Cmd {
+	m.dirty, m.dirtySince = true, m.opts.Now()
+	if m.planning || !m.synced {
+		return nil
+	}
+	return m.startPlan()
+}
+
+// startPlan takes the store's objects and plans in a command.
+func (m *Model) startPlan() tea.Cmd {
+	m.planning, m.dirty = true, false
+	in := report.Input{
+		Catalog: m.opts.Catalog, Default: m.opts.Default, WhatIf: m.whatIf, Timeout: m.opts.Timeout, Now: m.opts.Now(),
+	}
+	if m.opts.Manifests != nil {
+		in.Manifests = m.opts.Manifests
+	} else {
+		in.Objects = m.store.objects()
+		in.Claims = m.store.claimList()
+	}
+	planner := m.planner
+	return func() tea.Msg {
+		rep, err := planner.Build(in)
+		return planMsg{rep, err}
+	}
+}
+
+// setFlash shows a one-line message in the footer until the next key.
+func (m *Model) setFlash(s string, isErr bool) { m.flash, m.flashErr = s, isErr }
+
+// onKey handles a key press in the current mode.
+func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
+	if msg.String() == "ctrl+c" {
+		return tea.Quit
+	}
+	switch m.mode {
+	case modeHelp:
+		if key.Matches(msg, m.keys.Back, m.keys.Help, m.keys.Quit) || msg.String() == "enter" {
+			m.mode = modeNormal
+		}
+		return nil
+	case modeDetail:
+		return m.onDetailKey(msg)
+	case modeConfirm:
+		return m.onConfirmKey(msg)
+	case modeFilter, modePrompt:
+		return m.onInputKey(msg)
+	}
+	m.flash = ""
+	t := m.tables[m.view]
+	if m.opts.ReadOnly {
+		switch msg.String() {
+		case "space", "a", "L":
+			m.setFlash(m.launchDisabled(), true)
+			return nil
+		}
+	}
+	switch {
+	case key.Matches(msg, m.keys.Quit):
+		return tea.Quit
+	case key.Matches(msg, m.keys.Help):
+		m.mode = modeHelp
+	case key.Matches(msg, m.keys.Up):
+		t.move(-1)
+	case key.Matches(msg, m.keys.Down):
+		t.move(1)
+	case key.Matches(msg, m.keys.Top):
+		t.top()
+	case key.Matches(msg, m.keys.Bottom):
+		t.bottom()
+	case key.Matches(msg, m.keys.PageUp):
+		t.move(-m.tableHeight())
+	case key.Matches(msg, m.keys.PageDown):
+		t.move(m.tableHeight())
+	case key.Matches(msg, m.keys.Next):
+		m.view = (m.view + 1) % numViews
+	case key.Matches(msg, m.keys.Prev):
+		m.view = (m.view + numViews - 1) % numViews
+	case key.Matches(msg, m.keys.View1):
+		m.view = viewPending
+	case key.Matches(msg, m.keys.View2):
+		m.view = viewProposed
+	case key.Matches(msg, m.keys.View3):
+		m.view = viewNodes
+	case key.Matches(msg, m.keys.View4):
+		m.view = viewConsolidation
+	case key.Matches(msg, m.keys.Filter):
+		m.mode, m.input = modeFilter, []rune(t.filter)
+	case key.Matches(msg, m.keys.Back):
+		t.setFilter("")
+	case key.Matches(msg, m.keys.Sort):
+		t.cycleSort()
+	case key.Matches(msg, m.keys.Reverse):
+		t.reverse()
+	case key.Matches(msg, m.keys.Enter):
+		m.openDetail()
+	case key.Matches(msg, m.keys.Select):
+		m.toggleSelect()
+	case key.Matches(msg, m.keys.SelectAll):
+		m.selectAll()
+	case key.Matches(msg, m.keys.Launch):
+		m.askLaunch()
+	case key.Matches(msg, m.keys.Spot):
+		switch {
+		case m.whatIf.Spot == nil:
+			on := true
+			m.whatIf.Spot = &on
+		case *m.whatIf.Spot:
+			off := false
+			m.whatIf.Spot = &off
+		default:
+			m.whatIf.Spot = nil
+		}
+		return m.replanNow()
+	case key.Matches(msg, m.keys.Families):
+		m.startPrompt("instance families, comma-separated (empty: as the NodePools say)", strings.Join(m.whatIf.Families, ","), func(m *Model, v string) tea.Cmd {
+			m.whatIf.Families = nil
+			for _, f := range strings.Split(v, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					m.whatIf.Families = append(m.whatIf.Families, f)
+				}
+			}
+			return m.replanNow()
+		})
+	case key.Matches(msg, m.keys.Region):
+		m.startPrompt("region (empty: the cluster's)", m.whatIf.Region, func(m *Model, v string) tea.Cmd {
+			m.whatIf.Region = strings.TrimSpace(v)
+			return m.replanNow()
+		})
+	case key.Matches(msg, m.keys.Reset):
+		if m.whatIf.Active() {
+			m.whatIf = report.WhatIf{}
+			return m.replanNow()
+		}
+	}
+	return nil
+}
+
+func (m *Model) startPrompt(prompt, value string, apply func(*Model, string) tea.Cmd) {
+	m.mode, m.prompt, m.input, m.promptApply = modePrompt, prompt, []rune(value), apply
+}
+
+// onInputKey edits the filter or prompt line. The filter applies as it is typed.
+func (m *Model) onInputKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.String() {
+	case "esc":
+		if m.mode == modeFilter {
+			m.tables[m.view].setFilter("")
+		}
+		m.mode = modeNormal
+		return nil
+	case "enter":
+		wasPrompt := m.mode == modePrompt
+		m.mode = modeNormal
+		if wasPrompt && m.promptApply != nil {
+			return m.promptApply(m, string(m.input))
+		}
+		return nil
+	case "backspace", "ctrl+h":
+		if len(m.input) > 0 {
+			m.input = m.input[:len(m.input)-1]
+		}
+	case "ctrl+u":
+		m.input = m.input[:0]
+	default:
+		if msg.Text != "" && msg.Mod&^tea.ModShift == 0 {
+			m.input = append(m.input, []rune(msg.Text)...)
+		} else if msg.String() == "space" {
+			m.input = append(m.input, ' ')
+		}
+	}
+	if m.mode == modeFilter {
+		m.tables[m.view].setFilter(string(m.input))
+	}
+	return nil
+}
+
+func (m *Model) onDetailKey(msg tea.KeyPressMsg) tea.Cmd {
+	h := m.height - 3
+	switch {
+	case key.Matches(msg, m.keys.Back), msg.String() == "enter":
+		m.mode = modeNormal
+	case key.Matches(msg, m.keys.Quit):
+		return tea.Quit
+	case key.Matches(msg, m.keys.Help):
+		m.mode = modeHelp
+	case key.Matches(msg, m.keys.Up):
+		m.detailOffset--
+	case key.Matches(msg, m.keys.Down):
+		m.detailOffset++
+	case key.Matches(msg, m.keys.PageUp):
+		m.detailOffset -= h
+	case key.Matches(msg, m.keys.PageDown), msg.String() == "space":
+		m.detailOffset += h
+	case key.Matches(msg, m.keys.Top):
+		m.detailOffset = 0
+	case key.Matches(msg, m.keys.Bottom):
+		m.detailOffset = len(m.detailLines)
+	}
+	m.detailOffset = max(min(m.detailOffset, len(m.wrappedDetail())-h), 0)
+	return nil
+}
+
+func (m *Model) onConfirmKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.String() {
+	case "y", "Y":
+		m.mode = modeNormal
+		reqs, keys := m.confirm, m.confirmKeys
+		for _, k := range keys {
+			m.launched[k] = true
+		}
+		m.confirm, m.confirmKeys = nil, nil
+		m.selected = map[string]bool{}
+		var cmds []tea.Cmd
+		for i, r := range reqs {
+			st := &launchState{req: r, key: keys[i]}
+			m.launches = append(m.launches, st)
+			launcher := m.opts.Launcher
+			cmds = append(cmds, func() tea.Msg {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				claim, err := launcher.Launch(ctx, st.req)
+				return launchMsg{st, claim, err}
+			})
+		}
+		m.setFlash(fmt.Sprintf("launching %d node(s)…", len(reqs)), false)
+		m.refreshProposed()
+		return tea.Batch(cmds...)
+	case "n", "N", "esc", "q":
+		m.mode = modeNormal
+		m.confirm = nil
+		m.setFlash("launch cancelled; nothing was created", false)
+	}
+	return nil
+}
+
+// tableHeight is the number of rows a table shows.
+func (m *Model) tableHeight() int {
+	// header, tabs, summary, column titles, footer
+	return max(m.height-5, 1)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

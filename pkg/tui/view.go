@@ -1,0 +1,314 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
+)
+
+// View draws the screen.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.Render())
+	v.AltScreen = true
+	v.WindowTitle = "kubectl rightsize"
+	return v
+}
+
+// Render returns the screen as text, exactly height lines of at most width
+// cells.
+func (m *Model) Render() string {
+	w, h := m.width, m.height
+	lines := []string{m.headerLine(), m.tabsLine()}
+	var body []string
+	switch m.mode {
+	case modeHelp:
+		body = m.helpLines()
+	case modeDetail:
+		body = m.detailView(h - 3)
+	case modeConfirm:
+		body = m.confirmLines()
+	default:
+		body = append([]string{m.summaryLine()}, m.bodyLines(h-4)...)
+	}
+	lines = append(lines, body...)
+	if len(lines) > h-1 {
+		lines = lines[:h-1]
+	}
+	for len(lines) < h-1 {
+		lines = append(lines, "")
+	}
+	lines = append(lines, m.footerLine())
+	for i, l := range lines {
+		if ansi.StringWidth(l) > w {
+			lines[i] = ansi.Truncate(l, w, "")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// headerLine: context, cluster cost, nodes, pending pods, savings.
+func (m *Model) headerLine() string {
+	ctx := m.opts.Context
+	if ctx == "" {
+		ctx = "-"
+	}
+	parts := []string{"rightsize", ctx}
+	if m.opts.ReadOnly {
+		parts[0] = "rightsize READ-ONLY"
+	}
+	r := m.rep
+	switch {
+	case r == nil && !m.synced:
+		parts = append(parts, "reading the cluster…")
+	case r == nil:
+		parts = append(parts, "planning…")
+	case r.Live:
+		parts = append(parts,
+			fmt.Sprintf("$%.2f/h $%.0f/mo", r.ClusterPrice, r.ClusterPrice*report.HoursPerMonth),
+			fmt.Sprintf("%d nodes", r.ClusterNodes),
+			fmt.Sprintf("%d pending", r.PendingPods),
+			fmt.Sprintf("save $%.2f/h", r.Saving()))
+	default:
+		parts = append(parts, fmt.Sprintf("%d pods", r.PendingPods), fmt.Sprintf("plan $%.2f/h $%.0f/mo", r.Plan.TotalPrice, r.Plan.TotalPrice*report.HoursPerMonth))
+	}
+	return m.st.title.Render(strings.Join(parts, " │ "))
+}
+
+// tabsLine: the four views with their counts; the what-if on the right.
+func (m *Model) tabsLine() string {
+	var b strings.Builder
+	for i := range numViews {
+		n := len(m.tables[i].visible)
+		label := fmt.Sprintf(" %d %s %d ", i+1, viewNames[i], n)
+		if m.width < 70 {
+			label = fmt.Sprintf(" %d %s ", i+1, viewNames[i][:4])
+		}
+		if i == m.view {
+			b.WriteString(m.st.tabActive.Render(label))
+		} else {
+			b.WriteString(m.st.tab.Render(label))
+		}
+	}
+	if m.whatIf.Active() && m.rep != nil {
+		d := m.rep.Delta()
+		b.WriteString(m.st.warn.Render(fmt.Sprintf("  what-if: %s Δ %+.4f $/h", m.whatIf.String(), d)))
+	} else if m.planning {
+		b.WriteString(m.st.dim.Render("  re-planning…"))
+	}
+	return b.String()
+}
+
+// summaryLine says what the current view adds up to.
+func (m *Model) summaryLine() string {
+	r := m.rep
+	if r == nil {
+		if m.planErr != nil {
+			return m.st.err.Render("planning failed: " + oneLine(m.planErr.Error()))
+		}
+		return m.st.dim.Render("waiting for the first plan…")
+	}
+	var s string
+	switch m.view {
+	case viewPending:
+		newN, cannot := 0, 0
+		for i := range r.Pending {
+			switch r.Pending[i].Outcome {
+			case "new":
+				newN += len(r.Pending[i].Pods)
+			case "unschedulable", "not planned":
+				cannot += len(r.Pending[i].Pods)
+			}
+		}
+		s = fmt.Sprintf("%d pending pod(s) in %d group(s): %d go on new nodes, %d cannot be placed. enter: why", r.PendingPods, len(r.Pending), newN, cannot)
+	case viewProposed:
+		s = fmt.Sprintf("Plan: %d node(s) $%.4f/h ($%.2f/mo)", len(r.Proposed), r.Plan.TotalPrice, r.Plan.TotalPrice*report.HoursPerMonth)
+		if r.Plan.LowerBound > 0 && len(r.Proposed) > 0 {
+			s += fmt.Sprintf(", lower bound $%.4f/h (%.2f×)", r.Plan.LowerBound, r.Plan.TotalPrice/r.Plan.LowerBound)
+		}
+		if r.WhatIf.Active() {
+			s += fmt.Sprintf(", without what-if $%.4f/h", r.Baseline)
+		}
+		if len(m.selected) > 0 {
+			s += fmt.Sprintf(" · %d selected", len(m.selected))
+		}
+	case viewNodes:
+		if !r.Live {
+			s = "offline (-f): no cluster nodes; the plan is in view 2"
+			break
+		}
+		inflight := 0
+		for i := range r.Nodes {
+			if r.Nodes[i].Claim {
+				inflight++
+			}
+		}
+		s = fmt.Sprintf("%d node(s) $%.4f/h ($%.2f/mo), %d NodeClaim(s) in flight", r.ClusterNodes, r.ClusterPrice, r.ClusterPrice*report.HoursPerMonth, inflight)
+	case viewConsolidation:
+		if r.Consolidation == nil {
+			s = "offline (-f): consolidation needs a live cluster's nodes"
+			break
+		}
+		c := r.Consolidation
+		s = fmt.Sprintf("Saving available $%.4f/h ($%.2f/mo) in %d action(s); now $%.4f/h, packed from scratch $%.4f/h (read-only)",
+			c.Saving, c.Saving*report.HoursPerMonth, len(c.Actions), c.CurrentPrice, c.TargetPrice)
+	}
+	if t := m.tables[m.view]; t.filter != "" {
+		s += fmt.Sprintf(" · filter %q: %d of %d", t.filter, len(t.visible), len(t.rows))
+	}
+	return m.st.dim.Render(s)
+}
+
+// bodyLines draws the current view's table.
+func (m *Model) bodyLines(height int) []string {
+	t := m.tables[m.view]
+	if m.rep == nil {
+		return nil
+	}
+	var mark func(*row) string
+	if m.view == viewProposed {
+		mark = func(r *row) string {
+			if m.selected[r.key] {
+				return "*"
+			}
+			return " "
+		}
+	}
+	lines := t.render(m.width, height-1, &m.st, mark)
+	if len(t.rows) == 0 {
+		lines = append(lines, "  "+m.emptyText())
+	}
+	return lines
+}
+
+func (m *Model) emptyText() string {
+	switch m.view {
+	case viewPending:
+		return "No pending pods."
+	case viewProposed:
+		return "No new nodes needed."
+	case viewNodes:
+		return "No nodes."
+	}
+	return "Nothing to consolidate."
+}
+
+// footerLine: the filter or prompt being typed, a message, or key hints.
+func (m *Model) footerLine() string {
+	switch m.mode {
+	case modeFilter:
+		return "/" + string(m.input) + "█"
+	case modePrompt:
+		return m.prompt + ": " + string(m.input) + "█"
+	case modeDetail:
+		return m.st.dim.Render("j/k scroll · esc back · ? help · q quit")
+	case modeHelp:
+		return m.st.dim.Render("esc or ? closes the help")
+	case modeConfirm:
+		return m.st.warn.Render("y: launch · n/esc: cancel")
+	}
+	if m.flash != "" {
+		if m.flashErr {
+			return m.st.err.Render(m.flash)
+		}
+		return m.st.ok.Render(m.flash)
+	}
+	if m.watchErr != "" {
+		return m.st.err.Render(m.watchErr)
+	}
+	hints := "?:help 1-4/tab:views j/k:move /:filter enter:details s:sort"
+	if m.launchDisabled() == "" || m.opts.Launcher != nil && !m.opts.ReadOnly {
+		hints += " space:select L:launch"
+	}
+	hints += " c/f/r:what-if q:quit"
+	return m.st.dim.Render(hints)
+}
+
+// helpLines lists every key, in two columns when the terminal is wide enough.
+func (m *Model) helpLines() []string {
+	groups := m.keys.helpGroups()
+	render := func(gs []helpGroup) []string {
+		var lines []string
+		for _, g := range gs {
+			var enabled []string
+			for _, b := range g.bindings {
+				if b.Enabled() {
+					h := b.Help()
+					enabled = append(enabled, fmt.Sprintf("  %-12s %s", h.Key, h.Desc))
+				}
+			}
+			if len(enabled) == 0 {
+				continue
+			}
+			lines = append(lines, g.title)
+			lines = append(lines, enabled...)
+		}
+		return lines
+	}
+	head := []string{m.st.header.Render("Keys")}
+	if m.opts.ReadOnly {
+		head = append(head, "Read-only: selecting and launching are off.")
+	}
+	left, right := render(groups[:3]), render(groups[3:])
+	if m.width < 72 {
+		return append(append(head, left...), right...)
+	}
+	out := head
+	for i := range max(len(left), len(right)) {
+		l, r := "", ""
+		if i < len(left) {
+			l = left[i]
+		}
+		if i < len(right) {
+			r = right[i]
+		}
+		out = append(out, pad(l, 40, false)+r)
+	}
+	return out
+}
+
+// wrappedDetail wraps the detail lines to the terminal width.
+func (m *Model) wrappedDetail() []string {
+	var out []string
+	for _, l := range m.detailLines {
+		indent := min(len(l)-len(strings.TrimLeft(l, " "))+2, 12)
+		wrapped := ansi.Wrap(l, max(m.width-1-indent, 10), " ,")
+		for k, wl := range strings.Split(wrapped, "\n") {
+			if k > 0 {
+				wl = strings.Repeat(" ", indent) + strings.TrimLeft(wl, " ")
+			}
+			out = append(out, wl)
+		}
+	}
+	return out
+}
+
+func (m *Model) detailView(height int) []string {
+	lines := m.wrappedDetail()
+	m.detailOffset = max(min(m.detailOffset, len(lines)-height+1), 0)
+	end := min(m.detailOffset+height-1, len(lines))
+	title := m.detailTitle
+	if len(lines) > height-1 {
+		title += fmt.Sprintf("  (%d-%d of %d)", m.detailOffset+1, end, len(lines))
+	}
+	return append([]string{m.st.header.Render(title)}, lines[m.detailOffset:end]...)
+}
+
+// confirmLines shows what a launch will create and what it costs.
+func (m *Model) confirmLines() []string {
+	total := 0.0
+	var b strings.Builder
+	fmt.Fprintf(&b, "Launch %d node(s)? This creates NodeClaims; the operator launches the instances.\n\n", len(m.confirm))
+	for _, r := range m.confirm {
+		n := r.Node
+		fmt.Fprintf(&b, "  %-7s %-14s %-11s %-9s $%.4f/h  %d pods  NodePool %s\n", r.Name, n.InstanceType, n.Zone, n.CapacityType, n.Price, len(r.Pods), n.Pool)
+		total += n.Price
+	}
+	fmt.Fprintf(&b, "\nTotal: $%.4f/h ($%.2f/month)\n\n[y] launch   [n/esc] cancel", total, total*report.HoursPerMonth)
+	box := m.st.box.Render(b.String())
+	return strings.Split(lipgloss.NewStyle().MarginLeft(1).Render(box), "\n")
+}

@@ -1,0 +1,343 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
+)
+
+// terminal drives the built plugin in a detached tmux session on a private
+// socket: keys in with send-keys, the screen out with capture-pane.
+type terminal struct {
+	t      *testing.T
+	socket string
+	name   string
+}
+
+// startTerminal runs the plugin with args in a width×height tmux window.
+func startTerminal(t *testing.T, kubeconfig string, width, height int, args ...string) *terminal {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatalf("tmux is needed to drive the TUI (apt-get install -y tmux): %v", err)
+	}
+	term := &terminal{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock"), name: "tui"}
+	quoted := []string{filepath.Join(pluginDir, "kubectl-rightsize")}
+	for _, a := range args {
+		quoted = append(quoted, "'"+a+"'")
+	}
+	// The shell keeps the window open after the plugin exits, so that an
+	// error stays readable in the capture.
+	script := fmt.Sprintf("KUBECONFIG=%s HOME=%s NO_COLOR=1 TERM=xterm-256color %s; echo EXITED $?; sleep 600", kubeconfig, t.TempDir(), strings.Join(quoted, " "))
+	term.tmux("new-session", "-d", "-s", term.name, "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), "sh", "-c", script)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", term.socket, "kill-server").Run() })
+	return term
+}
+
+func (term *terminal) tmux(args ...string) string {
+	term.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", term.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		term.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// capture returns the visible screen as plain text.
+func (term *terminal) capture() string {
+	return term.tmux("capture-pane", "-p", "-t", term.name)
+}
+
+// keys sends tmux key names ("2", "Enter", "Escape", "Space"), one at a
+// time with a pause, so that Escape is never read as Alt with the next key.
+func (term *terminal) keys(keys ...string) {
+	term.t.Helper()
+	for _, k := range keys {
+		term.tmux("send-keys", "-t", term.name, k)
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+// waitFor waits until the screen contains every string.
+func (term *terminal) waitFor(timeout time.Duration, wants ...string) string {
+	term.t.Helper()
+	var screen string
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		screen = term.capture()
+		ok := true
+		for _, w := range wants {
+			ok = ok && strings.Contains(screen, w)
+		}
+		if ok {
+			return screen
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	term.t.Fatalf("screen never showed %q within %v:\n%s", wants, timeout, screen)
+	return ""
+}
+
+// keep logs a screen and, when RIGHTSIZE_TUI_CAPTURES names a directory,
+// writes it there (the README's captures come from here).
+func (term *terminal) keep(name, screen string) {
+	term.t.Logf("%s:\n%s", name, screen)
+	if dir := os.Getenv("RIGHTSIZE_TUI_CAPTURES"); dir != "" {
+		lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+		for i := range lines {
+			lines[i] = strings.TrimRight(lines[i], " ")
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			term.t.Error(err)
+		}
+	}
+}
+
+const (
+	tuiSimClass = `
+apiVersion: rightsize.dev/v1alpha1
+kind: SimNodeClass
+metadata: {name: sim}
+spec: {}
+`
+	tuiPool = `
+apiVersion: rightsize.dev/v1alpha1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: rightsize.dev, kind: SimNodeClass, name: sim}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge, m5.2xlarge, c5.xlarge, c5.2xlarge]}
+`
+)
+
+// TestTUIShowsPendingPodsAndLaunchesANodeClaim drives `kubectl rightsize tui`
+// in tmux against the local control plane: pending pods appear with the
+// scheduler's message and our reason, every view draws, a proposed node is
+// launched from the screen after the confirmation, the NodeClaim appears in
+// the cluster, and once a node registers for it (this test plays the
+// operator) the pods turn Running on screen.
+func TestTUIShowsPendingPodsAndLaunchesANodeClaim(t *testing.T) {
+	env := testenv.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	installTUICRDs(t, env)
+	dyn, err := dynamic.NewForConfig(env.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{tuiSimClass, tuiPool} {
+		if _, err := create(ctx, t, dyn, doc); err != nil {
+			t.Fatalf("creating %s: %v", doc, err)
+		}
+	}
+	addNodeRetrying(ctx, t, env, testenv.Node{Name: "small-1", Labels: map[string]string{
+		"node.kubernetes.io/instance-type": "m5.large", "karpenter.sh/capacity-type": "on-demand", "topology.kubernetes.io/zone": "us-east-1a",
+	}, Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}})
+	if err := env.WaitNodeReady(ctx, "small-1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	kube := env.Client()
+	if _, err := kube.AppsV1().Deployments("default").Create(ctx, deployment("web", 2, "1500m", "3Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// One of the two fits small-1; wait for the other to be Unschedulable.
+	waitUnschedulable(ctx, t, env, 1)
+
+	term := startTerminal(t, env.Kubeconfig, 120, 32, "tui")
+	screen := term.waitFor(60*time.Second, "Deployment/web", "Insufficient cpu", "1 pending", "new-1")
+	term.keep("pending", screen)
+
+	term.keys("Enter")
+	term.keep("pending-detail", term.waitFor(10*time.Second, "Constraints of the pod", "NodePool general", "type(s) fit; cheapest"))
+	term.keys("Escape")
+
+	term.keys("2")
+	term.keep("proposed", term.waitFor(10*time.Second, "Plan: 1 node(s)", "lower bound", "new-1"))
+	term.keys("3")
+	term.keep("nodes", term.waitFor(10*time.Second, "small-1", "m5.large", "Ready"))
+	term.keys("4")
+	term.keep("consolidation", term.waitFor(10*time.Second, "Saving available"))
+	term.keys("?")
+	term.keep("help", term.waitFor(10*time.Second, "Keys", "launch selected"))
+	term.keys("Escape")
+
+	// Cancel first: nothing is created.
+	term.keys("2", "Space", "L")
+	term.keep("launch-confirm", term.waitFor(10*time.Second, "Launch 1 node(s)?", "Total: $", "[y] launch"))
+	term.keys("n")
+	term.waitFor(10*time.Second, "launch cancelled")
+	claims := dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("nodeclaims"))
+	if l, err := claims.List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
+		t.Fatalf("after cancel: %v NodeClaims, err %v", len(l.Items), err)
+	}
+
+	// Accept: a NodeClaim appears.
+	term.keys("Space", "L", "y")
+	term.waitFor(20*time.Second, "created NodeClaim general-")
+	var claim *unstructured.Unstructured
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := claims.List(ctx, metav1.ListOptions{})
+		if err != nil || len(l.Items) == 0 {
+			return false, nil
+		}
+		claim = &l.Items[0]
+		return true, nil
+	}); err != nil {
+		t.Fatalf("no NodeClaim created: %v", err)
+	}
+	typ, zone := claimRequirement(claim, "node.kubernetes.io/instance-type"), claimRequirement(claim, "topology.kubernetes.io/zone")
+	if typ == "" || zone == "" || claim.GetLabels()["rightsize.dev/nodepool"] != "general" {
+		t.Fatalf("NodeClaim %s lacks its type, zone or pool: %v", claim.GetName(), claim.Object)
+	}
+	if ref, _, _ := unstructured.NestedString(claim.Object, "spec", "nodeClassRef", "name"); ref != "sim" {
+		t.Errorf("NodeClaim nodeClassRef %q, want the pool's sim", ref)
+	}
+	term.keep("launched", term.waitFor(20*time.Second, claim.GetName(), "NodeClaim pending"))
+
+	// Play the operator: the node registers, the claim records it.
+	t.Logf("no operator runs in this test: registering node %s for NodeClaim %s (%s in %s) by hand", claim.GetName(), claim.GetName(), typ, zone)
+	addNodeRetrying(ctx, t, env, testenv.Node{Name: claim.GetName(), Labels: map[string]string{
+		"node.kubernetes.io/instance-type": typ, "topology.kubernetes.io/zone": zone, "karpenter.sh/capacity-type": "on-demand",
+		"karpenter.sh/nodepool": "general", "rightsize.dev/nodepool": "general",
+	}, Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")}})
+	_ = unstructured.SetNestedField(claim.Object, claim.GetName(), "status", "nodeName")
+	_ = unstructured.SetNestedSlice(claim.Object, []any{
+		map[string]any{"type": "Launched", "status": "True", "reason": "Launched", "message": "", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)},
+		map[string]any{"type": "Registered", "status": "True", "reason": "Registered", "message": "", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)},
+	}, "status", "conditions")
+	if _, err := claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("updating the NodeClaim's status: %v", err)
+	}
+	screen = term.waitFor(90*time.Second, claim.GetName(), "node Ready, 1/1 pods Running")
+	term.keep("launched-running", screen)
+	term.keys("1")
+	term.keep("pending-after", term.waitFor(30*time.Second, "0 pending", "No pending pods."))
+	term.keys("3")
+	term.keep("nodes-after", term.waitFor(10*time.Second, claim.GetName(), "small-1"))
+	term.keys("q")
+	term.waitFor(10*time.Second, "EXITED 0")
+}
+
+// TestTUIReadOnlyOffersNoLaunch checks --read-only on a live cluster.
+func TestTUIReadOnlyOffersNoLaunch(t *testing.T) {
+	env := testenv.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := env.Client().AppsV1().Deployments("default").Create(ctx, deployment("api", 1, "1", "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUnschedulable(ctx, t, env, 1)
+	term := startTerminal(t, env.Kubeconfig, 80, 24, "tui", "--read-only")
+	term.waitFor(60*time.Second, "READ-ONLY", "Deployment/api")
+	term.keys("2", "Space", "L")
+	term.waitFor(10*time.Second, "read-only: launching is off")
+	term.keys("q")
+	term.waitFor(10*time.Second, "EXITED 0")
+}
+
+// installTUICRDs applies the generated CRDs, config/crd/rightsize.dev_*.yaml.
+func installTUICRDs(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(crdDir, "rightsize.dev_*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in %s: %v", crdDir, err)
+	}
+	args := []string{"apply", "--server-side"}
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	if r := kubectl(t, env, args...); r.err != nil {
+		t.Fatalf("kubectl apply: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	if r := kubectl(t, env, "wait", "--for", "condition=Established", "--timeout", "60s", "crd/nodeclaims.rightsize.dev", "crd/nodepools.rightsize.dev", "crd/simnodeclasses.rightsize.dev"); r.err != nil {
+		t.Fatalf("kubectl wait: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+}
+
+// waitUnschedulable waits until n pods of the default namespace are
+// marked Unschedulable by the scheduler.
+func waitUnschedulable(ctx context.Context, t *testing.T, env *testenv.Env, n int) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := env.Client().CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		count := 0
+		for _, p := range pods.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+					count++
+				}
+			}
+		}
+		return count >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("fewer than %d unschedulable pods: %v", n, err)
+	}
+}
+
+// addNodeRetrying is env.AddNode, tolerating a conflict when it sets the
+// node's status: the controller-manager may update a fresh Node first.
+func addNodeRetrying(ctx context.Context, t *testing.T, env *testenv.Env, n testenv.Node) {
+	t.Helper()
+	_, err := env.AddNode(ctx, n)
+	if err == nil {
+		return
+	}
+	if !strings.Contains(err.Error(), "set status") {
+		t.Fatal(err)
+	}
+	t.Logf("retrying the node's status after a conflict: %v", err)
+	nodes := env.Client().CoreV1().Nodes()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := nodes.Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		capacity := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}
+		for k, v := range n.Capacity {
+			capacity[k] = v
+		}
+		node.Status.Capacity, node.Status.Allocatable = capacity, capacity.DeepCopy()
+		_, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// claimRequirement returns the single In value of a NodeClaim requirement.
+func claimRequirement(u *unstructured.Unstructured, key string) string {
+	reqs, _, _ := unstructured.NestedSlice(u.Object, "spec", "requirements")
+	for _, r := range reqs {
+		m, _ := r.(map[string]any)
+		if m["key"] == key {
+			if vals, _ := m["values"].([]any); len(vals) == 1 {
+				s, _ := vals[0].(string)
+				return s
+			}
+		}
+	}
+	return ""
+}
