@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
+)
+
+const operatorExample = `  # Provision kwok nodes from the simulated cloud for the cluster of the current context
+  kubectl rightsize operator --cloud sim --leader-elect=false
+
+  # As a Deployment (two replicas, one leader), with metrics and probes
+  kubectl-rightsize operator --cloud sim --metrics-bind-address :8080 --health-probe-bind-address :8081`
+
+// exitAfterLaunchEnv, when set to an exit code, makes the operator exit
+// right after the cloud launched an instance and before the NodeClaim's
+// status records it: the worst moment to crash. For tests only.
+const exitAfterLaunchEnv = "RIGHTSIZE_TEST_EXIT_AFTER_LAUNCH"
+
+// OperatorOptions are the options of `kubectl rightsize operator`.
+type OperatorOptions struct {
+	genericiooptions.IOStreams
+
+	Cloud                   string
+	Kubeconfig, Context     string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	MetricsBindAddress      string
+	HealthProbeBindAddress  string
+	BatchIdle, BatchMax     time.Duration
+	ClusterName             string
+	Region                  string
+	InstanceTypesFile       string
+	RegistrationDelay       time.Duration
+	GCGracePeriod           time.Duration
+	ClusterEndpoint         string
+	KubernetesVersion       string
+	LogFormat, LogLevel     string
+
+	regionSet  bool
+	restConfig *rest.Config
+	logger     logr.Logger
+}
+
+// NewCmdOperator builds `kubectl rightsize operator`. The kubeconfig and
+// context come from the root command's --kubeconfig and --context flags
+// when it has them, else from KUBECONFIG, ~/.kube/config or the in-cluster
+// service account.
+func NewCmdOperator(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &OperatorOptions{IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "operator",
+		Short: "Run the provisioning operator: launch right-sized nodes for pods the scheduler cannot place",
+		Long: `Run the operator: the same solver as explain, run continuously against the cluster.
+
+It watches pods the scheduler marks Unschedulable, batches them, plans the
+cheapest right-sized nodes within the rightsize.dev NodePools and their limits,
+and launches them as NodeClaims through the cloud provider. It keeps NodePool
+status, terminates instances no NodeClaim owns, and drains nodes whose NodeClaim
+is deleted. Replicas elect a leader; only the leader acts.
+
+--cloud sim launches simulated nodes: Node objects that kwok runs, priced from
+the embedded catalog (or --instance-types). Any cluster running kwok becomes a
+playground.`,
+		Example: operatorExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(cmd); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return o.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Cloud, "cloud", "sim", "cloud provider: sim (kwok nodes) or aws")
+	f.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader among replicas; only the leader acts")
+	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace in-cluster, else kube-system)")
+	f.StringVar(&o.LeaderElectionID, "leader-election-id", operator.DefaultLeaderElectionID, "name of the leader-election Lease")
+	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address to serve /metrics on; 0 disables it")
+	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address to serve /healthz and /readyz on; 0 disables it")
+	f.DurationVar(&o.BatchIdle, "batch-idle", time.Second, "close a batch of pending pods once none arrived for this long")
+	f.DurationVar(&o.BatchMax, "batch-max", 10*time.Second, "close a batch of pending pods after this long regardless")
+	f.StringVar(&o.ClusterName, "cluster-name", "rightsize", "name of this cluster; instances are tagged with it and garbage collection touches only its own")
+	f.StringVar(&o.Region, "region", sim.DefaultRegion, "region whose instance types and prices to use (aws: default AWS_REGION or the shared config)")
+	f.StringVar(&o.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join (aws; default: the kubeconfig's server)")
+	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version, e.g. 1.33, for AMI aliases (aws)")
+	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog (sim)")
+	f.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
+	f.DurationVar(&o.GCGracePeriod, "gc-grace-period", time.Minute, "how old an instance without a NodeClaim must be before it is terminated")
+	f.StringVar(&o.LogFormat, "log-format", "json", "log format: json or text")
+	f.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info or error")
+	return cmd
+}
+
+// Complete reads the kubeconfig flags and builds the logger.
+func (o *OperatorOptions) Complete(cmd *cobra.Command) error {
+	o.regionSet = cmd.Flags().Changed("region")
+	for name, dst := range map[string]*string{"kubeconfig": &o.Kubeconfig, "context": &o.Context} {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			*dst = f.Value.String()
+		}
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
+	}
+	if o.LeaderElectionNamespace == "" {
+		if ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+			o.LeaderElectionNamespace = strings.TrimSpace(string(ns))
+		}
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = "kube-system"
+	}
+	var level slog.Level
+	switch o.LogLevel {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	case "error":
+		level = slog.LevelError
+	default:
+		return fmt.Errorf("--log-level %q: want debug, info or error", o.LogLevel)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	switch o.LogFormat {
+	case "json":
+		o.logger = logr.FromSlogHandler(slog.NewJSONHandler(o.ErrOut, hopts))
+	case "text":
+		o.logger = logr.FromSlogHandler(slog.NewTextHandler(o.ErrOut, hopts))
+	default:
+		return fmt.Errorf("--log-format %q: want json or text", o.LogFormat)
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w; pass --kubeconfig, set KUBECONFIG, or run in a pod", err)
+	}
+	o.restConfig = cfg
+	return nil
+}
+
+// Validate checks the flags.
+func (o *OperatorOptions) Validate() error {
+	switch o.Cloud {
+	case "sim":
+	case "aws":
+		if o.InstanceTypesFile != "" || o.RegistrationDelay != 0 {
+			return errors.New("--instance-types and --registration-delay are for --cloud sim; AWS reads its instance types and prices from its APIs")
+		}
+	default:
+		return fmt.Errorf("--cloud %q: want sim or aws", o.Cloud)
+	}
+	if o.BatchIdle <= 0 || o.BatchMax < o.BatchIdle {
+		return fmt.Errorf("--batch-idle (%s) must be positive and at most --batch-max (%s)", o.BatchIdle, o.BatchMax)
+	}
+	if o.ClusterName == "" {
+		return errors.New("--cluster-name must not be empty")
+	}
+	return nil
+}
+
+// awsProvider builds the EC2 provider. Nodes join the API server of the
+// kubeconfig unless --cluster-endpoint says otherwise.
+func (o *OperatorOptions) awsProvider(ctx context.Context, c client.Client, model cloud.NodeModel) (cloud.CloudProvider, error) {
+	endpoint := o.ClusterEndpoint
+	if endpoint == "" {
+		endpoint = o.restConfig.Host
+	}
+	ca := o.restConfig.CAData
+	if len(ca) == 0 && o.restConfig.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(o.restConfig.CAFile); err != nil {
+			return nil, fmt.Errorf("reading the cluster CA: %w", err)
+		}
+	}
+	region := o.Region
+	if !o.regionSet {
+		region = "" // the SDK's chain: AWS_REGION, shared config, IMDS
+	}
+	return aws.New(ctx, aws.Options{
+		ClusterName: o.ClusterName, ClusterEndpoint: endpoint, ClusterCABundle: base64.StdEncoding.EncodeToString(ca),
+		KubernetesVersion: o.KubernetesVersion, Region: region, NodeModel: model,
+		Logger: o.logger.WithName("aws"), Registerer: crmetrics.Registry,
+		NodeClasses: func(ctx context.Context, name string) (*v1alpha1.EC2NodeClass, error) {
+			var nc v1alpha1.EC2NodeClass
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &nc); err != nil {
+				return nil, err
+			}
+			return &nc, nil
+		},
+	})
+}
+
+// Run runs the operator until ctx ends.
+func (o *OperatorOptions) Run(ctx context.Context) error {
+	ctrl.SetLogger(o.logger)
+	klog.SetLogger(o.logger.WithName("client-go"))
+	model := cloud.NodeModel{}
+	opts := operator.Options{
+		Logger:                  o.logger,
+		LeaderElect:             o.LeaderElect,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		LeaderElectionID:        o.LeaderElectionID,
+		MetricsBindAddress:      o.MetricsBindAddress,
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		Cloud: func(ctx context.Context, c client.Client) (cloud.CloudProvider, error) {
+			if o.Cloud == "aws" {
+				return o.awsProvider(ctx, c, model)
+			}
+			return sim.New(sim.Options{
+				Client: c, ClusterName: o.ClusterName, Region: o.Region, InstanceTypesFile: o.InstanceTypesFile,
+				Model: model, RegistrationDelay: o.RegistrationDelay,
+			})
+		},
+	}
+	opts.Provisioning.BatchIdle, opts.Provisioning.BatchMax = o.BatchIdle, o.BatchMax
+	opts.Provisioning.Region, opts.Provisioning.Model = o.Region, model
+	if o.Cloud == "aws" && !o.regionSet {
+		opts.Provisioning.Region = "" // the provider's region labels its nodes
+	}
+	opts.GarbageCollection.GracePeriod = o.GCGracePeriod
+	if v := os.Getenv(exitAfterLaunchEnv); v != "" {
+		code, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q: want an exit code", exitAfterLaunchEnv, v)
+		}
+		opts.Lifecycle.AfterLaunch = func(claim *v1alpha1.NodeClaim) {
+			o.logger.Info("exiting right after a launch, before the NodeClaim status is written (test hook)", "nodeclaim", claim.Name)
+			os.Exit(code)
+		}
+	}
+	return operator.Run(ctx, o.restConfig, opts)
+}

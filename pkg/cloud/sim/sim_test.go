@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+)
+
+// The fake client stands in for the API server only for the simulator's own
+// bookkeeping (which offering, idempotency, errors); the e2e tests run it
+// against a real control plane with kwok.
+
+func newProvider(t *testing.T, objs ...client.Object) (*Provider, client.Client) {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&corev1.Node{}).Build()
+	p, err := New(Options{Client: c, ClusterName: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, c
+}
+
+func claim(name string, reqs ...v1alpha1.NodeSelectorRequirement) *v1alpha1.NodeClaim {
+	return &v1alpha1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelNodePool: "default"}},
+		Spec: v1alpha1.NodeClaimSpec{
+			NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "sim"},
+			Requirements: reqs,
+			Resources:    v1alpha1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}},
+		},
+	}
+}
+
+func in(key string, values ...string) v1alpha1.NodeSelectorRequirement {
+	return v1alpha1.NodeSelectorRequirement{Key: key, Operator: v1alpha1.NodeSelectorOpIn, Values: values}
+}
+
+func TestCreateLaunchesTheCheapestAllowedOfferingOnce(t *testing.T) {
+	ctx := context.Background()
+	p, c := newProvider(t, &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "sim"}})
+	nc := claim("a", in(corev1.LabelInstanceTypeStable, "m5.large", "m5.xlarge"), in(v1alpha1.LabelCapacityType, "on-demand"))
+	got, err := p.Create(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.InstanceType != "m5.large" || got.Status.CapacityType != "on-demand" || got.Status.PricePerHour == "" {
+		t.Errorf("launched %s %s $%s, want the cheaper m5.large on-demand", got.Status.InstanceType, got.Status.CapacityType, got.Status.PricePerHour)
+	}
+	var node corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: "a"}, &node); err != nil {
+		t.Fatal(err)
+	}
+	if node.Spec.ProviderID != got.Status.ProviderID || node.Annotations[KwokAnnotation] != "fake" || node.Labels[v1alpha1.LabelNodePool] != "default" {
+		t.Errorf("node: providerID %q, annotations %v, labels %v", node.Spec.ProviderID, node.Annotations, node.Labels)
+	}
+	if node.Spec.Taints[0].Key != cloud.UnregisteredTaintKey {
+		t.Errorf("taints %v: want the unregistered taint first", node.Spec.Taints)
+	}
+	if node.Status.Allocatable.Cpu().MilliValue() >= node.Status.Capacity.Cpu().MilliValue() {
+		t.Errorf("allocatable %v not below capacity %v", node.Status.Allocatable, node.Status.Capacity)
+	}
+	again, err := p.Create(ctx, nc)
+	if err != nil || again.Status.ProviderID != got.Status.ProviderID {
+		t.Errorf("second Create: %v, %v; want the same instance", again.Status.ProviderID, err)
+	}
+	list, err := p.List(ctx)
+	if err != nil || len(list) != 1 || list[0].Name != "a" {
+		t.Errorf("List = %v, %v; want the one instance", list, err)
+	}
+	if err := p.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Delete(ctx, got); !cloud.IsNotFound(err) {
+		t.Errorf("second Delete: %v, want NotFound", err)
+	}
+	if _, err := p.Get(ctx, got.Status.ProviderID); !cloud.IsNotFound(err) {
+		t.Errorf("Get after Delete: %v, want NotFound", err)
+	}
+}
+
+func TestInsufficientCapacityFromTheNodeClass(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProvider(t, &v1alpha1.SimNodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "sim"},
+		Spec:       v1alpha1.SimNodeClassSpec{InsufficientCapacity: []v1alpha1.SimOffering{{InstanceType: "m5.large"}}},
+	})
+	_, err := p.Create(ctx, claim("a", in(corev1.LabelInstanceTypeStable, "m5.large")))
+	if !cloud.IsInsufficientCapacity(err) {
+		t.Fatalf("Create: %v, want an insufficient-capacity error", err)
+	}
+	got, err := p.Create(ctx, claim("b", in(corev1.LabelInstanceTypeStable, "m5.large", "m5.xlarge"), in(v1alpha1.LabelCapacityType, "on-demand")))
+	if err != nil || got.Status.InstanceType != "m5.xlarge" {
+		t.Errorf("Create with a fallback: %v, %v; want m5.xlarge", got, err)
+	}
+}
+
+func TestMissingSimNodeClassIsNotReady(t *testing.T) {
+	p, _ := newProvider(t)
+	_, err := p.Create(context.Background(), claim("a"))
+	var nr *cloud.NodeClassNotReadyError
+	if !errors.As(err, &nr) {
+		t.Fatalf("Create: %v, want NodeClassNotReadyError", err)
+	}
+}

@@ -1,0 +1,91 @@
+// Package metrics defines the operator's Prometheus metrics, registered with
+// controller-runtime's registry and served on the manager's /metrics.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+const namespace = "rightsize"
+
+// Label names.
+const (
+	LabelNodePool     = "nodepool"
+	LabelReason       = "reason"
+	LabelCapacityType = "capacity_type"
+)
+
+// Reasons NodeClaims are created and deleted for.
+const (
+	ReasonProvisioning         = "provisioning"
+	ReasonInsufficientCapacity = "insufficient_capacity"
+	ReasonLaunchTimeout        = "launch_timeout"
+	ReasonRegistrationTimeout  = "registration_timeout"
+	ReasonInstanceGone         = "instance_gone"
+	ReasonDeleted              = "deleted"
+	ReasonGarbageCollected     = "garbage_collected"
+)
+
+var (
+	// PendingPods is the number of pods the scheduler marked Unschedulable
+	// seen by the last provisioning batch, and how many were left without
+	// a node.
+	PendingPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "pods_pending",
+		Help: "Pods marked Unschedulable by the scheduler at the last provisioning batch; state=unplaced are those no node could be planned for.",
+	}, []string{"state"})
+	// NodeClaimsCreated counts NodeClaims created.
+	NodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "nodeclaims_created_total",
+		Help: "NodeClaims created, by NodePool and reason.",
+	}, []string{LabelNodePool, LabelReason})
+	// NodeClaimsLaunched counts NodeClaims whose instance was launched.
+	NodeClaimsLaunched = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "nodeclaims_launched_total",
+		Help: "NodeClaims whose cloud instance was launched, by NodePool.",
+	}, []string{LabelNodePool})
+	// NodeClaimsRegistered counts NodeClaims whose Node joined.
+	NodeClaimsRegistered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "nodeclaims_registered_total",
+		Help: "NodeClaims whose Node registered, by NodePool.",
+	}, []string{LabelNodePool})
+	// NodeClaimsDeleted counts NodeClaims deleted.
+	NodeClaimsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "nodeclaims_deleted_total",
+		Help: "NodeClaims deleted (instance terminated), by NodePool and reason.",
+	}, []string{LabelNodePool, LabelReason})
+	// InstancesGarbageCollected counts instances terminated for having no NodeClaim.
+	InstancesGarbageCollected = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "instances_garbage_collected_total",
+		Help: "Cloud instances terminated because no NodeClaim owned them.",
+	})
+	// DecisionDuration is the time from a batch closing to its NodeClaims created.
+	DecisionDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "provisioning_decision_duration_seconds",
+		Help:    "Time from a provisioning batch closing to its NodeClaims being created.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+	})
+	// SolverDuration is the time one solve takes.
+	SolverDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "solver_duration_seconds",
+		Help:    "Time the solver took to plan one provisioning batch.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	})
+	// BatchSize is the number of pods planned per batch.
+	BatchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "provisioning_batch_pods",
+		Help:    "Pods planned per provisioning batch.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+	})
+	// ClusterCost is the summed hourly price of the NodeClaims.
+	ClusterCost = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "cluster_cost_per_hour_dollars",
+		Help: "Summed price of the launched NodeClaims in US dollars per hour, by NodePool and capacity type.",
+	}, []string{LabelNodePool, LabelCapacityType})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(PendingPods, NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
+		NodeClaimsDeleted, InstancesGarbageCollected, DecisionDuration, SolverDuration, BatchSize, ClusterCost)
+}

@@ -1,0 +1,492 @@
+// Package lifecycle takes a NodeClaim from creation to a node pods run on,
+// and back: launch through the CloudProvider, registration of the Node
+// (matched by providerID; the claim's labels and taints copied on),
+// initialization (Node Ready, startup taints gone; the pods planned for it
+// nominated to it, then the unregistered taint removed), liveness (a claim not launched or not registered in time is
+// deleted so its pods are planned again) and termination (cordon and drain
+// through the eviction API, then the instance, then the Node).
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/kubectl/pkg/drain"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
+)
+
+// AnnotationDeletionReason records why the operator deleted a NodeClaim,
+// for the metrics and events of its termination.
+const AnnotationDeletionReason = v1alpha1.Group + "/deletion-reason"
+
+// Options tune the lifecycle controller.
+type Options struct {
+	// LaunchTimeout and RegistrationTimeout are the liveness limits: a
+	// claim not launched within LaunchTimeout of its creation, or whose
+	// Node has not registered within RegistrationTimeout of the launch, is
+	// deleted (5 and 15 minutes when zero).
+	LaunchTimeout, RegistrationTimeout time.Duration
+	// DrainTimeout bounds one drain attempt; a blocked drain is retried.
+	DrainTimeout time.Duration
+	// Replan is called when a claim is deleted so its pods get planned
+	// again.
+	Replan func()
+	// NominatedPods returns the pods planned onto a claim's node (by claim
+	// name). When the node registers, their status.nominatedNodeName is set
+	// to it, so that the scheduler tries that node first and keeps its room
+	// for them, as the plan intended.
+	NominatedPods func(claim string) []types.NamespacedName
+	// AfterLaunch, when set, is called right after the cloud launched an
+	// instance and before the claim's status is written. Tests use it to
+	// simulate a crash at the worst moment.
+	AfterLaunch func(claim *v1alpha1.NodeClaim)
+	// MaxConcurrentReconciles is the number of claims handled at once.
+	MaxConcurrentReconciles int
+}
+
+// Controller reconciles NodeClaims.
+type Controller struct {
+	client      client.Client
+	kube        kubernetes.Interface
+	cloud       cloud.CloudProvider
+	recorder    events.EventRecorder
+	unavailable *state.Unavailable
+	opts        Options
+}
+
+// New returns the lifecycle controller.
+func New(c client.Client, kube kubernetes.Interface, cp cloud.CloudProvider, recorder events.EventRecorder, unavailable *state.Unavailable, opts Options) *Controller {
+	if opts.LaunchTimeout <= 0 {
+		opts.LaunchTimeout = 5 * time.Minute
+	}
+	if opts.RegistrationTimeout <= 0 {
+		opts.RegistrationTimeout = 15 * time.Minute
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 20 * time.Second
+	}
+	if opts.Replan == nil {
+		opts.Replan = func() {}
+	}
+	if opts.NominatedPods == nil {
+		opts.NominatedPods = func(string) []types.NamespacedName { return nil }
+	}
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 10
+	}
+	return &Controller{client: c, kube: kube, cloud: cp, recorder: recorder, unavailable: unavailable, opts: opts}
+}
+
+// RBAC of the lifecycle controller.
+//
+// +kubebuilder:rbac:groups=rightsize.dev,resources=nodeclaims,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=rightsize.dev,resources=nodeclaims/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=rightsize.dev,resources=simnodeclasses;ec2nodeclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Register adds the controller to the manager: it watches NodeClaims and
+// the Nodes that register for them.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodeclaim.lifecycle").
+		For(&v1alpha1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfNode)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
+		Complete(c)
+}
+
+// claimsOfNode maps a Node to the NodeClaim with its providerID.
+func (c *Controller) claimsOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	id := o.(*corev1.Node).Spec.ProviderID
+	if id == "" {
+		return nil
+	}
+	var claims v1alpha1.NodeClaimList
+	if err := c.client.List(ctx, &claims, client.MatchingFields{nodeclaim.IndexClaimProviderID: id}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, len(claims.Items))
+	for i := range claims.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])}
+	}
+	return out
+}
+
+// Reconcile moves one NodeClaim along its lifecycle.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var claim v1alpha1.NodeClaim
+	if err := c.client.Get(ctx, req.NamespacedName, &claim); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	log := logr.FromContextOrDiscard(ctx).WithValues("nodeclaim", claim.Name, "nodepool", nodeclaim.Pool(&claim))
+	ctx = logr.NewContext(ctx, log)
+	if claim.DeletionTimestamp != nil {
+		return c.finalize(ctx, &claim)
+	}
+	if !controllerutil.ContainsFinalizer(&claim, nodeclaim.Finalizer) {
+		orig := claim.DeepCopy()
+		controllerutil.AddFinalizer(&claim, nodeclaim.Finalizer)
+		if err := c.client.Patch(ctx, &claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if !nodeclaim.IsTrue(&claim, v1alpha1.ConditionLaunched) {
+		return c.launch(ctx, &claim)
+	}
+	if !nodeclaim.IsTrue(&claim, v1alpha1.ConditionRegistered) {
+		return c.register(ctx, &claim)
+	}
+	if !nodeclaim.IsTrue(&claim, v1alpha1.ConditionInitialized) {
+		return c.initialize(ctx, &claim)
+	}
+	return reconcile.Result{}, nil
+}
+
+// launch creates the claim's instance.
+func (c *Controller) launch(ctx context.Context, claim *v1alpha1.NodeClaim) (reconcile.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	if age := time.Since(claim.CreationTimestamp.Time); age > c.opts.LaunchTimeout {
+		return reconcile.Result{}, c.remove(ctx, claim, metrics.ReasonLaunchTimeout,
+			fmt.Sprintf("not launched within %s; deleting it so its pods are planned again", c.opts.LaunchTimeout))
+	}
+	view, err := c.cloud.Create(ctx, claim)
+	if err != nil {
+		var ice *cloud.InsufficientCapacityError
+		var notReady *cloud.NodeClassNotReadyError
+		switch {
+		case errors.As(err, &ice):
+			for _, o := range ice.Offerings {
+				c.unavailable.MarkOffering(o)
+			}
+			c.recorder.Eventf(claim, nil, corev1.EventTypeWarning, "InsufficientCapacity", "Launch", "%v; planning its pods again without those offerings", err)
+			log.Info("insufficient capacity; replanning", "offerings", ice.Offerings)
+			return reconcile.Result{}, c.remove(ctx, claim, metrics.ReasonInsufficientCapacity, err.Error())
+		case errors.As(err, &notReady):
+			c.setLaunchFailed(ctx, claim, "NodeClassNotReady", notReady.Error())
+			return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
+		}
+		c.setLaunchFailed(ctx, claim, "LaunchFailed", err.Error())
+		return reconcile.Result{}, fmt.Errorf("launching: %w", err)
+	}
+	if c.opts.AfterLaunch != nil {
+		c.opts.AfterLaunch(claim)
+	}
+	// Labels the instance has (instance type, zone, ...) go on the claim.
+	orig := claim.DeepCopy()
+	if claim.Labels == nil {
+		claim.Labels = map[string]string{}
+	}
+	changed := false
+	for k, v := range view.Labels {
+		if _, ok := claim.Labels[k]; !ok && !strings.HasPrefix(k, "kubernetes.io/hostname") {
+			claim.Labels[k] = v
+			changed = true
+		}
+	}
+	if changed {
+		if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	orig = claim.DeepCopy()
+	s := &claim.Status
+	s.ProviderID, s.ImageID = view.Status.ProviderID, view.Status.ImageID
+	s.Capacity, s.Allocatable = view.Status.Capacity, view.Status.Allocatable
+	s.InstanceType, s.Zone, s.CapacityType, s.PricePerHour = view.Status.InstanceType, view.Status.Zone, view.Status.CapacityType, view.Status.PricePerHour
+	nodeclaim.SetCondition(claim, v1alpha1.ConditionLaunched, metav1.ConditionTrue, "Launched", "")
+	nodeclaim.SetCondition(claim, v1alpha1.ConditionRegistered, metav1.ConditionUnknown, "AwaitingRegistration", "waiting for the node to join")
+	nodeclaim.SetCondition(claim, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotRegistered", "the node has not joined yet")
+	if err := c.client.Status().Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	metrics.NodeClaimsLaunched.WithLabelValues(nodeclaim.Pool(claim)).Inc()
+	log.Info("launched", "providerID", s.ProviderID, "instanceType", s.InstanceType, "zone", s.Zone, "capacityType", s.CapacityType, "pricePerHour", s.PricePerHour)
+	c.recorder.Eventf(claim, nil, corev1.EventTypeNormal, "Launched", "Launch", "launched %s: %s %s %s $%s/h", s.ProviderID, s.InstanceType, s.CapacityType, s.Zone, s.PricePerHour)
+	return c.register(ctx, claim)
+}
+
+// setLaunchFailed records a failed launch on the Launched condition.
+func (c *Controller) setLaunchFailed(ctx context.Context, claim *v1alpha1.NodeClaim, reason, message string) {
+	orig := claim.DeepCopy()
+	if nodeclaim.SetCondition(claim, v1alpha1.ConditionLaunched, metav1.ConditionFalse, reason, message) {
+		_ = c.client.Status().Patch(ctx, claim, client.MergeFrom(orig))
+		c.recorder.Eventf(claim, nil, corev1.EventTypeWarning, reason, "Launch", "%s", message)
+	}
+}
+
+// register matches the claim's Node and makes it schedulable.
+func (c *Controller) register(ctx context.Context, claim *v1alpha1.NodeClaim) (reconcile.Result, error) {
+	var nodes corev1.NodeList
+	if err := c.client.List(ctx, &nodes, client.MatchingFields{nodeclaim.IndexNodeProviderID: claim.Status.ProviderID}); err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(nodes.Items) == 0 {
+		launched := nodeclaim.TransitionTime(claim, v1alpha1.ConditionLaunched)
+		left := c.opts.RegistrationTimeout - time.Since(launched)
+		if left <= 0 {
+			return reconcile.Result{}, c.remove(ctx, claim, metrics.ReasonRegistrationTimeout,
+				fmt.Sprintf("its node did not register within %s; deleting it so its pods are planned again", c.opts.RegistrationTimeout))
+		}
+		return reconcile.Result{RequeueAfter: left}, nil
+	}
+	node := &nodes.Items[0]
+	orig := node.DeepCopy()
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range claim.Labels {
+		node.Labels[k] = v
+	}
+	for _, t := range claim.Spec.Taints {
+		if !slices.ContainsFunc(node.Spec.Taints, func(n corev1.Taint) bool { return n.MatchTaint(&t) }) {
+			node.Spec.Taints = append(node.Spec.Taints, t)
+		}
+	}
+	if !hasOwner(node, claim) {
+		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
+			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: claim.Name, UID: claim.UID,
+		})
+	}
+	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{Requeue: true}, nil
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	origClaim := claim.DeepCopy()
+	claim.Status.NodeName = node.Name
+	nodeclaim.SetCondition(claim, v1alpha1.ConditionRegistered, metav1.ConditionTrue, "Registered", "")
+	nodeclaim.SetCondition(claim, v1alpha1.ConditionInitialized, metav1.ConditionUnknown, "AwaitingInitialization", "waiting for the node to be Ready")
+	if err := c.client.Status().Patch(ctx, claim, client.MergeFrom(origClaim)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	metrics.NodeClaimsRegistered.WithLabelValues(nodeclaim.Pool(claim)).Inc()
+	logr.FromContextOrDiscard(ctx).Info("registered", "node", node.Name)
+	return c.initialize(ctx, claim)
+}
+
+// nominate sets status.nominatedNodeName on the pods planned onto the
+// claim's node, once the node is schedulable: the scheduler tries that node
+// first and keeps room on it for them, so pods land as planned rather than
+// spread out by the scheduler's own scoring.
+func (c *Controller) nominate(ctx context.Context, claim *v1alpha1.NodeClaim, node string) {
+	pods := c.opts.NominatedPods(claim.Name)
+	if len(pods) == 0 {
+		return
+	}
+	patch := []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node))
+	work := make(chan types.NamespacedName)
+	var wg sync.WaitGroup
+	for range min(8, len(pods)) {
+		wg.Go(func() {
+			for key := range work {
+				_, err := c.kube.CoreV1().Pods(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+				if err != nil && !apierrors.IsNotFound(err) {
+					logr.FromContextOrDiscard(ctx).V(1).Info("could not nominate a pod", "pod", key.String(), "error", err.Error())
+				}
+			}
+		})
+	}
+	for _, key := range pods {
+		work <- key
+	}
+	close(work)
+	wg.Wait()
+	// Let the nominations reach the watchers before the node opens: the
+	// scheduler must see them before it sees the taint go. Our own cache
+	// is fed by the same watch, so it is the yardstick (bounded wait).
+	deadline := time.Now().Add(2 * time.Second)
+	for _, key := range pods {
+		for time.Now().Before(deadline) {
+			var pod corev1.Pod
+			err := c.client.Get(ctx, key, &pod)
+			if err != nil || pod.Status.NominatedNodeName == node || pod.Spec.NodeName != "" {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func hasOwner(node *corev1.Node, claim *v1alpha1.NodeClaim) bool {
+	return slices.ContainsFunc(node.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == claim.UID })
+}
+
+// initialize marks the claim Initialized and Ready once its Node is Ready
+// and its startup and not-ready taints are gone: it points the pods planned
+// for the node at it and removes the unregistered taint, which registration
+// leaves in place so that no pod lands on the node before then.
+func (c *Controller) initialize(ctx context.Context, claim *v1alpha1.NodeClaim) (reconcile.Result, error) {
+	var node corev1.Node
+	if err := c.client.Get(ctx, client.ObjectKey{Name: claim.Status.NodeName}, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil // the garbage collector deals with vanished nodes
+		}
+		return reconcile.Result{}, err
+	}
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			ready = cond.Status == corev1.ConditionTrue
+		}
+	}
+	if !ready {
+		return reconcile.Result{}, nil // the Node's update brings us back
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable ||
+			slices.ContainsFunc(claim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {
+			return reconcile.Result{}, nil
+		}
+	}
+	// The node is usable: point the planned pods at it, then let the
+	// scheduler in by removing the unregistered taint. In this order the
+	// scheduler never tries a nominated pod against a node it cannot use
+	// yet, which would drop the nomination.
+	c.nominate(ctx, claim, node.Name)
+	if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey }) {
+		origNode := node.DeepCopy()
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
+		if err := c.client.Patch(ctx, &node, client.MergeFromWithOptions(origNode, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{Requeue: true}, nil
+			}
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	orig := claim.DeepCopy()
+	nodeclaim.SetCondition(claim, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
+	nodeclaim.SetCondition(claim, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
+	if err := c.client.Status().Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	logr.FromContextOrDiscard(ctx).Info("initialized", "node", node.Name)
+	return reconcile.Result{}, nil
+}
+
+// remove deletes a claim for a reason the operator found.
+func (c *Controller) remove(ctx context.Context, claim *v1alpha1.NodeClaim, reason, message string) error {
+	orig := claim.DeepCopy()
+	if claim.Annotations == nil {
+		claim.Annotations = map[string]string{}
+	}
+	claim.Annotations[AnnotationDeletionReason] = reason
+	if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if reason != metrics.ReasonInsufficientCapacity {
+		c.recorder.Eventf(claim, nil, corev1.EventTypeWarning, "Deleting", "Delete", "%s", message)
+	}
+	logr.FromContextOrDiscard(ctx).Info("deleting NodeClaim", "reason", reason, "message", message)
+	if err := c.client.Delete(ctx, claim); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	c.opts.Replan()
+	return nil
+}
+
+// finalize drains the claim's node, terminates the instance, deletes the
+// Node and lets the claim go.
+func (c *Controller) finalize(ctx context.Context, claim *v1alpha1.NodeClaim) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(claim, nodeclaim.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	var node *corev1.Node
+	if claim.Status.ProviderID != "" {
+		var nodes corev1.NodeList
+		if err := c.client.List(ctx, &nodes, client.MatchingFields{nodeclaim.IndexNodeProviderID: claim.Status.ProviderID}); err != nil {
+			return reconcile.Result{}, err
+		}
+		if len(nodes.Items) > 0 {
+			node = &nodes.Items[0]
+		}
+	}
+	if node != nil && node.DeletionTimestamp == nil {
+		if err := c.drain(ctx, claim, node); err != nil {
+			log.Info("drain not finished; retrying", "node", node.Name, "error", err.Error())
+			c.recorder.Eventf(claim, nil, corev1.EventTypeWarning, "DrainBlocked", "Drain", "draining node %s: %v", node.Name, oneLine(err.Error()))
+			return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+		}
+	}
+	if claim.Status.ProviderID != "" || !nodeclaim.IsTrue(claim, v1alpha1.ConditionLaunched) {
+		// An unlaunched claim may still have an instance if a launch
+		// raced the deletion; the provider finds it by the claim's name.
+		if err := c.cloud.Delete(ctx, claim); err != nil && !cloud.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("terminating the instance: %w", err)
+		}
+	}
+	if node != nil {
+		if err := c.client.Delete(ctx, node); err != nil && !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("deleting node %s: %w", node.Name, err)
+		}
+	}
+	orig := claim.DeepCopy()
+	controllerutil.RemoveFinalizer(claim, nodeclaim.Finalizer)
+	if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	reason := claim.Annotations[AnnotationDeletionReason]
+	if reason == "" {
+		reason = metrics.ReasonDeleted
+	}
+	metrics.NodeClaimsDeleted.WithLabelValues(nodeclaim.Pool(claim), reason).Inc()
+	log.Info("terminated", "reason", reason, "providerID", claim.Status.ProviderID)
+	return reconcile.Result{}, nil
+}
+
+// drain cordons the node and evicts its pods, respecting
+// PodDisruptionBudgets, until the claim's terminationGracePeriod (if any)
+// has passed since its deletion; after that pods are deleted.
+func (c *Controller) drain(ctx context.Context, claim *v1alpha1.NodeClaim, node *corev1.Node) error {
+	h := &drain.Helper{
+		Ctx:                 ctx,
+		Client:              c.kube,
+		Force:               true,
+		GracePeriodSeconds:  -1,
+		IgnoreAllDaemonSets: true,
+		DeleteEmptyDirData:  true,
+		Timeout:             c.opts.DrainTimeout,
+		Out:                 io.Discard,
+		ErrOut:              io.Discard,
+	}
+	if tgp := claim.Spec.TerminationGracePeriod; tgp != nil && time.Since(claim.DeletionTimestamp.Time) > tgp.Duration {
+		h.DisableEviction = true
+	}
+	if err := drain.RunCordonOrUncordon(h, node, true); err != nil {
+		return fmt.Errorf("cordoning: %w", err)
+	}
+	return drain.RunNodeDrain(h, node.Name)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

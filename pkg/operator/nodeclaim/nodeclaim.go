@@ -1,0 +1,90 @@
+// Package nodeclaim holds what the NodeClaim controllers share: the
+// finalizer, field indexes, condition helpers and the conversion of a
+// NodeClaim's status to solver units. The controllers live in its
+// subpackages, one per concern.
+package nodeclaim
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+)
+
+// Finalizer keeps a NodeClaim until its node is drained and its instance
+// terminated.
+const Finalizer = v1alpha1.Group + "/termination"
+
+// Annotations the provisioner puts on NodeClaims.
+const (
+	// AnnotationReason is the solver's one-sentence reason for the node.
+	AnnotationReason = v1alpha1.Group + "/reason"
+	// AnnotationPods is the number of pods the node was planned for.
+	AnnotationPods = v1alpha1.Group + "/planned-pods"
+)
+
+// Field indexes registered by the operator.
+const (
+	// IndexClaimProviderID indexes NodeClaims by status.providerID.
+	IndexClaimProviderID = "status.providerID"
+	// IndexNodeProviderID indexes Nodes by spec.providerID.
+	IndexNodeProviderID = "spec.providerID"
+)
+
+// SetupIndexes registers the field indexes the controllers use.
+func SetupIndexes(ctx context.Context, idx client.FieldIndexer) error {
+	if err := idx.IndexField(ctx, &v1alpha1.NodeClaim{}, IndexClaimProviderID, func(o client.Object) []string {
+		if id := o.(*v1alpha1.NodeClaim).Status.ProviderID; id != "" {
+			return []string{id}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &corev1.Node{}, IndexNodeProviderID, func(o client.Object) []string {
+		if id := o.(*corev1.Node).Spec.ProviderID; id != "" {
+			return []string{id}
+		}
+		return nil
+	})
+}
+
+// IsTrue reports whether the claim's condition is True.
+func IsTrue(claim *v1alpha1.NodeClaim, condition string) bool {
+	return meta.IsStatusConditionTrue(claim.Status.Conditions, condition)
+}
+
+// TransitionTime returns when the condition last changed, or zero.
+func TransitionTime(claim *v1alpha1.NodeClaim, condition string) time.Time {
+	if c := meta.FindStatusCondition(claim.Status.Conditions, condition); c != nil {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
+}
+
+// SetCondition sets a condition; it reports whether anything changed.
+func SetCondition(claim *v1alpha1.NodeClaim, condition string, status metav1.ConditionStatus, reason, message string) bool {
+	return meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{
+		Type: condition, Status: status, Reason: reason, Message: message, ObservedGeneration: claim.Generation,
+	})
+}
+
+// Price returns the claim's hourly price, 0 when unknown.
+func Price(claim *v1alpha1.NodeClaim) float64 {
+	p, err := strconv.ParseFloat(claim.Status.PricePerHour, 64)
+	if err != nil {
+		return 0
+	}
+	return p
+}
+
+// Pool returns the name of the NodePool the claim belongs to.
+func Pool(claim *v1alpha1.NodeClaim) string {
+	return claim.Labels[v1alpha1.LabelNodePool]
+}

@@ -1,0 +1,241 @@
+// Package operator runs the solver continuously in-cluster: a
+// controller-runtime manager (leader election, /metrics, /healthz, /readyz,
+// graceful shutdown) with one controller per concern, each in its own
+// package:
+//
+//   - provisioning: batches pods the scheduler marked Unschedulable, plans
+//     nodes for them and creates NodeClaims;
+//   - nodeclaim/lifecycle: launches, registers, initializes and terminates
+//     the NodeClaims' instances through the cloud.CloudProvider;
+//   - nodeclaim/garbagecollection: terminates instances no NodeClaim owns and
+//     deletes NodeClaims whose instance vanished;
+//   - nodepool: NodePool status and the cost metrics.
+//
+// Only the leader acts; other replicas keep warm caches and take over when
+// the leader goes away.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/garbagecollection"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/lifecycle"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodepool"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
+)
+
+// DefaultLeaderElectionID is the name of the Lease replicas compete for.
+const DefaultLeaderElectionID = "rightsize-operator"
+
+// CloudFactory builds the cloud provider. The client it gets reads the API
+// server directly (not the cache), so that idempotency checks see the
+// latest state.
+// ctx lives as long as the operator, for providers that refresh prices in
+// the background.
+type CloudFactory func(ctx context.Context, c client.Client) (cloud.CloudProvider, error)
+
+// Options configure the operator.
+type Options struct {
+	// Cloud builds the cloud provider. Required.
+	Cloud CloudFactory
+	// Logger receives every log line.
+	Logger logr.Logger
+	// LeaderElect makes replicas elect one leader that acts (true in
+	// production); LeaderElectionNamespace and LeaderElectionID locate its
+	// Lease.
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	// MetricsBindAddress and HealthProbeBindAddress are host:port to serve
+	// /metrics and /healthz, /readyz on; "0" disables them.
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	// Provisioning tunes batching and the solver (Region and Model must
+	// match the cloud provider's).
+	Provisioning provisioning.Options
+	// Lifecycle tunes liveness and draining (Replan is set by the operator).
+	Lifecycle lifecycle.Options
+	// GarbageCollection tunes the garbage collector.
+	GarbageCollection garbagecollection.Options
+	// GracefulShutdownTimeout bounds shutdown (30 s when zero).
+	GracefulShutdownTimeout time.Duration
+}
+
+// Scheme returns the scheme the operator's clients use: the built-in kinds
+// and rightsize.dev/v1alpha1.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run runs the operator until ctx is cancelled, then shuts down gracefully
+// (the leader releases its Lease so that another replica takes over at
+// once).
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	if opts.Cloud == nil {
+		return errors.New("operator: no cloud provider")
+	}
+	log := opts.Logger
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 100, 200
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "kubectl-rightsize-operator"
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	if opts.LeaderElectionID == "" {
+		opts.LeaderElectionID = DefaultLeaderElectionID
+	}
+	if opts.GracefulShutdownTimeout <= 0 {
+		opts.GracefulShutdownTimeout = 30 * time.Second
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        log,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
+		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("operator: creating the manager: %w", err)
+	}
+	if err := nodeclaim.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("operator: indexes: %w", err)
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("operator: client: %w", err)
+	}
+	cp, err := opts.Cloud(ctx, direct)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("operator: clientset: %w", err)
+	}
+	recorder := mgr.GetEventRecorder("rightsize")
+	unavailable := state.NewUnavailable(0)
+
+	prov := provisioning.New(mgr.GetClient(), cp, recorder, log.WithName("provisioning"), unavailable, opts.Provisioning)
+	if err := prov.Register(mgr); err != nil {
+		return fmt.Errorf("operator: provisioning: %w", err)
+	}
+	lc := opts.Lifecycle
+	lc.Replan = prov.Trigger
+	lc.NominatedPods = prov.NominatedPods
+	if err := lifecycle.New(mgr.GetClient(), kube, cp, recorder, unavailable, lc).Register(mgr); err != nil {
+		return fmt.Errorf("operator: nodeclaim lifecycle: %w", err)
+	}
+	if err := nodepool.New(mgr.GetClient(), cp).Register(mgr); err != nil {
+		return fmt.Errorf("operator: nodepool: %w", err)
+	}
+	gc := opts.GarbageCollection
+	gc.Replan = prov.Trigger
+	if err := mgr.Add(garbagecollection.New(mgr.GetAPIReader(), mgr.GetClient(), cp, log.WithName("garbagecollection"), gc)); err != nil {
+		return fmt.Errorf("operator: garbage collection: %w", err)
+	}
+
+	// Start every informer the controllers read now, rather than on the
+	// first read, so that the first batch does not wait for them.
+	for _, o := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &appsv1.DaemonSet{}, &policyv1.PodDisruptionBudget{},
+		&v1alpha1.NodePool{}, &v1alpha1.NodeClaim{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, o); err != nil {
+			return fmt.Errorf("operator: informer for %T: %w", o, err)
+		}
+	}
+	synced := &cacheSynced{cache: mgr.GetCache()}
+	if err := mgr.Add(synced); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("cache", synced.check); err != nil {
+		return err
+	}
+	go func() {
+		select {
+		case <-mgr.Elected():
+			if opts.LeaderElect {
+				log.Info("elected leader; acting", "lease", opts.LeaderElectionNamespace+"/"+opts.LeaderElectionID)
+			}
+		case <-ctx.Done():
+		}
+	}()
+	log.Info("starting operator", "cloud", cp.Name(), "leaderElection", opts.LeaderElect,
+		"metrics", opts.MetricsBindAddress, "health", opts.HealthProbeBindAddress)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	log.Info("operator stopped")
+	return nil
+}
+
+// cacheSynced reports ready once the informer caches have synced; it runs
+// on every replica, leader or not.
+type cacheSynced struct {
+	cache cache.Cache
+	done  atomic.Bool
+}
+
+func (s *cacheSynced) NeedLeaderElection() bool { return false }
+
+func (s *cacheSynced) Start(ctx context.Context) error {
+	if s.cache.WaitForCacheSync(ctx) {
+		s.done.Store(true)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (s *cacheSynced) check(*http.Request) error {
+	if !s.done.Load() {
+		return errors.New("informer caches not synced yet")
+	}
+	return nil
+}
+
+var _ manager.LeaderElectionRunnable = (*cacheSynced)(nil)

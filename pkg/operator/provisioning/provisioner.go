@@ -1,0 +1,434 @@
+// Package provisioning launches nodes for pods the scheduler cannot place:
+// it batches pods marked Unschedulable, builds the solver's problem from
+// the informer cache (existing nodes and in-flight NodeClaims included, so
+// that nothing is launched twice), asks the solver, and creates the
+// NodeClaims of the plan within the NodePools' limits.
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// Options tune the provisioner.
+type Options struct {
+	// BatchIdle closes a batch once no new pod turned Unschedulable for
+	// this long; BatchMax closes it regardless.
+	BatchIdle, BatchMax time.Duration
+	// Region labels instance types as the cloud provider labels its nodes.
+	Region string
+	// Model turns instance types into allocatable capacity.
+	Model cloud.NodeModel
+	// SolveTimeout bounds one solve; the best plan found by then is used.
+	SolveTimeout time.Duration
+	// Recheck re-runs a batch this often while pods stay unplaced (so that
+	// raised limits and expired capacity shortages are noticed).
+	Recheck time.Duration
+}
+
+// Provisioner batches Unschedulable pods and launches NodeClaims for them.
+// It is a manager.Runnable that runs only on the leader.
+type Provisioner struct {
+	client      client.Client
+	cloud       cloud.CloudProvider
+	recorder    events.EventRecorder
+	log         logr.Logger
+	opts        Options
+	unavailable *state.Unavailable
+	trigger     chan struct{}
+
+	mu sync.Mutex
+	// nominations maps pods to the NodeClaim planned for them.
+	nominations map[types.UID]nomination
+	// recent holds NodeClaims created but maybe not yet in the cache.
+	recent map[string]recentClaim
+	// told remembers the last reason given to an unplaced pod, so that a
+	// pod gets one event per new reason rather than one per batch.
+	told map[types.UID]string
+}
+
+type nomination struct {
+	claim string
+	pod   types.NamespacedName
+	at    time.Time
+}
+
+type recentClaim struct {
+	claim *v1alpha1.NodeClaim
+	at    time.Time
+}
+
+// New returns a provisioner.
+func New(c client.Client, cp cloud.CloudProvider, recorder events.EventRecorder, log logr.Logger, unavailable *state.Unavailable, opts Options) *Provisioner {
+	if opts.BatchIdle <= 0 {
+		opts.BatchIdle = time.Second
+	}
+	if opts.BatchMax < opts.BatchIdle {
+		opts.BatchMax = max(10*time.Second, opts.BatchIdle)
+	}
+	if opts.SolveTimeout <= 0 {
+		opts.SolveTimeout = 10 * time.Second
+	}
+	if opts.Recheck <= 0 {
+		opts.Recheck = 30 * time.Second
+	}
+	return &Provisioner{
+		client: c, cloud: cp, recorder: recorder, log: log, opts: opts, unavailable: unavailable,
+		trigger:     make(chan struct{}, 1),
+		nominations: map[types.UID]nomination{},
+		recent:      map[string]recentClaim{},
+		told:        map[types.UID]string{},
+	}
+}
+
+// Trigger asks for a batch: it opens one, or keeps the open one from
+// closing for another BatchIdle. It never blocks.
+func (p *Provisioner) Trigger() {
+	select {
+	case p.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (p *Provisioner) NeedLeaderElection() bool { return true }
+
+// Start runs the batching loop until ctx ends.
+func (p *Provisioner) Start(ctx context.Context) error {
+	p.log.Info("provisioner started", "batchIdle", p.opts.BatchIdle.String(), "batchMax", p.opts.BatchMax.String())
+	recheck := time.NewTicker(p.opts.Recheck)
+	defer recheck.Stop()
+	p.Trigger() // pods may have been waiting before this replica led
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-recheck.C:
+			p.Trigger()
+			continue
+		case <-p.trigger:
+		}
+		opened := time.Now()
+		idle := time.NewTimer(p.opts.BatchIdle)
+		limit := time.NewTimer(p.opts.BatchMax)
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				idle.Stop()
+				limit.Stop()
+				return nil
+			case <-p.trigger:
+				idle.Reset(p.opts.BatchIdle)
+			case <-idle.C:
+				break wait
+			case <-limit.C:
+				break wait
+			}
+		}
+		idle.Stop()
+		limit.Stop()
+		closed := time.Now()
+		if err := p.provision(ctx, opened, closed); err != nil && ctx.Err() == nil {
+			p.log.Error(err, "provisioning failed; retrying")
+			time.AfterFunc(time.Second, p.Trigger)
+		}
+	}
+}
+
+// provision plans one batch and creates its NodeClaims.
+func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) error {
+	b, err := p.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	metrics.PendingPods.WithLabelValues("unschedulable").Set(float64(b.pending))
+	if len(b.problem.Pods) == 0 {
+		metrics.PendingPods.WithLabelValues("unplaced").Set(0)
+		return nil
+	}
+	for name, why := range b.skippedPools {
+		if np := b.pools[name]; np != nil {
+			p.recorder.Eventf(np, nil, corev1.EventTypeWarning, "NodeClassNotReady", "Provision", "%s", why)
+		}
+		p.log.Info("NodePool left out of the plan", "nodepool", name, "reason", why)
+	}
+	b.problem.Options.Deadline = time.Now().Add(p.opts.SolveTimeout)
+	solveStart := time.Now()
+	plan, err := solver.Solve(b.problem)
+	solveTook := time.Since(solveStart)
+	metrics.SolverDuration.Observe(solveTook.Seconds())
+	if err != nil {
+		return fmt.Errorf("solving: %w", err)
+	}
+	metrics.BatchSize.Observe(float64(len(b.problem.Pods)))
+	metrics.PendingPods.WithLabelValues("unplaced").Set(float64(len(plan.Unschedulable)))
+
+	// Pods placed on in-flight nodes wait for those nodes.
+	now := time.Now()
+	p.mu.Lock()
+	for _, pl := range plan.Existing {
+		if c := b.claims[pl.Node]; c != nil {
+			pod := b.pods[pl.Pod]
+			if _, had := p.nominations[pod.UID]; !had {
+				p.recorder.Eventf(pod, c, corev1.EventTypeNormal, "Nominated", "Provision", "nominated for NodeClaim %s, which is launching", c.Name)
+			}
+			p.nominations[pod.UID] = nomination{claim: c.Name, pod: client.ObjectKeyFromObject(pod), at: now}
+		}
+	}
+	p.mu.Unlock()
+
+	created, launchedCost := 0, 0.0
+	for i := range plan.NewNodes {
+		n := &plan.NewNodes[i]
+		np := b.pools[n.Pool]
+		if np == nil {
+			continue
+		}
+		if why := p.overLimit(b, np, n); why != "" {
+			p.recorder.Eventf(np, nil, corev1.EventTypeWarning, "LimitReached", "Provision", "%s", why)
+			p.log.Info("NodeClaim not created: pool limit", "nodepool", np.Name, "instanceType", n.InstanceType, "reason", why)
+			for _, pi := range n.Pods {
+				p.tell(b.pods[pi], why)
+			}
+			continue
+		}
+		claim, err := p.create(ctx, b, np, n)
+		if err != nil {
+			p.log.Error(err, "creating a NodeClaim failed", "nodepool", np.Name, "instanceType", n.InstanceType)
+			time.AfterFunc(time.Second, p.Trigger)
+			continue
+		}
+		created++
+		launchedCost += n.Price
+		typ := b.types[n.InstanceType]
+		if typ != nil {
+			b.usage[np.Name] = b.usage[np.Name].Add(typ.Capacity)
+		}
+		note := fmt.Sprintf("%s %s %s $%s/h", n.InstanceType, n.CapacityType, n.Zone, formatPrice(n.Price))
+		p.log.Info("launching NodeClaim", "nodeclaim", claim.Name, "nodepool", np.Name, "instanceType", n.InstanceType,
+			"capacityType", n.CapacityType, "zone", n.Zone, "pricePerHour", n.Price, "pods", len(n.Pods), "reason", n.Reason)
+		p.recorder.Eventf(np, claim, corev1.EventTypeNormal, "Launching", "Provision", "NodeClaim %s: %s for %d pod(s): %s", claim.Name, note, len(n.Pods), n.Reason)
+		p.mu.Lock()
+		for _, pi := range n.Pods {
+			pod := b.pods[pi]
+			p.nominations[pod.UID] = nomination{claim: claim.Name, pod: client.ObjectKeyFromObject(pod), at: now}
+			delete(p.told, pod.UID)
+		}
+		p.mu.Unlock()
+		for _, pi := range n.Pods {
+			p.recorder.Eventf(b.pods[pi], claim, corev1.EventTypeNormal, "Nominated", "Provision", "nominated for NodeClaim %s: %s", claim.Name, note)
+		}
+	}
+	decided := time.Since(closed)
+	metrics.DecisionDuration.Observe(decided.Seconds())
+	for _, u := range plan.Unschedulable {
+		p.tell(b.pods[u.Pod], u.Reason)
+	}
+	p.log.Info("batch planned", "pods", len(b.problem.Pods), "pending", b.pending, "nodeClaims", created,
+		"pricePerHour", launchedCost, "onInFlightNodes", len(plan.Existing), "unplaced", len(plan.Unschedulable),
+		"window", closed.Sub(opened).Round(time.Millisecond).String(), "solve", solveTook.Round(time.Microsecond).String(),
+		"decision", decided.Round(time.Microsecond).String())
+	return nil
+}
+
+// tell records on an unplaced pod why no node was planned for it, once per
+// distinct reason.
+func (p *Provisioner) tell(pod *corev1.Pod, reason string) {
+	p.mu.Lock()
+	same := p.told[pod.UID] == reason
+	p.told[pod.UID] = reason
+	p.mu.Unlock()
+	if !same {
+		p.recorder.Eventf(pod, nil, corev1.EventTypeWarning, "NotProvisioned", "Provision", "no node can be launched for this pod: %s", reason)
+	}
+}
+
+// overLimit checks, with every NodeClaim counted (cached, just created and
+// this batch's), that the node fits the pool's limits; it returns why not.
+func (p *Provisioner) overLimit(b *batch, np *v1alpha1.NodePool, n *solver.NewNode) string {
+	typ := b.types[n.InstanceType]
+	if typ == nil || len(np.Spec.Limits) == 0 {
+		return ""
+	}
+	after := b.usage[np.Name].Add(typ.Capacity)
+	for name, q := range np.Spec.Limits {
+		i := -1
+		for j := range solver.MaxResources {
+			if b.problem.ResourceName(j) == string(name) {
+				i = j
+			}
+		}
+		if i < 0 {
+			continue
+		}
+		limit := q.Value()
+		if i == solver.CPU {
+			limit = q.MilliValue()
+		}
+		if after[i] > limit {
+			return fmt.Sprintf("NodePool %s's limit of %s %s would be exceeded (%s in use, %s %s needs %s)", np.Name, q.String(), name,
+				solver.FormatQuantity(i, b.usage[np.Name][i]), n.InstanceType, n.CapacityType, solver.FormatQuantity(i, typ.Capacity[i]))
+		}
+	}
+	return ""
+}
+
+// create creates the NodeClaim of a planned node.
+func (p *Provisioner) create(ctx context.Context, b *batch, np *v1alpha1.NodePool, n *solver.NewNode) (*v1alpha1.NodeClaim, error) {
+	t := &np.Spec.Template
+	labels := np.NodeLabels()
+	labels[v1alpha1.LabelNodeClass] = t.Spec.NodeClassRef.Name
+	annotations := map[string]string{}
+	for k, v := range t.Annotations {
+		annotations[k] = v
+	}
+	annotations[nodeclaim.AnnotationReason] = n.Reason
+	annotations[nodeclaim.AnnotationPods] = strconv.Itoa(len(n.Pods))
+	reqs := append([]v1alpha1.NodeSelectorRequirement{}, t.Spec.Requirements...)
+	reqs = append(reqs,
+		v1alpha1.NodeSelectorRequirement{Key: solver.LabelInstanceType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.InstanceType}},
+		v1alpha1.NodeSelectorRequirement{Key: solver.LabelZone, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.Zone}},
+		v1alpha1.NodeSelectorRequirement{Key: solver.LabelCapacityType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.CapacityType}},
+	)
+	requests := corev1.ResourceList{}
+	for i := range solver.MaxResources {
+		name := b.problem.ResourceName(i)
+		if name == "" || n.Requested[i] == 0 {
+			continue
+		}
+		if i == solver.CPU {
+			requests[corev1.ResourceName(name)] = *resource.NewMilliQuantity(n.Requested[i], resource.DecimalSI)
+		} else if i == solver.Memory || i == solver.EphemeralStorage {
+			requests[corev1.ResourceName(name)] = *resource.NewQuantity(n.Requested[i], resource.BinarySI)
+		} else {
+			requests[corev1.ResourceName(name)] = *resource.NewQuantity(n.Requested[i], resource.DecimalSI)
+		}
+	}
+	claim := &v1alpha1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: np.Name + "-",
+			Labels:       labels,
+			Annotations:  annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool", Name: np.Name, UID: np.UID,
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: v1alpha1.NodeClaimSpec{
+			Requirements:           reqs,
+			Resources:              v1alpha1.ResourceRequirements{Requests: requests},
+			NodeClassRef:           t.Spec.NodeClassRef,
+			Taints:                 t.Spec.Taints,
+			StartupTaints:          t.Spec.StartupTaints,
+			ExpireAfter:            t.Spec.ExpireAfter,
+			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
+		},
+	}
+	if err := p.client.Create(ctx, claim); err != nil {
+		return nil, err
+	}
+	metrics.NodeClaimsCreated.WithLabelValues(np.Name, metrics.ReasonProvisioning).Inc()
+	p.mu.Lock()
+	p.recent[claim.Name] = recentClaim{claim: claim.DeepCopy(), at: time.Now()}
+	p.mu.Unlock()
+	return claim, nil
+}
+
+// mergeRecent adds the NodeClaims created lately that the cache does not
+// show yet, and forgets those it shows (or that are gone).
+func (p *Provisioner) mergeRecent(cached []v1alpha1.NodeClaim) []*v1alpha1.NodeClaim {
+	out := make([]*v1alpha1.NodeClaim, 0, len(cached))
+	seen := map[string]bool{}
+	for i := range cached {
+		out = append(out, &cached[i])
+		seen[cached[i].Name] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name, r := range p.recent {
+		switch {
+		case seen[name] || time.Since(r.at) > time.Minute:
+			delete(p.recent, name)
+		default:
+			out = append(out, r.claim)
+		}
+	}
+	return out
+}
+
+// nominated returns the NodeClaim a pod waits for, if the nomination still
+// holds: the claim exists, is not being deleted, and its node initialized
+// less than nominationTTL ago (or not yet).
+func (p *Provisioner) nominated(uid types.UID, claims map[string]*v1alpha1.NodeClaim, now time.Time) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.nominations[uid]
+	if !ok {
+		return "", false
+	}
+	c := claims[n.claim]
+	valid := c != nil && c.DeletionTimestamp == nil
+	if valid && nodeclaim.IsTrue(c, v1alpha1.ConditionInitialized) {
+		valid = now.Sub(nodeclaim.TransitionTime(c, v1alpha1.ConditionInitialized)) < nominationTTL
+	}
+	if !valid {
+		delete(p.nominations, uid)
+		return "", false
+	}
+	return n.claim, true
+}
+
+// NominatedPods returns the pods waiting for a NodeClaim's node, so that
+// the node's registration can point the scheduler at it.
+func (p *Provisioner) NominatedPods(claim string) []types.NamespacedName {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []types.NamespacedName
+	for _, n := range p.nominations {
+		if n.claim == claim {
+			out = append(out, n.pod)
+		}
+	}
+	return out
+}
+
+// forget drops the nominations and reasons of pods no longer pending.
+func (p *Provisioner) forget(pending map[types.UID]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for uid := range p.nominations {
+		if !pending[uid] {
+			delete(p.nominations, uid)
+		}
+	}
+	for uid := range p.told {
+		if !pending[uid] {
+			delete(p.told, uid)
+		}
+	}
+}
+
+// formatPrice prints a price with at most 4 decimals.
+func formatPrice(v float64) string {
+	return strconv.FormatFloat(float64(int64(v*10000+0.5))/10000, 'f', -1, 64)
+}

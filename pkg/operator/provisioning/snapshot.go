@@ -1,0 +1,413 @@
+package provisioning
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// inFlightPrefix names, in the solver's problem, the nodes of NodeClaims
+// whose Node has not registered yet.
+const inFlightPrefix = "nodeclaim/"
+
+// nominationTTL is how long pods stay nominated to a NodeClaim after its node
+// initialized; a pod the scheduler still has not bound by then is planned
+// again.
+const nominationTTL = 30 * time.Second
+
+// batch is one provisioning decision's input.
+type batch struct {
+	problem *solver.Problem
+	// pods maps solver pod indices to the pods.
+	pods []*corev1.Pod
+	// pending counts every pod marked Unschedulable, nominated or not.
+	pending int
+	pools   map[string]*v1alpha1.NodePool
+	// claims maps solver node names to the NodeClaims whose nodes are not
+	// initialized (in-flight), the nodes nominations go to.
+	claims map[string]*v1alpha1.NodeClaim
+	// usage is the capacity of each pool's NodeClaims, in solver units.
+	usage map[string]solver.Resources
+	// types are the instance types offered, by name.
+	types map[string]*solver.InstanceType
+	// skippedPools explains pools left out of the plan.
+	skippedPools map[string]string
+}
+
+// unschedulable reports whether the scheduler has tried the pod and found no
+// node for it.
+func unschedulable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodPending {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+// snapshot reads the informer cache into the solver's problem: pods marked
+// Unschedulable (less those nominated to in-flight NodeClaims), existing
+// nodes with what is bound to them, and every NodeClaim's node, launched or
+// not, so that no pod gets a second node.
+func (p *Provisioner) snapshot(ctx context.Context) (*batch, error) {
+	var (
+		pods   corev1.PodList
+		nodes  corev1.NodeList
+		dss    appsv1.DaemonSetList
+		pdbs   policyv1.PodDisruptionBudgetList
+		npList v1alpha1.NodePoolList
+		ncList v1alpha1.NodeClaimList
+	)
+	for _, l := range []client.ObjectList{&pods, &nodes, &dss, &pdbs, &npList, &ncList} {
+		if err := p.client.List(ctx, l); err != nil {
+			return nil, fmt.Errorf("reading the cache: %w", err)
+		}
+	}
+	claims := p.mergeRecent(ncList.Items)
+	now := time.Now()
+
+	byName := map[string]*v1alpha1.NodeClaim{}
+	for _, c := range claims {
+		byName[c.Name] = c
+	}
+	b := &batch{pools: map[string]*v1alpha1.NodePool{}, claims: map[string]*v1alpha1.NodeClaim{}, usage: map[string]solver.Resources{},
+		types: map[string]*solver.InstanceType{}, skippedPools: map[string]string{}}
+
+	var objs snapshot.Objects
+	nominated := map[string][]*corev1.Pod{} // claim name -> pods
+	stillPending := map[types.UID]bool{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		switch {
+		case pod.Spec.NodeName != "":
+			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+				objs.Pods = append(objs.Pods, pod)
+			}
+		case unschedulable(pod):
+			b.pending++
+			stillPending[pod.UID] = true
+			if name, ok := p.nominated(pod.UID, byName, now); ok {
+				nominated[name] = append(nominated[name], pod)
+				continue
+			}
+			objs.Pods = append(objs.Pods, pod)
+		}
+	}
+	p.forget(stillPending)
+
+	// Pools whose node class resolves, and the instance types they offer.
+	cloudTypes := map[string]cloud.InstanceType{}
+	poolTypes := map[string][]string{}
+	for i := range npList.Items {
+		np := &npList.Items[i]
+		if np.DeletionTimestamp != nil {
+			continue
+		}
+		ts, err := p.cloud.InstanceTypes(ctx, np)
+		if err != nil {
+			b.skippedPools[np.Name] = err.Error()
+			continue
+		}
+		raw, err := json.Marshal(np)
+		if err != nil {
+			b.skippedPools[np.Name] = err.Error()
+			continue
+		}
+		b.pools[np.Name] = np
+		objs.NodePools = append(objs.NodePools, raw)
+		for _, t := range ts {
+			if _, ok := cloudTypes[t.Name]; !ok {
+				cloudTypes[t.Name] = t
+			}
+			poolTypes[np.Name] = append(poolTypes[np.Name], t.Name)
+		}
+	}
+	for i := range nodes.Items {
+		objs.Nodes = append(objs.Nodes, &nodes.Items[i])
+	}
+	for i := range dss.Items {
+		objs.DaemonSets = append(objs.DaemonSets, &dss.Items[i])
+	}
+	for i := range pdbs.Items {
+		objs.PDBs = append(objs.PDBs, &pdbs.Items[i])
+	}
+	cl := snapshot.FromObjects(&objs)
+	// Our pools' nodes carry rightsize.dev/nodepool too.
+	for pi := range cl.Pools {
+		if np := b.pools[cl.Pools[pi].Name]; np != nil {
+			for k, v := range np.NodeLabels() {
+				cl.Pools[pi].Labels[k] = v
+			}
+		}
+	}
+	for _, w := range cl.Warnings {
+		p.log.V(1).Info("snapshot", "warning", w)
+	}
+
+	instanceTypes := make([]solver.InstanceType, 0, len(cloudTypes))
+	for _, name := range sortedKeys(cloudTypes) {
+		t := cloudTypes[name]
+		st := p.opts.Model.SolverType(&t, p.opts.Region)
+		st.Offerings = slices.DeleteFunc(st.Offerings, func(o solver.Offering) bool {
+			return p.unavailable.Has(st.Name, o.Zone, o.CapacityType)
+		})
+		if len(st.Offerings) > 0 {
+			instanceTypes = append(instanceTypes, st)
+		}
+	}
+	for i := range instanceTypes {
+		b.types[instanceTypes[i].Name] = &instanceTypes[i]
+	}
+	// A pool whose node class offers fewer types than the union may use
+	// only its own.
+	for pi := range cl.Pools {
+		pool := &cl.Pools[pi]
+		if names := poolTypes[pool.Name]; len(names) < len(cloudTypes) {
+			pool.Requirements = append(pool.Requirements, solver.Requirement{Key: solver.LabelInstanceType, Operator: solver.OpIn, Values: names})
+		}
+	}
+
+	// The pods to plan, by solver index.
+	podByKey := map[string]*corev1.Pod{}
+	for _, pod := range objs.Pods {
+		podByKey[pod.Namespace+"/"+pod.Name] = pod
+	}
+	b.pods = make([]*corev1.Pod, len(cl.Pods))
+	for i := range cl.Pods {
+		b.pods[i] = podByKey[cl.Pods[i].Key()]
+	}
+
+	// NodeClaims: their capacity counts against pool limits; the nodes of
+	// those not initialized take pods as in-flight nodes.
+	nodeIndex := map[string]int{}
+	for i := range cl.Nodes {
+		nodeIndex[cl.Nodes[i].Name] = i
+	}
+	nodeByProviderID := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		if id := nodes.Items[i].Spec.ProviderID; id != "" {
+			nodeByProviderID[id] = &nodes.Items[i]
+		}
+	}
+	for _, c := range claims {
+		pool := nodeclaim.Pool(c)
+		capacity, alloc, typ := p.claimResources(c, cl.ExtendedResources, b.types)
+		b.usage[pool] = b.usage[pool].Add(capacity)
+		var node *corev1.Node
+		if c.Status.ProviderID != "" {
+			node = nodeByProviderID[c.Status.ProviderID]
+		}
+		if c.DeletionTimestamp != nil {
+			// Draining: its node takes no new pods.
+			if node != nil {
+				if ni, ok := nodeIndex[node.Name]; ok {
+					cl.Nodes[ni].Unschedulable = true
+				}
+			}
+			continue
+		}
+		initialized := nodeclaim.IsTrue(c, v1alpha1.ConditionInitialized)
+		var sn *solver.Node
+		if node != nil {
+			ni, ok := nodeIndex[node.Name]
+			if !ok {
+				continue
+			}
+			sn = &cl.Nodes[ni]
+			if !initialized {
+				// Taints that go away once the node is initialized do not
+				// keep the pods planned for it off it.
+				startup := c.Spec.StartupTaints
+				sn.Taints = slices.DeleteFunc(sn.Taints, func(t solver.Taint) bool {
+					return t.Key == cloud.UnregisteredTaintKey || t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable ||
+						slices.ContainsFunc(startup, func(s corev1.Taint) bool { return s.Key == t.Key && string(s.Effect) == t.Effect })
+				})
+				sn.InFlight = true
+				if sn.Allocatable[solver.CPU] == 0 {
+					sn.Allocatable = alloc
+				}
+			}
+		} else {
+			if typ == nil && c.Status.Allocatable == nil {
+				continue // an instance type no longer offered; nothing to plan on
+			}
+			labels := map[string]string{}
+			if typ != nil {
+				for k, v := range typ.Labels {
+					labels[k] = v
+				}
+			}
+			for k, v := range c.Labels {
+				labels[k] = v
+			}
+			zone, ct := c.Status.Zone, c.Status.CapacityType
+			if zone == "" {
+				zone = requirementValue(c, solver.LabelZone)
+			}
+			if ct == "" {
+				ct = requirementValue(c, solver.LabelCapacityType)
+			}
+			labels[solver.LabelZone], labels[solver.LabelCapacityType] = zone, ct
+			labels[corev1.LabelHostname] = c.Name
+			n := solver.Node{
+				Name: inFlightPrefix + c.Name, Pool: pool, InstanceType: labels[solver.LabelInstanceType],
+				Zone: zone, CapacityType: ct, Price: nodeclaim.Price(c), Labels: labels,
+				Allocatable: alloc, InFlight: true, Created: c.CreationTimestamp.Time,
+			}
+			for _, t := range c.Spec.Taints {
+				n.Taints = append(n.Taints, solver.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+			}
+			n.Requested = daemonOverhead(cl.DaemonSets, n.Labels, n.Taints)
+			cl.Nodes = append(cl.Nodes, n)
+			nodeIndex[n.Name] = len(cl.Nodes) - 1
+			sn = &cl.Nodes[len(cl.Nodes)-1]
+		}
+		if !initialized || now.Sub(nodeclaim.TransitionTime(c, v1alpha1.ConditionInitialized)) < nominationTTL {
+			b.claims[sn.Name] = c
+		}
+		for _, pod := range nominated[c.Name] {
+			sn.Requested = sn.Requested.Add(podRequests(pod, cl.ExtendedResources))
+		}
+	}
+	for pi := range cl.Pools {
+		cl.Pools[pi].Used = b.usage[cl.Pools[pi].Name]
+	}
+
+	b.problem = &solver.Problem{
+		ExtendedResources: cl.ExtendedResources,
+		Pods:              cl.Pods,
+		DaemonSets:        cl.DaemonSets,
+		Pools:             cl.Pools,
+		InstanceTypes:     instanceTypes,
+		Nodes:             cl.Nodes,
+		PDBs:              cl.PDBs,
+	}
+	return b, nil
+}
+
+// claimResources returns a NodeClaim's capacity and allocatable in solver
+// units, from its status once launched, else from its instance type.
+func (p *Provisioner) claimResources(c *v1alpha1.NodeClaim, extended []string, types map[string]*solver.InstanceType) (capacity, alloc solver.Resources, typ *solver.InstanceType) {
+	name := c.Status.InstanceType
+	if name == "" {
+		name = requirementValue(c, solver.LabelInstanceType)
+	}
+	typ = types[name]
+	if typ != nil {
+		capacity, alloc = typ.Capacity, typ.Allocatable()
+	}
+	if c.Status.Capacity != nil {
+		capacity = toSolver(c.Status.Capacity, extended)
+	}
+	if c.Status.Allocatable != nil {
+		alloc = toSolver(c.Status.Allocatable, extended)
+	}
+	return capacity, alloc, typ
+}
+
+// requirementValue returns the single value an In requirement on key pins,
+// or "".
+func requirementValue(c *v1alpha1.NodeClaim, key string) string {
+	for _, r := range c.Spec.Requirements {
+		if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn && len(r.Values) == 1 {
+			return r.Values[0]
+		}
+	}
+	return ""
+}
+
+// toSolver converts a resource list to solver units; unknown names are
+// left out.
+func toSolver(list corev1.ResourceList, extended []string) solver.Resources {
+	var r solver.Resources
+	for name, q := range list {
+		i := slices.Index(solver.FixedResourceNames[:], string(name))
+		if i < 0 {
+			j := slices.Index(extended, string(name))
+			if j < 0 {
+				continue
+			}
+			i = solver.NumFixedResources + j
+		}
+		if i == solver.CPU {
+			r[i] = q.MilliValue()
+		} else {
+			r[i] = q.Value()
+		}
+	}
+	return r
+}
+
+// podRequests returns a pod's effective requests in solver units.
+func podRequests(pod *corev1.Pod, extended []string) solver.Resources {
+	r := toSolver(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), extended)
+	r[solver.Pods] = 1
+	return r
+}
+
+// daemonOverhead sums the requests of the DaemonSets that would run on a
+// node with these labels and taints.
+func daemonOverhead(dss []solver.DaemonSet, labels map[string]string, taints []solver.Taint) solver.Resources {
+	var r solver.Resources
+	ml := solver.MapLabels(labels)
+	for _, d := range dss {
+		ok := true
+		for k, v := range d.NodeSelector {
+			if labels[k] != v {
+				ok = false
+			}
+		}
+		if ok && len(d.Affinity) > 0 {
+			ok = slices.ContainsFunc(d.Affinity, func(t solver.Term) bool { return t.Matches(ml) })
+		}
+		for ti := range taints {
+			t := &taints[ti]
+			if t.Effect == solver.EffectPreferNoSchedule {
+				continue
+			}
+			if !slices.ContainsFunc(d.Tolerations, func(tol solver.Toleration) bool { return tol.Tolerates(t) }) {
+				ok = false
+			}
+		}
+		if ok {
+			r = r.Add(d.Requests)
+		}
+	}
+	return r
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// describeTypes names up to n instance types, for logs.
+func describeTypes(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+}
