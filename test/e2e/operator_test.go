@@ -40,8 +40,9 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
 
-// seedDir holds the seed article's walkthrough manifests.
-var seedDir = filepath.Join("..", "..", "..", "shared", "seed", "walkthrough")
+// seedDir holds the seed article's walkthrough manifests (copied verbatim
+// into the repository).
+var seedDir = filepath.Join("..", "..", "pkg", "snapshot", "testdata", "seed")
 
 // opEnv is the control plane the operator tests share, with a client that
 // knows the rightsize.dev kinds.
