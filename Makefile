@@ -6,8 +6,12 @@ COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 FUZZTIME ?= 10s
+TOOLS           := hack/tools/build.sh
+IMAGE           ?= ghcr.io/rightsize-dev/kubectl-rightsize:$(VERSION)
+IMAGE_PLATFORMS ?= linux/amd64
+IMAGE_TAR       ?= dist/kubectl-rightsize-image.tar
 
-.PHONY: all build demo test vet fuzz bench generate clean testenv
+.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image test-dist
 
 all: build
 
@@ -21,7 +25,7 @@ testenv: ## Build (once) the local test control plane into ~/.cache/kubectl-righ
 	hack/testenv/build.sh
 
 test: vet testenv ## Vet, build the test control plane if missing, run every test, then a short run of each fuzz target.
-	$(GO) test ./...
+	$(GO) test -timeout 45m ./...
 	$(MAKE) fuzz
 
 vet:
@@ -40,7 +44,30 @@ bench: ## Run the solver suites against the baselines and print one table.
 
 generate: ## Regenerate the embedded catalog, and pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod).
 	rm -f config/crd/rightsize.dev_*.yaml
-	$(GO) generate ./pkg/apis/... ./pkg/cloud/catalog
+	$(GO) generate ./pkg/apis/... ./pkg/cloud/catalog ./config
 
 clean:
 	rm -rf bin dist
+
+tools: ## Build (once) goreleaser and krew into ~/.cache/kubectl-rightsize/tools (~9 min cold, <1 s warm).
+	$(TOOLS) >/dev/null
+
+dist: ## Snapshot release into dist/ (goreleaser): 5 archives with LICENSE, checksums.txt; then krew/rightsize.yaml.
+	nice hack/tools/goreleaser.sh release --snapshot --clean
+	$(MAKE) krew
+
+krew: ## krew/rightsize.yaml from the release in dist/, checked with validate-krew-manifest.
+	$(GO) run ./hack/krewmanifest -dist dist -out krew/rightsize.yaml
+	$$($(TOOLS) validate-krew-manifest) -manifest krew/rightsize.yaml -skip-install
+
+image: ## Operator image as an OCI tarball in dist/ (no container engine). Run after dist: dist cleans dist/.
+	@set -e; for p in $(IMAGE_PLATFORMS); do \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "$(LDFLAGS)" \
+	    -o dist/image/$${p%/*}_$${p#*/}/kubectl-rightsize ./cmd/kubectl-rightsize; \
+	done
+	$(GO) -C hack/image run . -out $(CURDIR)/$(IMAGE_TAR) -tag $(IMAGE) -version $(VERSION) -revision $(COMMIT) \
+	  -docs $(CURDIR)/LICENSE,$(CURDIR)/NOTICE \
+	  $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(CURDIR)/dist/image/$(subst /,_,$(p))/kubectl-rightsize)
+
+test-dist: testenv tools ## Distribution tests (krew round trip, manifests and RBAC on the plane, the image): slow cold.
+	$(GO) test -tags dist -timeout 45m ./test/e2e -run 'Krew|OperatorManifests|OperatorRBAC|OperatorImage|Kustomize'

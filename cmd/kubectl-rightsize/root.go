@@ -27,7 +27,9 @@ with an embedded AWS price catalog.`,
 	cmd.SetErr(streams.ErrOut)
 	config := genericclioptions.NewConfigFlags(true)
 	config.AddFlags(cmd.PersistentFlags())
-	cmd.AddCommand(NewCmdExplain(streams, config), NewCmdVersion(streams), NewCmdImport(streams), NewCmdTUI(streams, config), NewCmdOperator(streams))
+	op := NewCmdOperator(streams)
+	op.AddCommand(NewCmdOperatorInstall(streams, config))
+	cmd.AddCommand(NewCmdExplain(streams, config), NewCmdVersion(streams), NewCmdImport(streams), NewCmdTUI(streams, config), op)
 	return cmd
 }
 

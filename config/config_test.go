@@ -1,0 +1,345 @@
+package config
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+)
+
+func TestRenderedManifestsPassLint(t *testing.T) {
+	for _, o := range []Options{
+		{},
+		{Cloud: "aws", ClusterName: "prod", Region: "eu-west-1", Image: "v1.2.3", IAMRoleARN: "arn:aws:iam::111122223333:role/rightsize"},
+		{Cloud: "sim", Namespace: "ops", Image: "registry.local:5000/rightsize:dev"},
+	} {
+		b, err := Render(o)
+		if err != nil {
+			t.Fatalf("Render(%+v): %v", o, err)
+		}
+		if err := Lint(b); err != nil {
+			t.Errorf("Render(%+v) fails the lint:\n%v", o, err)
+		}
+	}
+}
+
+// TestRenderAppliesOptions checks each option lands where the operator reads it.
+func TestRenderAppliesOptions(t *testing.T) {
+	o := Options{Namespace: "ops", Image: "v1.2.3", Cloud: "aws", ClusterName: "c1", Region: "us-east-1",
+		ClusterEndpoint: "https://ABC.gr7.us-east-1.eks.amazonaws.com", KubernetesVersion: "1.33", IAMRoleARN: "arn:aws:iam::1:role/x"}
+	objs := render(t, o)
+	var (
+		dep *appsv1.Deployment
+		cm  *corev1.ConfigMap
+		sa  *corev1.ServiceAccount
+	)
+	for _, obj := range objs {
+		switch x := obj.(type) {
+		case *appsv1.Deployment:
+			dep = x
+		case *corev1.ConfigMap:
+			cm = x
+		case *corev1.ServiceAccount:
+			sa = x
+		case *corev1.Namespace:
+			if x.Name != "ops" {
+				t.Errorf("namespace %s, want ops", x.Name)
+			}
+		case *rbacv1.ClusterRoleBinding:
+			if x.Subjects[0].Namespace != "ops" {
+				t.Errorf("ClusterRoleBinding subject in %s, want ops", x.Subjects[0].Namespace)
+			}
+		}
+	}
+	if dep == nil || cm == nil || sa == nil {
+		t.Fatalf("missing Deployment, ConfigMap or ServiceAccount in %d objects", len(objs))
+	}
+	if dep.Namespace != "ops" || cm.Namespace != "ops" || sa.Namespace != "ops" {
+		t.Errorf("namespaces %s %s %s, want ops", dep.Namespace, cm.Namespace, sa.Namespace)
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	if want := ImageRepository + ":v1.2.3"; c.Image != want {
+		t.Errorf("image %s, want %s", c.Image, want)
+	}
+	if want := map[string]string{"cloud": "aws", "cluster-name": "c1"}; !maps.Equal(cm.Data, want) {
+		t.Errorf("config %v, want %v", cm.Data, want)
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil && e.ValueFrom.ConfigMapKeyRef.Name != cm.Name {
+			t.Errorf("env %s reads ConfigMap %s, rendered as %s", e.Name, e.ValueFrom.ConfigMapKeyRef.Name, cm.Name)
+		}
+	}
+	for _, flag := range []string{"--leader-elect", "--cloud=$(RIGHTSIZE_CLOUD)", "--cluster-name=$(RIGHTSIZE_CLUSTER_NAME)",
+		"--region=us-east-1", "--cluster-endpoint=https://ABC.gr7.us-east-1.eks.amazonaws.com", "--kubernetes-version=1.33"} {
+		if !slices.Contains(c.Args, flag) {
+			t.Errorf("args %v lack %s", c.Args, flag)
+		}
+	}
+	if unset := render(t, Options{Cloud: "sim"}); slices.ContainsFunc(container(unset).Args, func(a string) bool {
+		return strings.HasPrefix(a, "--region") || strings.HasPrefix(a, "--cluster-endpoint")
+	}) {
+		t.Errorf("unset options still pass flags: %v", container(unset).Args)
+	}
+	if sa.Annotations["eks.amazonaws.com/role-arn"] != "arn:aws:iam::1:role/x" {
+		t.Errorf("ServiceAccount annotations %v lack the IAM role", sa.Annotations)
+	}
+}
+
+func TestRenderOrdersNamespaceAndCRDsFirst(t *testing.T) {
+	b, err := Render(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(b), "\n---\n")
+	if !strings.Contains(docs[0], "kind: Namespace") {
+		t.Errorf("first object is not the Namespace:\n%.200s", docs[0])
+	}
+	lastCRD, firstOther := -1, len(docs)
+	for i, d := range docs[1:] {
+		if strings.Contains(d, "\nkind: CustomResourceDefinition\n") {
+			lastCRD = i
+		} else if firstOther == len(docs) {
+			firstOther = i
+		}
+	}
+	if lastCRD > firstOther {
+		t.Errorf("a CRD (object %d) comes after other objects (from %d)", lastCRD+1, firstOther+1)
+	}
+}
+
+func TestImageRef(t *testing.T) {
+	tests := []struct{ image, want string }{
+		{"", ImageRepository + ":latest"},
+		{"v0.1.0", ImageRepository + ":v0.1.0"},
+		{"example.com/x/y:1", "example.com/x/y:1"},
+		{"localhost:5000/y", "localhost:5000/y:latest"},
+		{"example.com/y@sha256:abc", "example.com/y@sha256:abc"},
+	}
+	for _, tc := range tests {
+		if got := (Options{Image: tc.image}).ImageRef(); got != tc.want {
+			t.Errorf("ImageRef(%q) = %s, want %s", tc.image, got, tc.want)
+		}
+	}
+}
+
+func TestValidateRefusesBadOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"unknown cloud", Options{Cloud: "gcp"}, `cloud "gcp" is not supported`},
+		{"bad namespace", Options{Namespace: "Ops_1"}, "not a valid DNS label"},
+		{"bad cluster name", Options{ClusterName: "a b"}, "cluster name"},
+		{"bad region", Options{Region: "us east"}, "does not look like a region"},
+		{"endpoint not https", Options{ClusterEndpoint: "http://x"}, "is not an https:// URL"},
+		{"endpoint with a quote", Options{ClusterEndpoint: "https://x\"y"}, "is not an https:// URL"},
+		{"kubernetes version not a minor", Options{KubernetesVersion: "latest"}, "want the cluster's minor version"},
+		{"role not an ARN", Options{IAMRoleARN: "rightsize"}, "is not an ARN"},
+		{"YAML injection in the image", Options{Image: "x\"\nkind: Secret"}, "is not an image reference"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Render(tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestLintFindsViolations proves the lint is not vacuous: each mutation of a
+// good install must be reported.
+func TestLintFindsViolations(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(objs []runtime.Object)
+		want   string
+	}{
+		{"privileged container", func(o []runtime.Object) { container(o).SecurityContext.Privileged = ptr.To(true) }, "is privileged"},
+		{"privilege escalation", func(o []runtime.Object) { container(o).SecurityContext.AllowPrivilegeEscalation = nil }, "may escalate"},
+		{"writable root", func(o []runtime.Object) { container(o).SecurityContext.ReadOnlyRootFilesystem = ptr.To(false) }, "root filesystem"},
+		{"root user", func(o []runtime.Object) {
+			container(o).SecurityContext.RunAsNonRoot = ptr.To(false)
+		}, "may run as root"},
+		{"capability kept", func(o []runtime.Object) { container(o).SecurityContext.Capabilities.Drop = nil }, "drop ALL"},
+		{"no seccomp", func(o []runtime.Object) {
+			container(o).SecurityContext.SeccompProfile = nil
+			deployment(o).Spec.Template.Spec.SecurityContext.SeccompProfile = nil
+		}, "seccomp"},
+		{"host network", func(o []runtime.Object) { deployment(o).Spec.Template.Spec.HostNetwork = true }, "host namespace"},
+		{"no liveness probe", func(o []runtime.Object) { container(o).LivenessProbe = nil }, "no liveness probe"},
+		{"no readiness probe", func(o []runtime.Object) { container(o).ReadinessProbe = nil }, "no readiness probe"},
+		{"no memory limit", func(o []runtime.Object) { delete(container(o).Resources.Limits, corev1.ResourceMemory) }, "no memory limit"},
+		{"no cpu request", func(o []runtime.Object) { delete(container(o).Resources.Requests, corev1.ResourceCPU) }, "no cpu request"},
+		{"wildcard verb", func(o []runtime.Object) { clusterRole(o).Rules[0].Verbs = []string{"*"} }, "wildcard verb"},
+		{"wildcard resource", func(o []runtime.Object) { clusterRole(o).Rules[0].Resources = []string{"*"} }, "wildcard resource"},
+		{"wildcard group", func(o []runtime.Object) { clusterRole(o).Rules[0].APIGroups = []string{"*"} }, "wildcard API group"},
+		{"secrets", func(o []runtime.Object) {
+			clusterRole(o).Rules = append(clusterRole(o).Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
+		}, "secrets"},
+		{"cluster-admin", func(o []runtime.Object) {
+			for _, x := range o {
+				if b, ok := x.(*rbacv1.ClusterRoleBinding); ok {
+					b.RoleRef.Name = "cluster-admin"
+				}
+			}
+		}, "binds the built-in cluster-admin"},
+		{"one replica", func(o []runtime.Object) { deployment(o).Spec.Replicas = ptr.To[int32](1) }, "fewer than 2 replicas"},
+		{"no leader election", func(o []runtime.Object) { container(o).Args = container(o).Args[1:] }, "without --leader-elect"},
+		{"no zone spread", func(o []runtime.Object) { deployment(o).Spec.Template.Spec.TopologySpreadConstraints = nil }, "across zones"},
+		{"unknown priority class", func(o []runtime.Object) { deployment(o).Spec.Template.Spec.PriorityClassName = "x" }, "priority class"},
+		{"no PDB", func(o []runtime.Object) { deployment(o).Spec.Template.Labels = map[string]string{"a": "b"} }, "PodDisruptionBudget"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := render(t, Options{})
+			tc.mutate(objs)
+			err := Lint(encode(t, objs))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("lint error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestGeneratedRoleIsCurrent fails when role.yaml lacks a permission that a
+// +kubebuilder:rbac marker in pkg/operator asks for: run `make generate`.
+func TestGeneratedRoleIsCurrent(t *testing.T) {
+	role := readRole(t)
+	markers := rbacMarkers(t, filepath.Join("..", "pkg", "operator"))
+	if len(markers) == 0 {
+		t.Skip("no +kubebuilder:rbac markers in pkg/operator yet")
+	}
+	for _, m := range markers {
+		for _, g := range m.APIGroups {
+			for _, r := range m.Resources {
+				for _, v := range m.Verbs {
+					if !allows(role.Rules, g, r, v) {
+						t.Errorf("config/rbac/role.yaml does not grant %s %s in group %q, which a marker asks for: run `make generate`", v, r, g)
+					}
+				}
+			}
+		}
+	}
+}
+
+func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+	return slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb)
+	})
+}
+
+func readRole(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decodeAll(b)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("rbac/role.yaml: %d objects, %v", len(objs), err)
+	}
+	return objs[0].(*rbacv1.ClusterRole)
+}
+
+// rbacMarkers parses the +kubebuilder:rbac markers under dir.
+func rbacMarkers(t *testing.T, dir string) []rbacv1.PolicyRule {
+	t.Helper()
+	var rules []rbacv1.PolicyRule
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			rest, ok := strings.CutPrefix(strings.TrimSpace(line), "// +kubebuilder:rbac:")
+			if !ok {
+				continue
+			}
+			var r rbacv1.PolicyRule
+			for _, kv := range strings.Split(rest, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				vals := strings.Split(strings.Trim(v, `"`), ";")
+				switch k {
+				case "groups":
+					r.APIGroups = vals
+				case "resources":
+					r.Resources = vals
+				case "verbs":
+					r.Verbs = vals
+				case "namespace":
+					r.Verbs = nil // namespaced markers make a Role, not the ClusterRole
+				}
+			}
+			if r.Verbs != nil {
+				rules = append(rules, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+func render(t *testing.T, o Options) []runtime.Object {
+	t.Helper()
+	b, err := Render(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decodeAll(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func encode(t *testing.T, objs []runtime.Object) []byte {
+	t.Helper()
+	var parts []string
+	for _, o := range objs {
+		b, err := runtime.Encode(scheme.Codecs.LegacyCodec(scheme.Scheme.PrioritizedVersionsAllGroups()...), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, string(b))
+	}
+	return []byte(strings.Join(parts, "\n---\n"))
+}
+
+func deployment(objs []runtime.Object) *appsv1.Deployment {
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			return d
+		}
+	}
+	return nil
+}
+
+func container(objs []runtime.Object) *corev1.Container {
+	return &deployment(objs).Spec.Template.Spec.Containers[0]
+}
+
+func clusterRole(objs []runtime.Object) *rbacv1.ClusterRole {
+	for _, o := range objs {
+		if r, ok := o.(*rbacv1.ClusterRole); ok {
+			return r
+		}
+	}
+	return nil
+}

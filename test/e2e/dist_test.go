@@ -1,0 +1,690 @@
+//go:build dist
+
+// Distribution: the krew install round trip from a goreleaser release, the
+// operator's manifests on the real control plane (and its RBAC as its own
+// ServiceAccount), and the OCI image tarball. These tests build goreleaser,
+// krew and a static binary (minutes cold), so they run with the `dist` build
+// tag from `make test-dist` rather than from `make test`.
+
+package e2e
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rightsize-dev/kubectl-rightsize/config"
+	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
+)
+
+// repoRoot is the repository's top directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// releaseTool returns the path of a release tool (goreleaser, krew,
+// validate-krew-manifest), building it once with hack/tools/build.sh into
+// ~/.cache/kubectl-rightsize/tools (cold: minutes; `make tools` does it ahead).
+func releaseTool(t *testing.T, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "hack", "tools", "build.sh"), name)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hack/tools/build.sh %s: %v", name, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Logf("built %s in %s", name, d.Round(time.Second))
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// cachedKubectl is the kubectl of the test control plane's cache.
+func cachedKubectl(t *testing.T) string {
+	t.Helper()
+	dir, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "kubectl")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("kubectl is missing from %s: run `make testenv`", dir)
+	}
+	return p
+}
+
+// snapshotRelease runs goreleaser on the repository's .goreleaser.yaml,
+// narrowed to the host's platform and writing into a temporary dist, and
+// returns that dist.
+func snapshotRelease(t *testing.T) string {
+	t.Helper()
+	root := repoRoot(t)
+	releaseTool(t, "goreleaser") // build it outside the release's timeout
+	b, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf(".goreleaser.yaml: %v", err)
+	}
+	dist := filepath.Join(t.TempDir(), "dist")
+	cfg["dist"] = dist
+	for _, b := range cfg["builds"].([]any) {
+		build := b.(map[string]any)
+		build["goos"], build["goarch"] = []string{runtime.GOOS}, []string{runtime.GOARCH}
+		delete(build, "ignore")
+	}
+	b, err = yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "goreleaser.yaml")
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "tools", "goreleaser.sh"),
+		"release", "--snapshot", "--clean", "--config", cfgPath, "--parallelism", "1")
+	r := runCmd(cmd)
+	if r.err != nil {
+		t.Fatalf("goreleaser release --snapshot: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	t.Logf("goreleaser snapshot release for %s/%s in %s", runtime.GOOS, runtime.GOARCH, r.took.Round(time.Second))
+	return dist
+}
+
+// TestKrewInstallRoundTrip makes a release with goreleaser, generates the krew
+// manifest from it, validates the manifest with krew's own validator, installs
+// the plugin with krew from the manifest and the archive into an empty
+// KREW_ROOT, runs it through kubectl, and uninstalls it.
+func TestKrewInstallRoundTrip(t *testing.T) {
+	root := repoRoot(t)
+	krew, validate := releaseTool(t, "krew"), releaseTool(t, "validate-krew-manifest")
+	kubectlBin := cachedKubectl(t)
+	dist := snapshotRelease(t)
+
+	var meta struct{ Version, Commit string }
+	if b, err := os.ReadFile(filepath.Join(dist, "metadata.json")); err != nil || json.Unmarshal(b, &meta) != nil {
+		t.Fatalf("dist/metadata.json: %v", err)
+	}
+	archive := filepath.Join(dist, fmt.Sprintf("kubectl-rightsize_%s_%s_%s.tar.gz", meta.Version, runtime.GOOS, runtime.GOARCH))
+	if _, err := os.Stat(archive); err != nil {
+		t.Fatalf("the release has no archive for this platform: %v", err)
+	}
+	assertArchiveHolds(t, archive, "kubectl-rightsize", "LICENSE")
+
+	manifest := filepath.Join(t.TempDir(), "rightsize.yaml") // krew wants <plugin name>.yaml
+	gen := exec.Command("go", "run", "./hack/krewmanifest", "-dist", dist, "-out", manifest)
+	gen.Dir = root
+	if r := runCmd(gen); r.err != nil {
+		t.Fatalf("hack/krewmanifest: %v\n%s", r.err, r.stderr)
+	}
+	if r := runCmd(exec.Command(validate, "-manifest", manifest, "-skip-install")); r.err != nil {
+		t.Fatalf("validate-krew-manifest: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+
+	// kubectl and kubectl-krew on PATH, then krew's bin; not the plugin
+	// TestMain built, so the kubectl-rightsize found is the one krew installed.
+	pathDir, krewRoot := t.TempDir(), t.TempDir()
+	for name, target := range map[string]string{"kubectl": kubectlBin, "kubectl-krew": krew} {
+		if err := os.Symlink(target, filepath.Join(pathDir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{
+		"PATH=" + strings.Join([]string{filepath.Join(krewRoot, "bin"), pathDir, "/usr/bin", "/bin"}, string(os.PathListSeparator)),
+		"KREW_ROOT=" + krewRoot, "KREW_NO_UPGRADE_CHECK=1", "HOME=" + t.TempDir(),
+		"KUBECONFIG=" + filepath.Join(t.TempDir(), "none"),
+	}
+	run := func(args ...string) result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kubectlBin, args...)
+		cmd.Env = env
+		return runCmd(cmd)
+	}
+	if r := run("rightsize", "version"); r.err == nil {
+		t.Fatalf("kubectl rightsize works before the install: PATH is not isolated\n%s", r.stdout)
+	}
+	r := run("krew", "install", "--manifest="+manifest, "--archive="+archive)
+	if r.err != nil {
+		t.Fatalf("kubectl krew install: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	t.Logf("krew install in %s", r.took.Round(time.Millisecond))
+	if _, err := os.Stat(filepath.Join(krewRoot, "store", "rightsize", "v"+meta.Version, "LICENSE")); err != nil {
+		t.Errorf("krew did not install LICENSE: %v", err)
+	}
+	r = run("rightsize", "version", "-o", "json")
+	if r.err != nil {
+		t.Fatalf("kubectl rightsize version after the krew install: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	var v struct{ Version, Commit, Date string }
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatalf("version -o json: %v\n%s", err, r.stdout)
+	}
+	t.Logf("kubectl rightsize version: %+v", v)
+	if v.Version != meta.Version || v.Commit != meta.Commit || len(v.Commit) != 40 || !strings.HasPrefix(v.Date, "20") {
+		t.Errorf("version %+v, want version %s, commit %s and a date stamped by the release", v, meta.Version, meta.Commit)
+	}
+	// list and uninstall want a local plugin index, which krew clones from
+	// GitHub; an empty git repository stands in for it (no network here).
+	index := filepath.Join(krewRoot, "index", "default")
+	if err := os.MkdirAll(filepath.Join(index, "plugins"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCmd(exec.Command("git", "init", "-q", index)); r.err != nil {
+		t.Fatalf("git init: %v\n%s", r.err, r.stderr)
+	}
+	if r := run("krew", "list"); r.err != nil || !strings.Contains(r.stdout, "rightsize") {
+		t.Errorf("kubectl krew list: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	if r := run("krew", "uninstall", "rightsize"); r.err != nil {
+		t.Fatalf("kubectl krew uninstall: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	if r := run("rightsize", "version"); r.err == nil {
+		t.Errorf("kubectl rightsize still works after the uninstall")
+	}
+}
+
+// TestKrewManifestInTheRepositoryIsValid checks krew/rightsize.yaml, which
+// `make dist krew` writes for every platform, with krew's validator.
+func TestKrewManifestInTheRepositoryIsValid(t *testing.T) {
+	manifest := filepath.Join(repoRoot(t), "krew", "rightsize.yaml")
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatalf("%v: run `make dist krew`", err)
+	}
+	if r := runCmd(exec.Command(releaseTool(t, "validate-krew-manifest"), "-manifest", manifest, "-skip-install")); r.err != nil {
+		t.Fatalf("validate-krew-manifest: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	var plugin struct {
+		Spec struct {
+			Version   string
+			Platforms []struct {
+				Selector struct{ MatchLabels map[string]string } `json:"selector"`
+				URI      string                                  `json:"uri"`
+				SHA256   string                                  `json:"sha256"`
+			}
+		}
+	}
+	if err := yaml.Unmarshal(b, &plugin); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range plugin.Spec.Platforms {
+		got = append(got, p.Selector.MatchLabels["os"]+"/"+p.Selector.MatchLabels["arch"])
+		if len(p.SHA256) != 64 || !strings.Contains(p.URI, strings.TrimPrefix(plugin.Spec.Version, "v")) {
+			t.Errorf("platform %s: uri %s, sha256 %q", got[len(got)-1], p.URI, p.SHA256)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"darwin/amd64", "darwin/arm64", "linux/amd64", "linux/arm64", "windows/amd64"}; !slices.Equal(got, want) {
+		t.Errorf("platforms %v, want %v", got, want)
+	}
+}
+
+// assertArchiveHolds checks a .tar.gz holds the named files at its root.
+func assertArchiveHolds(t *testing.T, archive string, names ...string) {
+	t.Helper()
+	out, err := exec.Command("tar", "-tzf", archive).Output()
+	if err != nil {
+		t.Fatalf("tar -tzf %s: %v", archive, err)
+	}
+	entries := strings.Fields(string(out))
+	for _, n := range names {
+		if !slices.Contains(entries, n) {
+			t.Errorf("%s lacks %s: %v", filepath.Base(archive), n, entries)
+		}
+	}
+}
+
+// TestOperatorManifestsOnTheControlPlane prints the operator's manifests with
+// the plugin, lints them, applies them to the real API server (server dry
+// run, then for real, then again with the plugin's own --apply), and waits
+// for the Deployment to roll out on kwok nodes across two zones: the API
+// server's admission — Pod Security "restricted" on the namespace, the
+// PriorityClass, the ServiceAccount — accepts the pods.
+func TestOperatorManifestsOnTheControlPlane(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	r := kubectl(t, env, "rightsize", "operator", "install", "--cloud", "sim", "--cluster-name", "e2e", "--image", "v0.0.0-e2e")
+	if r.err != nil {
+		t.Fatalf("kubectl rightsize operator install: %v\n%s", r.err, r.stderr)
+	}
+	if err := config.Lint([]byte(r.stdout)); err != nil {
+		t.Errorf("the printed manifests fail the lint:\n%v", err)
+	}
+	manifests := filepath.Join(t.TempDir(), "operator.yaml")
+	if err := os.WriteFile(manifests, []byte(r.stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// A server dry run cannot create the namespace its namespaced objects
+	// need, so the namespace goes first; everything else is only dry-run.
+	ns := config.DefaultNamespace
+	if r := kubectl(t, env, "create", "namespace", ns); r.err != nil {
+		t.Fatalf("kubectl create namespace: %v\n%s", r.err, r.stderr)
+	}
+	r = kubectl(t, env, "apply", "--server-side", "--dry-run=server", "-f", manifests)
+	if r.err != nil {
+		t.Fatalf("kubectl apply --dry-run=server: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stderr, "Warning") {
+		t.Errorf("the dry run warns:\n%s", r.stderr)
+	}
+	if _, err := env.Client().AppsV1().Deployments(ns).Get(ctx, config.Deployment, metav1.GetOptions{}); err == nil {
+		t.Fatalf("the dry run created the Deployment")
+	}
+
+	r = kubectl(t, env, "apply", "--server-side", "-f", manifests)
+	if r.err != nil {
+		t.Fatalf("kubectl apply: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	t.Logf("kubectl apply: %d objects in %s", strings.Count(r.stdout, "\n"), r.took.Round(time.Millisecond))
+	if strings.Contains(r.stderr, "Warning") {
+		t.Errorf("the apply warns:\n%s", r.stderr)
+	}
+
+	// The EKS sample in the docs is valid against the installed CRDs.
+	if r := kubectl(t, env, "wait", "--for", "condition=Established", "--timeout", "60s", "crd", "--all"); r.err != nil {
+		t.Fatalf("kubectl wait: %v\n%s", r.err, r.stderr)
+	}
+	sample := filepath.Join(repoRoot(t), "config", "samples", "eks.yaml")
+	if r := kubectl(t, env, "apply", "--dry-run=server", "-f", sample); r.err != nil {
+		t.Errorf("config/samples/eks.yaml: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+
+	for i, zone := range []string{"zone-a", "zone-b"} {
+		name := fmt.Sprintf("system-%d", i)
+		if _, err := env.AddNode(ctx, testenv.Node{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.WaitNodeReady(ctx, name, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A node the operator launched must not take the operator.
+	if _, err := env.AddNode(ctx, testenv.Node{Name: "provisioned", Labels: map[string]string{"rightsize.dev/nodepool": "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	r = kubectl(t, env, "-n", ns, "rollout", "status", "deployment/"+config.Deployment, "--timeout", "90s")
+	if r.err != nil {
+		events := kubectl(t, env, "-n", ns, "get", "events", "--sort-by", ".lastTimestamp")
+		t.Fatalf("rollout status: %v\n%s%s\nevents:\n%s", r.err, r.stdout, r.stderr, events.stdout)
+	}
+	pods, err := env.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]bool{}
+	for _, p := range pods.Items {
+		nodes[p.Spec.NodeName] = true
+		if p.Spec.Priority == nil || *p.Spec.Priority <= 0 {
+			t.Errorf("pod %s has priority %v", p.Name, p.Spec.Priority)
+		}
+		if p.Spec.NodeName == "provisioned" {
+			t.Errorf("pod %s runs on a node the operator provisioned", p.Name)
+		}
+	}
+	t.Logf("operator pods: %d on nodes %v", len(pods.Items), slices.Sorted(maps.Keys(nodes)))
+
+	// Re-applying changes nothing, and the plugin's own --apply takes over.
+	if r := kubectl(t, env, "apply", "--server-side", "-f", manifests); r.err != nil || strings.Contains(r.stdout, "configured") {
+		t.Errorf("a second apply: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	r = kubectl(t, env, "rightsize", "operator", "install", "--cloud", "sim", "--cluster-name", "e2e", "--image", "v0.0.0-e2e", "--apply")
+	if r.err != nil || !strings.Contains(r.stdout, "deployment.apps/"+config.Deployment+" serverside-applied") {
+		t.Fatalf("operator install --apply: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+}
+
+// TestOperatorRBAC applies the manifests and checks, as the operator's own
+// ServiceAccount (a token kubeconfig), that it may do what every
+// +kubebuilder:rbac marker asks for and nothing beyond: no secrets, no
+// workloads, no leases outside its namespace.
+func TestOperatorRBAC(t *testing.T) {
+	env := testenv.Start(t)
+	kc := operatorIdentity(t, env)
+	canI := func(args ...string) bool {
+		t.Helper()
+		r := kubectlAs(t, env, kc, append([]string{"auth", "can-i"}, args...)...)
+		return strings.TrimSpace(r.stdout) == "yes"
+	}
+	role, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cr struct {
+		Rules []struct{ APIGroups, Resources, Verbs []string } `json:"rules"`
+	}
+	if err := yaml.Unmarshal(role, &cr); err != nil {
+		t.Fatal(err)
+	}
+	checks := 0
+	for _, rule := range cr.Rules {
+		for _, g := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				for _, v := range rule.Verbs {
+					resource, sub, _ := strings.Cut(res, "/")
+					if g != "" {
+						resource += "." + g
+					}
+					args := []string{v, resource}
+					if sub != "" {
+						args = append(args, "--subresource", sub)
+					}
+					if !canI(append(args, "-A")...) {
+						t.Errorf("the operator may not %s %s", v, res)
+					}
+					checks++
+				}
+			}
+		}
+	}
+	ns := config.DefaultNamespace
+	for _, allowed := range [][]string{
+		{"create", "leases.coordination.k8s.io", "-n", ns},
+		{"update", "leases.coordination.k8s.io", "-n", ns},
+		{"create", "events", "-n", ns},
+	} {
+		if !canI(allowed...) {
+			t.Errorf("the operator may not %v", allowed)
+		}
+	}
+	for _, denied := range [][]string{
+		{"get", "secrets", "-A"},
+		{"list", "secrets", "-n", ns},
+		{"create", "pods", "-A"},
+		{"update", "deployments.apps", "-A"},
+		{"delete", "namespaces"},
+		{"create", "leases.coordination.k8s.io", "-n", "kube-system"},
+		{"create", "clusterrolebindings.rbac.authorization.k8s.io"},
+		{"impersonate", "serviceaccounts", "-A"},
+		{"*", "*", "-A"},
+	} {
+		if canI(denied...) {
+			t.Errorf("the operator may %v", denied)
+		}
+	}
+	t.Logf("%d permissions from role.yaml granted, the rest denied", checks)
+
+	// The token works for real: it lists nodes and is refused secrets.
+	if r := kubectlAs(t, env, kc, "get", "nodes"); r.err != nil {
+		t.Errorf("get nodes as the operator: %v\n%s", r.err, r.stderr)
+	}
+	if r := kubectlAs(t, env, kc, "get", "secrets", "-A"); r.err == nil || !strings.Contains(r.stderr, "forbidden") {
+		t.Errorf("get secrets as the operator: %v\n%s", r.err, r.stderr)
+	}
+}
+
+// operatorIdentity installs the operator's namespace, CRDs, ServiceAccount and
+// RBAC from the rendered manifests — not its Deployment, so a test can run the
+// operator as a process — and returns a kubeconfig for that ServiceAccount.
+// Run the operator with it and --leader-election-namespace
+// config.DefaultNamespace, and a permission the manifests lack fails the test.
+func operatorIdentity(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	all, err := config.Render(config.Options{Cloud: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+	var docs []string
+	for _, doc := range strings.Split(string(all), "\n---\n") {
+		var obj struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(keep, obj.Kind) {
+			docs = append(docs, doc)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "identity.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := kubectl(t, env, "apply", "--server-side", "-f", path); r.err != nil {
+		t.Fatalf("applying the operator's RBAC: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	if r := kubectl(t, env, "wait", "--for", "condition=Established", "--timeout", "60s", "crd", "--all"); r.err != nil {
+		t.Fatalf("kubectl wait: %v\n%s", r.err, r.stderr)
+	}
+	return operatorKubeconfig(t, env, config.DefaultNamespace)
+}
+
+// operatorKubeconfig returns a kubeconfig that authenticates as the
+// operator's ServiceAccount in namespace (from the installed manifests) with
+// a token from the TokenRequest API, so a test can run the operator with
+// exactly the permissions the manifests grant.
+func operatorKubeconfig(t *testing.T, env *testenv.Env, namespace string) string {
+	t.Helper()
+	var token string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		r := kubectl(t, env, "-n", namespace, "create", "token", config.ServiceAccount, "--duration", "1h")
+		token = strings.TrimSpace(r.stdout)
+		return r.err == nil && token != "", nil
+	})
+	if err != nil {
+		t.Fatalf("kubectl create token %s: %v", config.ServiceAccount, err)
+	}
+	admin, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ca []byte
+	for _, c := range admin.Clusters {
+		ca = c.CertificateAuthorityData
+		if ca == nil && c.CertificateAuthority != "" {
+			if ca, err = os.ReadFile(c.CertificateAuthority); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if ca == nil {
+		t.Fatal(errors.New("the admin kubeconfig has no CA"))
+	}
+	return kubeconfig(t, env.Host, ca, token)
+}
+
+// kubectlAs runs the cached kubectl with another kubeconfig.
+func kubectlAs(t *testing.T, env *testenv.Env, kc string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(env.BinDir, "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kc)
+	return runCmd(cmd)
+}
+
+// TestOperatorImage builds the image as `make image` does — a static linux
+// binary for this machine's architecture, then hack/image — and checks the
+// OCI tarball: under 60 MB, one linux image whose config runs the operator
+// entrypoint as a non-root user.
+func TestOperatorImage(t *testing.T) {
+	root := repoRoot(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kubectl-rightsize")
+	start := time.Now()
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=v0.0.0-e2e", "-o", bin, "./cmd/kubectl-rightsize")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if r := runCmd(build); r.err != nil {
+		t.Fatalf("go build: %v\n%s", r.err, r.stderr)
+	}
+	buildTook := time.Since(start)
+	tarPath := filepath.Join(dir, "kubectl-rightsize-image.tar")
+	img := exec.Command("go", "-C", filepath.Join(root, "hack", "image"), "run", ".",
+		"-out", tarPath, "-tag", config.ImageRepository+":v0.0.0-e2e", "-version", "v0.0.0-e2e",
+		"-docs", filepath.Join(root, "LICENSE")+","+filepath.Join(root, "NOTICE"),
+		"-binary", "linux/"+runtime.GOARCH+"="+bin)
+	img.Env = append(os.Environ(), "GOWORK=off")
+	r := runCmd(img)
+	if r.err != nil {
+		t.Fatalf("hack/image: %v\n%s", r.err, r.stderr)
+	}
+	fi, err := os.Stat(tarPath)
+	if err != nil {
+		t.Fatalf("no OCI tarball: %v", err)
+	}
+	binInfo, _ := os.Stat(bin)
+	t.Logf("image tarball %.1f MB (binary %.1f MB uncompressed); binary built in %s, image in %s",
+		float64(fi.Size())/1e6, float64(binInfo.Size())/1e6, buildTook.Round(time.Second), r.took.Round(time.Second))
+	if fi.Size() >= 60e6 {
+		t.Errorf("the image tarball is %.1f MB, over 60 MB", float64(fi.Size())/1e6)
+	}
+
+	cfg := readOCIConfig(t, tarPath)
+	if u := strings.Split(cfg.Config.User, ":")[0]; u == "" || u == "0" || u == "root" {
+		t.Errorf("the image runs as user %q, want a non-root UID", cfg.Config.User)
+	}
+	if want := []string{"/kubectl-rightsize", "operator"}; !slices.Equal(cfg.Config.Entrypoint, want) {
+		t.Errorf("entrypoint %v, want %v", cfg.Config.Entrypoint, want)
+	}
+	if cfg.OS != "linux" || cfg.Architecture != runtime.GOARCH {
+		t.Errorf("platform %s/%s", cfg.OS, cfg.Architecture)
+	}
+	// The Deployment's runAsUser is the image's user.
+	if !strings.HasPrefix(cfg.Config.User, "65532") {
+		t.Errorf("user %q differs from the Deployment's runAsUser 65532", cfg.Config.User)
+	}
+}
+
+// ociConfig is the part of an OCI image config checked here.
+type ociConfig struct {
+	OS           string `json:"os"`
+	Architecture string `json:"architecture"`
+	Config       struct {
+		User       string   `json:"User"`
+		Entrypoint []string `json:"Entrypoint"`
+	} `json:"config"`
+}
+
+// readOCIConfig follows an OCI layout tarball from index.json through any
+// nested index to the one image manifest and its config, with the standard
+// library only.
+func readOCIConfig(t *testing.T, tarPath string) ociConfig {
+	t.Helper()
+	f, err := os.Open(tarPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	files := map[string][]byte{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg && !strings.HasSuffix(h.Name, "/") {
+			if h.Size > 1<<20 { // layers: only their presence matters here
+				files[h.Name] = nil
+				continue
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[h.Name] = b
+		}
+	}
+	if _, ok := files["oci-layout"]; !ok {
+		t.Fatalf("not an OCI layout: no oci-layout file among %d", len(files))
+	}
+	type descriptor struct {
+		MediaType string `json:"mediaType"`
+		Digest    string `json:"digest"`
+	}
+	var doc struct {
+		MediaType string       `json:"mediaType"`
+		Manifests []descriptor `json:"manifests"`
+		Config    descriptor   `json:"config"`
+		Layers    []descriptor `json:"layers"`
+	}
+	blob := func(d descriptor) []byte {
+		algo, hex, _ := strings.Cut(d.Digest, ":")
+		b, ok := files["blobs/"+algo+"/"+hex]
+		if !ok {
+			t.Fatalf("blob %s missing", d.Digest)
+		}
+		return b
+	}
+	b := files["index.json"]
+	for range 3 {
+		doc.Manifests = nil
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Manifests) == 0 {
+			break
+		}
+		if len(doc.Manifests) != 1 {
+			t.Fatalf("%d manifests, want one image", len(doc.Manifests))
+		}
+		b = blob(doc.Manifests[0])
+	}
+	if doc.Config.Digest == "" || len(doc.Layers) == 0 {
+		t.Fatalf("no image manifest at the end of index.json")
+	}
+	for _, l := range doc.Layers {
+		if _, ok := files["blobs/"+strings.Replace(l.Digest, ":", "/", 1)]; !ok {
+			t.Errorf("layer %s missing", l.Digest)
+		}
+	}
+	var cfg ociConfig
+	if err := json.Unmarshal(blob(doc.Config), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestKubectlKustomizeRendersWhatThePluginPrints: `kubectl apply -k
+// config/default` from a checkout and `kubectl rightsize operator install`
+// install the same objects.
+func TestKubectlKustomizeRendersWhatThePluginPrints(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, cachedKubectl(t), "kustomize", filepath.Join(repoRoot(t), "config", "default")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/default: %v", err)
+	}
+	rendered, err := config.Render(config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != string(rendered) {
+		t.Errorf("kubectl kustomize and config.Render differ (%d and %d bytes)", len(out), len(rendered))
+	}
+}
