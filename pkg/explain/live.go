@@ -178,20 +178,7 @@ func newLiveResult(cl *snapshot.Cluster, p *solver.Problem, plan *solver.Plan, p
 	}
 
 	// What the plan does with each planned pod.
-	newNode := make(map[int]int, len(p.Pods))
-	for i, n := range plan.NewNodes {
-		for _, pod := range n.Pods {
-			newNode[pod] = i
-		}
-	}
-	existing := make(map[int]string, len(plan.Existing))
-	for _, e := range plan.Existing {
-		existing[e.Pod] = e.Node
-	}
-	reason := make(map[int]string, len(plan.Unschedulable))
-	for _, u := range plan.Unschedulable {
-		reason[u.Pod] = u.Reason
-	}
+	outcomes := plan.Outcomes(len(p.Pods))
 	targetNodes := map[string]bool{}
 	for i := range cl.Pending {
 		pp := &cl.Pending[i]
@@ -199,19 +186,20 @@ func newLiveResult(cl *snapshot.Cluster, p *solver.Problem, plan *solver.Plan, p
 			continue
 		}
 		rp := ResultPending{Pod: pp.Key(), Owner: pp.Owner, SchedulerReason: pp.SchedulerReason, SchedulerMessage: pp.SchedulerMessage}
-		switch ni, isNew := newNode[pp.Index]; {
+		switch {
 		case pp.Index < 0:
 			rp.Reason = pp.NotPlanned
-		case isNew:
+		case outcomes[pp.Index].NewNode >= 0:
+			ni := outcomes[pp.Index].NewNode
 			n := &plan.NewNodes[ni]
 			rp.Node, rp.NewNode = newNodeName(ni), true
 			rp.InstanceType, rp.CapacityType, rp.Zone, rp.PricePerHour = n.InstanceType, n.CapacityType, n.Zone, n.Price
-		case existing[pp.Index] != "":
-			rp.Node = existing[pp.Index]
+		case outcomes[pp.Index].Node != "":
+			rp.Node = outcomes[pp.Index].Node
 			rp.Note = "the plan finds room on this existing node; the scheduler has not placed the pod yet, or a constraint the plan does not model (pod affinity, topology spread, volumes, host ports) keeps it off"
 			targetNodes[rp.Node] = true
 		default:
-			rp.Reason = reason[pp.Index]
+			rp.Reason = outcomes[pp.Index].Reason
 		}
 		live.Pending = append(live.Pending, rp)
 	}

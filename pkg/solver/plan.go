@@ -45,3 +45,35 @@ type Unschedulable struct {
 	Pod    int    `json:"pod"`
 	Reason string `json:"reason"`
 }
+
+// Outcome is what a plan does with one pod: a new node, an existing node, or
+// nothing (with the reason).
+type Outcome struct {
+	// NewNode indexes Plan.NewNodes, or is -1.
+	NewNode int
+	// Node names the existing node the pod goes to, when it does.
+	Node string
+	// Reason says why the pod stays pending, when it does.
+	Reason string
+}
+
+// Outcomes indexes the plan by pod: one Outcome per pod of a problem with
+// pods pods.
+func (p *Plan) Outcomes(pods int) []Outcome {
+	out := make([]Outcome, pods)
+	for i := range out {
+		out[i].NewNode = -1
+	}
+	for i, n := range p.NewNodes {
+		for _, pod := range n.Pods {
+			out[pod].NewNode = i
+		}
+	}
+	for _, e := range p.Existing {
+		out[e.Pod].Node = e.Node
+	}
+	for _, u := range p.Unschedulable {
+		out[u.Pod].Reason = u.Reason
+	}
+	return out
+}

@@ -433,20 +433,7 @@ type outcome struct {
 
 func (r *Report) outcomes() (func(index int) outcome, map[string]bool) {
 	plan := r.Plan
-	newNode := make(map[int]int, len(r.Problem.Pods))
-	for i, n := range plan.NewNodes {
-		for _, pod := range n.Pods {
-			newNode[pod] = i
-		}
-	}
-	existing := make(map[int]string, len(plan.Existing))
-	for _, e := range plan.Existing {
-		existing[e.Pod] = e.Node
-	}
-	reason := make(map[int]string, len(plan.Unschedulable))
-	for _, u := range plan.Unschedulable {
-		reason[u.Pod] = u.Reason
-	}
+	outcomes := plan.Outcomes(len(r.Problem.Pods))
 	inflight := map[string]bool{}
 	for i := range r.Existing {
 		if r.Existing[i].InFlight {
@@ -454,17 +441,18 @@ func (r *Report) outcomes() (func(index int) outcome, map[string]bool) {
 		}
 	}
 	return func(index int) outcome {
-		if ni, ok := newNode[index]; ok {
+		o := outcomes[index]
+		if ni := o.NewNode; ni >= 0 {
 			n := &plan.NewNodes[ni]
 			return outcome{kind: "new", node: explain.NewNodeName(ni) + " " + n.InstanceType, reason: n.Reason, newNode: ni}
 		}
-		if node := existing[index]; node != "" {
+		if node := o.Node; node != "" {
 			if inflight[node] {
 				return outcome{kind: "launching", node: node, reason: "the node launched for it (NodeClaim " + node + ") is on its way", newNode: -1}
 			}
 			return outcome{kind: "existing", node: node, reason: "the plan finds room on this existing node; the scheduler has not placed the pod yet, or a constraint the plan does not model keeps it off", newNode: -1}
 		}
-		return outcome{kind: "unschedulable", reason: reason[index], newNode: -1}
+		return outcome{kind: "unschedulable", reason: o.Reason, newNode: -1}
 	}, inflight
 }
 
