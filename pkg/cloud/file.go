@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/strictjson"
 )
 
 // fileDefaultPods is the pod capacity of an instance type whose file entry
@@ -60,7 +60,7 @@ func ReadInstanceTypes(name string, data []byte) ([]InstanceType, error) {
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-		return nil, fmt.Errorf("%s: invalid YAML: %s", name, fileOneLine(msg))
+		return nil, fmt.Errorf("%s: invalid YAML: %s", name, strictjson.OneLine(msg))
 	}
 	// Decode the list, then each entry, so that errors name the entry.
 	var f struct {
@@ -88,7 +88,7 @@ func ReadInstanceTypes(name string, data []byte) ([]InstanceType, error) {
 		seen[e.Name] = i
 		it, err := e.instanceType()
 		if err != nil {
-			return nil, fmt.Errorf("%s: instance type %d %q: %s", name, i, e.Name, fileOneLine(err.Error()))
+			return nil, fmt.Errorf("%s: instance type %d %q: %s", name, i, e.Name, strictjson.OneLine(err.Error()))
 		}
 		out = append(out, it)
 	}
@@ -200,41 +200,10 @@ func fileQuantity(field string, raw json.RawMessage, milli, required bool) (int6
 	}
 }
 
-// fileDecode decodes JSON strictly: unknown and duplicate fields and
-// case mismatches are errors, and the error is one line.
+// fileDecode decodes JSON strictly, with the error on one line.
 func fileDecode(j []byte, v any) error {
-	strict, err := kjson.UnmarshalStrict(j, v)
-	var ute *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &ute) && ute.Field != "":
-		return fmt.Errorf("%s: expected %s, got %s", ute.Field, fileTypeName(ute.Type), ute.Value)
-	case err != nil:
-		return errors.New(fileOneLine(err.Error()))
-	case len(strict) > 0:
-		return errors.New(fileOneLine(strict[0].Error()))
+	if err := strictjson.Decode(j, v); err != nil {
+		return errors.New(strictjson.OneLine(err.Error()))
 	}
 	return nil
-}
-
-// fileTypeName describes a Go type in JSON terms.
-func fileTypeName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Pointer:
-		return fileTypeName(t.Elem())
-	default:
-		return "a number"
-	}
-}
-
-// fileOneLine joins the lines of a message.
-func fileOneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

@@ -21,7 +21,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/strictjson"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -451,21 +451,15 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 // case mismatches and bad quantities. generic is j decoded into an any, used
 // to say where a bad quantity is.
 func decodeStrict(j []byte, v any, generic any) error {
-	strict, err := kjson.UnmarshalStrict(j, v)
-	var ute *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &ute) && ute.Field != "":
-		return fmt.Errorf("%s: expected %s, got %s", ute.Field, typeName(ute.Type), ute.Value)
-	case err != nil:
+	err := strictjson.Decode(j, v)
+	var ve *strictjson.ValueError
+	if errors.As(err, &ve) {
 		if path, value, ok := findBadQuantity(generic, ""); ok {
 			return fmt.Errorf("%s: invalid quantity %s", path, value)
 		}
-		return err
+		return ve.Err
 	}
-	if len(strict) > 0 {
-		return errors.Join(strict...)
-	}
-	return nil
+	return err
 }
 
 // warnf adds a warning.
@@ -483,24 +477,6 @@ func stringField(obj map[string]any, key string) (string, error) {
 		return "", fmt.Errorf("%s: expected a string, got %s", key, describe(v))
 	}
 	return s, nil
-}
-
-// typeName describes a Go type in JSON terms.
-func typeName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Pointer:
-		return typeName(t.Elem())
-	default:
-		return "a number"
-	}
 }
 
 // describe names the JSON type of v for errors.

@@ -1,0 +1,63 @@
+// Package strictjson decodes user-written JSON strictly (unknown, duplicate
+// and miscased fields are errors) and phrases the errors for people: one
+// line, naming the field and the JSON type it wanted. Both the manifest
+// reader and the --instance-types reader use it.
+package strictjson
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	kjson "sigs.k8s.io/json"
+)
+
+// ValueError wraps a decoding error that is neither a type mismatch nor a
+// strict-field problem, e.g. a value a field's own UnmarshalJSON refused;
+// callers that can name the bad value (a quantity, say) look for it.
+type ValueError struct{ Err error }
+
+func (e *ValueError) Error() string { return e.Err.Error() }
+func (e *ValueError) Unwrap() error { return e.Err }
+
+// Decode decodes j into v strictly. A type mismatch is reported as
+// "FIELD: expected a string, got number"; strict-field problems are joined;
+// other decoding errors come as a *ValueError.
+func Decode(j []byte, v any) error {
+	strict, err := kjson.UnmarshalStrict(j, v)
+	var ute *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &ute) && ute.Field != "":
+		return fmt.Errorf("%s: expected %s, got %s", ute.Field, TypeName(ute.Type), ute.Value)
+	case err != nil:
+		return &ValueError{err}
+	case len(strict) > 0:
+		return errors.Join(strict...)
+	}
+	return nil
+}
+
+// TypeName describes a Go type in JSON terms ("a string", "a list", ...).
+func TypeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return TypeName(t.Elem())
+	default:
+		return "a number"
+	}
+}
+
+// OneLine joins the lines of a message with single spaces.
+func OneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
