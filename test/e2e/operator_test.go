@@ -720,6 +720,7 @@ func (e *opEnv) testPoolLimit(t *testing.T) {
 	}
 	e.createPods(t, pods)
 	var running, pending []corev1.Pod
+	var notes []string // the NotProvisioned events of an unbound pending pod
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var l corev1.PodList
 		if err := e.c.List(ctx, &l, client.InNamespace(ns)); err != nil {
@@ -739,8 +740,10 @@ func (e *opEnv) testPoolLimit(t *testing.T) {
 		// Any unbound pending pod carrying the event will do: pods bound
 		// but not yet running have none, and events arrive per batch.
 		for _, p := range pending {
-			if p.Spec.NodeName == "" && len(e.podEvents(t, ns, p.Name, "NotProvisioned")) > 0 {
-				return true, nil
+			if p.Spec.NodeName == "" {
+				if notes = e.podEvents(t, ns, p.Name, "NotProvisioned"); len(notes) > 0 {
+					return true, nil
+				}
 			}
 		}
 		return false, nil
@@ -762,7 +765,6 @@ func (e *opEnv) testPoolLimit(t *testing.T) {
 	if err := e.c.Get(ctx, client.ObjectKey{Name: "tight"}, &np); err != nil {
 		t.Fatal(err)
 	}
-	notes := e.podEvents(t, ns, pending[0].Name, "NotProvisioned")
 	t.Logf("limit: %d NodeClaims with %s CPUs (limit 16; status.resources.cpu %s), %d pods Running, %d pending; event: %s",
 		len(claims), capacity.String(), ptr.To(np.Status.Resources[corev1.ResourceCPU]).String(), len(running), len(pending), notes[0])
 	if !strings.Contains(notes[0], "limit") {
