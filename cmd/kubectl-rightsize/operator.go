@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,7 +24,6 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 )
@@ -191,36 +189,18 @@ func (o *OperatorOptions) Validate() error {
 	return nil
 }
 
-// awsProvider builds the EC2 provider. Nodes join the API server of the
-// kubeconfig unless --cluster-endpoint says otherwise.
-func (o *OperatorOptions) awsProvider(ctx context.Context, c client.Client, model cloud.NodeModel) (cloud.CloudProvider, error) {
-	endpoint := o.ClusterEndpoint
-	if endpoint == "" {
-		endpoint = o.restConfig.Host
-	}
-	ca := o.restConfig.CAData
-	if len(ca) == 0 && o.restConfig.CAFile != "" {
-		var err error
-		if ca, err = os.ReadFile(o.restConfig.CAFile); err != nil {
-			return nil, fmt.Errorf("reading the cluster CA: %w", err)
-		}
-	}
+// cloudOptions are the provider's options from the flags. An aws region
+// left unset means the SDK's chain (AWS_REGION, shared config, IMDS).
+func (o *OperatorOptions) cloudOptions(model cloud.NodeModel) cloudOptions {
 	region := o.Region
-	if !o.regionSet {
-		region = "" // the SDK's chain: AWS_REGION, shared config, IMDS
+	if o.Cloud == "aws" && !o.regionSet {
+		region = ""
 	}
-	return aws.New(ctx, aws.Options{
-		ClusterName: o.ClusterName, ClusterEndpoint: endpoint, ClusterCABundle: base64.StdEncoding.EncodeToString(ca),
-		KubernetesVersion: o.KubernetesVersion, Region: region, NodeModel: model,
-		Logger: o.logger.WithName("aws"), Registerer: crmetrics.Registry,
-		NodeClasses: func(ctx context.Context, name string) (*v1alpha1.EC2NodeClass, error) {
-			var nc v1alpha1.EC2NodeClass
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, &nc); err != nil {
-				return nil, err
-			}
-			return &nc, nil
-		},
-	})
+	return cloudOptions{
+		Cloud: o.Cloud, ClusterName: o.ClusterName, Region: region, InstanceTypesFile: o.InstanceTypesFile,
+		RegistrationDelay: o.RegistrationDelay, ClusterEndpoint: o.ClusterEndpoint, KubernetesVersion: o.KubernetesVersion,
+		Model: model, Logger: o.logger, Registerer: crmetrics.Registry,
+	}
 }
 
 // Run runs the operator until ctx ends.
@@ -236,13 +216,7 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 		MetricsBindAddress:      o.MetricsBindAddress,
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		Cloud: func(ctx context.Context, c client.Client) (cloud.CloudProvider, error) {
-			if o.Cloud == "aws" {
-				return o.awsProvider(ctx, c, model)
-			}
-			return sim.New(sim.Options{
-				Client: c, ClusterName: o.ClusterName, Region: o.Region, InstanceTypesFile: o.InstanceTypesFile,
-				Model: model, RegistrationDelay: o.RegistrationDelay,
-			})
+			return newCloudProvider(ctx, o.cloudOptions(model), o.restConfig, c)
 		},
 	}
 	opts.Provisioning.BatchIdle, opts.Provisioning.BatchMax = o.BatchIdle, o.BatchMax

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
+)
+
+// cloudOptions are what a cloud provider is built from. The operator and
+// the TUI's direct launches (tui --cloud) build theirs with the same
+// function, so that an instance launched by either carries the same cluster,
+// pool and NodeClaim tags and the other recognises it.
+type cloudOptions struct {
+	// Cloud is sim or aws.
+	Cloud string
+	// ClusterName tags every instance; List and garbage collection see only
+	// this cluster's.
+	ClusterName string
+	// Region: for sim, the catalog region (sim.DefaultRegion when empty);
+	// for aws, empty means the SDK's chain (AWS_REGION, shared config, IMDS).
+	Region string
+	// InstanceTypesFile and RegistrationDelay are for sim.
+	InstanceTypesFile string
+	RegistrationDelay time.Duration
+	// ClusterEndpoint is the API server aws nodes join (default: the
+	// REST config's host); KubernetesVersion picks AMI aliases (aws).
+	ClusterEndpoint   string
+	KubernetesVersion string
+	Model             cloud.NodeModel
+	Logger            logr.Logger
+	// Registerer, when set, gets the aws provider's metrics.
+	Registerer prometheus.Registerer
+}
+
+// newCloudProvider builds the sim or aws provider. cfg is the cluster's REST
+// config (aws nodes join its server with its CA); c reads node classes and,
+// for sim, creates the Nodes.
+func newCloudProvider(ctx context.Context, o cloudOptions, cfg *rest.Config, c client.Client) (cloud.CloudProvider, error) {
+	switch o.Cloud {
+	case "sim":
+		return sim.New(sim.Options{
+			Client: c, ClusterName: o.ClusterName, Region: o.Region, InstanceTypesFile: o.InstanceTypesFile,
+			Model: o.Model, RegistrationDelay: o.RegistrationDelay,
+		})
+	case "aws":
+	default:
+		return nil, fmt.Errorf("--cloud %q: want sim or aws", o.Cloud)
+	}
+	endpoint := o.ClusterEndpoint
+	if endpoint == "" {
+		endpoint = cfg.Host
+	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("reading the cluster CA: %w", err)
+		}
+	}
+	return aws.New(ctx, aws.Options{
+		ClusterName: o.ClusterName, ClusterEndpoint: endpoint, ClusterCABundle: base64.StdEncoding.EncodeToString(ca),
+		KubernetesVersion: o.KubernetesVersion, Region: o.Region, NodeModel: o.Model,
+		Logger: o.Logger.WithName("aws"), Registerer: o.Registerer,
+		NodeClasses: func(ctx context.Context, name string) (*v1alpha1.EC2NodeClass, error) {
+			var nc v1alpha1.EC2NodeClass
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &nc); err != nil {
+				return nil, err
+			}
+			return &nc, nil
+		},
+	})
+}
