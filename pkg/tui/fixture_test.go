@@ -26,11 +26,15 @@ type recordingLauncher struct {
 	reqs []launch.Request
 }
 
-func (l *recordingLauncher) Launch(_ context.Context, r launch.Request) (string, error) {
+func (l *recordingLauncher) Launch(_ context.Context, r launch.Request) (launch.Launched, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reqs = append(l.reqs, r)
-	return fmt.Sprintf("default-%d", len(l.reqs)), nil
+	return launch.Launched{Claim: fmt.Sprintf("default-%d", len(l.reqs)), ClaimInCluster: true}, nil
+}
+
+func (l *recordingLauncher) Summary() string {
+	return "This creates NodeClaims; the operator launches the instances."
 }
 
 func (l *recordingLauncher) requests() []launch.Request {

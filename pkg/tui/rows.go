@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -120,11 +121,16 @@ func (m *Model) refreshProposed() {
 
 // launchStatus says how far a launched node got.
 func (m *Model) launchStatus(l *launchState) string {
+	_, direct := m.opts.Launcher.(launch.Registrar)
 	switch {
 	case l.err != nil:
 		return "failed: " + oneLine(l.err.Error())
+	case l.claim == "" && direct:
+		return "launching…"
 	case l.claim == "":
 		return "creating NodeClaim…"
+	case l.launched.Direct != nil:
+		return m.directStatus(l)
 	}
 	u := m.store.claims[l.claim]
 	if u == nil {
@@ -146,6 +152,47 @@ func (m *Model) launchStatus(l *launchState) string {
 		l.done = true
 	}
 	return fmt.Sprintf("node Ready, %d/%d pods Running", running, len(l.req.Pods))
+}
+
+// directStatus says how far a node launched through the cloud provider
+// got: instance launched, node registered, Ready, pods Running.
+func (m *Model) directStatus(l *launchState) string {
+	id := l.launched.Direct.Status.ProviderID
+	node := m.store.nodeOfInstance(id, l.claim)
+	switch {
+	case node == nil:
+		return "launched " + id + ", waiting for its node"
+	case !nodeReady(node):
+		return "node " + node.Name + " registered, not Ready"
+	case !l.open && l.regErr != nil:
+		return "node Ready; opening it to pods failed: " + oneLine(l.regErr.Error())
+	case !l.open:
+		return "node Ready, opening it to pods…"
+	}
+	running, _ := m.store.podsRunningOn(l.req.Pods, node.Name)
+	if running == len(l.req.Pods) {
+		l.done = true
+	}
+	return fmt.Sprintf("node Ready, %d/%d pods Running", running, len(l.req.Pods))
+}
+
+// directInFlight are the direct launches whose node has not registered and
+// that no NodeClaim in the store stands for: capacity on its way, which
+// the plan uses first instead of proposing the same node again.
+func (m *Model) directInFlight() []report.Claim {
+	var out []report.Claim
+	for _, l := range m.launches {
+		c := l.launched.Direct
+		if c == nil || m.store.claims[c.Name] != nil || m.store.nodeOfInstance(c.Status.ProviderID, c.Name) != nil {
+			continue
+		}
+		price, _ := strconv.ParseFloat(c.Status.PricePerHour, 64)
+		out = append(out, report.Claim{
+			Name: c.Name, Pool: l.req.Node.Pool, InstanceType: c.Status.InstanceType, Zone: c.Status.Zone, CapacityType: c.Status.CapacityType,
+			Price: price, Conditions: []string{"Launched"}, Requests: c.Spec.Resources.Requests, Created: l.at,
+		})
+	}
+	return out
 }
 
 func proposedKey(p *report.ProposedNode) string {
@@ -227,7 +274,7 @@ func (m *Model) askLaunch() {
 	var reqs []launch.Request
 	var keys []string
 	add := func(p *report.ProposedNode) {
-		reqs = append(reqs, launch.Request{Name: p.Name, Node: m.rep.Plan.NewNodes[p.Index], Pods: slices.Clone(p.Pods)})
+		reqs = append(reqs, launch.Request{Name: p.Name, Node: m.rep.Plan.NewNodes[p.Index], Pods: slices.Clone(p.Pods), Region: m.rep.Region})
 		keys = append(keys, proposedKey(p))
 	}
 	for i := range m.rep.Proposed {

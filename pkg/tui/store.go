@@ -184,6 +184,24 @@ func (s *store) nodeOfClaim(c *report.Claim) *corev1.Node {
 	return s.nodes[c.Name]
 }
 
+// nodeOfInstance finds the node of a directly launched instance by its
+// providerID; hint is the name it usually has (the simulated cloud names
+// nodes after their claim), tried first.
+func (s *store) nodeOfInstance(providerID, hint string) *corev1.Node {
+	if providerID == "" {
+		return nil
+	}
+	if n := s.nodes[hint]; n != nil && n.Spec.ProviderID == providerID {
+		return n
+	}
+	for _, n := range s.nodes {
+		if n.Spec.ProviderID == providerID {
+			return n
+		}
+	}
+	return nil
+}
+
 // podsRunningOn counts the pods among keys bound to node and Running.
 func (s *store) podsRunningOn(keys []string, node string) (running, bound int) {
 	for _, k := range keys {

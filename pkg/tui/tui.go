@@ -132,6 +132,15 @@ type launchState struct {
 	claim string
 	err   error
 	done  bool
+	at    time.Time
+
+	// Direct launches (launch.Registrar): what was launched, and the
+	// registration this program does in the operator's place.
+	launched    launch.Launched
+	registering bool
+	nodeRV      string // the node's resourceVersion Register last saw
+	open        bool   // the unregistered taint is gone
+	regErr      error
 }
 
 // Messages of the program.
@@ -142,8 +151,13 @@ type (
 		err error
 	}
 	launchMsg struct {
+		state    *launchState
+		launched launch.Launched
+		err      error
+	}
+	registerMsg struct {
 		state *launchState
-		claim string
+		open  bool
 		err   error
 	}
 )
@@ -231,13 +245,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onKey(msg)
 	case watch.Batch:
 		m.store.apply(msg)
+		var register tea.Cmd
 		if len(m.launches) > 0 {
+			register = m.registerDirect()
 			m.refreshProposed() // launch progress follows the cluster
 		}
 		if !m.synced {
-			return m, nil
+			return m, register
 		}
-		return m, m.markDirty()
+		return m, tea.Batch(register, m.markDirty())
 	case watch.Synced:
 		m.synced = true
 		m.store.karpenter = msg.KarpenterNodePools
@@ -269,28 +285,90 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case launchMsg:
-		msg.state.claim, msg.state.err = msg.claim, msg.err
+		return m, m.onLaunched(msg)
+	case registerMsg:
+		st := msg.state
+		st.registering, st.regErr = false, msg.err
+		st.open = st.open || msg.open
 		if msg.err != nil {
-			delete(m.launched, msg.state.key) // offer it again
+			st.nodeRV = "" // try again on the node's next change
+			m.setFlash(st.claim+": "+oneLine(msg.err.Error()), true)
 		}
 		m.refreshProposed()
-		if msg.err != nil {
-			m.setFlash(oneLine(msg.err.Error()), true)
-			return m, nil
-		}
-		m.setFlash(fmt.Sprintf("created NodeClaim %s for %s (%s)", msg.claim, msg.state.req.Name, msg.state.req.Node.InstanceType), false)
-		if m.opts.Ensure != nil && !m.store.claimCRD {
-			ensure := m.opts.Ensure
-			return m, func() tea.Msg {
-				if err := ensure(launch.NodeClaims); err != nil {
-					return watch.Error{Err: err}
-				}
-				return nil
-			}
-		}
-		return m, nil
+		return m, m.registerDirect()
 	}
 	return m, nil
+}
+
+// onLaunched records the outcome of one launch.
+func (m *Model) onLaunched(msg launchMsg) tea.Cmd {
+	st, l := msg.state, msg.launched
+	st.claim, st.launched, st.err = l.Claim, l, msg.err
+	if msg.err != nil && l.Direct != nil {
+		// Launched, but the NodeClaim's status could not be written: the
+		// node still comes; say so and carry on.
+		st.err, st.regErr = nil, msg.err
+	}
+	if st.err != nil {
+		delete(m.launched, st.key) // offer it again
+		m.refreshProposed()
+		m.setFlash(oneLine(st.err.Error()), true)
+		return nil
+	}
+	var cmds []tea.Cmd
+	switch {
+	case msg.err != nil:
+		m.setFlash(oneLine(msg.err.Error()), true)
+	case l.Direct != nil:
+		record := "no NodeClaim records it (the NodeClaim CRD is not installed or the NodePool is not a rightsize.dev one)"
+		if l.ClaimInCluster {
+			record = "NodeClaim " + l.Claim + " records it for the operator"
+		}
+		m.setFlash(fmt.Sprintf("launched %s (%s) for %s; %s", l.Direct.Status.ProviderID, l.Direct.Status.InstanceType, st.req.Name, record), false)
+		cmds = append(cmds, m.registerDirect(), m.replanNow()) // the launch is in-flight capacity now
+	default:
+		m.setFlash(fmt.Sprintf("created NodeClaim %s for %s (%s)", l.Claim, st.req.Name, st.req.Node.InstanceType), false)
+	}
+	m.refreshProposed()
+	if l.ClaimInCluster && m.opts.Ensure != nil && !m.store.claimCRD {
+		ensure := m.opts.Ensure
+		cmds = append(cmds, func() tea.Msg {
+			if err := ensure(launch.NodeClaims); err != nil {
+				return watch.Error{Err: err}
+			}
+			return nil
+		})
+	}
+	return tea.Batch(cmds...)
+}
+
+// registerDirect starts, for each direct launch whose node changed since
+// last time, the registration the operator would do (launch.Registrar).
+// It runs on node events only: no timer.
+func (m *Model) registerDirect() tea.Cmd {
+	r, ok := m.opts.Launcher.(launch.Registrar)
+	if !ok {
+		return nil
+	}
+	var cmds []tea.Cmd
+	for _, st := range m.launches {
+		if st.launched.Direct == nil || st.open || st.registering {
+			continue
+		}
+		node := m.store.nodeOfInstance(st.launched.Direct.Status.ProviderID, st.claim)
+		if node == nil || node.ResourceVersion == st.nodeRV {
+			continue
+		}
+		st.registering, st.nodeRV = true, node.ResourceVersion
+		l, name := st.launched, node.Name
+		cmds = append(cmds, func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			open, err := r.Register(ctx, l, name)
+			return registerMsg{st, open, err}
+		})
+	}
+	return tea.Batch(cmds...)
 }
 
 // markDirty notes a change and (re)starts the debounce.
@@ -323,7 +401,7 @@ func (m *Model) startPlan() tea.Cmd {
 		in.Manifests = m.opts.Manifests
 	} else {
 		in.Objects = m.store.objects()
-		in.Claims = m.store.claimList()
+		in.Claims = append(m.store.claimList(), m.directInFlight()...)
 	}
 	planner := m.planner
 	return func() tea.Msg {
@@ -520,14 +598,14 @@ func (m *Model) onConfirmKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.selected = map[string]bool{}
 		var cmds []tea.Cmd
 		for i, r := range reqs {
-			st := &launchState{req: r, key: keys[i]}
+			st := &launchState{req: r, key: keys[i], at: m.opts.Now()}
 			m.launches = append(m.launches, st)
 			launcher := m.opts.Launcher
 			cmds = append(cmds, func() tea.Msg {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				claim, err := launcher.Launch(ctx, st.req)
-				return launchMsg{st, claim, err}
+				l, err := launcher.Launch(ctx, st.req)
+				return launchMsg{st, l, err}
 			})
 		}
 		m.setFlash(fmt.Sprintf("launching %d node(s)…", len(reqs)), false)

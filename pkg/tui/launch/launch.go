@@ -1,7 +1,11 @@
-// Package launch turns proposed nodes into NodeClaims. The operator's
-// NodeClaim controller then launches the instance, registers the node and
-// keeps it; the TUI only watches it arrive. The claims are created with the
-// dynamic client, so that this package needs nothing but the resource name.
+// Package launch makes proposed nodes real, in one of two ways. With the
+// operator, it creates NodeClaims (NodeClaimLauncher) and the operator's
+// NodeClaim controller launches the instance, registers the node and keeps
+// it; the TUI only watches it arrive. Without it (tui --cloud sim|aws),
+// DirectLauncher launches through the cloud provider itself, for a
+// NodeClaim built as the operator would build it, and registers the node.
+// NodeClaimLauncher uses the dynamic client, so that it needs nothing but
+// the resource name.
 package launch
 
 import (
@@ -19,6 +23,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -49,12 +54,43 @@ type Request struct {
 	Node solver.NewNode
 	// Pods are the keys of the pods it was planned for.
 	Pods []string
+	// Region is the region the plan priced the node in; a direct launch
+	// launches there.
+	Region string
 }
 
-// Launcher creates what makes a proposed node real. Launch returns the
-// name of what it created (a NodeClaim's name).
+// Launched says what a launch created.
+type Launched struct {
+	// Claim names the NodeClaim: the object created in the cluster or, for
+	// a direct launch without the NodeClaim CRD, the name the instance is
+	// tagged with.
+	Claim string
+	// ClaimInCluster reports whether a NodeClaim object exists for it.
+	ClaimInCluster bool
+	// Direct is set when the instance was launched through the cloud
+	// provider by this program: the claim it was launched for, with the
+	// labels and status (providerID, type, zone, price) the cloud returned.
+	Direct *v1alpha1.NodeClaim
+}
+
+// Launcher creates what makes a proposed node real.
 type Launcher interface {
-	Launch(ctx context.Context, req Request) (string, error)
+	// Launch makes one proposed node real.
+	Launch(ctx context.Context, req Request) (Launched, error)
+	// Summary says in one sentence, for the confirmation, what a launch
+	// creates and who launches the instance.
+	Summary() string
+}
+
+// Registrar is a Launcher that launches instances itself (no operator) and
+// so must also do the operator's part once the node joins: put the claim's
+// labels and taints on the node and, once it is Ready, remove the
+// unregistered taint that keeps pods off it.
+type Registrar interface {
+	// Register advances the node of a direct launch; it reports whether
+	// the node is open to pods (the unregistered taint is gone). A node
+	// not there yet is not an error.
+	Register(ctx context.Context, l Launched, node string) (open bool, err error)
 }
 
 // NodeClaimLauncher creates rightsize.dev/v1alpha1 NodeClaims.
@@ -68,8 +104,18 @@ type NodeClaimLauncher struct {
 // Launch creates a NodeClaim pinned to the node's instance type, zone and
 // capacity type, in its NodePool, with the node class and taints of that
 // NodePool, requesting what the planned pods request.
-func (l *NodeClaimLauncher) Launch(ctx context.Context, req Request) (string, error) {
-	if ok, err := served(l.Discovery, NodeClaims); err != nil {
+func (l *NodeClaimLauncher) Launch(ctx context.Context, req Request) (Launched, error) {
+	name, err := l.launch(ctx, req)
+	return Launched{Claim: name, ClaimInCluster: err == nil}, err
+}
+
+// Summary implements Launcher.
+func (l *NodeClaimLauncher) Summary() string {
+	return "This creates NodeClaims; the operator launches the instances."
+}
+
+func (l *NodeClaimLauncher) launch(ctx context.Context, req Request) (string, error) {
+	if ok, err := Served(l.Discovery, NodeClaims); err != nil {
 		return "", err
 	} else if !ok {
 		return "", ErrNoCRDs
@@ -149,7 +195,9 @@ func requestList(r solver.Resources) map[string]any {
 	return out
 }
 
-func served(d discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bool, error) {
+// Served reports whether the API server serves the resource (its CRD is
+// installed).
+func Served(d discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bool, error) {
 	res, err := d.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 	switch {
 	case apierrors.IsNotFound(err):

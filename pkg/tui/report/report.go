@@ -96,8 +96,10 @@ type Input struct {
 
 // Report is everything the screens show, built at one moment.
 type Report struct {
-	Live    bool
-	Source  string
+	Live   bool
+	Source string
+	// Region is the region the plan priced its nodes in.
+	Region  string
 	WhatIf  WhatIf
 	Problem *solver.Problem
 	Plan    *solver.Plan
@@ -243,7 +245,7 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Source = source
+	r.Source, r.Region = source, cat.Region
 	prob, err := explain.Problem(m, types, in.Default)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,340 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// AnnotationLaunchedDirectly names the cloud a NodeClaim's instance was
+// launched on by the TUI itself, without the operator.
+const AnnotationLaunchedDirectly = "rightsize.dev/launched-directly"
+
+// DirectLauncher launches proposed nodes through a cloud provider, for
+// clusters where no operator runs (tui --cloud sim|aws). The instance is
+// launched for a NodeClaim built in memory exactly as the operator's
+// provisioner builds one (name, NodePool labels, pinned requirements,
+// requests, node class, taints), so the provider tags it with the same
+// cluster, pool and NodeClaim name.
+//
+// When the NodeClaim CRD is installed and the node's NodePool is a
+// rightsize.dev NodePool, the NodeClaim object is created first, under that name, and its status is written after the launch
+// (Launched, then Registered and Initialized as the node joins): an
+// operator started later finds a claim whose instance exists (providers
+// find instances by claim name, so its Create is a no-op) and carries on
+// from there, and its garbage collection sees an owned instance. Without
+// the CRD (or the NodePool) there is nothing to record the claim in: the
+// instance carries the tags, but an operator installed later sees an
+// instance no NodeClaim owns.
+//
+// With no operator, the node's registration is this program's job too:
+// Register copies the claim's labels and taints onto the node and removes
+// the unregistered taint once it is Ready, as the operator's lifecycle
+// controller would.
+type DirectLauncher struct {
+	// CloudName is the provider's name for messages (sim, aws).
+	CloudName string
+	// Cloud returns the provider for a region (the plan's); it is called
+	// once per region.
+	Cloud func(ctx context.Context, region string) (cloud.CloudProvider, error)
+	// Client reads NodePools, creates NodeClaims and patches Nodes.
+	Client client.Client
+	// ClaimsServed reports whether the NodeClaim CRD is installed.
+	ClaimsServed func() (bool, error)
+	// LaunchedBy is recorded in AnnotationLaunchedBy.
+	LaunchedBy string
+	// Suffix returns the random suffix of claim names (5 letters and
+	// digits when nil).
+	Suffix func() string
+
+	mu        sync.Mutex
+	providers map[string]cloud.CloudProvider
+}
+
+var (
+	_ Launcher  = (*DirectLauncher)(nil)
+	_ Registrar = (*DirectLauncher)(nil)
+)
+
+// Summary implements Launcher.
+func (l *DirectLauncher) Summary() string {
+	return fmt.Sprintf("This launches the instances directly on %s (no operator), tagged for the operator to adopt.", l.CloudName)
+}
+
+func (l *DirectLauncher) provider(ctx context.Context, region string) (cloud.CloudProvider, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.providers[region]; p != nil {
+		return p, nil
+	}
+	p, err := l.Cloud(ctx, region)
+	if err != nil {
+		return nil, fmt.Errorf("--cloud %s: %w", l.CloudName, err)
+	}
+	if l.providers == nil {
+		l.providers = map[string]cloud.CloudProvider{}
+	}
+	l.providers[region] = p
+	return p, nil
+}
+
+// Launch implements Launcher: NodeClaim object (when the CRD is there),
+// instance, claim status.
+func (l *DirectLauncher) Launch(ctx context.Context, req Request) (Launched, error) {
+	served := false
+	if l.ClaimsServed != nil {
+		var err error
+		if served, err = l.ClaimsServed(); err != nil {
+			return Launched{}, err
+		}
+	}
+	pool := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: req.Node.Pool}}
+	if served {
+		err := l.Client.Get(ctx, client.ObjectKey{Name: req.Node.Pool}, pool)
+		switch {
+		case apierrors.IsNotFound(err):
+			pool = &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: req.Node.Pool}}
+		case err != nil:
+			return Launched{}, fmt.Errorf("%s: reading NodePool %s: %w", req.Name, req.Node.Pool, err)
+		}
+	}
+	if pool.Spec.Template.Spec.NodeClassRef.Name == "" && l.CloudName != "sim" {
+		return Launched{}, fmt.Errorf("%s: NodePool %q is not a rightsize.dev NodePool, so there is no %s node class to launch it with; create one (kubectl rightsize import converts Karpenter's)", req.Name, req.Node.Pool, l.CloudName)
+	}
+	suffix := l.Suffix
+	if suffix == nil {
+		suffix = func() string { return rand.String(5) }
+	}
+	claim := Claim(pool, req, l.LaunchedBy)
+	claim.Name = req.Node.Pool + "-" + suffix()
+	claim.Annotations[AnnotationLaunchedDirectly] = l.CloudName
+	p, err := l.provider(ctx, req.Region)
+	if err != nil {
+		return Launched{}, err
+	}
+	out := Launched{Claim: claim.Name}
+	if served && pool.UID != "" {
+		// The claim before the instance: the instance is never without
+		// an owner an operator would recognise.
+		if err := l.Client.Create(ctx, claim); err != nil {
+			return out, fmt.Errorf("%s: creating NodeClaim %s: %w", req.Name, claim.Name, err)
+		}
+		out.ClaimInCluster = true
+	}
+	view, err := p.Create(ctx, claim.DeepCopy())
+	if err != nil {
+		if out.ClaimInCluster {
+			_ = l.Client.Delete(context.WithoutCancel(ctx), claim)
+		}
+		return Launched{}, fmt.Errorf("%s: launching %s on %s: %w", req.Name, req.Node.InstanceType, l.CloudName, err)
+	}
+	orig := claim.DeepCopy()
+	for k, v := range view.Labels {
+		if _, ok := claim.Labels[k]; !ok && k != corev1.LabelHostname {
+			claim.Labels[k] = v
+		}
+	}
+	s := &claim.Status
+	s.ProviderID, s.ImageID = view.Status.ProviderID, view.Status.ImageID
+	s.Capacity, s.Allocatable = view.Status.Capacity, view.Status.Allocatable
+	s.InstanceType, s.Zone, s.CapacityType, s.PricePerHour = view.Status.InstanceType, view.Status.Zone, view.Status.CapacityType, view.Status.PricePerHour
+	setCondition(claim, v1alpha1.ConditionLaunched, metav1.ConditionTrue, "Launched", "launched directly on "+l.CloudName+" by "+l.LaunchedBy)
+	setCondition(claim, v1alpha1.ConditionRegistered, metav1.ConditionUnknown, "AwaitingRegistration", "waiting for the node to join")
+	setCondition(claim, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotRegistered", "the node has not joined yet")
+	out.Direct = claim
+	if out.ClaimInCluster {
+		if err := l.recordLaunch(ctx, orig, claim); err != nil {
+			// The instance runs and the claim names it; the status write
+			// is what an operator would redo. Report it without failing.
+			return out, fmt.Errorf("%s: launched %s, but recording it on NodeClaim %s failed: %w", req.Name, s.ProviderID, claim.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// recordLaunch writes the instance's labels and status on the NodeClaim.
+func (l *DirectLauncher) recordLaunch(ctx context.Context, orig, claim *v1alpha1.NodeClaim) error {
+	withStatus := claim.DeepCopy()
+	if err := l.Client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
+		return err
+	}
+	orig = claim.DeepCopy()
+	claim.Status = withStatus.Status
+	return l.Client.Status().Patch(ctx, claim, client.MergeFrom(orig))
+}
+
+// Claim builds the NodeClaim of a proposed node as the operator's
+// provisioner does: the pool's node labels and annotations, its
+// requirements narrowed to the planned type, zone and capacity type, the
+// planned pods' requests, the pool's node class and taints, owned by the
+// pool when it exists. The name is left to the caller.
+func Claim(pool *v1alpha1.NodePool, req Request, launchedBy string) *v1alpha1.NodeClaim {
+	n := req.Node
+	t := &pool.Spec.Template
+	labels := pool.NodeLabels()
+	if t.Spec.NodeClassRef.Name != "" {
+		labels[v1alpha1.LabelNodeClass] = t.Spec.NodeClassRef.Name
+	}
+	annotations := map[string]string{}
+	for k, v := range t.Annotations {
+		annotations[k] = v
+	}
+	annotations[AnnotationLaunchedBy] = launchedBy
+	annotations[AnnotationPods] = strconv.Itoa(len(req.Pods))
+	if n.Reason != "" {
+		annotations[v1alpha1.Group+"/reason"] = n.Reason
+	}
+	reqs := slices.Clone(t.Spec.Requirements)
+	reqs = append(reqs,
+		v1alpha1.NodeSelectorRequirement{Key: solver.LabelInstanceType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.InstanceType}},
+		v1alpha1.NodeSelectorRequirement{Key: solver.LabelZone, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.Zone}},
+		v1alpha1.NodeSelectorRequirement{Key: solver.LabelCapacityType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.CapacityType}},
+	)
+	claim := &v1alpha1.NodeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeClaim"},
+		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+		Spec: v1alpha1.NodeClaimSpec{
+			Requirements:           reqs,
+			Resources:              v1alpha1.ResourceRequirements{Requests: resourceList(n.Requested)},
+			NodeClassRef:           t.Spec.NodeClassRef,
+			Taints:                 t.Spec.Taints,
+			StartupTaints:          t.Spec.StartupTaints,
+			ExpireAfter:            t.Spec.ExpireAfter,
+			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
+		},
+	}
+	if pool.UID != "" {
+		yes := true
+		claim.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool", Name: pool.Name, UID: pool.UID, BlockOwnerDeletion: &yes,
+		}}
+	}
+	return claim
+}
+
+// resourceList renders CPU, memory and pods requests as quantities.
+func resourceList(r solver.Resources) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	if r[solver.CPU] > 0 {
+		out[corev1.ResourceCPU] = *resource.NewMilliQuantity(r[solver.CPU], resource.DecimalSI)
+	}
+	if r[solver.Memory] > 0 {
+		out[corev1.ResourceMemory] = *resource.NewQuantity(r[solver.Memory], resource.BinarySI)
+	}
+	if r[solver.Pods] > 0 {
+		out[corev1.ResourcePods] = *resource.NewQuantity(r[solver.Pods], resource.DecimalSI)
+	}
+	return out
+}
+
+func setCondition(claim *v1alpha1.NodeClaim, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: claim.Generation,
+	})
+}
+
+// Register implements Registrar, mirroring the operator's lifecycle
+// controller: once the node is there, the claim's labels and taints go on
+// it (and an owner reference to the NodeClaim object, if there is one);
+// once it is Ready with no startup or not-ready taints left, the
+// unregistered taint comes off and the pods can be scheduled.
+func (l *DirectLauncher) Register(ctx context.Context, launched Launched, nodeName string) (bool, error) {
+	claim := launched.Direct
+	if claim == nil {
+		return false, errors.New("register: not a direct launch")
+	}
+	var node corev1.Node
+	if err := l.Client.Get(ctx, client.ObjectKey{Name: nodeName}, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading node %s: %w", nodeName, err)
+	}
+	if node.Spec.ProviderID != claim.Status.ProviderID {
+		return false, fmt.Errorf("node %s has providerID %q, not the launched instance's %q", nodeName, node.Spec.ProviderID, claim.Status.ProviderID)
+	}
+	orig := node.DeepCopy()
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range claim.Labels {
+		node.Labels[k] = v
+	}
+	for _, t := range claim.Spec.Taints {
+		if !slices.ContainsFunc(node.Spec.Taints, func(n corev1.Taint) bool { return n.MatchTaint(&t) }) {
+			node.Spec.Taints = append(node.Spec.Taints, t)
+		}
+	}
+	if launched.ClaimInCluster && claim.UID != "" && !slices.ContainsFunc(node.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == claim.UID }) {
+		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
+			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: claim.Name, UID: claim.UID,
+		})
+	}
+	open := usable(&node, claim)
+	if open {
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
+	}
+	if err := l.Client.Patch(ctx, &node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("registering node %s: %w", nodeName, err)
+	}
+	if launched.ClaimInCluster {
+		var cur v1alpha1.NodeClaim
+		if err := l.Client.Get(ctx, client.ObjectKey{Name: claim.Name}, &cur); err != nil {
+			return open, client.IgnoreNotFound(err)
+		}
+		orig := cur.DeepCopy()
+		cur.Status.NodeName = node.Name
+		setCondition(&cur, v1alpha1.ConditionRegistered, metav1.ConditionTrue, "Registered", "")
+		if open {
+			setCondition(&cur, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
+			setCondition(&cur, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
+		} else {
+			setCondition(&cur, v1alpha1.ConditionInitialized, metav1.ConditionUnknown, "AwaitingInitialization", "waiting for the node to be Ready")
+		}
+		if err := l.Client.Status().Patch(ctx, &cur, client.MergeFrom(orig)); err != nil {
+			return open, fmt.Errorf("recording node %s on NodeClaim %s: %w", node.Name, claim.Name, err)
+		}
+	}
+	return open, nil
+}
+
+// usable reports whether the node is Ready with its not-ready,
+// unreachable and startup taints gone.
+func usable(node *corev1.Node, claim *v1alpha1.NodeClaim) bool {
+	ready := false
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	if !ready {
+		return false
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable ||
+			slices.ContainsFunc(claim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// HasUnregisteredTaint reports whether pods are still kept off the node.
+func HasUnregisteredTaint(node *corev1.Node) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
+}
