@@ -7,13 +7,19 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 )
 
 // DefaultTimeout bounds each re-plan of the TUI: the best plan found by
@@ -25,12 +31,23 @@ type CmdOptions struct {
 	// Filenames, when set, make the TUI work offline on manifests.
 	Filenames []string
 	ReadOnly  bool
-	// Cloud is "" (launch through NodeClaims), "sim" or "aws".
-	Cloud   string
-	Catalog explain.Catalog
-	Default explain.DefaultPool
-	Timeout time.Duration
-	Cluster genericclioptions.RESTClientGetter
+	// Cloud is "" (launch through NodeClaims), "sim" or "aws" (launch
+	// through that cloud provider directly, for clusters without the
+	// operator).
+	Cloud string
+	// ClusterName tags directly launched instances, as the operator's
+	// --cluster-name does; the two must agree for the operator to adopt.
+	ClusterName string
+	// NewCloud builds the provider of Cloud for a region (the plan's); the
+	// command wires the constructor the operator uses.
+	NewCloud func(ctx context.Context, region string, cfg *rest.Config, c client.Client) (cloud.CloudProvider, error)
+	// OperatorLease is the name of the operator's leader-election Lease: a
+	// fresh one means an operator runs, and direct launches are refused.
+	OperatorLease string
+	Catalog       explain.Catalog
+	Default       explain.DefaultPool
+	Timeout       time.Duration
+	Cluster       genericclioptions.RESTClientGetter
 	genericiooptions.IOStreams
 
 	restConfig *rest.Config
@@ -82,10 +99,16 @@ func (o *CmdOptions) Validate() error {
 	switch o.Cloud {
 	case "":
 	case "sim", "aws":
-		// TODO(tui): launch through cloud.CloudProvider directly (pkg/cloud/sim,
-		// pkg/cloud/aws) when no operator runs, with the same tags so the
-		// operator adopts the instances later.
-		return fmt.Errorf("--cloud %s: launching through the cloud provider directly is not available yet; install the operator's CRDs (kubectl rightsize operator install) so that launches create NodeClaims", o.Cloud)
+		switch {
+		case len(o.Filenames) > 0:
+			return fmt.Errorf("--cloud %s launches into a cluster, and -f works offline on manifests with nothing to launch into; drop one of them", o.Cloud)
+		case o.ReadOnly:
+			return fmt.Errorf("--cloud %s is for launching, which --read-only turns off; drop one of them", o.Cloud)
+		case o.ClusterName == "":
+			return fmt.Errorf("--cluster-name must not be empty with --cloud %s: it tags the instances, as the operator's --cluster-name does", o.Cloud)
+		case o.NewCloud == nil:
+			return fmt.Errorf("--cloud %s: no cloud provider constructor wired", o.Cloud)
+		}
 	default:
 		return fmt.Errorf("--cloud %q: must be sim or aws", o.Cloud)
 	}
@@ -124,5 +147,38 @@ func (o *CmdOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.Cloud != "" {
+		if opts.Launcher, err = o.directLauncher(clients); err != nil {
+			return err
+		}
+	}
 	return Run(ctx, opts, &clients, o.In, o.Out)
+}
+
+// directLauncher launches through the cloud provider (--cloud), with a
+// controller-runtime client for the provider, NodePools, NodeClaims and
+// Nodes.
+func (o *CmdOptions) directLauncher(clients snapshot.ClusterClients) (*launch.DirectLauncher, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(o.restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("--cloud %s: %w", o.Cloud, err)
+	}
+	cfg := o.restConfig
+	return &launch.DirectLauncher{
+		CloudName: o.Cloud, ClusterName: o.ClusterName, Client: c, LaunchedBy: "kubectl-rightsize-tui",
+		Cloud: func(ctx context.Context, region string) (cloud.CloudProvider, error) {
+			return o.NewCloud(ctx, region, cfg, c)
+		},
+		ClaimsServed: func() (bool, error) { return launch.Served(clients.Kube.Discovery(), launch.NodeClaims) },
+		OperatorRunning: func(ctx context.Context) (string, error) {
+			return launch.OperatorRunning(ctx, clients.Kube, o.OperatorLease, time.Now())
+		},
+	}, nil
 }

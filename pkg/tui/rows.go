@@ -157,13 +157,12 @@ func (m *Model) launchStatus(l *launchState) string {
 // directStatus says how far a node launched through the cloud provider
 // got: instance launched, node registered, Ready, pods Running.
 func (m *Model) directStatus(l *launchState) string {
-	id := l.launched.Direct.Status.ProviderID
-	node := m.store.nodeOfInstance(id, l.claim)
+	node := m.store.nodeOfInstance(l.launched.Direct.Status.ProviderID, l.claim)
 	switch {
 	case node == nil:
-		return "launched " + id + ", waiting for its node"
+		return "launched, waiting for its node"
 	case !nodeReady(node):
-		return "node " + node.Name + " registered, not Ready"
+		return "node registered, not Ready"
 	case !l.open && l.regErr != nil:
 		return "node Ready; opening it to pods failed: " + oneLine(l.regErr.Error())
 	case !l.open:

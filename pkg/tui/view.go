@@ -302,7 +302,9 @@ func (m *Model) detailView(height int) []string {
 func (m *Model) confirmLines() []string {
 	total := 0.0
 	var b strings.Builder
-	fmt.Fprintf(&b, "Launch %d node(s)? %s\n\n", len(m.confirm), m.opts.Launcher.Summary())
+	// The summary wraps inside the box; the rows below are narrower.
+	summary := ansi.Wrap(fmt.Sprintf("Launch %d node(s)? %s", len(m.confirm), m.opts.Launcher.Summary()), max(m.width-6, 30), " ")
+	fmt.Fprintf(&b, "%s\n\n", summary)
 	for _, r := range m.confirm {
 		n := r.Node
 		fmt.Fprintf(&b, "  %-7s %-14s %-11s %-9s $%.4f/h  %d pods  NodePool %s\n", r.Name, n.InstanceType, n.Zone, n.CapacityType, n.Price, len(r.Pods), n.Pool)

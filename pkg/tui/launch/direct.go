@@ -7,13 +7,16 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -49,6 +52,9 @@ const AnnotationLaunchedDirectly = "rightsize.dev/launched-directly"
 type DirectLauncher struct {
 	// CloudName is the provider's name for messages (sim, aws).
 	CloudName string
+	// ClusterName is the cluster the provider tags instances with, for
+	// the confirmation.
+	ClusterName string
 	// Cloud returns the provider for a region (the plan's); it is called
 	// once per region.
 	Cloud func(ctx context.Context, region string) (cloud.CloudProvider, error)
@@ -56,6 +62,10 @@ type DirectLauncher struct {
 	Client client.Client
 	// ClaimsServed reports whether the NodeClaim CRD is installed.
 	ClaimsServed func() (bool, error)
+	// OperatorRunning, when set, says whether an operator runs (a
+	// description of it) or "" if none does. Launching next to a running
+	// operator is refused: both would launch for the same claim.
+	OperatorRunning func(ctx context.Context) (string, error)
 	// LaunchedBy is recorded in AnnotationLaunchedBy.
 	LaunchedBy string
 	// Suffix returns the random suffix of claim names (5 letters and
@@ -73,7 +83,7 @@ var (
 
 // Summary implements Launcher.
 func (l *DirectLauncher) Summary() string {
-	return fmt.Sprintf("This launches the instances directly on %s (no operator), tagged for the operator to adopt.", l.CloudName)
+	return fmt.Sprintf("No operator: this launches the instances directly on %s, tagged for cluster %s so that the operator can adopt them.", l.CloudName, l.ClusterName)
 }
 
 func (l *DirectLauncher) provider(ctx context.Context, region string) (cloud.CloudProvider, error) {
@@ -101,6 +111,11 @@ func (l *DirectLauncher) Launch(ctx context.Context, req Request) (Launched, err
 		var err error
 		if served, err = l.ClaimsServed(); err != nil {
 			return Launched{}, err
+		}
+	}
+	if l.OperatorRunning != nil {
+		if who, err := l.OperatorRunning(ctx); err == nil && who != "" {
+			return Launched{}, fmt.Errorf("%s: %s, so launching on %s directly would race it; run the TUI without --cloud and launches become NodeClaims it launches", req.Name, who, l.CloudName)
 		}
 	}
 	pool := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: req.Node.Pool}}
@@ -337,4 +352,34 @@ func usable(node *corev1.Node, claim *v1alpha1.NodeClaim) bool {
 // HasUnregisteredTaint reports whether pods are still kept off the node.
 func HasUnregisteredTaint(node *corev1.Node) bool {
 	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
+}
+
+// OperatorRunning looks for the operator's leader-election Lease (named
+// lease, in any namespace) held and renewed within its duration: then an
+// operator runs and it returns a description of it, else "". Errors (no
+// right to list Leases, say) are returned for the caller to ignore.
+func OperatorRunning(ctx context.Context, kube kubernetes.Interface, lease string, now time.Time) (string, error) {
+	if lease == "" {
+		return "", nil
+	}
+	list, err := kube.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + lease})
+	if err != nil {
+		return "", err
+	}
+	return HeldLease(list.Items, now), nil
+}
+
+// HeldLease describes the first lease held and renewed within its
+// duration at now, or returns "".
+func HeldLease(leases []coordinationv1.Lease, now time.Time) string {
+	for _, l := range leases {
+		s := l.Spec
+		if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
+			continue
+		}
+		if age := now.Sub(s.RenewTime.Time); age <= time.Duration(*s.LeaseDurationSeconds)*time.Second {
+			return fmt.Sprintf("an operator runs (Lease %s/%s held by %s, renewed %s ago)", l.Namespace, l.Name, *s.HolderIdentity, age.Round(time.Second))
+		}
+	}
+	return ""
 }
