@@ -237,6 +237,125 @@ func TestTUIShowsPendingPodsAndLaunchesANodeClaim(t *testing.T) {
 	term.waitFor(10*time.Second, "EXITED 0")
 }
 
+const tuiDirectPool = `
+apiVersion: rightsize.dev/v1alpha1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: rightsize.dev, kind: SimNodeClass, name: sim}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge]}
+`
+
+// TestTUILaunchesDirectlyOnTheSimulatedCloudWithoutTheOperator drives
+// `kubectl rightsize tui --cloud sim` with the CRDs installed but no
+// operator running: the pending pods show, a proposed node is launched
+// from the screen through the simulated cloud (a kwok Node appears), the
+// TUI registers it in the operator's place, and the pods turn Running on
+// screen. The NodeClaim it records carries the instance, so that an
+// operator started later adopts it.
+func TestTUILaunchesDirectlyOnTheSimulatedCloudWithoutTheOperator(t *testing.T) {
+	env := testenv.Start(t)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	installTUICRDs(t, env)
+	dyn, err := dynamic.NewForConfig(env.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{tuiSimClass, tuiDirectPool} {
+		if _, err := create(ctx, t, dyn, doc); err != nil {
+			t.Fatalf("creating %s: %v", doc, err)
+		}
+	}
+	kube := env.Client()
+	if _, err := kube.AppsV1().Deployments("default").Create(ctx, deployment("api", 2, "1", "2Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUnschedulable(ctx, t, env, 2)
+
+	term := startTerminal(t, env.Kubeconfig, 120, 30, "tui", "--cloud", "sim")
+	term.waitFor(60*time.Second, "Deployment/api", "2 pending", "new-1 m5.xlarge")
+	term.keys("2", "Space", "L")
+	term.keep("direct-confirm", term.waitFor(10*time.Second, "Launch 1 node(s)?", "directly on sim", "m5.xlarge", "[y] launch"))
+	launchAt := time.Now()
+	term.keys("y")
+	term.waitFor(20*time.Second, "launched sim://", "NodeClaim general-")
+
+	// The kwok Node of the simulated instance, opened to pods.
+	var node *corev1.Node
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "sim.rightsize.dev/cluster=rightsize"})
+		if err != nil || len(l.Items) == 0 {
+			return false, nil
+		}
+		node = &l.Items[0]
+		return true, nil
+	}); err != nil {
+		t.Fatalf("no simulated node appeared: %v", err)
+	}
+	nodeAt := time.Since(launchAt)
+	screen := term.waitFor(60*time.Second, node.Name, "node Ready, 2/2 pods Running")
+	runningAt := time.Since(launchAt)
+	term.keep("direct-running", screen)
+	t.Logf("launch key to Node object: %v; to both pods Running on screen: %v", nodeAt.Round(time.Millisecond), runningAt.Round(time.Millisecond))
+
+	node, err = kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == "rightsize.dev/unregistered" {
+			t.Errorf("node %s keeps the unregistered taint", node.Name)
+		}
+	}
+	if node.Labels["rightsize.dev/nodepool"] != "general" || node.Labels["node.kubernetes.io/instance-type"] != "m5.xlarge" {
+		t.Errorf("node labels %v: want pool general, m5.xlarge", node.Labels)
+	}
+	pods, err := kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != node.Name || p.Status.Phase != corev1.PodRunning {
+			t.Errorf("pod %s on %q, %s: want Running on %s", p.Name, p.Spec.NodeName, p.Status.Phase, node.Name)
+		}
+	}
+	// The NodeClaim records the instance, as the operator would have.
+	claim, err := dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("nodeclaims")).Get(ctx, node.Labels["sim.rightsize.dev/nodeclaim"], metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the NodeClaim named on node %s: %v", node.Name, err)
+	}
+	id, _, _ := unstructured.NestedString(claim.Object, "status", "providerID")
+	nodeName, _, _ := unstructured.NestedString(claim.Object, "status", "nodeName")
+	if id != node.Spec.ProviderID || nodeName != node.Name {
+		t.Errorf("NodeClaim %s status providerID %q nodeName %q; want the node's %q, %q", claim.GetName(), id, nodeName, node.Spec.ProviderID, node.Name)
+	}
+	conds, _, _ := unstructured.NestedSlice(claim.Object, "status", "conditions")
+	trueConds := map[string]bool{}
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["status"] == "True" {
+			trueConds[fmt.Sprint(m["type"])] = true
+		}
+	}
+	for _, want := range []string{"Launched", "Registered", "Initialized", "Ready"} {
+		if !trueConds[want] {
+			t.Errorf("NodeClaim %s: condition %s not True: %v", claim.GetName(), want, conds)
+		}
+	}
+	if claim.GetAnnotations()["rightsize.dev/launched-directly"] != "sim" {
+		t.Errorf("NodeClaim annotations %v lack launched-directly: sim", claim.GetAnnotations())
+	}
+	term.keys("q")
+	term.waitFor(10*time.Second, "EXITED 0")
+	t.Logf("test took %v after the control plane started", time.Since(start).Round(time.Millisecond))
+}
+
 // TestTUIReadOnlyOffersNoLaunch checks --read-only on a live cluster.
 func TestTUIReadOnlyOffersNoLaunch(t *testing.T) {
 	env := testenv.Start(t)
