@@ -100,7 +100,7 @@ func newDirectFixture(t *testing.T, crd bool, objs ...client.Object) *directFixt
 		t.Fatal(err)
 	}
 	f := &directFixture{cloud: &fakeCloud{}}
-	f.client = fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&corev1.Node{}, &v1alpha1.NodeClaim{}).Build()
+	f.client = fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&corev1.Node{}, &corev1.Pod{}, &v1alpha1.NodeClaim{}).Build()
 	n := 0
 	f.launcher = &launch.DirectLauncher{
 		CloudName: "sim", ClusterName: "test", Client: f.client, LaunchedBy: "test",
@@ -168,8 +168,14 @@ func podsRun(m *Model, keys []string, node string) watch.Batch {
 }
 
 func TestDirectLaunchConfirmsTheCloudAndShowsProgressUntilThePodsRun(t *testing.T) {
-	f := newDirectFixture(t, false)
-	m := liveModel(t, Options{Launcher: f.launcher})
+	var objs []client.Object
+	for _, e := range cluster().Events {
+		if p, ok := e.Obj.(*corev1.Pod); ok && p.Spec.NodeName == "" {
+			objs = append(objs, p.DeepCopy())
+		}
+	}
+	f := newDirectFixture(t, false, objs...)
+	m := liveModel(t, Options{Launcher: f.launcher, NominationWait: time.Millisecond})
 	drive(t, m, keys("2", "space", "L")...)
 	mustContain(t, screen(m), "Launch 1 node(s)?", "No operator: this launches the", "instances directly on sim", "cluster test", "Total: $")
 	want := m.rep.Plan.NewNodes[0]
@@ -229,6 +235,14 @@ func TestDirectLaunchConfirmsTheCloudAndShowsProgressUntilThePodsRun(t *testing.
 	if launch.HasUnregisteredTaint(&node) {
 		t.Fatalf("a Ready node keeps the unregistered taint: %v", node.Spec.Taints)
 	}
+	// The planned pods were pointed at it first, as the operator does.
+	for _, k := range pods {
+		ns, name, _ := strings.Cut(k, "/")
+		var p corev1.Pod
+		if err := f.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil || p.Status.NominatedNodeName != "default-x1" {
+			t.Errorf("pod %s nominated to %q (%v), want default-x1", k, p.Status.NominatedNodeName, err)
+		}
+	}
 	drive(t, m, f.nodeEvent(t, "default-x1"))
 	mustContain(t, screen(m), fmt.Sprintf("node Ready, 0/%d pods Running", len(pods)))
 
@@ -245,7 +259,7 @@ func TestDirectLaunchRecordsTheNodeClaimWhenTheCRDAndNodePoolExist(t *testing.T)
 		}},
 	}
 	f := newDirectFixture(t, true, pool)
-	m := liveModel(t, Options{Launcher: f.launcher})
+	m := liveModel(t, Options{Launcher: f.launcher, NominationWait: time.Millisecond})
 	drive(t, m, keys("2", "space", "L", "y")...)
 	ctx := context.Background()
 	var claim v1alpha1.NodeClaim

@@ -168,7 +168,8 @@ func (m *Model) directStatus(l *launchState) string {
 	case !l.open:
 		return "node Ready, opening it to pods…"
 	}
-	running, _ := m.store.podsRunningOn(l.req.Pods, node.Name)
+	// Counted wherever they run: the scheduler has the last word.
+	running := m.store.podsRunning(l.req.Pods)
 	if running == len(l.req.Pods) {
 		l.done = true
 	}

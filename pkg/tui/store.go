@@ -202,6 +202,39 @@ func (s *store) nodeOfInstance(providerID, hint string) *corev1.Node {
 	return nil
 }
 
+// pendingOf returns the keys of the pods among keys not bound to a node yet.
+func (s *store) pendingOf(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if p := s.pods[k]; p != nil && p.Spec.NodeName == "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// nominatedTo reports whether every pod among keys not bound yet is
+// nominated to node.
+func (s *store) nominatedTo(keys []string, node string) bool {
+	for _, k := range keys {
+		if p := s.pods[k]; p != nil && p.Spec.NodeName == "" && p.Status.NominatedNodeName != node {
+			return false
+		}
+	}
+	return true
+}
+
+// podsRunning counts the pods among keys that are Running, on any node.
+func (s *store) podsRunning(keys []string) int {
+	n := 0
+	for _, k := range keys {
+		if p := s.pods[k]; p != nil && p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning {
+			n++
+		}
+	}
+	return n
+}
+
 // podsRunningOn counts the pods among keys bound to node and Running.
 func (s *store) podsRunningOn(keys []string, node string) (running, bound int) {
 	for _, k := range keys {

@@ -55,6 +55,10 @@ const (
 const (
 	DefaultDebounce = 300 * time.Millisecond
 	MaxDebounce     = 2 * time.Second
+	// DefaultNominationWait is how long a direct launch waits to see the
+	// nominations of its pods before it opens the node anyway; the
+	// operator waits as long for its cache.
+	DefaultNominationWait = 2 * time.Second
 )
 
 // Options configure the program.
@@ -77,7 +81,11 @@ type Options struct {
 	Ensure func(schema.GroupVersionResource) error
 	// Debounce is the quiet time before a re-plan (DefaultDebounce when 0).
 	Debounce time.Duration
-	NoColor  bool
+	// NominationWait bounds how long a direct launch waits to see its
+	// pods' nominations before it opens the node to pods
+	// (DefaultNominationWait when 0).
+	NominationWait time.Duration
+	NoColor        bool
 	// Now returns the time for ages (time.Now when nil).
 	Now func() time.Time
 }
@@ -136,12 +144,22 @@ type launchState struct {
 
 	// Direct launches (launch.Registrar): what was launched, and the
 	// registration this program does in the operator's place.
-	launched    launch.Launched
-	registering bool
-	nodeRV      string // the node's resourceVersion Register last saw
-	open        bool   // the unregistered taint is gone
-	regErr      error
+	launched  launch.Launched
+	busy      bool   // a registration step is running
+	nodeRV    string // the node's resourceVersion Register last saw
+	usable    bool   // the node is Ready, startup taints gone
+	nominated bool   // the planned pods were nominated to it
+	openDue   bool   // the wait for the nominations to be seen is over
+	open      bool   // the unregistered taint is gone
+	regErr    error
 }
+
+// Steps of the registration of a direct launch.
+const (
+	stepRegister = iota
+	stepNominate
+	stepOpen
+)
 
 // Messages of the program.
 type (
@@ -156,10 +174,12 @@ type (
 		err      error
 	}
 	registerMsg struct {
-		state *launchState
-		open  bool
-		err   error
+		state  *launchState
+		step   int
+		usable bool
+		err    error
 	}
+	openDueMsg struct{ state *launchState }
 )
 
 // New returns the model. Live, feed it the watcher's messages with
@@ -170,6 +190,9 @@ func New(opts Options) *Model {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.NominationWait == 0 {
+		opts.NominationWait = DefaultNominationWait
 	}
 	m := &Model{
 		opts: opts, planner: report.NewPlanner(), keys: newKeyMap(opts.ReadOnly), st: newStyles(opts.NoColor),
@@ -287,14 +310,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case launchMsg:
 		return m, m.onLaunched(msg)
 	case registerMsg:
-		st := msg.state
-		st.registering, st.regErr = false, msg.err
-		st.open = st.open || msg.open
-		if msg.err != nil {
-			st.nodeRV = "" // try again on the node's next change
-			m.setFlash(st.claim+": "+oneLine(msg.err.Error()), true)
-		}
-		m.refreshProposed()
+		return m, m.onRegistered(msg)
+	case openDueMsg:
+		msg.state.openDue = true
 		return m, m.registerDirect()
 	}
 	return m, nil
@@ -342,9 +360,11 @@ func (m *Model) onLaunched(msg launchMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// registerDirect starts, for each direct launch whose node changed since
-// last time, the registration the operator would do (launch.Registrar).
-// It runs on node events only: no timer.
+// registerDirect takes each direct launch whose node is there one step
+// further: register it (again on each change of the node until it is
+// usable), nominate the planned pods to it, and open it to pods once the
+// nominations are seen (or NominationWait passed). It runs on watch events
+// and step results: no polling.
 func (m *Model) registerDirect() tea.Cmd {
 	r, ok := m.opts.Launcher.(launch.Registrar)
 	if !ok {
@@ -352,23 +372,69 @@ func (m *Model) registerDirect() tea.Cmd {
 	}
 	var cmds []tea.Cmd
 	for _, st := range m.launches {
-		if st.launched.Direct == nil || st.open || st.registering {
+		if st.launched.Direct == nil || st.open || st.busy {
 			continue
 		}
 		node := m.store.nodeOfInstance(st.launched.Direct.Status.ProviderID, st.claim)
-		if node == nil || node.ResourceVersion == st.nodeRV {
+		if node == nil {
 			continue
 		}
-		st.registering, st.nodeRV = true, node.ResourceVersion
 		l, name := st.launched, node.Name
+		var step func(ctx context.Context) registerMsg
+		switch {
+		case !st.usable:
+			if node.ResourceVersion == st.nodeRV {
+				continue
+			}
+			st.nodeRV = node.ResourceVersion
+			step = func(ctx context.Context) registerMsg {
+				usable, err := r.Register(ctx, l, name)
+				return registerMsg{st, stepRegister, usable, err}
+			}
+		case !st.nominated:
+			pods := m.store.pendingOf(st.req.Pods)
+			step = func(ctx context.Context) registerMsg {
+				return registerMsg{st, stepNominate, true, r.Nominate(ctx, pods, name)}
+			}
+		case st.openDue || m.store.nominatedTo(st.req.Pods, name):
+			step = func(ctx context.Context) registerMsg {
+				return registerMsg{st, stepOpen, true, r.Open(ctx, l, name)}
+			}
+		default:
+			continue // the nominations are on their way
+		}
+		st.busy = true
 		cmds = append(cmds, func() tea.Msg {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			open, err := r.Register(ctx, l, name)
-			return registerMsg{st, open, err}
+			return step(ctx)
 		})
 	}
 	return tea.Batch(cmds...)
+}
+
+// onRegistered records the result of a registration step and starts the next.
+func (m *Model) onRegistered(msg registerMsg) tea.Cmd {
+	st := msg.state
+	st.busy, st.regErr = false, msg.err
+	var wait tea.Cmd
+	switch {
+	case msg.step == stepRegister && msg.err != nil:
+		st.nodeRV = "" // again on the node's next change
+	case msg.step == stepRegister:
+		st.usable = msg.usable
+	case msg.step == stepNominate:
+		// A failed nomination only costs the plan's placement: go on.
+		st.nominated = true
+		wait = tea.Tick(m.opts.NominationWait, func(time.Time) tea.Msg { return openDueMsg{st} })
+	case msg.step == stepOpen && msg.err == nil:
+		st.open = true
+	}
+	if msg.err != nil {
+		m.setFlash(st.claim+": "+oneLine(msg.err.Error()), true)
+	}
+	m.refreshProposed()
+	return tea.Batch(wait, m.registerDirect())
 }
 
 // markDirty notes a change and (re)starts the debounce.

@@ -251,26 +251,41 @@ spec:
 `
 
 // TestTUILaunchesDirectlyOnTheSimulatedCloudWithoutTheOperator drives
-// `kubectl rightsize tui --cloud sim` with the CRDs installed but no
-// operator running: the pending pods show, a proposed node is launched
-// from the screen through the simulated cloud (a kwok Node appears), the
-// TUI registers it in the operator's place, and the pods turn Running on
-// screen. The NodeClaim it records carries the instance, so that an
-// operator started later adopts it.
+// `kubectl rightsize tui --cloud sim` with no operator running: the pending
+// pods show, a proposed node is launched from the screen through the
+// simulated cloud (a kwok Node appears), the TUI registers it in the
+// operator's place, and the pods turn Running on screen. With the CRDs and
+// a NodePool installed, the NodeClaim it records carries the instance, so
+// that an operator started later adopts it; without them the instance is
+// launched for the default pool and only its tags name the claim.
 func TestTUILaunchesDirectlyOnTheSimulatedCloudWithoutTheOperator(t *testing.T) {
+	for _, crds := range []bool{true, false} {
+		name := "with the CRDs and a NodePool"
+		if !crds {
+			name = "without the CRDs"
+		}
+		t.Run(name, func(t *testing.T) { testTUIDirectLaunch(t, crds) })
+	}
+}
+
+func testTUIDirectLaunch(t *testing.T, crds bool) {
 	env := testenv.Start(t)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	installTUICRDs(t, env)
 	dyn, err := dynamic.NewForConfig(env.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, doc := range []string{tuiSimClass, tuiDirectPool} {
-		if _, err := create(ctx, t, dyn, doc); err != nil {
-			t.Fatalf("creating %s: %v", doc, err)
+	pool, typ := "default", "t4g.medium"
+	if crds {
+		installTUICRDs(t, env)
+		for _, doc := range []string{tuiSimClass, tuiDirectPool} {
+			if _, err := create(ctx, t, dyn, doc); err != nil {
+				t.Fatalf("creating %s: %v", doc, err)
+			}
 		}
+		pool, typ = "general", "m5.xlarge"
 	}
 	kube := env.Client()
 	if _, err := kube.AppsV1().Deployments("default").Create(ctx, deployment("api", 2, "1", "2Gi"), metav1.CreateOptions{}); err != nil {
@@ -279,77 +294,110 @@ func TestTUILaunchesDirectlyOnTheSimulatedCloudWithoutTheOperator(t *testing.T) 
 	waitUnschedulable(ctx, t, env, 2)
 
 	term := startTerminal(t, env.Kubeconfig, 120, 30, "tui", "--cloud", "sim")
-	term.waitFor(60*time.Second, "Deployment/api", "2 pending", "new-1 m5.xlarge")
-	term.keys("2", "Space", "L")
-	term.keep("direct-confirm", term.waitFor(10*time.Second, "Launch 1 node(s)?", "directly on sim", "m5.xlarge", "[y] launch"))
+	term.waitFor(60*time.Second, "Deployment/api", "2 pending", typ)
+	term.keys("2", "a", "L")
+	suffix := map[bool]string{true: "", false: "-no-crds"}[crds]
+	term.keep("direct-confirm"+suffix, term.waitFor(10*time.Second, "node(s)?", "directly on sim", typ, "[y] launch"))
 	launchAt := time.Now()
 	term.keys("y")
-	term.waitFor(20*time.Second, "launched sim://", "NodeClaim general-")
+	record := "no NodeClaim records it"
+	if crds {
+		record = "NodeClaim " + pool + "-"
+	}
+	term.waitFor(20*time.Second, "launched sim://", record)
 
-	// The kwok Node of the simulated instance, opened to pods.
-	var node *corev1.Node
+	// The kwok Nodes of the simulated instances, opened to pods.
+	var nodes []corev1.Node
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "sim.rightsize.dev/cluster=rightsize"})
 		if err != nil || len(l.Items) == 0 {
 			return false, nil
 		}
-		node = &l.Items[0]
+		nodes = l.Items
 		return true, nil
 	}); err != nil {
 		t.Fatalf("no simulated node appeared: %v", err)
 	}
 	nodeAt := time.Since(launchAt)
-	screen := term.waitFor(60*time.Second, node.Name, "node Ready, 2/2 pods Running")
-	runningAt := time.Since(launchAt)
-	term.keep("direct-running", screen)
-	t.Logf("launch key to Node object: %v; to both pods Running on screen: %v", nodeAt.Round(time.Millisecond), runningAt.Round(time.Millisecond))
-
-	node, err = kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, taint := range node.Spec.Taints {
-		if taint.Key == "rightsize.dev/unregistered" {
-			t.Errorf("node %s keeps the unregistered taint", node.Name)
+	screen := term.waitFor(60*time.Second, nodes[0].Name, "pods Running")
+	var pods *corev1.PodList
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err = kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
 		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("pods not Running: %v", err)
 	}
-	if node.Labels["rightsize.dev/nodepool"] != "general" || node.Labels["node.kubernetes.io/instance-type"] != "m5.xlarge" {
-		t.Errorf("node labels %v: want pool general, m5.xlarge", node.Labels)
+	screen = term.waitFor(30*time.Second, "0 pending", "pods Running")
+	if strings.Contains(screen, " 0/") || strings.Contains(screen, "waiting for its node") || strings.Contains(screen, "not Ready") {
+		t.Errorf("a launch never got its pods Running on screen:\n%s", screen)
 	}
-	pods, err := kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	runningAt := time.Since(launchAt)
+	term.keep("direct-running"+suffix, screen)
+	t.Logf("%d node(s); launch key to the first Node object: %v; to every pod Running on screen: %v", len(nodes), nodeAt.Round(time.Millisecond), runningAt.Round(time.Millisecond))
+
+	onNodes := map[string]*corev1.Node{}
+	for i := range nodes {
+		n, err := kube.CoreV1().Nodes().Get(ctx, nodes[i].Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		onNodes[n.Name] = n
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == "rightsize.dev/unregistered" {
+				t.Errorf("node %s keeps the unregistered taint", n.Name)
+			}
+		}
+		if n.Labels["rightsize.dev/nodepool"] != pool || n.Labels["node.kubernetes.io/instance-type"] != typ || n.Labels["sim.rightsize.dev/nodeclaim"] != n.Name {
+			t.Errorf("node %s labels %v: want pool %s, %s, tagged with its claim", n.Name, n.Labels, pool, typ)
+		}
 	}
 	for _, p := range pods.Items {
-		if p.Spec.NodeName != node.Name || p.Status.Phase != corev1.PodRunning {
-			t.Errorf("pod %s on %q, %s: want Running on %s", p.Name, p.Spec.NodeName, p.Status.Phase, node.Name)
+		if onNodes[p.Spec.NodeName] == nil {
+			t.Errorf("pod %s Running on %q, not on a launched node", p.Name, p.Spec.NodeName)
 		}
 	}
-	// The NodeClaim records the instance, as the operator would have.
-	claim, err := dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("nodeclaims")).Get(ctx, node.Labels["sim.rightsize.dev/nodeclaim"], metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the NodeClaim named on node %s: %v", node.Name, err)
-	}
-	id, _, _ := unstructured.NestedString(claim.Object, "status", "providerID")
-	nodeName, _, _ := unstructured.NestedString(claim.Object, "status", "nodeName")
-	if id != node.Spec.ProviderID || nodeName != node.Name {
-		t.Errorf("NodeClaim %s status providerID %q nodeName %q; want the node's %q, %q", claim.GetName(), id, nodeName, node.Spec.ProviderID, node.Name)
-	}
-	conds, _, _ := unstructured.NestedSlice(claim.Object, "status", "conditions")
-	trueConds := map[string]bool{}
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["status"] == "True" {
-			trueConds[fmt.Sprint(m["type"])] = true
+	claims, err := dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("nodeclaims")).List(ctx, metav1.ListOptions{})
+	if !crds {
+		if err == nil {
+			t.Errorf("without the CRDs NodeClaims are served: %d", len(claims.Items))
 		}
-	}
-	for _, want := range []string{"Launched", "Registered", "Initialized", "Ready"} {
-		if !trueConds[want] {
-			t.Errorf("NodeClaim %s: condition %s not True: %v", claim.GetName(), want, conds)
+	} else {
+		if err != nil || len(claims.Items) != len(nodes) {
+			t.Fatalf("%d NodeClaims for %d nodes: %v", len(claims.Items), len(nodes), err)
 		}
-	}
-	if claim.GetAnnotations()["rightsize.dev/launched-directly"] != "sim" {
-		t.Errorf("NodeClaim annotations %v lack launched-directly: sim", claim.GetAnnotations())
+		// Each NodeClaim records its instance, as the operator would have.
+		for _, claim := range claims.Items {
+			n := onNodes[claim.GetName()]
+			id, _, _ := unstructured.NestedString(claim.Object, "status", "providerID")
+			nodeName, _, _ := unstructured.NestedString(claim.Object, "status", "nodeName")
+			if n == nil || id != n.Spec.ProviderID || nodeName != n.Name {
+				t.Errorf("NodeClaim %s status providerID %q nodeName %q matches no launched node", claim.GetName(), id, nodeName)
+			}
+			conds, _, _ := unstructured.NestedSlice(claim.Object, "status", "conditions")
+			trueConds := map[string]bool{}
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				if m["status"] == "True" {
+					trueConds[fmt.Sprint(m["type"])] = true
+				}
+			}
+			for _, want := range []string{"Launched", "Registered", "Initialized", "Ready"} {
+				if !trueConds[want] {
+					t.Errorf("NodeClaim %s: condition %s not True: %v", claim.GetName(), want, conds)
+				}
+			}
+			if claim.GetAnnotations()["rightsize.dev/launched-directly"] != "sim" {
+				t.Errorf("NodeClaim annotations %v lack launched-directly: sim", claim.GetAnnotations())
+			}
+		}
 	}
 	term.keys("q")
 	term.waitFor(10*time.Second, "EXITED 0")

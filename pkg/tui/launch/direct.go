@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,10 +48,10 @@ const AnnotationLaunchedDirectly = "rightsize.dev/launched-directly"
 // instance carries the tags, but an operator installed later sees an
 // instance no NodeClaim owns.
 //
-// With no operator, the node's registration is this program's job too:
-// Register copies the claim's labels and taints onto the node and removes
-// the unregistered taint once it is Ready, as the operator's lifecycle
-// controller would.
+// With no operator, the node's registration is this program's job too
+// (Registrar): the claim's labels and taints go onto the node, the planned
+// pods are nominated to it once it is Ready, and the unregistered taint
+// comes off, as the operator's lifecycle controller would do it.
 type DirectLauncher struct {
 	// CloudName is the provider's name for messages (sim, aws).
 	CloudName string
@@ -264,24 +267,17 @@ func setCondition(claim *v1alpha1.NodeClaim, typ string, status metav1.Condition
 }
 
 // Register implements Registrar, mirroring the operator's lifecycle
-// controller: once the node is there, the claim's labels and taints go on
-// it (and an owner reference to the NodeClaim object, if there is one);
-// once it is Ready with no startup or not-ready taints left, the
-// unregistered taint comes off and the pods can be scheduled.
+// controller: the claim's labels and taints go on the node (and an owner
+// reference to the NodeClaim object, if there is one), and the claim
+// records the node.
 func (l *DirectLauncher) Register(ctx context.Context, launched Launched, nodeName string) (bool, error) {
 	claim := launched.Direct
 	if claim == nil {
 		return false, errors.New("register: not a direct launch")
 	}
-	var node corev1.Node
-	if err := l.Client.Get(ctx, client.ObjectKey{Name: nodeName}, &node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("reading node %s: %w", nodeName, err)
-	}
-	if node.Spec.ProviderID != claim.Status.ProviderID {
-		return false, fmt.Errorf("node %s has providerID %q, not the launched instance's %q", nodeName, node.Spec.ProviderID, claim.Status.ProviderID)
+	node, err := l.node(ctx, claim, nodeName)
+	if node == nil || err != nil {
+		return false, err
 	}
 	orig := node.DeepCopy()
 	if node.Labels == nil {
@@ -300,32 +296,102 @@ func (l *DirectLauncher) Register(ctx context.Context, launched Launched, nodeNa
 			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: claim.Name, UID: claim.UID,
 		})
 	}
-	open := usable(&node, claim)
-	if open {
-		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
+	if !equality.Semantic.DeepEqual(orig, node) {
+		if err := l.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return false, fmt.Errorf("registering node %s: %w", nodeName, err)
+		}
 	}
-	if err := l.Client.Patch(ctx, &node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("registering node %s: %w", nodeName, err)
-	}
+	usable := usable(node, claim)
 	if launched.ClaimInCluster {
-		var cur v1alpha1.NodeClaim
-		if err := l.Client.Get(ctx, client.ObjectKey{Name: claim.Name}, &cur); err != nil {
-			return open, client.IgnoreNotFound(err)
-		}
-		orig := cur.DeepCopy()
-		cur.Status.NodeName = node.Name
-		setCondition(&cur, v1alpha1.ConditionRegistered, metav1.ConditionTrue, "Registered", "")
-		if open {
-			setCondition(&cur, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
-			setCondition(&cur, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
-		} else {
-			setCondition(&cur, v1alpha1.ConditionInitialized, metav1.ConditionUnknown, "AwaitingInitialization", "waiting for the node to be Ready")
-		}
-		if err := l.Client.Status().Patch(ctx, &cur, client.MergeFrom(orig)); err != nil {
-			return open, fmt.Errorf("recording node %s on NodeClaim %s: %w", node.Name, claim.Name, err)
+		err := l.recordConditions(ctx, claim.Name, func(c *v1alpha1.NodeClaim) {
+			c.Status.NodeName = node.Name
+			setCondition(c, v1alpha1.ConditionRegistered, metav1.ConditionTrue, "Registered", "")
+			if !meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionInitialized) {
+				setCondition(c, v1alpha1.ConditionInitialized, metav1.ConditionUnknown, "AwaitingInitialization", "waiting for the node to be Ready")
+			}
+		})
+		if err != nil {
+			return usable, err
 		}
 	}
-	return open, nil
+	return usable, nil
+}
+
+// Nominate implements Registrar.
+func (l *DirectLauncher) Nominate(ctx context.Context, pods []string, node string) error {
+	patch := []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node))
+	var errs []error
+	for _, key := range pods {
+		ns, name, _ := strings.Cut(key, "/")
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := l.Client.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("nominating pod %s: %w", key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Open implements Registrar: the unregistered taint comes off and the
+// claim is Initialized and Ready.
+func (l *DirectLauncher) Open(ctx context.Context, launched Launched, nodeName string) error {
+	claim := launched.Direct
+	if claim == nil {
+		return errors.New("open: not a direct launch")
+	}
+	node, err := l.node(ctx, claim, nodeName)
+	if err != nil {
+		return err
+	}
+	if node == nil {
+		return fmt.Errorf("node %s is gone", nodeName)
+	}
+	if HasUnregisteredTaint(node) {
+		orig := node.DeepCopy()
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
+		if err := l.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("opening node %s to pods: %w", nodeName, err)
+		}
+	}
+	if !launched.ClaimInCluster {
+		return nil
+	}
+	return l.recordConditions(ctx, claim.Name, func(c *v1alpha1.NodeClaim) {
+		setCondition(c, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
+		setCondition(c, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
+	})
+}
+
+// node reads the node and checks it is the instance's; nil if not there.
+func (l *DirectLauncher) node(ctx context.Context, claim *v1alpha1.NodeClaim, name string) (*corev1.Node, error) {
+	var node corev1.Node
+	if err := l.Client.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading node %s: %w", name, err)
+	}
+	if node.Spec.ProviderID != claim.Status.ProviderID {
+		return nil, fmt.Errorf("node %s has providerID %q, not the launched instance's %q", name, node.Spec.ProviderID, claim.Status.ProviderID)
+	}
+	return &node, nil
+}
+
+// recordConditions updates the NodeClaim object's status; a claim gone is
+// no error (someone deleted it).
+func (l *DirectLauncher) recordConditions(ctx context.Context, name string, update func(*v1alpha1.NodeClaim)) error {
+	var cur v1alpha1.NodeClaim
+	if err := l.Client.Get(ctx, client.ObjectKey{Name: name}, &cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	orig := cur.DeepCopy()
+	update(&cur)
+	if equality.Semantic.DeepEqual(orig.Status, cur.Status) {
+		return nil
+	}
+	if err := l.Client.Status().Patch(ctx, &cur, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("recording on NodeClaim %s: %w", name, err)
+	}
+	return nil
 }
 
 // usable reports whether the node is Ready with its not-ready,

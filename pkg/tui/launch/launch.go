@@ -83,14 +83,21 @@ type Launcher interface {
 }
 
 // Registrar is a Launcher that launches instances itself (no operator) and
-// so must also do the operator's part once the node joins: put the claim's
-// labels and taints on the node and, once it is Ready, remove the
-// unregistered taint that keeps pods off it.
+// so must also do the operator's part once the node joins, in three steps
+// as the operator's lifecycle controller takes them: Register the node
+// (the claim's labels, taints and owner on it); once it is usable, Nominate
+// the pods planned for it, so that the scheduler places them as planned;
+// then Open it to pods by removing the unregistered taint.
 type Registrar interface {
-	// Register advances the node of a direct launch; it reports whether
-	// the node is open to pods (the unregistered taint is gone). A node
-	// not there yet is not an error.
-	Register(ctx context.Context, l Launched, node string) (open bool, err error)
+	// Register puts the claim's labels and taints on the node and
+	// reports whether it is usable: Ready, with no startup or not-ready
+	// taints left. A node not there yet is not usable and no error.
+	Register(ctx context.Context, l Launched, node string) (usable bool, err error)
+	// Nominate sets status.nominatedNodeName of the pods (namespace/name
+	// keys) to the node.
+	Nominate(ctx context.Context, pods []string, node string) error
+	// Open removes the unregistered taint, letting the scheduler in.
+	Open(ctx context.Context, l Launched, node string) error
 }
 
 // NodeClaimLauncher creates rightsize.dev/v1alpha1 NodeClaims.
