@@ -177,7 +177,7 @@ func TestDirectLaunchConfirmsTheCloudAndShowsProgressUntilThePodsRun(t *testing.
 	f := newDirectFixture(t, false, objs...)
 	m := liveModel(t, Options{Launcher: f.launcher, NominationWait: time.Millisecond})
 	drive(t, m, keys("2", "space", "L")...)
-	mustContain(t, screen(m), "Launch 1 node(s)?", "No operator: this launches the", "instances directly on sim", "cluster test", "Total: $")
+	mustContain(t, screen(m), "Launch 1 node(s)?", "No operator: this launches the", "instances directly on sim", "cluster test", "Nothing records them", "Total: $")
 	want := m.rep.Plan.NewNodes[0]
 	pods := m.rep.Proposed[0].Pods
 	proposed := len(m.rep.Proposed)
@@ -210,7 +210,7 @@ func TestDirectLaunchConfirmsTheCloudAndShowsProgressUntilThePodsRun(t *testing.
 		t.Errorf("without the CRD no NodeClaim object may be written: %d, %v", len(list.Items), err)
 	}
 	s := screen(m)
-	mustContain(t, s, "launched fake://"+want.Zone+"/default-x1", "no NodeClaim records it", "default-x1", "launched, waiting for its node")
+	mustContain(t, s, "launched fake://"+want.Zone+"/default-x1", "no NodeClaim CRD or NodePool to record it in", "default-x1", "launched, waiting for its node")
 	// The launch is in-flight capacity: the plan sends its pods there
 	// rather than proposing the node again.
 	if len(m.rep.Proposed) != proposed-1 {

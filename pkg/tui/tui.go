@@ -338,7 +338,7 @@ func (m *Model) onLaunched(msg launchMsg) tea.Cmd {
 	case msg.err != nil:
 		m.setFlash(oneLine(msg.err.Error()), true)
 	case l.Direct != nil:
-		record := "no NodeClaim records it (the NodeClaim CRD is not installed or the NodePool is not a rightsize.dev one)"
+		record := "no NodeClaim CRD or NodePool to record it in"
 		if l.ClaimInCluster {
 			record = "NodeClaim " + l.Claim + " records it for the operator"
 		}

@@ -8,6 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 )
 
@@ -303,7 +304,11 @@ func (m *Model) confirmLines() []string {
 	total := 0.0
 	var b strings.Builder
 	// The summary wraps inside the box; the rows below are narrower.
-	summary := ansi.Wrap(fmt.Sprintf("Launch %d node(s)? %s", len(m.confirm), m.opts.Launcher.Summary()), max(m.width-6, 30), " ")
+	text := fmt.Sprintf("Launch %d node(s)? %s", len(m.confirm), m.opts.Launcher.Summary())
+	if _, direct := m.opts.Launcher.(launch.Registrar); direct {
+		text += "\n" + m.adoption()
+	}
+	summary := ansi.Wrap(text, max(m.width-6, 30), " ")
 	fmt.Fprintf(&b, "%s\n\n", summary)
 	for _, r := range m.confirm {
 		n := r.Node
@@ -313,4 +318,23 @@ func (m *Model) confirmLines() []string {
 	fmt.Fprintf(&b, "\nTotal: $%.4f/h ($%.2f/month)\n\n[y] launch   [n/esc] cancel", total, total*report.HoursPerMonth)
 	box := m.st.box.Render(b.String())
 	return strings.Split(lipgloss.NewStyle().MarginLeft(1).Render(box), "\n")
+}
+
+// adoption says, for a direct launch, whether NodeClaim objects will record
+// the instances (the CRD is served and their NodePool is ours), which is
+// what lets an operator started later adopt rather than collect them.
+func (m *Model) adoption() string {
+	unrecorded := 0
+	for _, r := range m.confirm {
+		if !m.store.claimCRD || m.store.pools["rightsize.dev/"+r.Node.Pool] == nil {
+			unrecorded++
+		}
+	}
+	switch {
+	case unrecorded == 0:
+		return "NodeClaims record them, so that an operator started later adopts them."
+	case unrecorded == len(m.confirm):
+		return "Nothing records them (no NodeClaim CRD or rightsize.dev NodePool): an operator installed later would not adopt them."
+	}
+	return fmt.Sprintf("%d of them get no NodeClaim (their NodePool is not a rightsize.dev one): an operator started later would not adopt those.", unrecorded)
 }

@@ -300,7 +300,7 @@ func testTUIDirectLaunch(t *testing.T, crds bool) {
 	term.keep("direct-confirm"+suffix, term.waitFor(10*time.Second, "node(s)?", "directly on sim", typ, "[y] launch"))
 	launchAt := time.Now()
 	term.keys("y")
-	record := "no NodeClaim records it"
+	record := "no NodeClaim CRD or NodePool to record it in"
 	if crds {
 		record = "NodeClaim " + pool + "-"
 	}

@@ -86,7 +86,7 @@ var (
 
 // Summary implements Launcher.
 func (l *DirectLauncher) Summary() string {
-	return fmt.Sprintf("No operator: this launches the instances directly on %s, tagged for cluster %s so that the operator can adopt them.", l.CloudName, l.ClusterName)
+	return fmt.Sprintf("No operator: this launches the instances directly on %s, tagged for cluster %s.", l.CloudName, l.ClusterName)
 }
 
 func (l *DirectLauncher) provider(ctx context.Context, region string) (cloud.CloudProvider, error) {
