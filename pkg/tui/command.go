@@ -87,15 +87,9 @@ func (o *CmdOptions) Complete(args []string) error {
 	return nil
 }
 
-// Validate checks the options before anything is read.
+// Validate checks the options before anything is read: flags that
+// contradict each other first, then the input.
 func (o *CmdOptions) Validate() error {
-	if len(o.Filenames) == 0 && o.restConfig == nil {
-		why := "no kubeconfig found"
-		if o.clusterErr != nil && !clientcmd.IsEmptyConfig(o.clusterErr) {
-			why = "the kubeconfig cannot be used: " + o.clusterErr.Error()
-		}
-		return fmt.Errorf("no input: pass manifests with -f FILE, -f DIR or -f -, or point at a cluster with --kubeconfig or --context (%s)", why)
-	}
 	switch o.Cloud {
 	case "":
 	case "sim", "aws":
@@ -111,6 +105,13 @@ func (o *CmdOptions) Validate() error {
 		}
 	default:
 		return fmt.Errorf("--cloud %q: must be sim or aws", o.Cloud)
+	}
+	if len(o.Filenames) == 0 && o.restConfig == nil {
+		why := "no kubeconfig found"
+		if o.clusterErr != nil && !clientcmd.IsEmptyConfig(o.clusterErr) {
+			why = "the kubeconfig cannot be used: " + o.clusterErr.Error()
+		}
+		return fmt.Errorf("no input: pass manifests with -f FILE, -f DIR or -f -, or point at a cluster with --kubeconfig or --context (%s)", why)
 	}
 	for _, f := range o.Filenames {
 		if f == "-" {

@@ -663,12 +663,18 @@ func (m *Model) onConfirmKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.confirm, m.confirmKeys = nil, nil
 		m.selected = map[string]bool{}
 		var cmds []tea.Cmd
+		// A NodeClaim is one API call; a direct launch may first build the
+		// provider (AWS reads prices) and then wait on the cloud.
+		timeout := 30 * time.Second
+		if _, direct := m.opts.Launcher.(launch.Registrar); direct {
+			timeout = 2 * time.Minute
+		}
 		for i, r := range reqs {
 			st := &launchState{req: r, key: keys[i], at: m.opts.Now()}
 			m.launches = append(m.launches, st)
 			launcher := m.opts.Launcher
 			cmds = append(cmds, func() tea.Msg {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
 				l, err := launcher.Launch(ctx, st.req)
 				return launchMsg{st, l, err}

@@ -59,7 +59,7 @@ type DirectLauncher struct {
 	// the confirmation.
 	ClusterName string
 	// Cloud returns the provider for a region (the plan's); it is called
-	// once per region.
+	// once per region, with a context that is never cancelled.
 	Cloud func(ctx context.Context, region string) (cloud.CloudProvider, error)
 	// Client reads NodePools, creates NodeClaims and patches Nodes.
 	Client client.Client
@@ -95,7 +95,9 @@ func (l *DirectLauncher) provider(ctx context.Context, region string) (cloud.Clo
 	if p := l.providers[region]; p != nil {
 		return p, nil
 	}
-	p, err := l.Cloud(ctx, region)
+	// The provider outlives this launch (AWS refreshes prices in the
+	// background for as long as its context lives).
+	p, err := l.Cloud(context.WithoutCancel(ctx), region)
 	if err != nil {
 		return nil, fmt.Errorf("--cloud %s: %w", l.CloudName, err)
 	}
