@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,10 +36,19 @@ const tuiExample = `  # Pending pods, proposed nodes, current nodes and consolid
 func NewCmdTUI(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter) *cobra.Command {
 	o := &tui.CmdOptions{IOStreams: streams, Cluster: cluster, OperatorLease: operator.DefaultLeaderElectionID}
 	o.NewCloud = func(ctx context.Context, region string, cfg *rest.Config, c client.Client) (cloud.CloudProvider, error) {
-		return newCloudProvider(ctx, cloudOptions{
+		co := cloudOptions{
 			Cloud: o.Cloud, ClusterName: o.ClusterName, Region: region,
 			InstanceTypesFile: o.Catalog.InstanceTypesFile, Model: o.Catalog.Model, Logger: logr.Discard(),
-		}, cfg, c)
+		}
+		if o.Cloud == "aws" {
+			// AMI aliases follow the cluster's minor version.
+			if d, err := discovery.NewDiscoveryClientForConfig(cfg); err == nil {
+				if v, err := d.ServerVersion(); err == nil {
+					co.KubernetesVersion = strings.TrimSuffix(v.Major, "+") + "." + strings.TrimSuffix(v.Minor, "+")
+				}
+			}
+		}
+		return newCloudProvider(ctx, co, cfg, c)
 	}
 	cmd := &cobra.Command{
 		Use:   "tui [-f FILENAME]",

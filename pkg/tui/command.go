@@ -152,6 +152,7 @@ func (o *CmdOptions) Run(ctx context.Context) error {
 		if opts.Launcher, err = o.directLauncher(clients); err != nil {
 			return err
 		}
+		opts.DirectCloud = o.Cloud
 	}
 	return Run(ctx, opts, &clients, o.In, o.Out)
 }

@@ -175,7 +175,8 @@ func TestDirectLaunchConfirmsTheCloudAndShowsProgressUntilThePodsRun(t *testing.
 		}
 	}
 	f := newDirectFixture(t, false, objs...)
-	m := liveModel(t, Options{Launcher: f.launcher, NominationWait: time.Millisecond})
+	m := liveModel(t, Options{Launcher: f.launcher, DirectCloud: "sim", NominationWait: time.Millisecond})
+	mustContain(t, screen(m), "rightsize DIRECT:sim │ test-ctx")
 	drive(t, m, keys("2", "space", "L")...)
 	mustContain(t, screen(m), "Launch 1 node(s)?", "No operator: this launches the", "instances directly on sim", "cluster test", "Nothing records them", "Total: $")
 	want := m.rep.Plan.NewNodes[0]

@@ -77,6 +77,9 @@ type Options struct {
 	// NoLaunch saying why.
 	Launcher launch.Launcher
 	NoLaunch string
+	// DirectCloud names the cloud the Launcher launches on directly
+	// (--cloud), for the header; "" when launches go through NodeClaims.
+	DirectCloud string
 	// Ensure starts watching a resource once it exists (the watcher's Ensure).
 	Ensure func(schema.GroupVersionResource) error
 	// Debounce is the quiet time before a re-plan (DefaultDebounce when 0).

@@ -62,6 +62,9 @@ func (m *Model) headerLine() string {
 	if m.opts.ReadOnly {
 		parts[0] = "rightsize READ-ONLY"
 	}
+	if c := m.opts.DirectCloud; c != "" {
+		parts[0] = "rightsize DIRECT:" + c // launches go to the cloud, not to an operator
+	}
 	r := m.rep
 	switch {
 	case r == nil && !m.synced:

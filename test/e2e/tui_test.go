@@ -294,7 +294,7 @@ func testTUIDirectLaunch(t *testing.T, crds bool) {
 	waitUnschedulable(ctx, t, env, 2)
 
 	term := startTerminal(t, env.Kubeconfig, 120, 30, "tui", "--cloud", "sim")
-	term.waitFor(60*time.Second, "Deployment/api", "2 pending", typ)
+	term.waitFor(60*time.Second, "rightsize DIRECT:sim", "Deployment/api", "2 pending", typ)
 	term.keys("2", "a", "L")
 	suffix := map[bool]string{true: "", false: "-no-crds"}[crds]
 	term.keep("direct-confirm"+suffix, term.waitFor(10*time.Second, "node(s)?", "directly on sim", typ, "[y] launch"))
