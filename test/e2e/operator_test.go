@@ -98,6 +98,10 @@ type operatorProc struct {
 func (e *opEnv) startOperator(t *testing.T, name string, env []string, args ...string) *operatorProc {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
+	if os.Getenv("RIGHTSIZE_TESTENV_KEEP") != "" {
+		// Kept with the control plane's logs.
+		logPath = filepath.Join(e.Dir, strings.NewReplacer("/", "_", " ", "_", ":", "").Replace(t.Name())+"-"+name+".log")
+	}
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -687,6 +691,7 @@ func (e *opEnv) testBurst(t *testing.T) {
 	}
 	t.Logf("burst: launched %d nodes %v for $%.4f/h; offline plan %d nodes %v for $%.4f/h (lower bound $%.4f/h): %+.2f%%",
 		len(claims), perPool, cost, len(plan.NewNodes), offlinePerPool, plan.TotalPrice, plan.LowerBound, 100*(cost/plan.TotalPrice-1))
+	e.logPlacement(t, ns, claims)
 	// The target is within 5% of the offline plan, and usually the plans are
 	// equal; but when the scheduler binds some pods elsewhere than planned
 	// before the nominations land, a second batch launches extra nodes (seen
@@ -702,6 +707,64 @@ func (e *opEnv) testBurst(t *testing.T) {
 	if n := len(e.simNodes(t)); n != len(claims) {
 		t.Errorf("%d simulated nodes for %d NodeClaims", n, len(claims))
 	}
+}
+
+// logPlacement reports, per NodeClaim, how many pods were nominated to it
+// (their last Nominated event) and how many of those the scheduler bound
+// to its node, so that a plan the scheduler did not follow shows.
+func (e *opEnv) logPlacement(t *testing.T, ns string, claims []v1alpha1.NodeClaim) {
+	t.Helper()
+	ctx := context.Background()
+	evs, err := e.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Nominated"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := map[string]string{} // pod -> claim of its latest nomination
+	latest := map[string]time.Time{}
+	for _, ev := range evs.Items {
+		at := ev.EventTime.Time
+		if at.IsZero() {
+			at = ev.LastTimestamp.Time
+		}
+		f := strings.Fields(strings.TrimPrefix(ev.Message, "nominated for NodeClaim "))
+		if len(f) == 0 || at.Before(latest[ev.InvolvedObject.Name]) {
+			continue
+		}
+		planned[ev.InvolvedObject.Name] = strings.TrimRight(f[0], ":,")
+		latest[ev.InvolvedObject.Name] = at
+	}
+	nodeOf := map[string]string{}
+	for _, c := range claims {
+		nodeOf[c.Name] = c.Status.NodeName
+	}
+	var pods corev1.PodList
+	if err := e.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	type tally struct{ planned, asPlanned, elsewhere int }
+	per := map[string]*tally{}
+	for _, c := range claims {
+		per[c.Name] = &tally{}
+	}
+	moved := 0
+	for _, p := range pods.Items {
+		c := planned[p.Name]
+		if per[c] == nil {
+			per[c] = &tally{}
+		}
+		per[c].planned++
+		if p.Spec.NodeName == nodeOf[c] {
+			per[c].asPlanned++
+		} else {
+			per[c].elsewhere++
+			moved++
+		}
+	}
+	for _, c := range claims {
+		tl := per[c.Name]
+		t.Logf("  NodeClaim %s (%s %s): %d pods planned, %d bound there, %d elsewhere", c.Name, c.Status.InstanceType, c.Status.CapacityType, tl.planned, tl.asPlanned, tl.elsewhere)
+	}
+	t.Logf("burst: %d of %d pods bound to the node of the NodeClaim they were nominated for", len(pods.Items)-moved, len(pods.Items))
 }
 
 func (e *opEnv) testPoolLimit(t *testing.T) {
