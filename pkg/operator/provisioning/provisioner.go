@@ -372,9 +372,9 @@ func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNod
 	}
 	claim := &v1alpha1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:         np.Name + "-" + utilrand.String(5),
-			Labels:       labels,
-			Annotations:  annotations,
+			Name:        np.Name + "-" + utilrand.String(5),
+			Labels:      labels,
+			Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool", Name: np.Name, UID: np.UID,
 				BlockOwnerDeletion: ptr.To(true),
