@@ -65,6 +65,8 @@ type Provisioner struct {
 	// told remembers the last reason given to an unplaced pod, so that a
 	// pod gets one event per new reason rather than one per batch.
 	told map[types.UID]string
+	// wake triggers a batch when the next nomination lapses.
+	wake *time.Timer
 }
 
 type nomination struct {
@@ -163,6 +165,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 		return err
 	}
 	metrics.PendingPods.WithLabelValues("unschedulable").Set(float64(b.pending))
+	p.wakeAt(b.lapse)
 	if len(b.problem.Pods) == 0 {
 		metrics.PendingPods.WithLabelValues("unplaced").Set(0)
 		return nil
@@ -284,6 +287,20 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 		"window", closed.Sub(opened).Round(time.Millisecond).String(), "solve", solveTook.Round(time.Microsecond).String(),
 		"decision", decided.Round(time.Microsecond).String())
 	return nil
+}
+
+// wakeAt arranges for a batch at t (replacing the one arranged before);
+// a zero t arranges nothing.
+func (p *Provisioner) wakeAt(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wake != nil {
+		p.wake.Stop()
+	}
+	p.wake = time.AfterFunc(time.Until(t)+100*time.Millisecond, p.Trigger)
 }
 
 // tell records on an unplaced pod why no node was planned for it, once per
