@@ -499,7 +499,7 @@ func (e *opEnv) testLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var toClaim, toRunning []time.Duration
+	var toClaim, toBound, toRunning []time.Duration
 	for i := range samples {
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		podW, err := w.Watch(wctx, &corev1.PodList{}, client.InNamespace(ns))
@@ -519,7 +519,9 @@ func (e *opEnv) testLatency(t *testing.T) {
 		if err := e.c.Create(ctx, opPod(ns, name, "7", "1Gi", nil)); err != nil {
 			t.Fatal(err)
 		}
-		var tUnsched, tClaim, tRunning time.Time
+		var tUnsched, tClaim, tBound, tRunning time.Time
+		var trace []string // what the pod went through, shown if a target is missed
+		created := time.Now()
 		for tUnsched.IsZero() || tClaim.IsZero() || tRunning.IsZero() {
 			select {
 			case ev := <-podW.ResultChan():
@@ -529,9 +531,18 @@ func (e *opEnv) testLatency(t *testing.T) {
 				}
 				now := time.Now()
 				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodScheduled {
+						trace = append(trace, fmt.Sprintf("%6dms nominated %q node %q phase %s; PodScheduled %s %s: %s", now.Sub(created).Milliseconds(),
+							p.Status.NominatedNodeName, p.Spec.NodeName, p.Status.Phase, c.Status, c.Reason, c.Message))
+					}
+				}
+				for _, c := range p.Status.Conditions {
 					if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && tUnsched.IsZero() {
 						tUnsched = now
 					}
+				}
+				if p.Spec.NodeName != "" && tBound.IsZero() {
+					tBound = now
 				}
 				if p.Status.Phase == corev1.PodRunning && tRunning.IsZero() {
 					tRunning = now
@@ -548,11 +559,15 @@ func (e *opEnv) testLatency(t *testing.T) {
 		podW.Stop()
 		claimW.Stop()
 		toClaim = append(toClaim, tClaim.Sub(tUnsched))
+		toBound = append(toBound, tBound.Sub(tUnsched))
 		toRunning = append(toRunning, tRunning.Sub(tUnsched))
+		if tClaim.Sub(tUnsched) > claimTarget || tRunning.Sub(tUnsched) > runningTarget {
+			t.Logf("sample %d missed a target; NodeClaim at %dms; the pod's updates:\n  %s", i, tClaim.Sub(created).Milliseconds(), strings.Join(trace, "\n  "))
+		}
 	}
 	for i := range samples {
-		t.Logf("latency sample %d: Unschedulable → NodeClaim created %s (target ≤ %s); → pod Running %s (target ≤ %s, zero registration delay)",
-			i, toClaim[i].Round(time.Millisecond), claimTarget, toRunning[i].Round(time.Millisecond), runningTarget)
+		t.Logf("latency sample %d: Unschedulable → NodeClaim created %s (target ≤ %s); → pod bound %s; → pod Running %s (target ≤ %s, zero registration delay)",
+			i, toClaim[i].Round(time.Millisecond), claimTarget, toBound[i].Round(time.Millisecond), toRunning[i].Round(time.Millisecond), runningTarget)
 	}
 	claimMax, runningMax := slices.Max(toClaim), slices.Max(toRunning)
 	t.Logf("latency: Unschedulable → NodeClaim up to %s (target %s); → Running up to %s (target %s)",
