@@ -1,10 +1,13 @@
 // Package lifecycle takes a NodeClaim from creation to a node pods run on,
 // and back: launch through the CloudProvider, registration of the Node
 // (matched by providerID; the claim's labels and taints copied on),
-// initialization (Node Ready, startup taints gone; the pods planned for it
-// nominated to it, then the unregistered taint removed), liveness (a claim not launched or not registered in time is
-// deleted so its pods are planned again) and termination (cordon and drain
-// through the eviction API, then the instance, then the Node).
+// initialization (Node Ready, startup taints gone; the nodes of one
+// provisioning decision are opened together: the pods planned for each node
+// nominated to it, then the unregistered taints removed, so that the
+// scheduler places the pods as the plan packed them), liveness (a claim not
+// launched or not registered in time is deleted so its pods are planned
+// again) and termination (cordon and drain through the eviction API, then
+// the instance, then the Node).
 package lifecycle
 
 import (
