@@ -797,10 +797,11 @@ func (e *opEnv) testPoolLimit(t *testing.T) {
 	for i := range 20 {
 		pods = append(pods, opPod(ns, fmt.Sprintf("cruncher-%d", i), "1500m", "1Gi", nil))
 	}
+	start := time.Now()
 	e.createPods(t, pods)
 	var running, pending []corev1.Pod
 	var notes []string // the NotProvisioned events of an unbound pending pod
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var l corev1.PodList
 		if err := e.c.List(ctx, &l, client.InNamespace(ns)); err != nil {
 			return false, nil
@@ -830,6 +831,7 @@ func (e *opEnv) testPoolLimit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%d Running, %d pending, and no NotProvisioned event on a pending pod", len(running), len(pending))
 	}
+	seen := time.Since(start)
 	// Give the operator a few more batches to misbehave.
 	time.Sleep(3 * time.Second)
 	capacity := resource.Quantity{}
@@ -844,8 +846,8 @@ func (e *opEnv) testPoolLimit(t *testing.T) {
 	if err := e.c.Get(ctx, client.ObjectKey{Name: "tight"}, &np); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("limit: %d NodeClaims with %s CPUs (limit 16; status.resources.cpu %s), %d pods Running, %d pending; event: %s",
-		len(claims), capacity.String(), ptr.To(np.Status.Resources[corev1.ResourceCPU]).String(), len(running), len(pending), notes[0])
+	t.Logf("limit: %d NodeClaims with %s CPUs (limit 16; status.resources.cpu %s), %d pods Running, %d pending; event on a pending pod within %s: %s",
+		len(claims), capacity.String(), ptr.To(np.Status.Resources[corev1.ResourceCPU]).String(), len(running), len(pending), seen.Round(time.Millisecond), notes[0])
 	if !strings.Contains(notes[0], "limit") {
 		t.Errorf("the pending pod's event does not name the limit: %q", notes[0])
 	}
