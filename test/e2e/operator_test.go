@@ -501,7 +501,9 @@ func (e *opEnv) testLatency(t *testing.T) {
 	if _, err := e.AddNode(ctx, system); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: system.Name}}) })
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: system.Name}})
+	})
 	if err := e.WaitNodeReady(ctx, system.Name, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
