@@ -98,6 +98,10 @@ type operatorProc struct {
 func (e *opEnv) startOperator(t *testing.T, name string, env []string, args ...string) *operatorProc {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
+	if os.Getenv("RIGHTSIZE_TESTENV_KEEP") != "" {
+		// Kept with the control plane's logs.
+		logPath = filepath.Join(e.Dir, strings.NewReplacer("/", "_", " ", "_", ":", "").Replace(t.Name())+"-"+name+".log")
+	}
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -477,10 +481,33 @@ func (e *opEnv) testSeedWalkthrough(t *testing.T) {
 }
 
 func (e *opEnv) testLatency(t *testing.T) {
+	// The targets, with zero registration delay.
+	const (
+		samples       = 3
+		batchIdle     = time.Second
+		claimTarget   = batchIdle + 200*time.Millisecond
+		runningTarget = 3 * time.Second
+	)
 	ctx := context.Background()
 	ns := e.namespace(t, "latency")
 	e.nodePool(t, "latency", 0, nil, req(v1alpha1.LabelCapacityType, "on-demand"), req("karpenter.k8s.aws/instance-family", "c6i"))
-	op := e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-latency", "--batch-idle", "1s")
+	// The node a real cluster runs the operator (and its other system pods)
+	// on; its taint keeps the test's pods off it. Without any node the
+	// scheduler takes a pod's failure as "no nodes available", retries it on
+	// its backoff timer (1 s, 2 s, 4 s, ...) instead of on the new node's
+	// events, and the first sample then measures that timer (up to 4.1 s
+	// seen), not the operator.
+	system := testenv.Node{Name: "system", Taints: []corev1.Taint{{Key: "CriticalAddonsOnly", Value: "true", Effect: corev1.TaintEffectNoSchedule}}}
+	if _, err := e.AddNode(ctx, system); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: system.Name}})
+	})
+	if err := e.WaitNodeReady(ctx, system.Name, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	op := e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-latency", "--batch-idle", batchIdle.String())
 	t.Cleanup(func() { e.cleanup(t, ns, "latency") })
 	op.waitLog(t, "provisioner started", 30*time.Second)
 
@@ -488,8 +515,7 @@ func (e *opEnv) testLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const samples = 3
-	var toClaim, toRunning []time.Duration
+	var toClaim, toBound, toRunning []time.Duration
 	for i := range samples {
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		podW, err := w.Watch(wctx, &corev1.PodList{}, client.InNamespace(ns))
@@ -509,7 +535,9 @@ func (e *opEnv) testLatency(t *testing.T) {
 		if err := e.c.Create(ctx, opPod(ns, name, "7", "1Gi", nil)); err != nil {
 			t.Fatal(err)
 		}
-		var tUnsched, tClaim, tRunning time.Time
+		var tUnsched, tClaim, tBound, tRunning time.Time
+		var trace []string // what the pod went through, shown if a target is missed
+		created := time.Now()
 		for tUnsched.IsZero() || tClaim.IsZero() || tRunning.IsZero() {
 			select {
 			case ev := <-podW.ResultChan():
@@ -519,9 +547,18 @@ func (e *opEnv) testLatency(t *testing.T) {
 				}
 				now := time.Now()
 				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodScheduled {
+						trace = append(trace, fmt.Sprintf("%6dms nominated %q node %q phase %s; PodScheduled %s %s: %s", now.Sub(created).Milliseconds(),
+							p.Status.NominatedNodeName, p.Spec.NodeName, p.Status.Phase, c.Status, c.Reason, c.Message))
+					}
+				}
+				for _, c := range p.Status.Conditions {
 					if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && tUnsched.IsZero() {
 						tUnsched = now
 					}
+				}
+				if p.Spec.NodeName != "" && tBound.IsZero() {
+					tBound = now
 				}
 				if p.Status.Phase == corev1.PodRunning && tRunning.IsZero() {
 					tRunning = now
@@ -538,22 +575,24 @@ func (e *opEnv) testLatency(t *testing.T) {
 		podW.Stop()
 		claimW.Stop()
 		toClaim = append(toClaim, tClaim.Sub(tUnsched))
+		toBound = append(toBound, tBound.Sub(tUnsched))
 		toRunning = append(toRunning, tRunning.Sub(tUnsched))
+		if tClaim.Sub(tUnsched) > claimTarget || tRunning.Sub(tUnsched) > runningTarget {
+			t.Logf("sample %d missed a target; NodeClaim at %dms; the pod's updates:\n  %s", i, tClaim.Sub(created).Milliseconds(), strings.Join(trace, "\n  "))
+		}
 	}
 	for i := range samples {
-		t.Logf("latency sample %d: Unschedulable → NodeClaim created %s (target ≤ batch idle 1s + 200ms); → pod Running %s (target ≤ 3s, zero registration delay)",
-			i, toClaim[i].Round(time.Millisecond), toRunning[i].Round(time.Millisecond))
+		t.Logf("latency sample %d: Unschedulable → NodeClaim created %s (target ≤ %s); → pod bound %s; → pod Running %s (target ≤ %s, zero registration delay)",
+			i, toClaim[i].Round(time.Millisecond), claimTarget, toBound[i].Round(time.Millisecond), toRunning[i].Round(time.Millisecond), runningTarget)
 	}
-	// The targets (1.2 s and 3 s) are reported; the test fails only well
-	// beyond them, so that a loaded CI machine does not make it flaky.
 	claimMax, runningMax := slices.Max(toClaim), slices.Max(toRunning)
-	t.Logf("latency: Unschedulable → NodeClaim up to %s (target 1.2s met: %v); → Running up to %s (target 3s met: %v)",
-		claimMax.Round(time.Millisecond), claimMax <= 1200*time.Millisecond, runningMax.Round(time.Millisecond), runningMax <= 3*time.Second)
-	if claimMax > 5*time.Second {
-		t.Errorf("Unschedulable → NodeClaim took up to %s, far beyond the 1.2s target", claimMax)
+	t.Logf("latency: Unschedulable → NodeClaim up to %s (target %s); → Running up to %s (target %s)",
+		claimMax.Round(time.Millisecond), claimTarget, runningMax.Round(time.Millisecond), runningTarget)
+	if claimMax > claimTarget {
+		t.Errorf("Unschedulable → NodeClaim took up to %s, beyond the target of batch idle + 200ms = %s", claimMax.Round(time.Millisecond), claimTarget)
 	}
-	if runningMax > 15*time.Second {
-		t.Errorf("Unschedulable → Running took up to %s, far beyond the 3s target", runningMax)
+	if runningMax > runningTarget {
+		t.Errorf("Unschedulable → Running took up to %s, beyond the target of %s", runningMax.Round(time.Millisecond), runningTarget)
 	}
 }
 
@@ -687,14 +726,12 @@ func (e *opEnv) testBurst(t *testing.T) {
 	}
 	t.Logf("burst: launched %d nodes %v for $%.4f/h; offline plan %d nodes %v for $%.4f/h (lower bound $%.4f/h): %+.2f%%",
 		len(claims), perPool, cost, len(plan.NewNodes), offlinePerPool, plan.TotalPrice, plan.LowerBound, 100*(cost/plan.TotalPrice-1))
-	// The target is within 5% of the offline plan, and usually the plans are
-	// equal; but when the scheduler binds some pods elsewhere than planned
-	// before the nominations land, a second batch launches extra nodes (seen
-	// at +26% on a loaded machine). The test reports the target and fails
-	// only beyond 50%, so that it is not flaky.
-	t.Logf("burst: within 5%% of the offline plan: %v", cost <= plan.TotalPrice*1.05)
-	if cost > plan.TotalPrice*1.5 {
-		t.Errorf("launched $%.4f/h, more than 50%% above the offline plan's $%.4f/h", cost, plan.TotalPrice)
+	e.logPlacement(t, ns, claims)
+	// The operator opens the nodes of one decision together with the
+	// pods nominated to them, so the scheduler packs them as planned and no
+	// second batch is needed.
+	if cost > plan.TotalPrice*1.05 {
+		t.Errorf("launched $%.4f/h, more than 5%% above the offline plan's $%.4f/h", cost, plan.TotalPrice)
 	}
 	if perPool["spot"] == 0 || perPool["on-demand"] == 0 {
 		t.Errorf("nodes per pool %v: want both pools used (on-demand pods need the low-weight pool, the rest the high-weight one)", perPool)
@@ -702,6 +739,64 @@ func (e *opEnv) testBurst(t *testing.T) {
 	if n := len(e.simNodes(t)); n != len(claims) {
 		t.Errorf("%d simulated nodes for %d NodeClaims", n, len(claims))
 	}
+}
+
+// logPlacement reports, per NodeClaim, how many pods were nominated to it
+// (their last Nominated event) and how many of those the scheduler bound
+// to its node, so that a plan the scheduler did not follow shows.
+func (e *opEnv) logPlacement(t *testing.T, ns string, claims []v1alpha1.NodeClaim) {
+	t.Helper()
+	ctx := context.Background()
+	evs, err := e.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Nominated"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := map[string]string{} // pod -> claim of its latest nomination
+	latest := map[string]time.Time{}
+	for _, ev := range evs.Items {
+		at := ev.EventTime.Time
+		if at.IsZero() {
+			at = ev.LastTimestamp.Time
+		}
+		f := strings.Fields(strings.TrimPrefix(ev.Message, "nominated for NodeClaim "))
+		if len(f) == 0 || at.Before(latest[ev.InvolvedObject.Name]) {
+			continue
+		}
+		planned[ev.InvolvedObject.Name] = strings.TrimRight(f[0], ":,")
+		latest[ev.InvolvedObject.Name] = at
+	}
+	nodeOf := map[string]string{}
+	for _, c := range claims {
+		nodeOf[c.Name] = c.Status.NodeName
+	}
+	var pods corev1.PodList
+	if err := e.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	type tally struct{ planned, asPlanned, elsewhere int }
+	per := map[string]*tally{}
+	for _, c := range claims {
+		per[c.Name] = &tally{}
+	}
+	moved := 0
+	for _, p := range pods.Items {
+		c := planned[p.Name]
+		if per[c] == nil {
+			per[c] = &tally{}
+		}
+		per[c].planned++
+		if p.Spec.NodeName == nodeOf[c] {
+			per[c].asPlanned++
+		} else {
+			per[c].elsewhere++
+			moved++
+		}
+	}
+	for _, c := range claims {
+		tl := per[c.Name]
+		t.Logf("  NodeClaim %s (%s %s): %d pods planned, %d bound there, %d elsewhere", c.Name, c.Status.InstanceType, c.Status.CapacityType, tl.planned, tl.asPlanned, tl.elsewhere)
+	}
+	t.Logf("burst: %d of %d pods bound to the node of the NodeClaim they were nominated for", len(pods.Items)-moved, len(pods.Items))
 }
 
 func (e *opEnv) testPoolLimit(t *testing.T) {
@@ -718,10 +813,11 @@ func (e *opEnv) testPoolLimit(t *testing.T) {
 	for i := range 20 {
 		pods = append(pods, opPod(ns, fmt.Sprintf("cruncher-%d", i), "1500m", "1Gi", nil))
 	}
+	start := time.Now()
 	e.createPods(t, pods)
 	var running, pending []corev1.Pod
 	var notes []string // the NotProvisioned events of an unbound pending pod
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var l corev1.PodList
 		if err := e.c.List(ctx, &l, client.InNamespace(ns)); err != nil {
 			return false, nil
@@ -751,6 +847,7 @@ func (e *opEnv) testPoolLimit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%d Running, %d pending, and no NotProvisioned event on a pending pod", len(running), len(pending))
 	}
+	seen := time.Since(start)
 	// Give the operator a few more batches to misbehave.
 	time.Sleep(3 * time.Second)
 	capacity := resource.Quantity{}
@@ -765,8 +862,8 @@ func (e *opEnv) testPoolLimit(t *testing.T) {
 	if err := e.c.Get(ctx, client.ObjectKey{Name: "tight"}, &np); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("limit: %d NodeClaims with %s CPUs (limit 16; status.resources.cpu %s), %d pods Running, %d pending; event: %s",
-		len(claims), capacity.String(), ptr.To(np.Status.Resources[corev1.ResourceCPU]).String(), len(running), len(pending), notes[0])
+	t.Logf("limit: %d NodeClaims with %s CPUs (limit 16; status.resources.cpu %s), %d pods Running, %d pending; event on a pending pod within %s: %s",
+		len(claims), capacity.String(), ptr.To(np.Status.Resources[corev1.ResourceCPU]).String(), len(running), len(pending), seen.Round(time.Millisecond), notes[0])
 	if !strings.Contains(notes[0], "limit") {
 		t.Errorf("the pending pod's event does not name the limit: %q", notes[0])
 	}

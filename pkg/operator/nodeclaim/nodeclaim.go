@@ -27,6 +27,12 @@ const (
 	AnnotationReason = v1alpha1.Group + "/reason"
 	// AnnotationPods is the number of pods the node was planned for.
 	AnnotationPods = v1alpha1.Group + "/planned-pods"
+	// AnnotationBatch names the provisioning decision that created the
+	// claim, and AnnotationBatchSize counts the claims it created: the
+	// lifecycle controller opens the nodes of one decision together, so that
+	// the scheduler places the pods as the plan packed them.
+	AnnotationBatch     = v1alpha1.Group + "/batch"
+	AnnotationBatchSize = v1alpha1.Group + "/batch-size"
 )
 
 // Field indexes registered by the operator.

@@ -7,7 +7,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -31,14 +30,23 @@ type workqueueT = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // Register adds the provisioner (a leader-only runnable) and the controller
 // that triggers it to the manager. Pods turning Unschedulable, NodePools
-// changing and NodeClaims going away open or extend a batch.
+// created, deleted or respecified, and NodeClaims going away open or extend
+// a batch. Updates of pods that stay Unschedulable (the scheduler retrying
+// them, nominations being set) and of NodePool status do not: they would
+// hold a batch open without changing its input. A pod whose nomination
+// lapses is planned again by a trigger at the lapse (see provision).
 func (p *Provisioner) Register(mgr ctrl.Manager) error {
 	if err := mgr.Add(p); err != nil {
 		return err
 	}
-	trigger := handler.Funcs{
+	poolChanged := handler.Funcs{
 		CreateFunc: func(context.Context, event.CreateEvent, workqueueT) { p.Trigger() },
-		UpdateFunc: func(context.Context, event.UpdateEvent, workqueueT) { p.Trigger() },
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueueT) {
+			if e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() ||
+				(e.ObjectNew.GetDeletionTimestamp() != nil) != (e.ObjectOld.GetDeletionTimestamp() != nil) {
+				p.Trigger()
+			}
+		},
 		DeleteFunc: func(context.Context, event.DeleteEvent, workqueueT) { p.Trigger() },
 	}
 	claimGone := handler.Funcs{
@@ -49,12 +57,18 @@ func (p *Provisioner) Register(mgr ctrl.Manager) error {
 			}
 		},
 	}
+	turnedUnschedulable := predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return unschedulable(e.Object.(*corev1.Pod)) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return unschedulable(e.ObjectNew.(*corev1.Pod)) && !unschedulable(e.ObjectOld.(*corev1.Pod))
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("provisioning").
-		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return unschedulable(o.(*corev1.Pod))
-		}))).
-		Watches(&v1alpha1.NodePool{}, trigger).
+		For(&corev1.Pod{}, builder.WithPredicates(turnedUnschedulable)).
+		Watches(&v1alpha1.NodePool{}, poolChanged).
 		Watches(&v1alpha1.NodeClaim{}, claimGone).
 		Complete(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
 			p.Trigger()

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +65,8 @@ type Provisioner struct {
 	// told remembers the last reason given to an unplaced pod, so that a
 	// pod gets one event per new reason rather than one per batch.
 	told map[types.UID]string
+	// wake triggers a batch when the next nomination lapses.
+	wake *time.Timer
 }
 
 type nomination struct {
@@ -162,6 +165,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 		return err
 	}
 	metrics.PendingPods.WithLabelValues("unschedulable").Set(float64(b.pending))
+	p.wakeAt(b.lapse)
 	if len(b.problem.Pods) == 0 {
 		metrics.PendingPods.WithLabelValues("unplaced").Set(0)
 		return nil
@@ -197,7 +201,9 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	}
 	p.mu.Unlock()
 
-	created, launchedCost := 0, 0.0
+	// Limits are checked in plan order, before anything is created, so that
+	// the NodeClaims of one decision can be created at once.
+	var launches []*launch
 	for i := range plan.NewNodes {
 		n := &plan.NewNodes[i]
 		np := b.pools[n.Pool]
@@ -212,29 +218,61 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 			}
 			continue
 		}
-		claim, err := p.create(ctx, b, np, n)
-		if err != nil {
-			p.log.Error(err, "creating a NodeClaim failed", "nodepool", np.Name, "instanceType", n.InstanceType)
+		if typ := b.types[n.InstanceType]; typ != nil {
+			b.usage[np.Name] = b.usage[np.Name].Add(typ.Capacity)
+		}
+		launches = append(launches, &launch{node: n, pool: np})
+	}
+	// The claims are named here, and their pods nominated before they
+	// exist: the lifecycle controller asks for the pods as soon as it opens
+	// a node, which with a fast cloud can be within a second.
+	id := strconv.FormatInt(closed.UnixNano(), 36)
+	p.mu.Lock()
+	for _, l := range launches {
+		l.claim = p.newClaim(b, l.pool, l.node, id, len(launches))
+		for _, pi := range l.node.Pods {
+			pod := b.pods[pi]
+			p.nominations[pod.UID] = nomination{claim: l.claim.Name, pod: client.ObjectKeyFromObject(pod), at: now}
+			delete(p.told, pod.UID)
+		}
+	}
+	p.mu.Unlock()
+	work := make(chan *launch)
+	var wg sync.WaitGroup
+	for range min(8, len(launches)) {
+		wg.Go(func() {
+			for l := range work {
+				l.err = p.create(ctx, l.claim, l.pool)
+			}
+		})
+	}
+	for _, l := range launches {
+		work <- l
+	}
+	close(work)
+	wg.Wait()
+
+	created, launchedCost := 0, 0.0
+	for _, l := range launches {
+		n, np, claim := l.node, l.pool, l.claim
+		if l.err != nil {
+			p.log.Error(l.err, "creating a NodeClaim failed", "nodepool", np.Name, "instanceType", n.InstanceType)
+			p.mu.Lock()
+			for _, pi := range n.Pods {
+				if uid := b.pods[pi].UID; p.nominations[uid].claim == claim.Name {
+					delete(p.nominations, uid)
+				}
+			}
+			p.mu.Unlock()
 			time.AfterFunc(time.Second, p.Trigger)
 			continue
 		}
 		created++
 		launchedCost += n.Price
-		typ := b.types[n.InstanceType]
-		if typ != nil {
-			b.usage[np.Name] = b.usage[np.Name].Add(typ.Capacity)
-		}
 		note := fmt.Sprintf("%s %s %s $%s/h", n.InstanceType, n.CapacityType, n.Zone, formatPrice(n.Price))
 		p.log.Info("launching NodeClaim", "nodeclaim", claim.Name, "nodepool", np.Name, "instanceType", n.InstanceType,
 			"capacityType", n.CapacityType, "zone", n.Zone, "pricePerHour", n.Price, "pods", len(n.Pods), "reason", n.Reason)
 		p.recorder.Eventf(np, claim, corev1.EventTypeNormal, "Launching", "Provision", "NodeClaim %s: %s for %d pod(s): %s", claim.Name, note, len(n.Pods), n.Reason)
-		p.mu.Lock()
-		for _, pi := range n.Pods {
-			pod := b.pods[pi]
-			p.nominations[pod.UID] = nomination{claim: claim.Name, pod: client.ObjectKeyFromObject(pod), at: now}
-			delete(p.told, pod.UID)
-		}
-		p.mu.Unlock()
 		for _, pi := range n.Pods {
 			p.recorder.Eventf(b.pods[pi], claim, corev1.EventTypeNormal, "Nominated", "Provision", "nominated for NodeClaim %s: %s", claim.Name, note)
 		}
@@ -249,6 +287,20 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 		"window", closed.Sub(opened).Round(time.Millisecond).String(), "solve", solveTook.Round(time.Microsecond).String(),
 		"decision", decided.Round(time.Microsecond).String())
 	return nil
+}
+
+// wakeAt arranges for a batch at t (replacing the one arranged before);
+// a zero t arranges nothing.
+func (p *Provisioner) wakeAt(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wake != nil {
+		p.wake.Stop()
+	}
+	p.wake = time.AfterFunc(time.Until(t)+100*time.Millisecond, p.Trigger)
 }
 
 // tell records on an unplaced pod why no node was planned for it, once per
@@ -293,8 +345,17 @@ func (p *Provisioner) overLimit(b *batch, np *v1alpha1.NodePool, n *solver.NewNo
 	return ""
 }
 
-// create creates the NodeClaim of a planned node.
-func (p *Provisioner) create(ctx context.Context, b *batch, np *v1alpha1.NodePool, n *solver.NewNode) (*v1alpha1.NodeClaim, error) {
+// launch is a planned node to create a NodeClaim for.
+type launch struct {
+	node  *solver.NewNode
+	pool  *v1alpha1.NodePool
+	claim *v1alpha1.NodeClaim
+	err   error
+}
+
+// newClaim builds the NodeClaim of a planned node, one of size created by
+// the decision batch.
+func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNode, batch string, size int) *v1alpha1.NodeClaim {
 	t := &np.Spec.Template
 	labels := np.NodeLabels()
 	labels[v1alpha1.LabelNodeClass] = t.Spec.NodeClassRef.Name
@@ -304,6 +365,8 @@ func (p *Provisioner) create(ctx context.Context, b *batch, np *v1alpha1.NodePoo
 	}
 	annotations[nodeclaim.AnnotationReason] = n.Reason
 	annotations[nodeclaim.AnnotationPods] = strconv.Itoa(len(n.Pods))
+	annotations[nodeclaim.AnnotationBatch] = batch
+	annotations[nodeclaim.AnnotationBatchSize] = strconv.Itoa(size)
 	reqs := append([]v1alpha1.NodeSelectorRequirement{}, t.Spec.Requirements...)
 	reqs = append(reqs,
 		v1alpha1.NodeSelectorRequirement{Key: solver.LabelInstanceType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.InstanceType}},
@@ -326,9 +389,9 @@ func (p *Provisioner) create(ctx context.Context, b *batch, np *v1alpha1.NodePoo
 	}
 	claim := &v1alpha1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: np.Name + "-",
-			Labels:       labels,
-			Annotations:  annotations,
+			Name:        np.Name + "-" + utilrand.String(5),
+			Labels:      labels,
+			Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool", Name: np.Name, UID: np.UID,
 				BlockOwnerDeletion: ptr.To(true),
@@ -344,14 +407,19 @@ func (p *Provisioner) create(ctx context.Context, b *batch, np *v1alpha1.NodePoo
 			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
 		},
 	}
+	return claim
+}
+
+// create creates a NodeClaim and remembers it until the cache shows it.
+func (p *Provisioner) create(ctx context.Context, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool) error {
 	if err := p.client.Create(ctx, claim); err != nil {
-		return nil, err
+		return err
 	}
 	metrics.NodeClaimsCreated.WithLabelValues(np.Name, metrics.ReasonProvisioning).Inc()
 	p.mu.Lock()
 	p.recent[claim.Name] = recentClaim{claim: claim.DeepCopy(), at: time.Now()}
 	p.mu.Unlock()
-	return claim, nil
+	return nil
 }
 
 // mergeRecent adds the NodeClaims created lately that the cache does not

@@ -48,6 +48,9 @@ type batch struct {
 	types map[string]*solver.InstanceType
 	// skippedPools explains pools left out of the plan.
 	skippedPools map[string]string
+	// lapse is when the first nomination that kept pods out of this
+	// batch lapses (zero if none did), so that they are planned again then.
+	lapse time.Time
 }
 
 // unschedulable reports whether the scheduler has tried the pod and found no
@@ -113,6 +116,15 @@ func (p *Provisioner) snapshot(ctx context.Context) (*batch, error) {
 		}
 	}
 	p.forget(stillPending)
+	for name := range nominated {
+		at := now.Add(nominationTTL) // not initialized yet: look again by then
+		if c := byName[name]; nodeclaim.IsTrue(c, v1alpha1.ConditionInitialized) {
+			at = nodeclaim.TransitionTime(c, v1alpha1.ConditionInitialized).Add(nominationTTL)
+		}
+		if b.lapse.IsZero() || at.Before(b.lapse) {
+			b.lapse = at
+		}
+	}
 
 	// Pools whose node class resolves, and the instance types they offer.
 	cloudTypes := map[string]cloud.InstanceType{}

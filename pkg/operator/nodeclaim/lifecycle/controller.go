@@ -1,18 +1,23 @@
 // Package lifecycle takes a NodeClaim from creation to a node pods run on,
 // and back: launch through the CloudProvider, registration of the Node
 // (matched by providerID; the claim's labels and taints copied on),
-// initialization (Node Ready, startup taints gone; the pods planned for it
-// nominated to it, then the unregistered taint removed), liveness (a claim not launched or not registered in time is
-// deleted so its pods are planned again) and termination (cordon and drain
-// through the eviction API, then the instance, then the Node).
+// initialization (Node Ready, startup taints gone; the nodes of one
+// provisioning decision are opened together: the pods planned for each node
+// nominated to it, then the unregistered taints removed, so that the
+// scheduler places the pods as the plan packed them), liveness (a claim not
+// launched or not registered in time is deleted so its pods are planned
+// again) and termination (cordon and drain through the eviction API, then
+// the instance, then the Node).
 package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +65,18 @@ type Options struct {
 	// to it, so that the scheduler tries that node first and keeps its room
 	// for them, as the plan intended.
 	NominatedPods func(claim string) []types.NamespacedName
+	// GangWait bounds how long a usable node waits for the other nodes of
+	// its provisioning decision (NodeClaims with the same
+	// nodeclaim.AnnotationBatch) before it opens without them (10 s when
+	// zero). Opening them together is what lets the scheduler place pods as
+	// the plan packed them: each node's opening makes the scheduler retry
+	// every pending pod, and a pod whose nominated node is still closed at
+	// that moment loses its nomination.
+	GangWait time.Duration
+	// KeepNominations is how long after opening nodes the controller puts
+	// back the nominations the scheduler dropped from pods still waiting for
+	// them (15 s when zero).
+	KeepNominations time.Duration
 	// AfterLaunch, when set, is called right after the cloud launched an
 	// instance and before the claim's status is written. Tests use it to
 	// simulate a crash at the worst moment.
@@ -76,6 +93,17 @@ type Controller struct {
 	recorder    events.EventRecorder
 	unavailable *state.Unavailable
 	opts        Options
+
+	// opening serializes the opening of nodes, so that one decision's
+	// nodes are opened once, by one reconcile.
+	opening sync.Mutex
+	mu      sync.Mutex
+	// usable records when each claim's node was first seen usable (Ready,
+	// no startup taints), the start of its GangWait.
+	usable map[string]time.Time
+	// opened holds the claims whose nodes this process opened, since the
+	// cache may not show them Initialized yet.
+	opened map[string]time.Time
 }
 
 // New returns the lifecycle controller.
@@ -98,7 +126,14 @@ func New(c client.Client, kube kubernetes.Interface, cp cloud.CloudProvider, rec
 	if opts.MaxConcurrentReconciles <= 0 {
 		opts.MaxConcurrentReconciles = 10
 	}
-	return &Controller{client: c, kube: kube, cloud: cp, recorder: recorder, unavailable: unavailable, opts: opts}
+	if opts.GangWait <= 0 {
+		opts.GangWait = 10 * time.Second
+	}
+	if opts.KeepNominations <= 0 {
+		opts.KeepNominations = 15 * time.Second
+	}
+	return &Controller{client: c, kube: kube, cloud: cp, recorder: recorder, unavailable: unavailable, opts: opts,
+		usable: map[string]time.Time{}, opened: map[string]time.Time{}}
 }
 
 // RBAC of the lifecycle controller.
@@ -295,57 +330,43 @@ func (c *Controller) register(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 	return c.initialize(ctx, claim)
 }
 
-// nominate sets status.nominatedNodeName on the pods planned onto the
-// claim's node, once the node is schedulable: the scheduler tries that node
-// first and keeps room on it for them, so pods land as planned rather than
-// spread out by the scheduler's own scoring.
-func (c *Controller) nominate(ctx context.Context, claim *v1alpha1.NodeClaim, node string) {
-	pods := c.opts.NominatedPods(claim.Name)
-	if len(pods) == 0 {
-		return
-	}
-	patch := []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node))
-	work := make(chan types.NamespacedName)
-	var wg sync.WaitGroup
-	for range min(8, len(pods)) {
-		wg.Go(func() {
-			for key := range work {
-				_, err := c.kube.CoreV1().Pods(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-				if err != nil && !apierrors.IsNotFound(err) {
-					logr.FromContextOrDiscard(ctx).V(1).Info("could not nominate a pod", "pod", key.String(), "error", err.Error())
-				}
-			}
-		})
-	}
-	for _, key := range pods {
-		work <- key
-	}
-	close(work)
-	wg.Wait()
-	// Let the nominations reach the watchers before the node opens: the
-	// scheduler must see them before it sees the taint go. Our own cache
-	// is fed by the same watch, so it is the yardstick (bounded wait).
-	deadline := time.Now().Add(2 * time.Second)
-	for _, key := range pods {
-		for time.Now().Before(deadline) {
-			var pod corev1.Pod
-			err := c.client.Get(ctx, key, &pod)
-			if err != nil || pod.Status.NominatedNodeName == node || pod.Spec.NodeName != "" {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-}
-
 func hasOwner(node *corev1.Node, claim *v1alpha1.NodeClaim) bool {
 	return slices.ContainsFunc(node.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == claim.UID })
 }
 
-// initialize marks the claim Initialized and Ready once its Node is Ready
-// and its startup and not-ready taints are gone: it points the pods planned
-// for the node at it and removes the unregistered taint, which registration
-// leaves in place so that no pod lands on the node before then.
+// usableNode reports whether a registered claim's node could take pods but
+// for the unregistered taint: Ready, and no not-ready, unreachable or
+// startup taint left.
+func usableNode(claim *v1alpha1.NodeClaim, node *corev1.Node) bool {
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			ready = cond.Status == corev1.ConditionTrue
+		}
+	}
+	if !ready {
+		return false
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable ||
+			slices.ContainsFunc(claim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// member is a claim whose node is usable but not open yet.
+type member struct {
+	claim *v1alpha1.NodeClaim
+	node  *corev1.Node
+}
+
+// initialize opens the claim's node once it is usable (Ready, startup and
+// not-ready taints gone): registration leaves the unregistered taint in
+// place so that no pod lands on the node before then. The nodes of one
+// provisioning decision open together, after the other nodes of the
+// decision are usable too or GangWait has passed.
 func (c *Controller) initialize(ctx context.Context, claim *v1alpha1.NodeClaim) (reconcile.Result, error) {
 	var node corev1.Node
 	if err := c.client.Get(ctx, client.ObjectKey{Name: claim.Status.NodeName}, &node); err != nil {
@@ -354,44 +375,301 @@ func (c *Controller) initialize(ctx context.Context, claim *v1alpha1.NodeClaim) 
 		}
 		return reconcile.Result{}, err
 	}
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			ready = cond.Status == corev1.ConditionTrue
-		}
-	}
-	if !ready {
+	if !usableNode(claim, &node) {
 		return reconcile.Result{}, nil // the Node's update brings us back
 	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable ||
-			slices.ContainsFunc(claim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {
-			return reconcile.Result{}, nil
+	now := time.Now()
+	c.mu.Lock()
+	since, ok := c.usable[claim.Name]
+	if !ok {
+		since = now
+		c.usable[claim.Name] = now
+	}
+	c.mu.Unlock()
+	members := []member{{claim: claim, node: &node}}
+	if batch := claim.Annotations[nodeclaim.AnnotationBatch]; batch != "" {
+		var waiting int
+		var err error
+		if members, waiting, err = c.gang(ctx, claim, &node, batch); err != nil {
+			return reconcile.Result{}, err
+		}
+		if left := c.opts.GangWait - now.Sub(since); waiting > 0 && left > 0 {
+			// The last of them to become usable opens them all.
+			logr.FromContextOrDiscard(ctx).V(1).Info("node usable; waiting for the other nodes of its decision", "node", node.Name, "waiting", waiting)
+			return reconcile.Result{RequeueAfter: left}, nil
 		}
 	}
-	// The node is usable: point the planned pods at it, then let the
-	// scheduler in by removing the unregistered taint. In this order the
-	// scheduler never tries a nominated pod against a node it cannot use
-	// yet, which would drop the nomination.
-	c.nominate(ctx, claim, node.Name)
-	if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey }) {
-		origNode := node.DeepCopy()
-		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
-		if err := c.client.Patch(ctx, &node, client.MergeFromWithOptions(origNode, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) {
-				return reconcile.Result{Requeue: true}, nil
+	return reconcile.Result{}, c.open(ctx, members)
+}
+
+// gang returns the usable nodes of a provisioning decision that are not
+// open yet, the claim's own first, and how many of the decision's claims
+// (those not in the cache yet included) are still short of usable.
+func (c *Controller) gang(ctx context.Context, claim *v1alpha1.NodeClaim, node *corev1.Node, batch string) ([]member, int, error) {
+	var list v1alpha1.NodeClaimList
+	if err := c.client.List(ctx, &list); err != nil {
+		return nil, 0, err
+	}
+	members := []member{{claim: claim, node: node}}
+	seen, waiting := 0, 0
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Annotations[nodeclaim.AnnotationBatch] != batch {
+			continue
+		}
+		seen++
+		if s.Name == claim.Name || s.DeletionTimestamp != nil || nodeclaim.IsTrue(s, v1alpha1.ConditionInitialized) || c.isOpened(s.Name) {
+			continue
+		}
+		var n corev1.Node
+		if s.Status.NodeName == "" || c.client.Get(ctx, client.ObjectKey{Name: s.Status.NodeName}, &n) != nil || !usableNode(s, &n) {
+			waiting++
+			continue
+		}
+		members = append(members, member{claim: s, node: &n})
+	}
+	if size, err := strconv.Atoi(claim.Annotations[nodeclaim.AnnotationBatchSize]); err == nil && seen < size {
+		waiting += size - seen
+	}
+	return members, waiting, nil
+}
+
+func (c *Controller) isOpened(claim string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.opened[claim]
+	return ok
+}
+
+// open makes the members' nodes schedulable as the plan intended: it sets
+// status.nominatedNodeName on the pods planned for each node, waits until
+// the nominations are visible (the scheduler then keeps room on each node
+// for its pods and tries that node first for them), removes the
+// unregistered taint of all the nodes at once and marks the claims
+// Initialized. Afterwards it puts back, for a while, nominations the
+// scheduler dropped from pods still waiting.
+func (c *Controller) open(ctx context.Context, members []member) error {
+	c.opening.Lock()
+	defer c.opening.Unlock()
+	members = slices.DeleteFunc(members, func(m member) bool { return c.isOpened(m.claim.Name) })
+	if len(members) == 0 {
+		return nil
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	start := time.Now()
+	planned := c.nominate(ctx, members)
+	nominated := time.Since(start)
+
+	errs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for i := range members {
+		wg.Go(func() { errs[i] = c.untaint(ctx, members[i].node) })
+	}
+	wg.Wait()
+	for i := range members {
+		if errs[i] != nil {
+			continue
+		}
+		wg.Go(func() {
+			claim := members[i].claim
+			orig := claim.DeepCopy()
+			nodeclaim.SetCondition(claim, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
+			nodeclaim.SetCondition(claim, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
+			errs[i] = client.IgnoreNotFound(c.client.Status().Patch(ctx, claim, client.MergeFrom(orig)))
+		})
+	}
+	wg.Wait()
+	now := time.Now()
+	c.mu.Lock()
+	for i, m := range members {
+		if errs[i] == nil {
+			c.opened[m.claim.Name] = now
+		}
+	}
+	for name, at := range c.opened {
+		if now.Sub(at) > time.Hour {
+			delete(c.opened, name)
+			delete(c.usable, name)
+		}
+	}
+	c.mu.Unlock()
+	for i, m := range members {
+		if errs[i] == nil {
+			log.Info("initialized", "node", m.node.Name, "nodeclaim", m.claim.Name, "openedWith", len(members)-1,
+				"nominatedPods", len(planned), "nominating", nominated.Round(time.Millisecond).String())
+		}
+	}
+	if len(planned) > 0 {
+		go c.keep(context.WithoutCancel(ctx), planned)
+	}
+	return errors.Join(errs...)
+}
+
+// untaint removes the unregistered taint from a node. A JSON patch that
+// tests the taints it replaces leaves the node's other taints to whoever
+// changes them concurrently, and does not conflict with status updates.
+func (c *Controller) untaint(ctx context.Context, node *corev1.Node) error {
+	taints := node.Spec.Taints
+	for attempt := 0; ; attempt++ {
+		if !slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey }) {
+			return nil
+		}
+		rest := slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
+		if rest == nil {
+			rest = []corev1.Taint{}
+		}
+		patch, err := json.Marshal([]map[string]any{
+			{"op": "test", "path": "/spec/taints", "value": taints},
+			{"op": "replace", "path": "/spec/taints", "value": rest},
+		})
+		if err != nil {
+			return err
+		}
+		_, err = c.kube.CoreV1().Nodes().Patch(ctx, node.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+		if err == nil || apierrors.IsNotFound(err) || attempt == 3 {
+			return client.IgnoreNotFound(err)
+		}
+		fresh, gerr := c.kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return client.IgnoreNotFound(gerr)
+		}
+		taints = fresh.Spec.Taints
+	}
+}
+
+// plannedPod is a pod planned onto a node being opened.
+type plannedPod struct {
+	key  types.NamespacedName
+	node string
+	// patched is when the nomination was last set; kept counts how often
+	// keep set it again after the node opened.
+	patched time.Time
+	kept    int
+}
+
+// Bounds of the nominating before and after a node opens.
+const (
+	// nominateFor bounds the wait for the nominations to show before
+	// the nodes open anyway.
+	nominateFor = 3 * time.Second
+	// renominateAfter is how long a nomination may take to show in the
+	// cache before it is taken as dropped by the scheduler and set again.
+	renominateAfter = 300 * time.Millisecond
+	// maxKept bounds how often keep sets one pod's nomination again.
+	maxKept = 3
+)
+
+// nominate points the pods planned for the members' nodes at them and
+// waits until the cache (which the scheduler's watch keeps pace with)
+// shows every nomination. The scheduler drops the nomination of a pod it
+// retries meanwhile, e.g. in the wave of retries that the nodes' arrival
+// started; such nominations are set again, for nominateFor at most.
+func (c *Controller) nominate(ctx context.Context, members []member) []*plannedPod {
+	var pods []*plannedPod
+	for _, m := range members {
+		for _, key := range c.opts.NominatedPods(m.claim.Name) {
+			pods = append(pods, &plannedPod{key: key, node: m.node.Name})
+		}
+	}
+	if len(pods) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(nominateFor)
+	for {
+		missing, _ := c.unnominated(ctx, pods)
+		if len(missing) == 0 || time.Now().After(deadline) {
+			return pods
+		}
+		missing = slices.DeleteFunc(missing, func(p *plannedPod) bool { return time.Since(p.patched) < renominateAfter })
+		c.setNominated(ctx, missing)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// unnominated returns the planned pods, still pending, whose nominated node
+// the cache shows empty or different from their node, and counts the
+// planned pods still pending.
+func (c *Controller) unnominated(ctx context.Context, pods []*plannedPod) (missing []*plannedPod, pending int) {
+	for _, p := range pods {
+		var pod corev1.Pod
+		if err := c.client.Get(ctx, p.key, &pod); err != nil || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+			continue
+		}
+		pending++
+		if pod.Status.NominatedNodeName != p.node {
+			missing = append(missing, p)
+		}
+	}
+	return missing, pending
+}
+
+// setNominated patches status.nominatedNodeName of pods, 16 at a time.
+func (c *Controller) setNominated(ctx context.Context, pods []*plannedPod) {
+	if len(pods) == 0 {
+		return
+	}
+	work := make(chan *plannedPod)
+	var wg sync.WaitGroup
+	for range min(16, len(pods)) {
+		wg.Go(func() {
+			for p := range work {
+				patch := []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, p.node))
+				_, err := c.kube.CoreV1().Pods(p.key.Namespace).Patch(ctx, p.key.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+				if err != nil && !apierrors.IsNotFound(err) {
+					logr.FromContextOrDiscard(ctx).V(1).Info("could not nominate a pod", "pod", p.key.String(), "error", err.Error())
+				}
 			}
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+		})
+	}
+	for _, p := range pods {
+		p.patched = time.Now()
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+}
+
+// keep puts back, for KeepNominations or until the pods are bound, the
+// nominations the scheduler dropped. The scheduler clears a pod's
+// nominated node whenever a try fails everywhere, which can happen while
+// the nodes of one decision open one after the other; a pod without its
+// nomination is placed by the scheduler's scoring and may take room the
+// plan kept for another.
+func (c *Controller) keep(ctx context.Context, pods []*plannedPod) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.KeepNominations)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	restored := 0
+	defer func() {
+		if restored > 0 {
+			logr.FromContextOrDiscard(ctx).Info("put back nominations the scheduler dropped", "pods", restored)
 		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		missing, pending := c.unnominated(ctx, pods)
+		if pending == 0 {
+			return
+		}
+		// A pod the scheduler nominated elsewhere is being bound there or
+		// preempting; only emptied nominations are put back.
+		var cleared []*plannedPod
+		for _, p := range missing {
+			var pod corev1.Pod
+			if c.client.Get(ctx, p.key, &pod) == nil && pod.Status.NominatedNodeName == "" && p.kept < maxKept &&
+				time.Since(p.patched) > renominateAfter {
+				p.kept++
+				cleared = append(cleared, p)
+			}
+		}
+		restored += len(cleared)
+		c.setNominated(ctx, cleared)
 	}
-	orig := claim.DeepCopy()
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
-	if err := c.client.Status().Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	logr.FromContextOrDiscard(ctx).Info("initialized", "node", node.Name)
-	return reconcile.Result{}, nil
 }
 
 // remove deletes a claim for a reason the operator found.

@@ -1,0 +1,111 @@
+package lifecycle
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
+)
+
+// The fake client stands in for the informer cache only for the grouping of
+// a decision's claims; opening nodes against a real scheduler is tested end
+// to end (test/e2e, the operator's burst).
+
+func readyNode(name string, taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+func batchClaim(name, batch, size, node string, conditions ...string) *v1alpha1.NodeClaim {
+	c := &v1alpha1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+		nodeclaim.AnnotationBatch: batch, nodeclaim.AnnotationBatchSize: size,
+	}}}
+	c.Spec.StartupTaints = []corev1.Taint{{Key: "example.com/agent", Effect: corev1.TaintEffectNoSchedule}}
+	c.Status.NodeName = node
+	for _, cond := range conditions {
+		nodeclaim.SetCondition(c, cond, metav1.ConditionTrue, cond, "")
+	}
+	return c
+}
+
+func TestUsableNodeWaitsForReadinessAndStartupTaints(t *testing.T) {
+	claim := batchClaim("a", "b1", "1", "a")
+	notReady := readyNode("a")
+	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+	for _, tc := range []struct {
+		name string
+		node *corev1.Node
+		want bool
+	}{
+		{"ready, only the unregistered taint", readyNode("a", cloud.UnregisteredTaint), true},
+		{"not ready", notReady, false},
+		{"not-ready taint left", readyNode("a", corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}), false},
+		{"startup taint left", readyNode("a", claim.Spec.StartupTaints[0]), false},
+	} {
+		if got := usableNode(claim, tc.node); got != tc.want {
+			t.Errorf("%s: usable %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestGangCountsTheDecisionsClaimsNotUsableYet(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	self := batchClaim("a", "b1", "4", "a", v1alpha1.ConditionRegistered)
+	objs := []client.Object{
+		self,
+		batchClaim("b", "b1", "4", "b", v1alpha1.ConditionRegistered),                                // usable: opens with a
+		batchClaim("c", "b1", "4", "c", v1alpha1.ConditionRegistered),                                // its node still starting
+		batchClaim("d", "b1", "4", "d", v1alpha1.ConditionRegistered, v1alpha1.ConditionInitialized), // already open
+		batchClaim("x", "other", "1", "x", v1alpha1.ConditionRegistered),                             // another decision
+		readyNode("a", cloud.UnregisteredTaint), readyNode("b", cloud.UnregisteredTaint),
+		readyNode("c", cloud.UnregisteredTaint, corev1.Taint{Key: "example.com/agent", Effect: corev1.TaintEffectNoSchedule}),
+		readyNode("d"), readyNode("x", cloud.UnregisteredTaint),
+	}
+	c := New(fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(), nil, nil, nil, nil, Options{})
+	ctx := context.Background()
+	node := readyNode("a", cloud.UnregisteredTaint)
+
+	members, waiting, err := c.gang(ctx, self, node, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range members {
+		names = append(names, m.claim.Name)
+	}
+	if !slices.Equal(names, []string{"a", "b"}) || waiting != 1 {
+		t.Errorf("members %v, waiting %d; want [a b] and 1 (c)", names, waiting)
+	}
+
+	// A claim of the decision not in the cache yet is waited for too.
+	self.Annotations[nodeclaim.AnnotationBatchSize] = "5"
+	if _, waiting, _ = c.gang(ctx, self, node, "b1"); waiting != 2 {
+		t.Errorf("waiting %d with one claim of five unseen; want 2", waiting)
+	}
+
+	// Opened by this process but not Initialized in the cache: not a member.
+	c.opened["b"] = time.Now()
+	if members, _, _ = c.gang(ctx, self, node, "b1"); len(members) != 1 {
+		t.Errorf("%d members after b opened; want only a", len(members))
+	}
+}
