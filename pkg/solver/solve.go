@@ -102,6 +102,8 @@ type state struct {
 	// space counting a node's pods per cap group while it is filled, and
 	// taken its pods per class.
 	capLimit, capCount, taken []int
+	// cand is scratch space for fillBalanced.
+	cand []int32
 }
 
 type plannedNode struct {
@@ -733,11 +735,22 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 	if len(s.taken) != len(s.classes) {
 		s.taken = make([]int, len(s.classes))
 	}
+	// cand holds the entries of k.order still worth scoring. A class
+	// that does not fit, conflicts or has no pods left stays so for the
+	// rest of this node (free room, room under caps and pods left only
+	// shrink, conflicts only grow), so each batch scans only the
+	// survivors of the last, in the same order.
+	cand := s.cand[:0]
+	for i := range k.order {
+		cand = append(cand, int32(i))
+	}
+	last := -1 // the class the last batch took
 	defer func() {
 		s.resetCaps(takes[start:])
 		for _, t := range takes[start:] {
 			s.taken[t.class] = 0
 		}
+		s.cand = cand[:0]
 	}()
 	for {
 		var f Resources64 // free room as shares of alloc
@@ -749,17 +762,25 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 			}
 		}
 		fn = math.Sqrt(fn)
+		if fn == 0 {
+			break
+		}
 		bestClass, bestScore, bestLeft := -1, 0.0, 0
-		for i, ci := range k.order {
+		kept := 0
+		for _, i := range cand {
+			ci := k.order[i]
 			c := s.classes[ci]
 			sh := &k.shape[i]
-			if weights[ci] != poolWeight || sh.max == 0 || fn == 0 || !c.req.Fits(free) || s.conflictsWith(ci, takes[start:]) {
+			if weights[ci] != poolWeight || sh.max == 0 || !c.req.Fits(free) ||
+				(last < 0 && s.conflictsWith(ci, takes[start:])) || (last >= 0 && s.conflict(ci, last)) {
 				continue
 			}
 			left := min(s.rem[ci]-s.taken[ci], s.capRoom(ci))
 			if left <= 0 {
 				continue
 			}
+			cand[kept] = i
+			kept++
 			dot := 0.0
 			for r := range f {
 				dot += sh.norm[r] * f[r]
@@ -772,9 +793,11 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 				bestClass, bestScore, bestLeft = ci, score, left
 			}
 		}
+		cand = cand[:kept]
 		if bestClass < 0 {
 			break
 		}
+		last = bestClass
 		c := s.classes[bestClass]
 		n := min(fitCount(free, c.req), bestLeft)
 		n = (n + 1) / 2
@@ -881,6 +904,29 @@ func (s *state) greedy(kinds []int, mode fillMode) {
 		}
 		s.used[k.pool] = s.used[k.pool].Add(s.p.InstanceTypes[k.typ].Capacity.Scale(int64(copies)))
 		s.nodes = append(s.nodes, plannedNode{kind: bestKind, takes: slices.Clone(best), count: copies})
+		exhausted := false
+		for _, t := range best {
+			exhausted = exhausted || s.rem[t.class] == 0
+		}
+		if exhausted {
+			s.dropExhausted(kinds)
+		}
+	}
+}
+
+// dropExhausted removes classes with no pods left from the kinds' fill
+// orders, so that filling a node scans only classes it could still take.
+func (s *state) dropExhausted(kinds []int) {
+	for _, ki := range kinds {
+		k := s.kinds[ki]
+		j := 0
+		for i, ci := range k.order {
+			if s.rem[ci] > 0 {
+				k.order[j], k.shape[j] = ci, k.shape[i]
+				j++
+			}
+		}
+		k.order, k.shape = k.order[:j], k.shape[:j]
 	}
 }
 

@@ -560,6 +560,12 @@ func (s *state) conflictsWith(ci int, takes []take) bool {
 	return false
 }
 
+// conflict reports whether classes ci and cj may not share a node.
+func (s *state) conflict(ci, cj int) bool {
+	_, found := slices.BinarySearch(s.classes[ci].conflicts, cj)
+	return found
+}
+
 // enforceSpread is the safety net for zonal spread: when packing could not
 // place some of a group's zone shares (pool limits, say), the placed pods can
 // be more skewed than maxSkew allows. It takes pods back from the fullest
