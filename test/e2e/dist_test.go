@@ -1,10 +1,13 @@
 //go:build dist
 
 // Distribution: the krew install round trip from a goreleaser release, the
-// operator's manifests on the real control plane (and its RBAC as its own
-// ServiceAccount), and the OCI image tarball. These tests build goreleaser,
-// krew and a static binary (minutes cold), so they run with the `dist` build
-// tag from `make test-dist` rather than from `make test`.
+// operator's manifests on the real control plane, the operator doing its job
+// as its own ServiceAccount with only their RBAC, and the OCI image tarball.
+// These tests need goreleaser and krew (hack/tools/build.sh: about 9 minutes
+// cold, cached outside the repository) and a static binary, so a plain
+// `go test ./...` leaves them out; `make test` runs them with the dist tag
+// (after `make tools`), compiling static and -trimpath throughout so that the
+// release builds here only link. `make test-dist` runs just these.
 
 package e2e
 
