@@ -32,6 +32,7 @@ testenv: ## Build (once) the local test control plane into ~/.cache/kubectl-righ
 
 test: vet testenv tools ## Vet, build the test control plane and release tools if missing, run every test (the dist ones too), then a short run of each fuzz target.
 	$(TEST_ENV) $(GO) test -tags dist -timeout 60m ./...
+	$(TEST_ENV) GOWORK=off $(GO) -C hack/image test ./...
 	$(MAKE) fuzz
 
 vet:
