@@ -598,8 +598,14 @@ func (e *opEnv) jobAs(t *testing.T, kc, name string) error {
 	}
 	var cordoned, evicted, podGone, nodeGone bool
 	timeout := time.After(90 * time.Second)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for !podGone || !nodeGone {
 		select {
+		case <-tick.C:
+			if err := forbidden(); err != nil {
+				return err
+			}
 		case ev := <-nodeWatch.ResultChan():
 			if n, ok := ev.Object.(*corev1.Node); ok {
 				cordoned = cordoned || n.Spec.Unschedulable
