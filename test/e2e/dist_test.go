@@ -1,10 +1,13 @@
 //go:build dist
 
 // Distribution: the krew install round trip from a goreleaser release, the
-// operator's manifests on the real control plane (and its RBAC as its own
-// ServiceAccount), and the OCI image tarball. These tests build goreleaser,
-// krew and a static binary (minutes cold), so they run with the `dist` build
-// tag from `make test-dist` rather than from `make test`.
+// operator's manifests on the real control plane, the operator doing its job
+// as its own ServiceAccount with only their RBAC, and the OCI image tarball.
+// These tests need goreleaser and krew (hack/tools/build.sh: about 9 minutes
+// cold, cached outside the repository) and a static binary, so a plain
+// `go test ./...` leaves them out; `make test` runs them with the dist tag
+// (after `make tools`), compiling static and -trimpath throughout so that the
+// release builds here only link. `make test-dist` runs just these.
 
 package e2e
 
@@ -25,13 +28,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rightsize-dev/kubectl-rightsize/config"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
 
@@ -446,12 +456,197 @@ func TestOperatorRBAC(t *testing.T) {
 	}
 }
 
+// TestOperatorAsItsServiceAccount runs the operator process with a token
+// kubeconfig of the ServiceAccount the manifests create, holding only the
+// RBAC they grant, and has it do its job on the simulated cloud: a pending
+// pod gets a NodeClaim, the claim a kwok node, the pod runs there (leader
+// Lease, NodePool status and the pod's Nominated event written on the way),
+// and deleting the claim cordons and drains the node through the Eviction
+// API and removes it. A permission the operator needs and lacks shows up as
+// "forbidden" in its log or as work not done, and fails the test. Then the
+// same job with `create nodeclaims` revoked from the ClusterRole must fail:
+// the test can tell.
+func TestOperatorAsItsServiceAccount(t *testing.T) {
+	env := testenv.Start(t)
+	ctrllog.SetLogger(logr.Discard())
+	scheme, err := operator.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &opEnv{Env: env, c: c}
+	kc := operatorIdentity(t, env)
+
+	t.Run("with the manifests' RBAC it provisions, drains and terminates", func(t *testing.T) {
+		if err := e.jobAs(t, kc, "granted"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("without create nodeclaims it fails, and the test notices", func(t *testing.T) {
+		kc := operatorIdentity(t, env, revocation{Group: v1alpha1.Group, Resource: "nodeclaims", Verb: "create"})
+		err := e.jobAs(t, kc, "revoked")
+		if err == nil {
+			t.Fatal("the operator did its job without permission to create NodeClaims: this test cannot detect a missing permission")
+		}
+		if !strings.Contains(err.Error(), `cannot create resource \"nodeclaims\"`) && !strings.Contains(err.Error(), `cannot create resource "nodeclaims"`) {
+			t.Errorf("the job failed, but not for the revoked permission: %v", err)
+		}
+		t.Logf("as expected: %v", err)
+	})
+}
+
+// jobAs runs the operator as kc (leader Lease in config.DefaultNamespace) on
+// a pool and a namespace of its own named after name, and returns what went
+// wrong with its job: a "forbidden" line in its log, or a step not done in
+// time. Failures of the test's own setup end the test instead.
+func (e *opEnv) jobAs(t *testing.T, kc, name string) error {
+	ctx := context.Background()
+	pool := "sa-" + name
+	e.nodePool(t, pool, 0, nil)
+	ns := e.namespace(t, "sa-"+name)
+	leaseID := "e2e-sa-" + name
+	op := e.startOperator(t, "operator-"+name, nil, "--kubeconfig", kc,
+		"--leader-election-namespace", config.DefaultNamespace, "--leader-election-id", leaseID)
+	t.Cleanup(func() {
+		op.stop()
+		e.forceCleanup(t, ns, pool)
+	})
+	// forbidden returns the operator's log lines that report a refused
+	// request, client-go's reflectors included.
+	forbidden := func() error {
+		var lines []string
+		for _, l := range op.logs() {
+			if strings.Contains(l, "forbidden") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) == 0 {
+			return nil
+		}
+		return fmt.Errorf("the operator was refused %d requests; first: %s", len(lines), lines[0])
+	}
+	// until polls done, failing fast on a refused request.
+	until := func(what string, timeout time.Duration, done func(context.Context) bool) error {
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			if err := forbidden(); err != nil {
+				return false, err
+			}
+			return done(ctx), nil
+		})
+		if err != nil && forbidden() == nil {
+			return fmt.Errorf("%s: not within %s (%v)", what, timeout, err)
+		}
+		return err
+	}
+
+	pod := opPod(ns, "app", "1500m", "3Gi", map[string]string{v1alpha1.LabelNodePool: pool})
+	e.createPods(t, []*corev1.Pod{pod})
+	var running corev1.Pod
+	err := until("the pending pod runs on a provisioned node", 90*time.Second, func(ctx context.Context) bool {
+		return e.c.Get(ctx, client.ObjectKeyFromObject(pod), &running) == nil && running.Status.Phase == corev1.PodRunning
+	})
+	if err != nil {
+		return err
+	}
+	claims := e.claims(t, pool)
+	if len(claims) != 1 {
+		return fmt.Errorf("%d NodeClaims for pool %s, want 1", len(claims), pool)
+	}
+	claim := claims[0]
+	if claim.Status.NodeName == "" || running.Spec.NodeName != claim.Status.NodeName {
+		return fmt.Errorf("the pod runs on %q, the NodeClaim's node is %q", running.Spec.NodeName, claim.Status.NodeName)
+	}
+	t.Logf("%s: pod on %s (NodeClaim %s, %s)", name, running.Spec.NodeName, claim.Name, claim.Status.InstanceType)
+	if ev := e.podEvents(t, ns, pod.Name, "Nominated"); len(ev) == 0 {
+		return errors.New("no Nominated event on the pod")
+	}
+	err = until("the NodePool's status counts the node", 30*time.Second, func(ctx context.Context) bool {
+		var np v1alpha1.NodePool
+		return e.c.Get(ctx, client.ObjectKey{Name: pool}, &np) == nil && np.Status.Nodes == 1
+	})
+	if err != nil {
+		return err
+	}
+	lease, err := e.Client().CoordinationV1().Leases(config.DefaultNamespace).Get(ctx, leaseID, metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		return fmt.Errorf("no leader Lease %s/%s held: %v", config.DefaultNamespace, leaseID, err)
+	}
+
+	// Watch the node and the pod while the claim goes: the drain cordons
+	// the node and evicts the pod through the Eviction API, which marks it
+	// DisruptionTarget. (The two watches' events are not ordered against
+	// each other, so the order of the deletions is not checked here.)
+	nodeName := claim.Status.NodeName
+	nodeWatch, err := e.Client().CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + nodeName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nodeWatch.Stop()
+	podWatch, err := e.Client().CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer podWatch.Stop()
+	if err := e.c.Delete(ctx, &claim); err != nil {
+		t.Fatal(err)
+	}
+	var cordoned, evicted, podGone, nodeGone bool
+	timeout := time.After(90 * time.Second)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for !podGone || !nodeGone {
+		select {
+		case <-tick.C:
+			if err := forbidden(); err != nil {
+				return err
+			}
+		case ev := <-nodeWatch.ResultChan():
+			if n, ok := ev.Object.(*corev1.Node); ok {
+				cordoned = cordoned || n.Spec.Unschedulable
+				nodeGone = nodeGone || ev.Type == watch.Deleted
+			}
+		case ev := <-podWatch.ResultChan():
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				for _, c := range p.Status.Conditions {
+					evicted = evicted || (c.Type == corev1.DisruptionTarget && c.Reason == "EvictionByEvictionAPI")
+				}
+				podGone = podGone || ev.Type == watch.Deleted
+			}
+		case <-timeout:
+			if err := forbidden(); err != nil {
+				return err
+			}
+			return fmt.Errorf("after deleting NodeClaim %s: pod deleted %t, node deleted %t within 90 s", claim.Name, podGone, nodeGone)
+		}
+	}
+	if !cordoned || !evicted {
+		return fmt.Errorf("node %s cordoned %t, pod evicted through the Eviction API %t: not a drain", nodeName, cordoned, evicted)
+	}
+	err = until("the NodeClaim is gone", 30*time.Second, func(context.Context) bool { return len(e.claims(t, pool)) == 0 })
+	if err != nil {
+		return err
+	}
+	if rec := op.records("terminated"); len(rec) != 1 {
+		return fmt.Errorf("%d 'terminated' logs, want 1", len(rec))
+	}
+	return forbidden()
+}
+
 // operatorIdentity installs the operator's namespace, CRDs, ServiceAccount and
 // RBAC from the rendered manifests — not its Deployment, so a test can run the
 // operator as a process — and returns a kubeconfig for that ServiceAccount.
 // Run the operator with it and --leader-election-namespace
 // config.DefaultNamespace, and a permission the manifests lack fails the test.
-func operatorIdentity(t *testing.T, env *testenv.Env) string {
+// Each revocation takes one verb on one resource out of the ClusterRole
+// before it is applied (again, if it already was), to prove that a missing
+// permission is noticed.
+func operatorIdentity(t *testing.T, env *testenv.Env, revoke ...revocation) string {
 	t.Helper()
 	all, err := config.Render(config.Options{Cloud: "sim"})
 	if err != nil {
@@ -464,9 +659,28 @@ func operatorIdentity(t *testing.T, env *testenv.Env) string {
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 			t.Fatal(err)
 		}
-		if slices.Contains(keep, obj.Kind) {
-			docs = append(docs, doc)
+		if !slices.Contains(keep, obj.Kind) {
+			continue
 		}
+		if obj.Kind == "ClusterRole" && len(revoke) > 0 {
+			var cr rbacv1.ClusterRole
+			if err := yaml.Unmarshal([]byte(doc), &cr); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range revoke {
+				rules, ok := r.from(cr.Rules)
+				if !ok {
+					t.Fatalf("the ClusterRole does not grant %s, so it cannot be revoked", r)
+				}
+				cr.Rules = rules
+			}
+			b, err := yaml.Marshal(&cr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc = string(b)
+		}
+		docs = append(docs, doc)
 	}
 	path := filepath.Join(t.TempDir(), "identity.yaml")
 	if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
@@ -478,7 +692,66 @@ func operatorIdentity(t *testing.T, env *testenv.Env) string {
 	if r := kubectl(t, env, "wait", "--for", "condition=Established", "--timeout", "60s", "crd", "--all"); r.err != nil {
 		t.Fatalf("kubectl wait: %v\n%s", r.err, r.stderr)
 	}
-	return operatorKubeconfig(t, env, config.DefaultNamespace)
+	kc := operatorKubeconfig(t, env, config.DefaultNamespace)
+	// RBAC is enforced from the authorizer's informer: wait until it agrees.
+	for _, r := range revoke {
+		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			res := kubectlAs(t, env, kc, "auth", "can-i", r.Verb, r.resource())
+			return strings.TrimSpace(res.stdout) == "no", nil
+		})
+		if err != nil {
+			t.Fatalf("the operator may still %s after its revocation", r)
+		}
+	}
+	return kc
+}
+
+// revocation is one verb on one resource taken out of the operator's
+// ClusterRole.
+type revocation struct{ Group, Resource, Verb string }
+
+func (r revocation) String() string { return r.Verb + " " + r.resource() }
+
+// resource is the resource as kubectl auth can-i names it.
+func (r revocation) resource() string {
+	if r.Group == "" {
+		return r.Resource
+	}
+	return r.Resource + "." + r.Group
+}
+
+// from returns rules without r: a rule that grants r to several resources
+// is split so that the others keep every verb. It reports whether any rule
+// granted r.
+func (r revocation) from(rules []rbacv1.PolicyRule) ([]rbacv1.PolicyRule, bool) {
+	var out []rbacv1.PolicyRule
+	found := false
+	for _, rule := range rules {
+		if !slices.Contains(rule.APIGroups, r.Group) || !slices.Contains(rule.Resources, r.Resource) || !slices.Contains(rule.Verbs, r.Verb) {
+			out = append(out, rule)
+			continue
+		}
+		found = true
+		without := func(list []string, s string) []string {
+			return slices.DeleteFunc(slices.Clone(list), func(x string) bool { return x == s })
+		}
+		if groups := without(rule.APIGroups, r.Group); len(groups) > 0 {
+			o := *rule.DeepCopy()
+			o.APIGroups = groups
+			out = append(out, o)
+		}
+		if resources := without(rule.Resources, r.Resource); len(resources) > 0 {
+			o := *rule.DeepCopy()
+			o.APIGroups, o.Resources = []string{r.Group}, resources
+			out = append(out, o)
+		}
+		if verbs := without(rule.Verbs, r.Verb); len(verbs) > 0 {
+			o := *rule.DeepCopy()
+			o.APIGroups, o.Resources, o.Verbs = []string{r.Group}, []string{r.Resource}, verbs
+			out = append(out, o)
+		}
+	}
+	return out, found
 }
 
 // operatorKubeconfig returns a kubeconfig that authenticates as the
