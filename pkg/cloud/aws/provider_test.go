@@ -567,6 +567,38 @@ func TestListGetAndDelete(t *testing.T) {
 	}
 }
 
+// A claim whose launch status was never written (the operator died right
+// after CreateFleet) has no provider ID; deleting it must still find and
+// terminate its instance by the NodeClaim tag, then report NotFound, or the
+// claim's finalizer would never go.
+func TestDeleteOfAClaimWithoutStatusFindsItsInstanceByTag(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	var terminated []string
+	w.srv.OnTerminate = func(in ec2test.Instance) { terminated = append(terminated, in.ID) }
+	c := claim("default-crashed", "1", "2Gi", onDemand())
+	launched, err := w.p.Create(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := ParseProviderID(launched.Status.ProviderID)
+	if err := w.p.Delete(ctx, c); err != nil {
+		t.Fatalf("Delete without a provider ID: %v", err)
+	}
+	if len(w.srv.Running()) != 0 || !slices.Equal(terminated, []string{id}) {
+		t.Errorf("running %v, OnTerminate saw %v; want %s terminated", w.srv.Running(), terminated, id)
+	}
+	if err := w.p.Delete(ctx, c); !cloud.IsNotFound(err) {
+		t.Errorf("second Delete = %v, want NotFound", err)
+	}
+	if err := w.p.Delete(ctx, claim("never-launched", "1", "2Gi")); !cloud.IsNotFound(err) {
+		t.Errorf("Delete of a claim that never launched = %v, want NotFound", err)
+	}
+	if len(terminated) != 1 {
+		t.Errorf("OnTerminate called %d times, want once", len(terminated))
+	}
+}
+
 func TestParseProviderID(t *testing.T) {
 	for _, tc := range []struct {
 		in, id string

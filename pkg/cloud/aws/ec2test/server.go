@@ -149,6 +149,10 @@ type Server struct {
 	// OnLaunch, when set, is called (outside the server's lock) for every
 	// instance a CreateFleet launched.
 	OnLaunch func(Instance)
+	// OnTerminate, when set, is called (outside the server's lock) for
+	// every running instance TerminateInstances terminated, e.g. to stop the
+	// kubelet an end-to-end test plays for it.
+	OnTerminate func(Instance)
 	// Now is the server's clock (time.Now when nil).
 	Now func() time.Time
 
@@ -170,6 +174,7 @@ type Server struct {
 	fleets        map[string][]byte      // client token → response
 	calls         map[string]int
 	requests      map[string][]map[string][]string
+	terminated    []Instance // terminated since OnTerminate was last called
 	seq           int
 }
 
@@ -439,11 +444,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 	s.mu.Lock()
-	hook := s.OnLaunch
+	hook, onTerminate := s.OnLaunch, s.OnTerminate
+	terminated := s.terminated
+	s.terminated = nil
 	s.mu.Unlock()
 	if hook != nil {
 		for _, in := range launched {
 			hook(in)
+		}
+	}
+	if onTerminate != nil {
+		for _, in := range terminated {
+			onTerminate(in)
 		}
 	}
 }
@@ -1229,6 +1241,9 @@ func (s *Server) terminateInstances(m meta, p params) (any, error) {
 		in := s.instances[id]
 		prev := in.State
 		in.State = StateTerminated
+		if prev != StateTerminated {
+			s.terminated = append(s.terminated, cloneInstance(in))
+		}
 		out = append(out, stateChangeXML{InstanceID: id, Previous: stateXML{Code: stateCodes[prev], Name: prev}, Current: stateXML{Code: 48, Name: StateTerminated}})
 	}
 	return terminateInstancesXML{meta: m, Instances: itemsOf(out)}, nil
