@@ -307,6 +307,31 @@ func TestCreateIsIdempotentPerNodeClaim(t *testing.T) {
 	}
 }
 
+// When the search by tag misses a fresh instance (EC2's eventual
+// consistency), the retried CreateFleet carries the same ClientToken and
+// gets the same instance back rather than a second one.
+func TestCreateRetriedBeforeTheInstanceIsListedReusesTheClientToken(t *testing.T) {
+	w := newWorld(t)
+	w.srv.SetListLag(time.Hour)
+	c := claim("default-lagged", "1", "2Gi", onDemand())
+	first, err := w.p.Create(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := w.p.Create(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]bool{}
+	for _, r := range w.srv.Requests("CreateFleet") {
+		tokens[r["ClientToken"][0]] = true
+	}
+	if first.Status.ProviderID != second.Status.ProviderID || len(w.srv.Running()) != 1 || w.srv.Calls("CreateFleet") != 2 || len(tokens) != 1 || !tokens[string(c.UID)] {
+		t.Errorf("second Create gave %s (first %s): %d instances, %d fleets, client tokens %v; want one instance from two calls with the claim's UID",
+			second.Status.ProviderID, first.Status.ProviderID, len(w.srv.Running()), w.srv.Calls("CreateFleet"), tokens)
+	}
+}
+
 func TestCreateUsesSpotWhenAllowed(t *testing.T) {
 	w := newWorld(t)
 	nc, err := w.p.Create(context.Background(), claim("default-spot", "1", "2Gi", req(cloud.LabelArch, v1alpha1.NodeSelectorOpIn, "amd64")))

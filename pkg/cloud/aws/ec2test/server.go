@@ -160,6 +160,7 @@ type Server struct {
 	region        string
 	pageSize      int
 	latency       time.Duration
+	listLag       time.Duration
 	types         map[string]*InstanceType
 	subnets       []Subnet
 	groups        []SecurityGroup
@@ -218,6 +219,13 @@ func (s *Server) SetPageSize(n int) { s.mu.Lock(); s.pageSize = max(n, 1); s.mu.
 
 // SetLatency delays every response by d.
 func (s *Server) SetLatency(d time.Duration) { s.mu.Lock(); s.latency = d; s.mu.Unlock() }
+
+// SetListLag makes DescribeInstances without instance IDs leave out the
+// instances launched less than d ago, as EC2's eventual consistency may:
+// a search by tag right after a launch can miss the new instance, and
+// only CreateFleet's ClientToken then keeps a retry from launching
+// another.
+func (s *Server) SetListLag(d time.Duration) { s.mu.Lock(); s.listLag = d; s.mu.Unlock() }
 
 // AddInstanceType adds or replaces an instance type.
 func (s *Server) AddInstanceType(it InstanceType) {
@@ -1181,6 +1189,9 @@ func (s *Server) describeInstances(m meta, p params) (any, error) {
 	for _, id := range s.instanceOrder {
 		in := s.instances[id]
 		if len(ids) > 0 && !slices.Contains(ids, id) {
+			continue
+		}
+		if len(ids) == 0 && s.now().Sub(in.LaunchTime) < s.listLag {
 			continue
 		}
 		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
