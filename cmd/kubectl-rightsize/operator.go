@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -113,7 +114,7 @@ playground.`,
 	f.StringVar(&o.ClusterName, "cluster-name", "rightsize", "name of this cluster; instances are tagged with it and garbage collection touches only its own")
 	f.StringVar(&o.Region, "region", sim.DefaultRegion, "region whose instance types and prices to use (aws: default AWS_REGION or the shared config)")
 	f.StringVar(&o.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join (aws; default: the kubeconfig's server)")
-	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version, e.g. 1.33, for AMI aliases (aws)")
+	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version, e.g. 1.33, for AMI aliases (aws; default: the API server's)")
 	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog (sim)")
 	f.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
 	f.DurationVar(&o.GCGracePeriod, "gc-grace-period", time.Minute, "how old an instance without a NodeClaim must be before it is terminated")
@@ -209,9 +210,16 @@ func (o *OperatorOptions) awsProvider(ctx context.Context, c client.Client, mode
 	if !o.regionSet {
 		region = "" // the SDK's chain: AWS_REGION, shared config, IMDS
 	}
+	version := o.KubernetesVersion
+	if version == "" {
+		var err error
+		if version, err = serverMinorVersion(o.restConfig); err != nil {
+			return nil, fmt.Errorf("reading the API server's version for AMI aliases: %w; pass --kubernetes-version", err)
+		}
+	}
 	return aws.New(ctx, aws.Options{
 		ClusterName: o.ClusterName, ClusterEndpoint: endpoint, ClusterCABundle: base64.StdEncoding.EncodeToString(ca),
-		KubernetesVersion: o.KubernetesVersion, Region: region, NodeModel: model,
+		KubernetesVersion: version, Region: region, NodeModel: model,
 		Logger: o.logger.WithName("aws"), Registerer: crmetrics.Registry,
 		NodeClasses: func(ctx context.Context, name string) (*v1alpha1.EC2NodeClass, error) {
 			var nc v1alpha1.EC2NodeClass
@@ -221,6 +229,20 @@ func (o *OperatorOptions) awsProvider(ctx context.Context, c client.Client, mode
 			return &nc, nil
 		},
 	})
+}
+
+// serverMinorVersion is the API server's major.minor version, e.g. "1.33"
+// (EKS reports minors such as "33+").
+func serverMinorVersion(cfg *rest.Config) (string, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", err
+	}
+	return v.Major + "." + strings.TrimRight(v.Minor, "+"), nil
 }
 
 // Run runs the operator until ctx ends.
