@@ -108,7 +108,7 @@ func TestOperatorAWS(t *testing.T) {
 	// One operator runs through the first scenarios; the crash scenario
 	// starts its own.
 	op := a.startAWSOperator(t, "aws-operator", nil)
-	t.Run("pending pods get EC2 instances that join as nodes, and run", a.testProvision)
+	t.Run("pending pods get EC2 instances that join as nodes, and run", func(t *testing.T) { a.testProvision(t, op) })
 	t.Run("deleting a NodeClaim terminates its instance and removes its node", a.testDeleteClaim)
 	t.Run("an instance tagged for the cluster without a NodeClaim is garbage-collected", func(t *testing.T) { a.testGarbageCollection(t, op) })
 	t.Run("insufficient capacity on the cheapest offering: the pod still gets a node", func(t *testing.T) { a.testInsufficientCapacity(t, op) })
@@ -189,8 +189,10 @@ func (a *awsEnv) startAWSOperator(t *testing.T, name string, env []string, args 
 		"AWS_REGION=" + awsRegion, "AWS_DEFAULT_REGION=", "AWS_PROFILE=", "AWS_EC2_METADATA_DISABLED=true",
 		"AWS_CONFIG_FILE=" + none, "AWS_SHARED_CREDENTIALS_FILE=" + none,
 	}
+	// No --kubernetes-version: the operator reads the API server's for
+	// the al2023@latest alias.
 	all := append([]string{"--cloud", "aws", "--cluster-name", awsCluster, "--leader-elect=false",
-		"--kubernetes-version", a.k8s, "--gc-grace-period", "5s", "--batch-idle", "500ms"}, args...)
+		"--gc-grace-period", "5s", "--batch-idle", "500ms"}, args...)
 	p := a.startOperator(t, name, append(awsEnv, env...), all...)
 	a.procs = append(a.procs, p)
 	return p
@@ -496,7 +498,7 @@ func instanceByProviderID(ins []ec2test.Instance, providerID string) (ec2test.In
 	return ins[i], true
 }
 
-func (a *awsEnv) testProvision(t *testing.T) {
+func (a *awsEnv) testProvision(t *testing.T, op *operatorProc) {
 	ctx := context.Background()
 	ns := a.namespace(t, "aws-provision")
 	a.awsPool(t, "general", req(v1alpha1.LabelCapacityType, "on-demand"), req(cloud.LabelInstanceFamily, awsFamilies...))
@@ -578,6 +580,20 @@ func (a *awsEnv) testProvision(t *testing.T) {
 		t.Errorf("kubelets could not join: %v", a.joinErrs)
 	}
 	a.mu.Unlock()
+	// Everything came from the test server: types, offerings, on-demand
+	// and spot prices, the image alias; nothing fell back for lack of it.
+	for _, msg := range []string{"refreshing instance types failed; keeping the last good list",
+		"refreshing on-demand prices failed; keeping the last good prices", "refreshing spot prices failed; keeping the last good prices"} {
+		if r := op.records(msg); len(r) > 0 {
+			t.Errorf("operator logged %q: %v", msg, r[0])
+		}
+	}
+	for _, action := range []string{"DescribeInstanceTypes", "DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory", "pricing:GetProducts",
+		"ssm:GetParameter", "DescribeSubnets", "DescribeSecurityGroups", "DescribeImages", "CreateLaunchTemplate"} {
+		if a.srv.Calls(action) == 0 {
+			t.Errorf("the operator never called %s on the test server", action)
+		}
+	}
 	slices.Sort(shapes)
 	t.Logf("provision: %d pods pending → Running in %s over %d instances %v; first CreateFleet launch %s after the pods; launch → node registered ≤ %s (boot delay %s)",
 		len(pods), running.Round(time.Millisecond), len(claims), shapes, firstLaunch.Round(time.Millisecond), launchToJoin.Round(time.Millisecond), awsBootDelay)
@@ -704,7 +720,12 @@ func (a *awsEnv) testCrashAfterLaunch(t *testing.T) {
 	sel := map[string]string{v1alpha1.LabelNodePool: "crash"}
 
 	// 1. The operator launches and dies before writing the claim's status;
-	// the instance boots and its kubelet joins regardless.
+	// the instance boots and its kubelet joins regardless. For a while a
+	// search by tag does not find the new instance (EC2's eventual
+	// consistency), so the restarted operator cannot adopt it that way:
+	// only CreateFleet's ClientToken keeps it from launching another.
+	a.srv.SetListLag(20 * time.Second)
+	defer a.srv.SetListLag(0)
 	if err := a.c.Create(ctx, opPod(ns, "first", "1", "1Gi", sel)); err != nil {
 		t.Fatal(err)
 	}
@@ -746,8 +767,16 @@ func (a *awsEnv) testCrashAfterLaunch(t *testing.T) {
 	if tokened != 1 {
 		t.Errorf("%d instances launched with the NodeClaim's client token, want 1", tokened)
 	}
-	t.Logf("crash: restarted operator adopted %s within %s (pod Running), %d further CreateFleet calls, 1 instance for the claim",
-		instance.ID, adopted.Round(time.Millisecond), a.srv.Calls("CreateFleet")-fleets)
+	var retried []string
+	for _, r := range a.srv.Requests("CreateFleet")[fleets:] {
+		retried = append(retried, r["ClientToken"]...)
+	}
+	if len(retried) != 1 || retried[0] != string(claims[0].UID) {
+		t.Errorf("CreateFleet client tokens after the restart: %v; want one retry with the claim's UID %s", retried, claims[0].UID)
+	}
+	t.Logf("crash: the restarted operator retried CreateFleet with the claim's ClientToken (the instance not yet listed) and got %s back; pod Running %s after the restart; 1 instance for the claim",
+		instance.ID, adopted.Round(time.Millisecond))
+	a.srv.SetListLag(0)
 	a.checkNoLeak(t)
 	op.stop()
 
