@@ -114,6 +114,7 @@ func TestOperatorAWS(t *testing.T) {
 	t.Run("insufficient capacity on the cheapest offering: the pod still gets a node", func(t *testing.T) { a.testInsufficientCapacity(t, op) })
 	op.stop()
 	t.Run("a crash right after a launch: no duplicate instance, nothing leaked", a.testCrashAfterLaunch)
+	t.Run("SIGKILL while launches are in flight: every pod runs, one instance per NodeClaim", a.testKillDuringLaunches)
 	t.Run("deleting every NodeClaim terminates every instance; no secret in the logs", a.testTeardown)
 }
 
@@ -709,6 +710,13 @@ func (a *awsEnv) testInsufficientCapacity(t *testing.T, op *operatorProc) {
 	}
 	t.Logf("ice: %s/%s/on-demand ($%.4f/h) refused; the pod ran on %s/%s %s after creation, %d CreateFleet calls, the refused claim deleted and replanned",
 		cheapest, zone, price, in.Type, in.Zone, took.Round(time.Millisecond), fleets)
+	if took > 30*time.Second {
+		// Seen at 60–90 s: the refused claim lives a few milliseconds, the
+		// provisioner's cache never shows it, so it stays among the
+		// "recent" claims for a minute and the pod stays nominated to it
+		// until a recheck after that.
+		t.Logf("ice: NOTE the replan after the refusal took %s, not a batch window", took.Round(time.Second))
+	}
 	a.checkNoLeak(t)
 }
 
@@ -822,10 +830,76 @@ func (a *awsEnv) testCrashAfterLaunch(t *testing.T) {
 	op.stop()
 }
 
+func (a *awsEnv) testKillDuringLaunches(t *testing.T) {
+	ns := a.namespace(t, "aws-kill")
+	a.awsPool(t, "kill", req(v1alpha1.LabelCapacityType, "on-demand"), req(cloud.LabelInstanceFamily, "c6i"))
+	const n = 6
+	var pods []*corev1.Pod
+	for i := range n {
+		p := opPod(ns, fmt.Sprintf("spread-%d", i), "1", "1Gi", map[string]string{v1alpha1.LabelNodePool: "kill"})
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}, TopologyKey: corev1.LabelHostname,
+		}}}}
+		pods = append(pods, p)
+	}
+	ofPool := func() []ec2test.Instance {
+		return slices.DeleteFunc(a.clusterInstances(), func(in ec2test.Instance) bool { return in.Tags[aws.TagNodePool] != "kill" })
+	}
+	op := a.startAWSOperator(t, "aws-killed", nil)
+	op.waitLog(t, "provisioner started", 30*time.Second)
+	// Slow API calls keep several launches in flight; fresh instances stay
+	// out of tag searches for a while.
+	a.srv.SetLatency(300 * time.Millisecond)
+	a.srv.SetListLag(10 * time.Second)
+	defer func() { a.srv.SetLatency(0); a.srv.SetListLag(0) }()
+	a.createPods(t, pods)
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		return len(ofPool()) > 0, nil
+	})
+	if err != nil {
+		t.Fatal("no instance launched for pool kill")
+	}
+	_ = op.cmd.Process.Kill()
+	<-op.done
+	claims := a.claims(t, "kill")
+	withStatus := 0
+	for _, c := range claims {
+		if c.Status.ProviderID != "" {
+			withStatus++
+		}
+	}
+	atKill, claimsAtKill := len(ofPool()), len(claims)
+	restarted := a.startAWSOperator(t, "aws-after-kill", nil)
+	start := time.Now()
+	a.waitRunning(t, ns, n, 90*time.Second)
+	took := time.Since(start)
+	a.srv.SetLatency(0)
+	a.srv.SetListLag(0)
+	claims, instances := a.claims(t, "kill"), ofPool()
+	tokens := map[string]int{}
+	for _, in := range a.srv.Instances() {
+		if in.Tags[aws.TagNodePool] == "kill" {
+			tokens[in.ClientToken]++
+		}
+	}
+	if len(claims) != n || len(instances) != n || len(tokens) != n {
+		t.Errorf("after the restart: %d NodeClaims, %d instances, %d client tokens for %d pods that need a node each", len(claims), len(instances), len(tokens), n)
+	}
+	for _, c := range claims {
+		if tokens[string(c.UID)] != 1 {
+			t.Errorf("NodeClaim %s: %d instances launched with its UID as client token, want 1", c.Name, tokens[string(c.UID)])
+		}
+	}
+	t.Logf("kill: SIGKILL with %d NodeClaims (%d with status) and %d instances launched; after the restart all %d pods Running in %s on %d instances, one per NodeClaim",
+		claimsAtKill, withStatus, atKill, n, took.Round(time.Millisecond), len(instances))
+	a.checkNoLeak(t)
+	restarted.stop()
+}
+
 func (a *awsEnv) testTeardown(t *testing.T) {
 	ctx := context.Background()
 	op := a.startAWSOperator(t, "aws-teardown", nil)
-	for _, ns := range []string{"aws-provision", "aws-ice", "aws-crash"} {
+	for _, ns := range []string{"aws-provision", "aws-ice", "aws-crash", "aws-kill"} {
 		_ = a.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	start := time.Now()
