@@ -65,7 +65,7 @@ type awsEnv struct {
 	k8s     string // the API server's minor version, e.g. 1.37
 	model   cloud.NodeModel
 	tempDir string
-	procs   []*operatorProc // every operator started, for the log checks
+	checked []string // operators whose logs were checked for secrets
 
 	mu         sync.Mutex
 	joined     map[string]time.Time // instance ID → when its Node was created
@@ -104,6 +104,9 @@ func TestOperatorAWS(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newAWSEnv(t, &opEnv{Env: env, c: c})
+	t.Cleanup(func() {
+		t.Logf("secrets: checked the logs of %d operator runs %v for the AWS secret key, the cluster CA and user data", len(a.checked), a.checked)
+	})
 
 	// One operator runs through the first scenarios; the crash scenario
 	// starts its own.
@@ -195,7 +198,8 @@ func (a *awsEnv) startAWSOperator(t *testing.T, name string, env []string, args 
 	all := append([]string{"--cloud", "aws", "--cluster-name", awsCluster, "--leader-elect=false",
 		"--gc-grace-period", "5s", "--batch-idle", "500ms"}, args...)
 	p := a.startOperator(t, name, append(awsEnv, env...), all...)
-	a.procs = append(a.procs, p)
+	// Before the subtest's temporary directory (and the log) goes.
+	t.Cleanup(func() { p.stop(); a.checkSecrets(t, p) })
 	return p
 }
 
@@ -440,8 +444,9 @@ func (a *awsEnv) awsNodes(t *testing.T) []corev1.Node {
 
 // checkNoLeak checks that the cloud and the cluster agree: every live
 // instance of the cluster belongs to a NodeClaim (by provider ID, or by
-// name for a claim whose status is not written yet), every launched claim
-// has a live instance, and Nodes exist only for live instances.
+// name for a claim whose status is not written yet), no claim has two,
+// every launched claim has a live instance, and Nodes exist only for live
+// instances.
 func (a *awsEnv) checkNoLeak(t *testing.T) {
 	t.Helper()
 	claims := a.claims(t, "")
@@ -451,8 +456,12 @@ func (a *awsEnv) checkNoLeak(t *testing.T) {
 		byName[c.Name] = true
 	}
 	live := map[string]bool{}
+	perClaim := map[string]int{}
 	for _, in := range a.clusterInstances() {
 		live[in.ProviderID()] = true
+		if perClaim[in.Tags[aws.TagNodeClaim]]++; perClaim[in.Tags[aws.TagNodeClaim]] == 2 {
+			t.Errorf("NodeClaim %s has more than one live instance", in.Tags[aws.TagNodeClaim])
+		}
 		if !byID[in.ProviderID()] && !byName[in.Tags[aws.TagNodeClaim]] {
 			t.Errorf("instance %s (%s, claim tag %q) is leaked: no NodeClaim owns it", in.ID, in.Type, in.Tags[aws.TagNodeClaim])
 		}
@@ -560,6 +569,14 @@ func (a *awsEnv) testProvision(t *testing.T, op *operatorProc) {
 		if d.HTTPTokens != "required" || d.HopLimit != 1 || !slices.Contains(d.SecurityGroupIDs, "sg-nodes") || d.InstanceProfile != "KarpenterNodeRole-e2e" {
 			t.Errorf("launch template %s: httpTokens %q, hop limit %d, groups %v, profile %q; want IMDSv2 required, hop limit 1, sg-nodes, the role",
 				in.LaunchTemplateID, d.HTTPTokens, d.HopLimit, d.SecurityGroupIDs, d.InstanceProfile)
+		}
+		// What the kubelet registers with comes from the user data.
+		if nc, err := parseAL2023UserData(d.UserData); err != nil {
+			t.Errorf("launch template %s: %v", in.LaunchTemplateID, err)
+		} else if !slices.ContainsFunc(nc.Spec.Kubelet.Config.RegisterWithTaints, func(tn corev1.Taint) bool { return tn.Key == cloud.UnregisteredTaintKey }) ||
+			nc.labels()[v1alpha1.LabelNodePool] != "general" || nc.Spec.Kubelet.Config.MaxPods != c.Status.Capacity.Pods().Value() {
+			t.Errorf("launch template %s: user data registers with taints %v, labels %v, max pods %d; want the unregistered taint, the pool label and the claim's %s pods",
+				in.LaunchTemplateID, nc.Spec.Kubelet.Config.RegisterWithTaints, nc.labels(), nc.Spec.Kubelet.Config.MaxPods, c.Status.Capacity.Pods())
 		}
 		var node corev1.Node
 		if err := a.c.Get(ctx, client.ObjectKey{Name: c.Status.NodeName}, &node); err != nil {
@@ -922,19 +939,32 @@ func (a *awsEnv) testTeardown(t *testing.T) {
 	t.Logf("teardown: every NodeClaim, instance and node gone %s after deleting the claims; %d instances launched for the cluster in all, none left running",
 		time.Since(start).Round(time.Millisecond), total)
 	op.stop()
-	// Secrets never reach the logs: not the secret key, not the CA or the
-	// user data.
-	for _, p := range a.procs {
-		data, _ := os.ReadFile(p.logPath)
-		for what, secret := range map[string]string{"the AWS secret key": awsSecretKey, "the cluster CA": a.caB64[:40]} {
-			if strings.Contains(string(data), secret) {
-				t.Errorf("%s's log contains %s", p.name, what)
-			}
-		}
-		for _, lt := range a.srv.LaunchTemplates() {
-			if len(lt.Data.UserData) > 40 && strings.Contains(string(data), lt.Data.UserData[:40]) {
-				t.Errorf("%s's log contains user data", p.name)
-			}
+}
+
+// checkSecrets fails t if the operator's log holds a secret: the AWS
+// secret key, the cluster CA, or any launch template's user data (encoded
+// or decoded).
+func (a *awsEnv) checkSecrets(t *testing.T, p *operatorProc) {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		t.Errorf("reading %s's log: %v", p.name, err)
+		return
+	}
+	log := string(data)
+	mid := func(s string) string { return s[len(s)/2 : len(s)/2+min(40, len(s)/2)] }
+	secrets := map[string]string{"the AWS secret key": awsSecretKey, "the cluster CA": mid(a.caB64)}
+	for _, lt := range a.srv.LaunchTemplates() {
+		secrets["the user data of "+lt.Name] = mid(lt.Data.UserData)
+		if raw, err := base64.StdEncoding.DecodeString(lt.Data.UserData); err == nil {
+			secrets["the decoded user data of "+lt.Name] = mid(string(raw))
 		}
 	}
+	for what, secret := range secrets {
+		if secret != "" && strings.Contains(log, secret) {
+			t.Errorf("%s's log contains %s", p.name, what)
+		}
+	}
+	a.mu.Lock()
+	a.checked = append(a.checked, p.name)
+	a.mu.Unlock()
 }
