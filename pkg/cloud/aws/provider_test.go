@@ -624,6 +624,35 @@ func TestDeleteOfAClaimWithoutStatusFindsItsInstanceByTag(t *testing.T) {
 	}
 }
 
+// An instance terminated behind the provider's back (its owner, a spot
+// interruption) is gone for Get, List and Delete alike.
+func TestAnInstanceTerminatedElsewhereIsNotFound(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	var hooked []string
+	w.srv.OnTerminate = func(in ec2test.Instance) { hooked = append(hooked, in.ID) }
+	nc, err := w.p.Create(ctx, claim("default-gone", "1", "2Gi", onDemand()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := ParseProviderID(nc.Status.ProviderID)
+	if !w.srv.Terminate(id) || w.srv.Terminate(id) {
+		t.Fatalf("Terminate(%s) twice: want true, then false", id)
+	}
+	if _, err := w.p.Get(ctx, nc.Status.ProviderID); !cloud.IsNotFound(err) {
+		t.Errorf("Get = %v, want NotFound", err)
+	}
+	if list, err := w.p.List(ctx); err != nil || len(list) != 0 {
+		t.Errorf("List = %d instances, %v; want none", len(list), err)
+	}
+	if err := w.p.Delete(ctx, nc); !cloud.IsNotFound(err) {
+		t.Errorf("Delete = %v, want NotFound", err)
+	}
+	if !slices.Equal(hooked, []string{id}) {
+		t.Errorf("OnTerminate saw %v, want [%s]", hooked, id)
+	}
+}
+
 func TestParseProviderID(t *testing.T) {
 	for _, tc := range []struct {
 		in, id string

@@ -372,6 +372,26 @@ func (s *Server) LaunchInstance(in Instance) Instance {
 	return in
 }
 
+// Terminate terminates a running instance directly, as its owner, a spot
+// interruption or a failed host would, and calls OnTerminate; it reports
+// whether the instance was running.
+func (s *Server) Terminate(id string) bool {
+	s.mu.Lock()
+	in := s.instances[id]
+	if in == nil || in.State == StateTerminated {
+		s.mu.Unlock()
+		return false
+	}
+	in.State = StateTerminated
+	c := cloneInstance(in)
+	hook := s.OnTerminate
+	s.mu.Unlock()
+	if hook != nil {
+		hook(c)
+	}
+	return true
+}
+
 // LaunchTemplates returns every launch template.
 func (s *Server) LaunchTemplates() []LaunchTemplate {
 	s.mu.Lock()
