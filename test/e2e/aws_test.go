@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
@@ -115,6 +116,7 @@ func TestOperatorAWS(t *testing.T) {
 	t.Run("deleting a NodeClaim terminates its instance and removes its node", a.testDeleteClaim)
 	t.Run("an instance tagged for the cluster without a NodeClaim is garbage-collected", func(t *testing.T) { a.testGarbageCollection(t, op) })
 	t.Run("insufficient capacity on the cheapest offering: the pod still gets a node", func(t *testing.T) { a.testInsufficientCapacity(t, op) })
+	t.Run("an instance terminated outside the operator is replaced", func(t *testing.T) { a.testTerminatedElsewhere(t, op) })
 	op.stop()
 	t.Run("a crash right after a launch: no duplicate instance, nothing leaked", a.testCrashAfterLaunch)
 	t.Run("SIGKILL while launches are in flight: every pod runs, one instance per NodeClaim", a.testKillDuringLaunches)
@@ -737,6 +739,74 @@ func (a *awsEnv) testInsufficientCapacity(t *testing.T, op *operatorProc) {
 	a.checkNoLeak(t)
 }
 
+func (a *awsEnv) testTerminatedElsewhere(t *testing.T, op *operatorProc) {
+	ctx := context.Background()
+	ns := a.namespace(t, "aws-replace")
+	a.awsPool(t, "replace", req(v1alpha1.LabelCapacityType, "on-demand"), req(cloud.LabelInstanceFamily, "m6i"))
+	d := deployment("replace", 1, "1", "2Gi")
+	d.Namespace = ns
+	d.Spec.Template.Spec.NodeSelector = map[string]string{v1alpha1.LabelNodePool: "replace"}
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(int64(0))
+	if _, err := a.Client().AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = a.Client().AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{})
+		_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			var pods corev1.PodList
+			return a.c.List(ctx, &pods, client.InNamespace(ns)) == nil && len(pods.Items) == 0, nil
+		})
+	})
+	a.waitRunning(t, ns, 1, 60*time.Second)
+	claims := a.claims(t, "replace")
+	if len(claims) != 1 {
+		t.Fatalf("%d NodeClaims of pool replace, want 1", len(claims))
+	}
+	old := claims[0]
+	id, err := aws.ParseProviderID(old.Status.ProviderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcBefore := len(op.records("deleting a NodeClaim whose instance is gone"))
+	start := time.Now()
+	if !a.srv.Terminate(id) {
+		t.Fatalf("instance %s was not running", id)
+	}
+	var claimGone, replaced time.Duration
+	var now corev1.Pod
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		if claimGone == 0 {
+			var c v1alpha1.NodeClaim
+			if apierrors.IsNotFound(a.c.Get(ctx, client.ObjectKey{Name: old.Name}, &c)) {
+				claimGone = time.Since(start)
+			}
+		}
+		var pods corev1.PodList
+		if err := a.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Spec.NodeName != old.Status.NodeName {
+				now, replaced = p, time.Since(start)
+			}
+		}
+		return claimGone > 0 && replaced > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("after terminating %s outside the operator: claim %s gone %v, replacement pod Running %v", id, old.Name, claimGone > 0, replaced > 0)
+	}
+	if n := len(op.records("deleting a NodeClaim whose instance is gone")) - gcBefore; n != 1 {
+		t.Errorf("%d \"instance is gone\" logs, want 1", n)
+	}
+	var node corev1.Node
+	if err := a.c.Get(ctx, client.ObjectKey{Name: old.Status.NodeName}, &node); !apierrors.IsNotFound(err) {
+		t.Errorf("the node %s of the terminated instance is still there (%v)", old.Status.NodeName, err)
+	}
+	t.Logf("replace: %s terminated outside the operator → NodeClaim %s deleted %s after, its pod's replacement Running on %s %s after",
+		id, old.Name, claimGone.Round(time.Millisecond), now.Spec.NodeName, replaced.Round(time.Millisecond))
+	a.checkNoLeak(t)
+}
+
 func (a *awsEnv) testCrashAfterLaunch(t *testing.T) {
 	ctx := context.Background()
 	ns := a.namespace(t, "aws-crash")
@@ -916,7 +986,7 @@ func (a *awsEnv) testKillDuringLaunches(t *testing.T) {
 func (a *awsEnv) testTeardown(t *testing.T) {
 	ctx := context.Background()
 	op := a.startAWSOperator(t, "aws-teardown", nil)
-	for _, ns := range []string{"aws-provision", "aws-ice", "aws-crash", "aws-kill"} {
+	for _, ns := range []string{"aws-provision", "aws-ice", "aws-replace", "aws-crash", "aws-kill"} {
 		_ = a.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	start := time.Now()
