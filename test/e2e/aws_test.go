@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +49,13 @@ const (
 	// awsBootDelay is how long an instance takes from launch to its
 	// kubelet registering the Node (real EC2 nodes take 30–60 s).
 	awsBootDelay = 500 * time.Millisecond
+)
+
+// The spot offering the test account makes cheapest of its type.
+const (
+	awsSpotType  = "m6i.large"
+	awsSpotZone  = awsRegion + "b"
+	awsSpotPrice = 0.0123
 )
 
 // awsFamilies are the instance families the test account offers: a small
@@ -113,6 +121,7 @@ func TestOperatorAWS(t *testing.T) {
 	// starts its own.
 	op := a.startAWSOperator(t, "aws-operator", nil)
 	t.Run("pending pods get EC2 instances that join as nodes, and run", func(t *testing.T) { a.testProvision(t, op) })
+	t.Run("a pool that allows spot launches spot at the price of the spot price history", a.testSpot)
 	t.Run("deleting a NodeClaim terminates its instance and removes its node", a.testDeleteClaim)
 	t.Run("an instance tagged for the cluster without a NodeClaim is garbage-collected", func(t *testing.T) { a.testGarbageCollection(t, op) })
 	t.Run("insufficient capacity on the cheapest offering: the pod still gets a node", func(t *testing.T) { a.testInsufficientCapacity(t, op) })
@@ -146,6 +155,10 @@ func newAWSEnv(t *testing.T, e *opEnv) *awsEnv {
 	k8s := k8sMinor(t, e)
 	srv := ec2test.New(awsRegion)
 	srv.SeedAccount(awsCluster, k8s, offered)
+	// A spot price the embedded catalog does not have: the spot scenario
+	// must find it through DescribeSpotPriceHistory (later than the seed's).
+	time.Sleep(5 * time.Millisecond)
+	srv.SetSpotPrice(awsSpotType, awsSpotZone, awsSpotPrice)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	ca := e.RESTConfig().CAData
@@ -620,6 +633,49 @@ func (a *awsEnv) testProvision(t *testing.T, op *operatorProc) {
 	a.checkNoLeak(t)
 }
 
+func (a *awsEnv) testSpot(t *testing.T) {
+	ctx := context.Background()
+	ns := a.namespace(t, "aws-spot")
+	a.awsPool(t, "spot", req(v1alpha1.LabelCapacityType, "spot", "on-demand"), req(solver.LabelInstanceType, awsSpotType))
+	start := time.Now()
+	a.createPods(t, []*corev1.Pod{opPod(ns, "spot-0", "1", "2Gi", map[string]string{v1alpha1.LabelNodePool: "spot"})})
+	a.waitRunning(t, ns, 1, 60*time.Second)
+	took := time.Since(start)
+	claims := a.claims(t, "spot")
+	if len(claims) != 1 {
+		t.Fatalf("%d NodeClaims of pool spot, want 1", len(claims))
+	}
+	c := claims[0]
+	want := strconv.FormatFloat(awsSpotPrice, 'f', -1, 64)
+	if c.Status.CapacityType != cloud.CapacityTypeSpot || c.Status.Zone != awsSpotZone || c.Status.PricePerHour != want {
+		t.Errorf("NodeClaim %s: %s in %s at $%s/h; want spot in %s at $%s/h from the spot price history", c.Name, c.Status.CapacityType, c.Status.Zone,
+			c.Status.PricePerHour, awsSpotZone, want)
+	}
+	in, ok := instanceByProviderID(a.clusterInstances(), c.Status.ProviderID)
+	if !ok || in.CapacityType != ec2test.Spot {
+		t.Errorf("instance of NodeClaim %s: %+v; want a running spot instance", c.Name, in)
+	}
+	var fleet map[string][]string
+	for _, r := range a.srv.Requests("CreateFleet") {
+		if slices.Contains(r["ClientToken"], string(c.UID)) {
+			fleet = r
+		}
+	}
+	if got := fleet["TargetCapacitySpecification.DefaultTargetCapacityType"]; !slices.Equal(got, []string{"spot"}) {
+		t.Errorf("CreateFleet DefaultTargetCapacityType %v, want spot", got)
+	}
+	if got := fleet["SpotOptions.AllocationStrategy"]; !slices.Equal(got, []string{"price-capacity-optimized"}) {
+		t.Errorf("CreateFleet SpotOptions.AllocationStrategy %v, want price-capacity-optimized", got)
+	}
+	var node corev1.Node
+	if err := a.c.Get(ctx, client.ObjectKey{Name: c.Status.NodeName}, &node); err != nil || node.Labels[v1alpha1.LabelCapacityType] != "spot" {
+		t.Errorf("node %s: capacity type label %q, %v; want spot", c.Status.NodeName, node.Labels[v1alpha1.LabelCapacityType], err)
+	}
+	t.Logf("spot: %s spot in %s at $%s/h (the price set on the server only); pod Running %s after creation",
+		awsSpotType, c.Status.Zone, c.Status.PricePerHour, took.Round(time.Millisecond))
+	a.checkNoLeak(t)
+}
+
 func (a *awsEnv) testDeleteClaim(t *testing.T) {
 	ctx := context.Background()
 	claims := a.claims(t, "general")
@@ -986,7 +1042,7 @@ func (a *awsEnv) testKillDuringLaunches(t *testing.T) {
 func (a *awsEnv) testTeardown(t *testing.T) {
 	ctx := context.Background()
 	op := a.startAWSOperator(t, "aws-teardown", nil)
-	for _, ns := range []string{"aws-provision", "aws-ice", "aws-replace", "aws-crash", "aws-kill"} {
+	for _, ns := range []string{"aws-provision", "aws-spot", "aws-ice", "aws-replace", "aws-crash", "aws-kill"} {
 		_ = a.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	start := time.Now()
