@@ -202,7 +202,7 @@ func k8sMinor(t *testing.T, e *opEnv) string {
 func (a *awsEnv) startAWSOperator(t *testing.T, name string, env []string, args ...string) *operatorProc {
 	t.Helper()
 	none := filepath.Join(a.tempDir, "no-such-file")
-	awsEnv := []string{
+	vars := []string{
 		"AWS_ENDPOINT_URL_EC2=" + a.url, "AWS_ENDPOINT_URL_SSM=" + a.url, "AWS_ENDPOINT_URL_PRICING=" + a.url,
 		"AWS_ACCESS_KEY_ID=AKIAE2ETESTKEY", "AWS_SECRET_ACCESS_KEY=" + awsSecretKey, "AWS_SESSION_TOKEN=",
 		"AWS_REGION=" + awsRegion, "AWS_DEFAULT_REGION=", "AWS_PROFILE=", "AWS_EC2_METADATA_DISABLED=true",
@@ -212,7 +212,7 @@ func (a *awsEnv) startAWSOperator(t *testing.T, name string, env []string, args 
 	// the al2023@latest alias.
 	all := append([]string{"--cloud", "aws", "--cluster-name", awsCluster, "--leader-elect=false",
 		"--gc-grace-period", "5s", "--batch-idle", "500ms"}, args...)
-	p := a.startOperator(t, name, append(awsEnv, env...), all...)
+	p := a.startOperator(t, name, append(vars, env...), all...)
 	// Before the subtest's temporary directory (and the log) goes.
 	t.Cleanup(func() { p.stop(); a.checkSecrets(t, p) })
 	return p
