@@ -87,9 +87,12 @@ type awsEnv struct {
 // separate process against one real control plane, with the real
 // aws-sdk-go-v2 clients speaking to an in-process EC2/SSM/Pricing server
 // (AWS_ENDPOINT_URL_*): pending pods get instances whose "kubelets" join
-// as kwok nodes from the launch template's user data, deleted NodeClaims
-// terminate their instances, leaked instances are collected, and an
-// operator crash between launch and status write leaks nothing.
+// as kwok nodes from the launch template's user data; spot pools launch
+// spot at the server's spot prices; deleted NodeClaims terminate their
+// instances; leaked instances are collected; a refused offering falls back
+// to the next; an instance terminated elsewhere is replaced; and neither a
+// crash between launch and status write nor a SIGKILL mid-launch leaks or
+// duplicates an instance.
 func TestOperatorAWS(t *testing.T) {
 	env := testenv.Start(t)
 	crds, _ := filepath.Glob(filepath.Join(crdDir, v1alpha1.Group+"_*.yaml"))
@@ -922,11 +925,13 @@ func (a *awsEnv) testCrashAfterLaunch(t *testing.T) {
 	for _, r := range a.srv.Requests("CreateFleet")[fleets:] {
 		retried = append(retried, r["ClientToken"]...)
 	}
-	if len(retried) != 1 || retried[0] != string(claims[0].UID) {
-		t.Errorf("CreateFleet client tokens after the restart: %v; want one retry with the claim's UID %s", retried, claims[0].UID)
+	// A reconcile of the claim from a cache not yet showing its status may
+	// retry once more; every retry must carry the same token.
+	if len(retried) == 0 || slices.ContainsFunc(retried, func(tok string) bool { return tok != string(claims[0].UID) }) {
+		t.Errorf("CreateFleet client tokens after the restart: %v; want retries with the claim's UID %s only", retried, claims[0].UID)
 	}
-	t.Logf("crash: the restarted operator retried CreateFleet with the claim's ClientToken (the instance not yet listed) and got %s back; pod Running %s after the restart; 1 instance for the claim",
-		instance.ID, adopted.Round(time.Millisecond))
+	t.Logf("crash: the restarted operator retried CreateFleet %d× with the claim's ClientToken (the instance not yet listed) and got %s back; pod Running %s after the restart; 1 instance for the claim",
+		len(retried), instance.ID, adopted.Round(time.Millisecond))
 	a.srv.SetListLag(0)
 	a.checkNoLeak(t)
 	op.stop()
