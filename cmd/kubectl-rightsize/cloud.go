@@ -5,10 +5,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,7 +37,8 @@ type cloudOptions struct {
 	InstanceTypesFile string
 	RegistrationDelay time.Duration
 	// ClusterEndpoint is the API server aws nodes join (default: the
-	// REST config's host); KubernetesVersion picks AMI aliases (aws).
+	// REST config's host); KubernetesVersion picks AMI aliases (aws; the API server's
+	// major.minor when empty).
 	ClusterEndpoint   string
 	KubernetesVersion string
 	Model             cloud.NodeModel
@@ -63,15 +66,21 @@ func newCloudProvider(ctx context.Context, o cloudOptions, cfg *rest.Config, c c
 		endpoint = cfg.Host
 	}
 	ca := cfg.CAData
+	var err error
 	if len(ca) == 0 && cfg.CAFile != "" {
-		var err error
 		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
 			return nil, fmt.Errorf("reading the cluster CA: %w", err)
 		}
 	}
+	version := o.KubernetesVersion
+	if version == "" {
+		if version, err = serverMinorVersion(cfg); err != nil {
+			return nil, fmt.Errorf("reading the API server's version for AMI aliases: %w; pass --kubernetes-version", err)
+		}
+	}
 	return aws.New(ctx, aws.Options{
 		ClusterName: o.ClusterName, ClusterEndpoint: endpoint, ClusterCABundle: base64.StdEncoding.EncodeToString(ca),
-		KubernetesVersion: o.KubernetesVersion, Region: o.Region, NodeModel: o.Model,
+		KubernetesVersion: version, Region: o.Region, NodeModel: o.Model,
 		Logger: o.Logger.WithName("aws"), Registerer: o.Registerer,
 		NodeClasses: func(ctx context.Context, name string) (*v1alpha1.EC2NodeClass, error) {
 			var nc v1alpha1.EC2NodeClass
@@ -81,4 +90,18 @@ func newCloudProvider(ctx context.Context, o cloudOptions, cfg *rest.Config, c c
 			return &nc, nil
 		},
 	})
+}
+
+// serverMinorVersion is the API server's major.minor version, e.g. "1.33"
+// (EKS reports minors such as "33+").
+func serverMinorVersion(cfg *rest.Config) (string, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", err
+	}
+	return v.Major + "." + strings.TrimRight(v.Minor, "+"), nil
 }

@@ -111,7 +111,7 @@ playground.`,
 	f.StringVar(&o.ClusterName, "cluster-name", "rightsize", "name of this cluster; instances are tagged with it and garbage collection touches only its own")
 	f.StringVar(&o.Region, "region", sim.DefaultRegion, "region whose instance types and prices to use (aws: default AWS_REGION or the shared config)")
 	f.StringVar(&o.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join (aws; default: the kubeconfig's server)")
-	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version, e.g. 1.33, for AMI aliases (aws)")
+	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version, e.g. 1.33, for AMI aliases (aws; default: the API server's)")
 	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog (sim)")
 	f.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
 	f.DurationVar(&o.GCGracePeriod, "gc-grace-period", time.Minute, "how old an instance without a NodeClaim must be before it is terminated")

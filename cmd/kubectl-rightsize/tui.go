@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,14 +37,6 @@ func NewCmdTUI(streams genericiooptions.IOStreams, cluster genericclioptions.RES
 		co := cloudOptions{
 			Cloud: o.Cloud, ClusterName: o.ClusterName, Region: region,
 			InstanceTypesFile: o.Catalog.InstanceTypesFile, Model: o.Catalog.Model, Logger: logr.Discard(),
-		}
-		if o.Cloud == "aws" {
-			// AMI aliases follow the cluster's minor version.
-			if d, err := discovery.NewDiscoveryClientForConfig(cfg); err == nil {
-				if v, err := d.ServerVersion(); err == nil {
-					co.KubernetesVersion = strings.TrimSuffix(v.Major, "+") + "." + strings.TrimSuffix(v.Minor, "+")
-				}
-			}
 		}
 		return newCloudProvider(ctx, co, cfg, c)
 	}

@@ -454,10 +454,20 @@ func (p *Provider) instance(ctx context.Context, providerID string) (*ec2types.I
 
 // Delete implements cloud.CloudProvider: it terminates the instance, and
 // returns a *cloud.NotFoundError once it is gone (shutting down counts as
-// gone). It refuses instances not tagged for this cluster.
+// gone). A claim without a provider ID (its launch's status never written,
+// e.g. after a crash) is looked up by its NodeClaim tag. It refuses
+// instances not tagged for this cluster.
 func (p *Provider) Delete(ctx context.Context, claim *v1alpha1.NodeClaim) error {
-	in, err := p.instance(ctx, claim.Status.ProviderID)
-	if err != nil {
+	var in *ec2types.Instance
+	var err error
+	if claim.Status.ProviderID == "" {
+		if in, err = p.findByClaim(ctx, claim.Name); err != nil {
+			return fmt.Errorf("DescribeInstances for NodeClaim %s: %w", claim.Name, err)
+		}
+		if in == nil {
+			return &cloud.NotFoundError{ProviderID: "of NodeClaim " + claim.Name}
+		}
+	} else if in, err = p.instance(ctx, claim.Status.ProviderID); err != nil {
 		return err
 	}
 	if tagValue(in.Tags, TagCluster) != p.opts.ClusterName {
@@ -467,7 +477,7 @@ func (p *Provider) Delete(ctx context.Context, claim *v1alpha1.NodeClaim) error 
 	defer cancel()
 	_, err = p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{aws.ToString(in.InstanceId)}})
 	if apiErrorCode(err) == "InvalidInstanceID.NotFound" {
-		return &cloud.NotFoundError{ProviderID: claim.Status.ProviderID}
+		return &cloud.NotFoundError{ProviderID: cmp.Or(claim.Status.ProviderID, aws.ToString(in.InstanceId))}
 	}
 	if err != nil {
 		return fmt.Errorf("TerminateInstances %s: %w", aws.ToString(in.InstanceId), err)

@@ -307,6 +307,31 @@ func TestCreateIsIdempotentPerNodeClaim(t *testing.T) {
 	}
 }
 
+// When the search by tag misses a fresh instance (EC2's eventual
+// consistency), the retried CreateFleet carries the same ClientToken and
+// gets the same instance back rather than a second one.
+func TestCreateRetriedBeforeTheInstanceIsListedReusesTheClientToken(t *testing.T) {
+	w := newWorld(t)
+	w.srv.SetListLag(time.Hour)
+	c := claim("default-lagged", "1", "2Gi", onDemand())
+	first, err := w.p.Create(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := w.p.Create(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]bool{}
+	for _, r := range w.srv.Requests("CreateFleet") {
+		tokens[r["ClientToken"][0]] = true
+	}
+	if first.Status.ProviderID != second.Status.ProviderID || len(w.srv.Running()) != 1 || w.srv.Calls("CreateFleet") != 2 || len(tokens) != 1 || !tokens[string(c.UID)] {
+		t.Errorf("second Create gave %s (first %s): %d instances, %d fleets, client tokens %v; want one instance from two calls with the claim's UID",
+			second.Status.ProviderID, first.Status.ProviderID, len(w.srv.Running()), w.srv.Calls("CreateFleet"), tokens)
+	}
+}
+
 func TestCreateUsesSpotWhenAllowed(t *testing.T) {
 	w := newWorld(t)
 	nc, err := w.p.Create(context.Background(), claim("default-spot", "1", "2Gi", req(cloud.LabelArch, v1alpha1.NodeSelectorOpIn, "amd64")))
@@ -564,6 +589,67 @@ func TestListGetAndDelete(t *testing.T) {
 	foreign.Status.ProviderID = w.srv.Running()[1].ProviderID()
 	if err := w.p.Delete(ctx, foreign); err == nil || cloud.IsNotFound(err) {
 		t.Errorf("Delete of another cluster's instance = %v, want a refusal", err)
+	}
+}
+
+// A claim whose launch status was never written (the operator died right
+// after CreateFleet) has no provider ID; deleting it must still find and
+// terminate its instance by the NodeClaim tag, then report NotFound, or the
+// claim's finalizer would never go.
+func TestDeleteOfAClaimWithoutStatusFindsItsInstanceByTag(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	var terminated []string
+	w.srv.OnTerminate = func(in ec2test.Instance) { terminated = append(terminated, in.ID) }
+	c := claim("default-crashed", "1", "2Gi", onDemand())
+	launched, err := w.p.Create(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := ParseProviderID(launched.Status.ProviderID)
+	if err := w.p.Delete(ctx, c); err != nil {
+		t.Fatalf("Delete without a provider ID: %v", err)
+	}
+	if len(w.srv.Running()) != 0 || !slices.Equal(terminated, []string{id}) {
+		t.Errorf("running %v, OnTerminate saw %v; want %s terminated", w.srv.Running(), terminated, id)
+	}
+	if err := w.p.Delete(ctx, c); !cloud.IsNotFound(err) {
+		t.Errorf("second Delete = %v, want NotFound", err)
+	}
+	if err := w.p.Delete(ctx, claim("never-launched", "1", "2Gi")); !cloud.IsNotFound(err) {
+		t.Errorf("Delete of a claim that never launched = %v, want NotFound", err)
+	}
+	if len(terminated) != 1 {
+		t.Errorf("OnTerminate called %d times, want once", len(terminated))
+	}
+}
+
+// An instance terminated behind the provider's back (its owner, a spot
+// interruption) is gone for Get, List and Delete alike.
+func TestAnInstanceTerminatedElsewhereIsNotFound(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	var hooked []string
+	w.srv.OnTerminate = func(in ec2test.Instance) { hooked = append(hooked, in.ID) }
+	nc, err := w.p.Create(ctx, claim("default-gone", "1", "2Gi", onDemand()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := ParseProviderID(nc.Status.ProviderID)
+	if !w.srv.Terminate(id) || w.srv.Terminate(id) {
+		t.Fatalf("Terminate(%s) twice: want true, then false", id)
+	}
+	if _, err := w.p.Get(ctx, nc.Status.ProviderID); !cloud.IsNotFound(err) {
+		t.Errorf("Get = %v, want NotFound", err)
+	}
+	if list, err := w.p.List(ctx); err != nil || len(list) != 0 {
+		t.Errorf("List = %d instances, %v; want none", len(list), err)
+	}
+	if err := w.p.Delete(ctx, nc); !cloud.IsNotFound(err) {
+		t.Errorf("Delete = %v, want NotFound", err)
+	}
+	if !slices.Equal(hooked, []string{id}) {
+		t.Errorf("OnTerminate saw %v, want [%s]", hooked, id)
 	}
 }
 

@@ -149,6 +149,10 @@ type Server struct {
 	// OnLaunch, when set, is called (outside the server's lock) for every
 	// instance a CreateFleet launched.
 	OnLaunch func(Instance)
+	// OnTerminate, when set, is called (outside the server's lock) for
+	// every running instance TerminateInstances terminated, e.g. to stop the
+	// kubelet an end-to-end test plays for it.
+	OnTerminate func(Instance)
 	// Now is the server's clock (time.Now when nil).
 	Now func() time.Time
 
@@ -156,6 +160,7 @@ type Server struct {
 	region        string
 	pageSize      int
 	latency       time.Duration
+	listLag       time.Duration
 	types         map[string]*InstanceType
 	subnets       []Subnet
 	groups        []SecurityGroup
@@ -170,6 +175,7 @@ type Server struct {
 	fleets        map[string][]byte      // client token → response
 	calls         map[string]int
 	requests      map[string][]map[string][]string
+	terminated    []Instance // terminated since OnTerminate was last called
 	seq           int
 }
 
@@ -213,6 +219,13 @@ func (s *Server) SetPageSize(n int) { s.mu.Lock(); s.pageSize = max(n, 1); s.mu.
 
 // SetLatency delays every response by d.
 func (s *Server) SetLatency(d time.Duration) { s.mu.Lock(); s.latency = d; s.mu.Unlock() }
+
+// SetListLag makes DescribeInstances without instance IDs leave out the
+// instances launched less than d ago, as EC2's eventual consistency may:
+// a search by tag right after a launch can miss the new instance, and
+// only CreateFleet's ClientToken then keeps a retry from launching
+// another.
+func (s *Server) SetListLag(d time.Duration) { s.mu.Lock(); s.listLag = d; s.mu.Unlock() }
 
 // AddInstanceType adds or replaces an instance type.
 func (s *Server) AddInstanceType(it InstanceType) {
@@ -359,6 +372,26 @@ func (s *Server) LaunchInstance(in Instance) Instance {
 	return in
 }
 
+// Terminate terminates a running instance directly, as its owner, a spot
+// interruption or a failed host would, and calls OnTerminate; it reports
+// whether the instance was running.
+func (s *Server) Terminate(id string) bool {
+	s.mu.Lock()
+	in := s.instances[id]
+	if in == nil || in.State == StateTerminated {
+		s.mu.Unlock()
+		return false
+	}
+	in.State = StateTerminated
+	c := cloneInstance(in)
+	hook := s.OnTerminate
+	s.mu.Unlock()
+	if hook != nil {
+		hook(c)
+	}
+	return true
+}
+
 // LaunchTemplates returns every launch template.
 func (s *Server) LaunchTemplates() []LaunchTemplate {
 	s.mu.Lock()
@@ -439,11 +472,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 	s.mu.Lock()
-	hook := s.OnLaunch
+	hook, onTerminate := s.OnLaunch, s.OnTerminate
+	terminated := s.terminated
+	s.terminated = nil
 	s.mu.Unlock()
 	if hook != nil {
 		for _, in := range launched {
 			hook(in)
+		}
+	}
+	if onTerminate != nil {
+		for _, in := range terminated {
+			onTerminate(in)
 		}
 	}
 }
@@ -1171,6 +1211,9 @@ func (s *Server) describeInstances(m meta, p params) (any, error) {
 		if len(ids) > 0 && !slices.Contains(ids, id) {
 			continue
 		}
+		if len(ids) == 0 && s.now().Sub(in.LaunchTime) < s.listLag {
+			continue
+		}
 		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
 			switch f {
 			case "instance-id":
@@ -1229,6 +1272,9 @@ func (s *Server) terminateInstances(m meta, p params) (any, error) {
 		in := s.instances[id]
 		prev := in.State
 		in.State = StateTerminated
+		if prev != StateTerminated {
+			s.terminated = append(s.terminated, cloneInstance(in))
+		}
 		out = append(out, stateChangeXML{InstanceID: id, Previous: stateXML{Code: stateCodes[prev], Name: prev}, Current: stateXML{Code: 48, Name: StateTerminated}})
 	}
 	return terminateInstancesXML{meta: m, Instances: itemsOf(out)}, nil
