@@ -93,6 +93,9 @@ type Controller struct {
 	// told is the last refusal recorded on each node, so that a node gets
 	// one event per new reason rather than one per plan.
 	told map[string]string
+	// lastPlan summarises the last plan logged, so that an unchanged plan
+	// is logged once.
+	lastPlan string
 }
 
 // New returns the disruption controller.
@@ -252,6 +255,11 @@ func (c *Controller) round(ctx context.Context) (time.Duration, error) {
 	v, plan, err := c.plan(ctx)
 	if err != nil {
 		return 0, err
+	}
+	if sum := fmt.Sprintf("%d %.4f %.4f", len(plan.Actions), plan.Saving, plan.CurrentPrice); sum != c.lastPlan {
+		c.lastPlan = sum
+		c.log.Info("consolidation planned", "currentPricePerHour", plan.CurrentPrice, "savingPerHour", plan.Saving,
+			"targetPricePerHour", plan.TargetPrice, "actions", len(plan.Actions), "blocked", len(plan.Blocked))
 	}
 	chosen, refused := v.choose(plan)
 	c.tellRefusals(v, refused)
