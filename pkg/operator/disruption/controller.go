@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -251,7 +252,13 @@ func (c *Controller) Start(ctx context.Context) error {
 
 // round plans once and carries out at most one action. It returns when to
 // plan next at the latest.
-func (c *Controller) round(ctx context.Context) (time.Duration, error) {
+func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
+	defer func() {
+		// A bug in one round must not take the operator down with it.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("disruption round panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
 	v, plan, err := c.plan(ctx)
 	if err != nil {
 		return 0, err

@@ -93,7 +93,10 @@ func newView(in viewInput) (*view, error) {
 		sn := &p.Nodes[i]
 		node := nodes[sn.Name]
 		if node == nil {
-			continue // an in-flight NodeClaim without a Node yet
+			// An in-flight NodeClaim without a Node yet, or a Node the
+			// cache lost between the two reads: not a candidate.
+			sn.DoNotDisrupt = true
+			continue
 		}
 		info := &nodeInfo{node: node, index: i}
 		v.nodes[sn.Name] = info
@@ -197,7 +200,11 @@ func (v *view) allowed(pool, reason string) int {
 func (v *view) budgetRefusal(nodes []string, reason string) string {
 	count := map[string]int{}
 	for _, n := range nodes {
-		count[v.problem.Nodes[v.nodes[n].index].Pool]++
+		info := v.nodes[n]
+		if info == nil {
+			return fmt.Sprintf("node %s is gone", n)
+		}
+		count[v.problem.Nodes[info.index].Pool]++
 	}
 	for _, pool := range sortedKeys(count) {
 		if a := v.allowed(pool, reason); count[pool] > a {
