@@ -654,8 +654,9 @@ func (d *disruptionEnv) testChurn(t *testing.T) {
 	d.deploy(t, ns, "flap", 2, "700m", "1Gi", pool)
 	d.settled(t, ns, 2, 90*time.Second)
 	start := time.Now()
+	// 700m pods: an m5.xlarge holds 5, so 8 pods need a second node.
 	const flaps = 10
-	sizes := [2]int32{5, 2}
+	sizes := [2]int32{8, 2}
 	for i := range flaps {
 		d.scale(t, ns, "flap", sizes[i%2])
 		time.Sleep(5 * time.Second)
@@ -673,7 +674,7 @@ func (d *disruptionEnv) testChurn(t *testing.T) {
 		}
 	}
 	launched := len(d.recordsSince("launching NodeClaim", start))
-	t.Logf("%d flaps (2↔5 pods every 5 s, consolidateAfter 3s): %d replacement node(s) launched by consolidation, actions %v, %d pods evicted, %d nodes launched for pending pods",
+	t.Logf("%d flaps (2↔8 pods every 5 s, consolidateAfter 3s): %d replacement node(s) launched by consolidation, actions %v, %d pods evicted, %d nodes launched for pending pods",
 		flaps, replacements, kinds, evicted, launched)
 	if replacements > flaps/2 {
 		t.Errorf("%d replacements for %d flaps: consolidation churns", replacements, flaps)

@@ -74,6 +74,8 @@ type Options struct {
 type Source interface {
 	Snapshot(ctx context.Context) (*provisioning.Snapshot, error)
 	Launch(ctx context.Context, s *provisioning.Snapshot, n *solver.NewNode) (*v1alpha1.NodeClaim, error)
+	// Forget drops a launched NodeClaim the controller deleted again.
+	Forget(claim string)
 }
 
 // Controller plans and carries out disruption actions. It is a leader-only
@@ -134,6 +136,7 @@ func New(c client.Client, kube kubernetes.Interface, source Source, recorder eve
 // +kubebuilder:rbac:groups=rightsize.dev,resources=nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=rightsize.dev,resources=nodeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
 
 // Register adds the controller (a leader-only runnable) and the watches
 // that trigger it to the manager.

@@ -159,6 +159,9 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 			err := c.client.Get(ctx, client.ObjectKeyFromObject(want), &claim)
 			switch {
 			case apierrors.IsNotFound(err):
+				if why := c.failure(ctx, want.Name); why != "" {
+					return fmt.Sprintf("replacement NodeClaim %s failed before its node initialized: %s", want.Name, why)
+				}
 				if time.Since(want.CreationTimestamp.Time) < 10*time.Second {
 					still = append(still, want) // not in the cache yet
 					continue
@@ -167,11 +170,11 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 			case err != nil:
 				still = append(still, want)
 			case claim.DeletionTimestamp != nil:
-				why := claim.Annotations[lifecycle.AnnotationDeletionReason]
+				why := c.failure(ctx, want.Name)
 				if why == "" {
-					why = "deleted"
+					why = strings.ReplaceAll(claim.Annotations[lifecycle.AnnotationDeletionReason], "_", " ")
 				}
-				return fmt.Sprintf("replacement NodeClaim %s failed before its node initialized (%s)", want.Name, strings.ReplaceAll(why, "_", " "))
+				return fmt.Sprintf("replacement NodeClaim %s failed before its node initialized: %s", want.Name, why)
 			case !nodeclaim.IsTrue(&claim, v1alpha1.ConditionInitialized):
 				still = append(still, want)
 			}
@@ -190,6 +193,24 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 		}
 	}
 	return ""
+}
+
+// failure returns the note of the latest Warning event on a NodeClaim
+// (the lifecycle controller records why a launch failed), or "".
+func (c *Controller) failure(ctx context.Context, claim string) string {
+	evs, err := c.kube.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + claim + ",type=" + corev1.EventTypeWarning,
+	})
+	if err != nil || len(evs.Items) == 0 {
+		return ""
+	}
+	latest := &evs.Items[0]
+	for i := range evs.Items {
+		if evs.Items[i].CreationTimestamp.After(latest.CreationTimestamp.Time) {
+			latest = &evs.Items[i]
+		}
+	}
+	return oneLine(latest.Message)
 }
 
 // drain evicts the pods of the nodes (in parallel) through the eviction
@@ -256,6 +277,7 @@ func (c *Controller) rollback(ctx context.Context, v *view, cand *candidate, tai
 		if err := c.deleteClaim(ctx, claim); err != nil {
 			c.log.Error(err, "deleting a replacement NodeClaim during rollback", "nodeclaim", claim.Name)
 		}
+		c.source.Forget(claim.Name)
 	}
 	for _, n := range tainted {
 		if err := c.untaint(ctx, n); err != nil {

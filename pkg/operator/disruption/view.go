@@ -91,6 +91,11 @@ func newView(in viewInput) (*view, error) {
 	p.Options.Now = in.now
 	for i := range p.Nodes {
 		sn := &p.Nodes[i]
+		if sn.InFlight {
+			// Pods are never evicted towards a node that may not come:
+			// its launch can still fail.
+			sn.Unschedulable = true
+		}
 		node := nodes[sn.Name]
 		if node == nil {
 			// An in-flight NodeClaim without a Node yet, or a Node the

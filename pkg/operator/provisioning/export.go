@@ -43,3 +43,13 @@ func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode
 	}
 	return p.create(ctx, &batch{problem: s.Problem}, np, n)
 }
+
+// Forget drops a NodeClaim created by Launch from the claims the
+// provisioner counts before the cache shows them: the disruption
+// controller deleted it again (a rolled-back replacement), and counting
+// it for another minute would plan pods onto a node that never comes.
+func (p *Provisioner) Forget(claim string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.recent, claim)
+}
