@@ -55,8 +55,9 @@ func TestDisruption(t *testing.T) {
 	t.Run("a PDB with maxUnavailable 0 keeps its node undrained, and says so", d.testPDB)
 	t.Run("a budget of one node: never two nodes disrupting at once", d.testBudgetOne)
 	t.Run("a closed budget window: nothing happens until it opens", d.testClosedWindow)
-	t.Run("a replacement that cannot launch: the old node stays, untainted, its pods untouched", d.testReplacementICE)
 	t.Run("a flapping workload: replacements counted against flaps", d.testChurn)
+	// Last: the offerings it makes unavailable stay so for minutes.
+	t.Run("a replacement that cannot launch: the old node stays, untainted, its pods untouched", d.testReplacementICE)
 }
 
 // startOpEnv starts a control plane with the rightsize.dev CRDs installed,
