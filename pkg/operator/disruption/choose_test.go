@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -409,5 +411,29 @@ func TestExpired(t *testing.T) {
 		if got := expired(claim, now) != ""; got != tt.want {
 			t.Errorf("expireAfter %q: expired = %v, want %v", tt.after, got, tt.want)
 		}
+	}
+}
+
+func TestTellRefusalsOncePerReason(t *testing.T) {
+	f := newFixture()
+	f.node("a", "small")
+	v := f.view(t)
+	rec := events.NewFakeRecorder(10)
+	c := New(nil, nil, nil, rec, logr.Discard(), Options{})
+	for _, why := range []string{
+		"pods changed 5s ago; consolidateAfter is 1m",
+		"pods changed 9s ago; consolidateAfter is 1m", // the same reason, older
+		"PDB ns/web allows 0 disruptions",             // a new reason
+		"PDB ns/web allows 0 disruptions",
+	} {
+		c.tellRefusals(v, map[string]string{"a": why})
+	}
+	close(rec.Events)
+	var got []string
+	for e := range rec.Events {
+		got = append(got, e)
+	}
+	if len(got) != 2 || !strings.Contains(got[0], "consolidateAfter") || !strings.Contains(got[1], "PDB") {
+		t.Errorf("events %q, want one per distinct reason", got)
 	}
 }
