@@ -56,6 +56,7 @@ func TestDisruption(t *testing.T) {
 	t.Run("a budget of one node: never two nodes disrupting at once", d.testBudgetOne)
 	t.Run("a closed budget window: nothing happens until it opens", d.testClosedWindow)
 	t.Run("a flapping workload: replacements counted against flaps", d.testChurn)
+	t.Run("drift: a node that no longer matches its pool is replaced", d.testDrift)
 	// Last: the offerings it makes unavailable stay so for minutes.
 	t.Run("a replacement that cannot launch: the old node stays, untainted, its pods untouched", d.testReplacementICE)
 }
@@ -679,5 +680,51 @@ func (d *disruptionEnv) testChurn(t *testing.T) {
 		flaps, replacements, kinds, evicted, launched)
 	if replacements > flaps/2 {
 		t.Errorf("%d replacements for %d flaps: consolidation churns", replacements, flaps)
+	}
+}
+
+func (d *disruptionEnv) testDrift(t *testing.T) {
+	ctx := context.Background()
+	const pool = "drift"
+	d.simClass(t)
+	d.pool(t, pool, "sim", v1alpha1.Disruption{ConsolidateAfter: "0s", Budgets: []v1alpha1.Budget{{Nodes: "100%"}}},
+		req(v1alpha1.LabelCapacityType, "on-demand"), req(solver.LabelInstanceType, "m5.xlarge"), req(solver.LabelZone, "us-east-1a"))
+	ns := d.namespace(t, "drift")
+	t.Cleanup(func() { d.cleanup(t, ns, pool) })
+	d.deploy(t, ns, "app", 2, "1", "1Gi", pool)
+	pods := d.settled(t, ns, 2, 90*time.Second)
+	old := pods[0].Spec.NodeName
+
+	// The pool now wants m5.2xlarge: the m5.xlarge node drifted.
+	var np v1alpha1.NodePool
+	if err := d.c.Get(ctx, client.ObjectKey{Name: pool}, &np); err != nil {
+		t.Fatal(err)
+	}
+	orig := np.DeepCopy()
+	np.Spec.Template.Spec.Requirements[1].Values = []string{"m5.2xlarge"}
+	if err := d.c.Patch(ctx, &np, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		var n corev1.Node
+		return client.IgnoreNotFound(d.c.Get(ctx, client.ObjectKey{Name: old}, &n)) == nil && n.Name == "", nil
+	})
+	if err != nil {
+		t.Fatalf("drifted node %s still there 60 s after the pool changed", old)
+	}
+	pods = d.settled(t, ns, 2, 60*time.Second)
+	var n corev1.Node
+	if err := d.c.Get(ctx, client.ObjectKey{Name: pods[0].Spec.NodeName}, &n); err != nil {
+		t.Fatal(err)
+	}
+	disrupting := d.nodeEvents(t, old, "Disrupting")
+	t.Logf("drifted node %s replaced by %s (%s) in %s; events: %q", old, n.Name, n.Labels[solver.LabelInstanceType],
+		time.Since(start).Round(time.Millisecond), disrupting)
+	if n.Labels[solver.LabelInstanceType] != "m5.2xlarge" {
+		t.Errorf("pods run on a %s, want the pool's new m5.2xlarge", n.Labels[solver.LabelInstanceType])
+	}
+	if !slices.ContainsFunc(disrupting, func(s string) bool { return strings.Contains(s, "Drifted") }) {
+		t.Errorf("no Disrupting event for drift on %s: %q", old, disrupting)
 	}
 }

@@ -378,10 +378,15 @@ func TestDrifted(t *testing.T) {
 		{"requirement no longer met", func(_ *corev1.Node, _ *v1alpha1.NodeClaim, np *v1alpha1.NodePool) {
 			np.Spec.Template.Spec.Requirements[0].Values = []string{"spot"}
 		}, "no longer satisfies"},
-		{"new requirement on a label the node lacks", func(_ *corev1.Node, _ *v1alpha1.NodeClaim, np *v1alpha1.NodePool) {
+		{"new requirement on a label the node lacks: compatible", func(_ *corev1.Node, _ *v1alpha1.NodeClaim, np *v1alpha1.NodePool) {
 			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
 				v1alpha1.NodeSelectorRequirement{Key: "arch", Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"arm64"}})
-		}, "arch (unset)"},
+		}, ""},
+		{"new requirement the node's label fails", func(n *corev1.Node, _ *v1alpha1.NodeClaim, np *v1alpha1.NodePool) {
+			n.Labels["arch"] = "amd64"
+			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+				v1alpha1.NodeSelectorRequirement{Key: "arch", Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"arm64"}})
+		}, "arch=amd64"},
 		{"label changed", func(_ *corev1.Node, _ *v1alpha1.NodeClaim, np *v1alpha1.NodePool) {
 			np.Spec.Template.Labels["team"] = "b"
 		}, "team=b"},

@@ -159,7 +159,8 @@ func newView(in viewInput) (*view, error) {
 }
 
 // disruptingReason says why a node already counts as disrupted: our taint
-// is on it, it or its NodeClaim is being deleted, or it is not Ready.
+// is on it, it or its NodeClaim is being deleted, it is cordoned (as
+// Karpenter and explain count it) or it is not Ready.
 func disruptingReason(node *corev1.Node, claim *v1alpha1.NodeClaim) string {
 	switch {
 	case node.DeletionTimestamp != nil:
@@ -168,6 +169,8 @@ func disruptingReason(node *corev1.Node, claim *v1alpha1.NodeClaim) string {
 		return fmt.Sprintf("its NodeClaim %s is being deleted", claim.Name)
 	case slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintKey }):
 		return "a disruption action is already under way on it"
+	case node.Spec.Unschedulable:
+		return "it is cordoned"
 	}
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
@@ -242,13 +245,16 @@ func drifted(node *corev1.Node, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool
 	}
 	labels := solver.MapLabels(node.Labels)
 	for _, r := range t.Spec.Requirements {
+		// As Karpenter's requirement drift: a label the node does not
+		// carry is compatible (not every requirement key becomes a label),
+		// one it carries must satisfy the requirement.
+		have, ok := node.Labels[r.Key]
+		if !ok {
+			continue
+		}
 		sr := solver.Requirement{Key: r.Key, Operator: string(r.Operator), Values: r.Values}
 		if !sr.Matches(labels) {
-			have, ok := node.Labels[r.Key]
-			if !ok {
-				have = "unset"
-			}
-			return fmt.Sprintf("its label %s (%s) no longer satisfies NodePool %s's requirement %s %s %s", r.Key, have, np.Name,
+			return fmt.Sprintf("its label %s=%s no longer satisfies NodePool %s's requirement %s %s %s", r.Key, have, np.Name,
 				r.Key, r.Operator, strings.Join(r.Values, ","))
 		}
 	}
