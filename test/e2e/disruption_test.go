@@ -37,6 +37,8 @@ import (
 type disruptionEnv struct {
 	*opEnv
 	op *operatorProc
+	// metrics is the host:port the operator serves /metrics on.
+	metrics string
 }
 
 // TestDisruption runs one operator (consolidation every 5 s at the latest,
@@ -46,8 +48,8 @@ type disruptionEnv struct {
 // workloads Running: no pod is lost.
 func TestDisruption(t *testing.T) {
 	e := startOpEnv(t)
-	d := &disruptionEnv{opEnv: e}
-	d.op = e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-disruption", "--batch-idle", "1s",
+	d := &disruptionEnv{opEnv: e, metrics: freePort(t)}
+	d.op = e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-disruption", "--batch-idle", "1s", "--metrics-bind-address", d.metrics,
 		"--consolidation-interval", "5s", "--disruption-validation-delay", "2s", "--drain-timeout", "20s", "--replacement-timeout", "60s")
 	d.op.waitLog(t, "disruption controller started", 60*time.Second)
 	t.Run("seed step 4: the memory hog's node goes once the Deployment is deleted", d.testSeedStep4)
@@ -57,8 +59,10 @@ func TestDisruption(t *testing.T) {
 	t.Run("a closed budget window: nothing happens until it opens", d.testClosedWindow)
 	t.Run("a flapping workload: replacements counted against flaps", d.testChurn)
 	t.Run("drift: a node that no longer matches its pool is replaced", d.testDrift)
+	t.Run("expiration: a node older than expireAfter is replaced", d.testExpiry)
 	// Last: the offerings it makes unavailable stay so for minutes.
 	t.Run("a replacement that cannot launch: the old node stays, untainted, its pods untouched", d.testReplacementICE)
+	t.Run("metrics: actions, saving, evictions and rollbacks", d.testMetrics)
 }
 
 // startOpEnv starts a control plane with the rightsize.dev CRDs installed,
@@ -726,5 +730,75 @@ func (d *disruptionEnv) testDrift(t *testing.T) {
 	}
 	if !slices.ContainsFunc(disrupting, func(s string) bool { return strings.Contains(s, "Drifted") }) {
 		t.Errorf("no Disrupting event for drift on %s: %q", old, disrupting)
+	}
+}
+
+func (d *disruptionEnv) testExpiry(t *testing.T) {
+	ctx := context.Background()
+	const pool = "expiry"
+	d.simClass(t)
+	d.pool(t, pool, "sim", v1alpha1.Disruption{ConsolidateAfter: "0s", Budgets: []v1alpha1.Budget{{Nodes: "100%"}}},
+		req(v1alpha1.LabelCapacityType, "on-demand"), req(solver.LabelInstanceType, "m5.xlarge"), req(solver.LabelZone, "us-east-1a"))
+	var np v1alpha1.NodePool
+	if err := d.c.Get(ctx, client.ObjectKey{Name: pool}, &np); err != nil {
+		t.Fatal(err)
+	}
+	orig := np.DeepCopy()
+	np.Spec.Template.Spec.ExpireAfter = "15s"
+	if err := d.c.Patch(ctx, &np, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	ns := d.namespace(t, "expiry")
+	t.Cleanup(func() { d.cleanup(t, ns, pool) })
+	d.deploy(t, ns, "app", 2, "1", "1Gi", pool)
+	pods := d.settled(t, ns, 2, 90*time.Second)
+	old := pods[0].Spec.NodeName
+	var claim v1alpha1.NodeClaim
+	for _, c := range d.claims(t, pool) {
+		if c.Status.NodeName == old {
+			claim = c
+		}
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		var n corev1.Node
+		return client.IgnoreNotFound(d.c.Get(ctx, client.ObjectKey{Name: old}, &n)) == nil && n.Name == "", nil
+	})
+	if err != nil {
+		t.Fatalf("node %s still there 60 s after it was launched with expireAfter 15s", old)
+	}
+	age := time.Since(claim.CreationTimestamp.Time)
+	pods = d.settled(t, ns, 2, 60*time.Second)
+	disrupting := d.nodeEvents(t, old, "Disrupting")
+	t.Logf("node %s (expireAfter 15s) replaced by %s, %s after its NodeClaim was created; events: %q", old, pods[0].Spec.NodeName,
+		age.Round(time.Second), disrupting)
+	if !slices.ContainsFunc(disrupting, func(s string) bool { return strings.Contains(s, "(Expired)") }) {
+		t.Errorf("no Disrupting event for expiration on %s: %q", old, disrupting)
+	}
+	// The replacements expire too; stop that before the cleanup.
+	if err := d.Client().AppsV1().Deployments(ns).Delete(ctx, "app", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (d *disruptionEnv) testMetrics(t *testing.T) {
+	out := scrape(t, d.metrics)
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "rightsize_disruption_") {
+			lines = append(lines, l)
+		}
+	}
+	t.Logf("disruption metrics:\n%s", strings.Join(lines, "\n"))
+	for _, want := range []string{
+		`rightsize_disruption_actions_total{action="Merge",nodepool="repack",reason="Underutilized"}`,
+		`rightsize_disruption_actions_total{action="Delete",nodepool="budget",reason="Empty"} 4`,
+		`rightsize_disruption_actions_total{action="Replace",nodepool="drift",reason="Drifted"} 1`,
+		`rightsize_disruption_saving_per_hour_dollars_total{nodepool="repack"}`,
+		`rightsize_disruption_pods_evicted_total{nodepool="repack"}`,
+		`rightsize_disruption_actions_rolled_back_total{action="Replace",nodepool="ice",reason="replacement_failed"} 2`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %s in /metrics", want)
+		}
 	}
 }
