@@ -265,6 +265,16 @@ func TestChoose(t *testing.T) {
 			refused: map[string]string{"big": "WhenEmpty"},
 		},
 		{
+			name: "a node with pods nominated to it is not empty",
+			setup: func(f *fixture) {
+				f.np.Spec.Disruption.Budgets = []v1alpha1.Budget{{Nodes: "100%"}}
+				n := f.node("a", "small")
+				n.Requested = n.Requested.Add(res(500, gi)) // one nominated pod
+				f.node("b", "large", 3000)
+			},
+			refused: map[string]string{"a": "1 pod(s) the provisioner planned onto it have not arrived yet"},
+		},
+		{
 			name: "a node no NodeClaim owns is never removed",
 			setup: func(f *fixture) {
 				f.node("a", "small")

@@ -135,6 +135,11 @@ func newView(in viewInput) (*view, error) {
 		switch {
 		case info.disrupting != "":
 			v.blocked[sn.Name] = info.disrupting
+		case sn.Requested[solver.Pods] > int64(len(sn.Pods)):
+			// The provisioner counts pods it nominated to the node in its
+			// requests before they are bound: the node only looks empty.
+			v.blocked[sn.Name] = fmt.Sprintf("%d pod(s) the provisioner planned onto it have not arrived yet",
+				sn.Requested[solver.Pods]-int64(len(sn.Pods)))
 		case info.claim == nil:
 			v.blocked[sn.Name] = "no rightsize NodeClaim owns it, so the operator never removes it"
 		case info.pool == nil:
