@@ -70,7 +70,8 @@ func (v *view) choose(plan *solver.ConsolidationPlan) (*candidate, map[string]st
 	// Expired and drifted nodes: replaced whatever the saving.
 	for _, name := range sortedKeys(v.nodes) {
 		info := v.nodes[name]
-		if info.claim == nil || info.pool == nil || v.blocked[name] != "" || chosen != nil && slices.Contains(chosen.action.Nodes, name) {
+		if info.claim == nil || info.pool == nil || v.blocked[name] != "" || v.problem.Nodes[info.index].InFlight ||
+			chosen != nil && slices.Contains(chosen.action.Nodes, name) {
 			continue
 		}
 		reason, why := ReasonExpired, expired(info.claim, v.now)
