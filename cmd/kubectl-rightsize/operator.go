@@ -26,6 +26,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
 )
 
 const operatorExample = `  # Provision kwok nodes from the simulated cloud for the cluster of the current context
@@ -59,6 +60,13 @@ type OperatorOptions struct {
 	ClusterEndpoint         string
 	KubernetesVersion       string
 	LogFormat, LogLevel     string
+	// Disruption flags.
+	Consolidation             bool
+	ConsolidationInterval     time.Duration
+	ValidationDelay           time.Duration
+	DrainTimeout              time.Duration
+	ReplacementTimeout        time.Duration
+	AllowEvictingUncontrolled bool
 
 	regionSet  bool
 	restConfig *rest.Config
@@ -80,7 +88,11 @@ It watches pods the scheduler marks Unschedulable, batches them, plans the
 cheapest right-sized nodes within the rightsize.dev NodePools and their limits,
 and launches them as NodeClaims through the cloud provider. It keeps NodePool
 status, terminates instances no NodeClaim owns, and drains nodes whose NodeClaim
-is deleted. Replicas elect a leader; only the leader acts.
+is deleted. It consolidates: deletes empty nodes and nodes whose pods fit
+elsewhere, replaces nodes by cheaper ones, and replaces expired and drifted
+nodes, within each NodePool's policy, consolidateAfter, minimum saving and
+disruption budgets, do-not-disrupt annotations and PodDisruptionBudgets.
+Replicas elect a leader; only the leader acts.
 
 --cloud sim launches simulated nodes: Node objects that kwok runs, priced from
 the embedded catalog (or --instance-types). Any cluster running kwok becomes a
@@ -115,6 +127,12 @@ playground.`,
 	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog (sim)")
 	f.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
 	f.DurationVar(&o.GCGracePeriod, "gc-grace-period", time.Minute, "how old an instance without a NodeClaim must be before it is terminated")
+	f.BoolVar(&o.Consolidation, "disruption", true, "consolidate, expire and replace drifted nodes within the NodePools' disruption settings; false leaves nodes alone")
+	f.DurationVar(&o.ConsolidationInterval, "consolidation-interval", 5*time.Minute, "plan consolidation at least this often (cluster changes and consolidateAfter deadlines plan sooner)")
+	f.DurationVar(&o.ValidationDelay, "disruption-validation-delay", 15*time.Second, "wait this long after choosing a disruption action, then plan again and act only if it still holds")
+	f.DurationVar(&o.DrainTimeout, "drain-timeout", 5*time.Minute, "roll a disruption action back (untaint its nodes) when draining takes longer than this")
+	f.DurationVar(&o.ReplacementTimeout, "replacement-timeout", 10*time.Minute, "roll a replacement back (untaint the old node, delete the new NodeClaim) when the new node does not initialize within this")
+	f.BoolVar(&o.AllowEvictingUncontrolled, "allow-evicting-uncontrolled-pods", false, "let disruption evict pods no controller recreates (they are lost); by default such pods keep their node")
 	f.StringVar(&o.LogFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info or error")
 	return cmd
@@ -186,6 +204,12 @@ func (o *OperatorOptions) Validate() error {
 	if o.ClusterName == "" {
 		return errors.New("--cluster-name must not be empty")
 	}
+	for name, d := range map[string]time.Duration{"--consolidation-interval": o.ConsolidationInterval, "--disruption-validation-delay": o.ValidationDelay,
+		"--drain-timeout": o.DrainTimeout, "--replacement-timeout": o.ReplacementTimeout} {
+		if d <= 0 {
+			return fmt.Errorf("%s (%s) must be positive", name, d)
+		}
+	}
 	return nil
 }
 
@@ -225,6 +249,10 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 		opts.Provisioning.Region = "" // the provider's region labels its nodes
 	}
 	opts.GarbageCollection.GracePeriod = o.GCGracePeriod
+	opts.Disruption = disruption.Options{
+		Disabled: !o.Consolidation, Interval: o.ConsolidationInterval, ValidationDelay: o.ValidationDelay,
+		DrainTimeout: o.DrainTimeout, ReplacementTimeout: o.ReplacementTimeout, AllowUncontrolled: o.AllowEvictingUncontrolled,
+	}
 	if v := os.Getenv(exitAfterLaunchEnv); v != "" {
 		code, err := strconv.Atoi(v)
 		if err != nil {

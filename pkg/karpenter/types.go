@@ -121,6 +121,16 @@ type Disruption struct {
 	ConsolidateAfter    string   `json:"consolidateAfter,omitempty"`
 	ExpireAfter         string   `json:"expireAfter,omitempty"` // v1beta1
 	Budgets             []Budget `json:"budgets,omitempty"`
+	// MinSaving is rightsize.dev's own field (Karpenter has none): the
+	// least saving a consolidation must bring.
+	MinSaving *MinSaving `json:"minSaving,omitempty"`
+}
+
+// MinSaving is rightsize.dev's spec.disruption.minSaving: dollars per hour
+// as a decimal string, and a percentage of the replaced nodes' price.
+type MinSaving struct {
+	PerHour string `json:"perHour,omitempty"`
+	Percent *int32 `json:"percent,omitempty"`
 }
 
 // Budget is a disruption budget.

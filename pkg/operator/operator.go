@@ -9,7 +9,9 @@
 //     the NodeClaims' instances through the cloud.CloudProvider;
 //   - nodeclaim/garbagecollection: terminates instances no NodeClaim owns and
 //     deletes NodeClaims whose instance vanished;
-//   - nodepool: NodePool status and the cost metrics.
+//   - nodepool: NodePool status and the cost metrics;
+//   - disruption: consolidation, expiration and drift: deletes and replaces
+//     nodes within the pools' budgets, never losing a pod.
 //
 // Only the leader acts; other replicas keep warm caches and take over when
 // the leader goes away.
@@ -42,6 +44,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/garbagecollection"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/lifecycle"
@@ -83,6 +86,8 @@ type Options struct {
 	Lifecycle lifecycle.Options
 	// GarbageCollection tunes the garbage collector.
 	GarbageCollection garbagecollection.Options
+	// Disruption tunes consolidation, expiration and drift.
+	Disruption disruption.Options
 	// GracefulShutdownTimeout bounds shutdown (30 s when zero).
 	GracefulShutdownTimeout time.Duration
 }
@@ -176,6 +181,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	gc.Replan = prov.Trigger
 	if err := mgr.Add(garbagecollection.New(mgr.GetAPIReader(), mgr.GetClient(), cp, log.WithName("garbagecollection"), gc)); err != nil {
 		return fmt.Errorf("operator: garbage collection: %w", err)
+	}
+
+	if err := disruption.New(mgr.GetClient(), kube, prov, recorder, log.WithName("disruption"), opts.Disruption).Register(mgr); err != nil {
+		return fmt.Errorf("operator: disruption: %w", err)
 	}
 
 	// Start every informer the controllers read now, rather than on the

@@ -32,8 +32,10 @@ const (
 	LabelEKSCapacityType  = "eks.amazonaws.com/capacityType" // ON_DEMAND or SPOT
 	LabelEKSNodeGroup     = "eks.amazonaws.com/nodegroup"
 	LabelPodTemplateHash  = "pod-template-hash"
-	// AnnotationDoNotDisrupt on a pod or node keeps consolidation away.
-	AnnotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+	// AnnotationDoNotDisrupt on a pod or node keeps consolidation away;
+	// AnnotationRightsizeDoNotDisrupt is rightsize.dev's name for it.
+	AnnotationDoNotDisrupt          = "karpenter.sh/do-not-disrupt"
+	AnnotationRightsizeDoNotDisrupt = "rightsize.dev/do-not-disrupt"
 )
 
 // KarpenterNodePools is the resource of Karpenter's v1 NodePools, read
@@ -507,7 +509,7 @@ func (c *Cluster) boundPod(pod *corev1.Pod) solver.Pod {
 		Requests:     c.known(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})),
 		Labels:       pod.Labels,
 		Controller:   metav1.GetControllerOf(pod) != nil,
-		DoNotDisrupt: pod.Annotations[AnnotationDoNotDisrupt] == "true",
+		DoNotDisrupt: DoNotDisrupt(pod.Annotations),
 	}
 	p.Requests[solver.Pods] = 1
 	if pod.Spec.Affinity != nil || len(pod.Spec.TopologySpreadConstraints) > 0 {
@@ -548,13 +550,20 @@ func (c *Cluster) node(n *corev1.Node) solver.Node {
 		Labels:        labels,
 		Allocatable:   c.known(n.Status.Allocatable),
 		Unschedulable: n.Spec.Unschedulable,
-		DoNotDisrupt:  n.Annotations[AnnotationDoNotDisrupt] == "true",
+		DoNotDisrupt:  DoNotDisrupt(n.Annotations),
 		Created:       n.CreationTimestamp.Time,
 	}
 	for _, t := range n.Spec.Taints {
 		sn.Taints = append(sn.Taints, solver.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}
 	return sn
+}
+
+// DoNotDisrupt reports whether a pod's or node's annotations keep
+// consolidation away: karpenter.sh/do-not-disrupt or
+// rightsize.dev/do-not-disrupt set to "true".
+func DoNotDisrupt(annotations map[string]string) bool {
+	return annotations[AnnotationDoNotDisrupt] == "true" || annotations[AnnotationRightsizeDoNotDisrupt] == "true"
 }
 
 // CapacityType reads a node's capacity type from Karpenter's label

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
@@ -40,6 +41,18 @@ func poolDisruption(s *poolSpec) (solver.Consolidation, []disruption.Budget, err
 	if d.ConsolidateAfter == "Never" {
 		c.Policy = solver.WhenEmpty
 		c.After = 100 * 365 * 24 * time.Hour
+	}
+	if m := d.MinSaving; m != nil {
+		if m.PerHour != "" {
+			v, err := strconv.ParseFloat(m.PerHour, 64)
+			if err != nil || v < 0 {
+				return c, nil, fmt.Errorf("spec.disruption.minSaving.perHour %q: want dollars per hour, e.g. 0.01", m.PerHour)
+			}
+			c.MinSaving = v
+		}
+		if m.Percent != nil {
+			c.MinSavingFraction = float64(*m.Percent) / 100
+		}
 	}
 	var budgets []disruption.Budget
 	for i, b := range d.Budgets {

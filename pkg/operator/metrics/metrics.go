@@ -14,6 +14,7 @@ const (
 	LabelNodePool     = "nodepool"
 	LabelReason       = "reason"
 	LabelCapacityType = "capacity_type"
+	LabelAction       = "action"
 )
 
 // Reasons NodeClaims are created and deleted for.
@@ -25,6 +26,9 @@ const (
 	ReasonInstanceGone         = "instance_gone"
 	ReasonDeleted              = "deleted"
 	ReasonGarbageCollected     = "garbage_collected"
+	// ReasonDisruption is a NodeClaim deleted by the disruption controller
+	// (consolidation, expiration or drift).
+	ReasonDisruption = "disruption"
 )
 
 var (
@@ -78,6 +82,26 @@ var (
 		Help:    "Pods planned per provisioning batch.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 	})
+	// DisruptionActions counts disruption actions carried out.
+	DisruptionActions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "disruption_actions_total",
+		Help: "Disruption actions carried out, by action (Delete, Replace, Merge), NodePool and reason (Empty, Underutilized, Drifted, Expired).",
+	}, []string{LabelAction, LabelNodePool, LabelReason})
+	// DisruptionSaving sums the hourly saving of the actions carried out.
+	DisruptionSaving = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "disruption_saving_per_hour_dollars_total",
+		Help: "Hourly saving realised by disruption actions, summed over the actions carried out, in US dollars per hour, by NodePool (replacements for drift and expiration can count negative).",
+	}, []string{LabelNodePool})
+	// PodsEvicted counts pods evicted by disruption.
+	PodsEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "disruption_pods_evicted_total",
+		Help: "Pods evicted through the eviction API by disruption actions, by NodePool.",
+	}, []string{LabelNodePool})
+	// DisruptionRolledBack counts actions undone.
+	DisruptionRolledBack = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "disruption_actions_rolled_back_total",
+		Help: "Disruption actions rolled back (nodes untainted, replacements deleted), by action, NodePool and reason (replacement_failed, drain_timeout, taint_failed).",
+	}, []string{LabelAction, LabelNodePool, LabelReason})
 	// ClusterCost is the summed hourly price of the NodeClaims.
 	ClusterCost = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "cluster_cost_per_hour_dollars",
@@ -87,5 +111,6 @@ var (
 
 func init() {
 	crmetrics.Registry.MustRegister(PendingPods, NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
-		NodeClaimsDeleted, InstancesGarbageCollected, DecisionDuration, SolverDuration, BatchSize, ClusterCost)
+		NodeClaimsDeleted, InstancesGarbageCollected, DecisionDuration, SolverDuration, BatchSize, ClusterCost,
+		DisruptionActions, DisruptionSaving, PodsEvicted, DisruptionRolledBack)
 }

@@ -1,0 +1,439 @@
+// Package disruption removes and replaces nodes safely: it consolidates
+// (deletes empty nodes, and nodes whose pods fit elsewhere or on cheaper
+// capacity), replaces nodes older than their NodePool's expireAfter and
+// nodes that drifted from their NodePool, always within the pools'
+// disruption budgets, do-not-disrupt annotations and PodDisruptionBudgets.
+//
+// On every cluster change (debounced) and at least every Interval it takes
+// the provisioner's snapshot, asks the consolidation planner, picks the best
+// action that passes every guard, waits ValidationDelay and plans again, and
+// carries out the action only if it still holds: taint the nodes NoSchedule,
+// launch the replacements and wait for them to initialize, drain the nodes
+// through the eviction API, then delete their NodeClaims (the lifecycle
+// finalizer terminates the instances). A replacement that fails to launch
+// or a drain that does not finish in time rolls the action back: the nodes
+// are untainted and keep their remaining pods. Every decision and every
+// refusal is an event on the node.
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// Options tune the disruption controller.
+type Options struct {
+	// Interval is the longest time between two plans (5 minutes when
+	// zero); cluster changes and consolidateAfter deadlines plan sooner.
+	Interval time.Duration
+	// Debounce is how long the cluster must stay unchanged before a change
+	// is planned for (2 s when zero).
+	Debounce time.Duration
+	// ValidationDelay is how long an action waits before the cluster is
+	// planned again to check it still holds (15 s when zero).
+	ValidationDelay time.Duration
+	// DrainTimeout bounds draining an action's nodes; past it the action
+	// is rolled back (5 minutes when zero).
+	DrainTimeout time.Duration
+	// ReplacementTimeout bounds the wait for a replacement to initialize;
+	// past it the action is rolled back (10 minutes when zero).
+	ReplacementTimeout time.Duration
+	// AllowUncontrolled lets actions evict pods that no controller
+	// recreates (they are lost); off, such pods keep their node.
+	AllowUncontrolled bool
+	// SolveTimeout bounds one consolidation plan (10 s when zero).
+	SolveTimeout time.Duration
+	// Disabled turns the controller off.
+	Disabled bool
+}
+
+// Source is where the controller gets its view of the cluster and launches
+// replacements: the provisioner, so that both plan on the same input.
+type Source interface {
+	Snapshot(ctx context.Context) (*provisioning.Snapshot, error)
+	Launch(ctx context.Context, s *provisioning.Snapshot, n *solver.NewNode) (*v1alpha1.NodeClaim, error)
+	// Forget drops a launched NodeClaim the controller deleted again.
+	Forget(claim string)
+}
+
+// Controller plans and carries out disruption actions. It is a leader-only
+// manager.Runnable.
+type Controller struct {
+	client   client.Client
+	kube     kubernetes.Interface
+	source   Source
+	recorder events.EventRecorder
+	log      logr.Logger
+	opts     Options
+	trigger  chan struct{}
+
+	mu sync.Mutex
+	// departures is when a pod last left each node: consolidateAfter
+	// counts from departures as well as arrivals.
+	departures map[string]time.Time
+	// told is the last refusal recorded on each node, so that a node gets
+	// one event per new reason rather than one per plan.
+	told map[string]string
+	// lastPlan summarises the last plan logged, so that an unchanged plan
+	// is logged once.
+	lastPlan string
+}
+
+// New returns the disruption controller.
+func New(c client.Client, kube kubernetes.Interface, source Source, recorder events.EventRecorder, log logr.Logger, opts Options) *Controller {
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Minute
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = 2 * time.Second
+	}
+	if opts.ValidationDelay <= 0 {
+		opts.ValidationDelay = 15 * time.Second
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 5 * time.Minute
+	}
+	if opts.ReplacementTimeout <= 0 {
+		opts.ReplacementTimeout = 10 * time.Minute
+	}
+	if opts.SolveTimeout <= 0 {
+		opts.SolveTimeout = 10 * time.Second
+	}
+	return &Controller{client: c, kube: kube, source: source, recorder: recorder, log: log, opts: opts,
+		trigger: make(chan struct{}, 1), departures: map[string]time.Time{}, told: map[string]string{}}
+}
+
+// RBAC of the disruption controller: it taints, drains (evicting through
+// the eviction API) and deletes NodeClaims, and records events.
+//
+// +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=patch;update
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=rightsize.dev,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=rightsize.dev,resources=nodeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
+
+// Register adds the controller (a leader-only runnable) and the watches
+// that trigger it to the manager.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	if c.opts.Disabled {
+		return nil
+	}
+	if err := mgr.Add(c); err != nil {
+		return err
+	}
+	trigger := handler.Funcs{
+		CreateFunc: func(context.Context, event.CreateEvent, workqueueT) { c.Trigger() },
+		UpdateFunc: func(context.Context, event.UpdateEvent, workqueueT) { c.Trigger() },
+		DeleteFunc: func(context.Context, event.DeleteEvent, workqueueT) { c.Trigger() },
+	}
+	pods := handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueueT) {
+			if e.Object.(*corev1.Pod).Spec.NodeName != "" {
+				c.Trigger()
+			}
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueueT) {
+			old, pod := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+			if old.Spec.NodeName != pod.Spec.NodeName {
+				c.Trigger()
+			}
+			if pod.Spec.NodeName != "" && !finished(old) && finished(pod) {
+				c.departed(pod.Spec.NodeName)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueueT) {
+			if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+				if !finished(pod) {
+					c.departed(pod.Spec.NodeName)
+				}
+			}
+		},
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("disruption").
+		Watches(&corev1.Pod{}, pods).
+		Watches(&corev1.Node{}, trigger).
+		Watches(&v1alpha1.NodeClaim{}, trigger).
+		Watches(&v1alpha1.NodePool{}, trigger).
+		Watches(&policyv1.PodDisruptionBudget{}, trigger).
+		Complete(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+			return reconcile.Result{}, nil
+		}))
+}
+
+type workqueueT = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+func finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// departed records that a pod left a node now and plans again.
+func (c *Controller) departed(node string) {
+	c.mu.Lock()
+	c.departures[node] = time.Now()
+	c.mu.Unlock()
+	c.Trigger()
+}
+
+// Trigger asks for a plan once the cluster has been quiet for Debounce. It
+// never blocks.
+func (c *Controller) Trigger() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (c *Controller) NeedLeaderElection() bool { return true }
+
+// Start plans and acts until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	c.log.Info("disruption controller started", "interval", c.opts.Interval.String(), "validationDelay", c.opts.ValidationDelay.String(),
+		"drainTimeout", c.opts.DrainTimeout.String(), "allowUncontrolled", c.opts.AllowUncontrolled)
+	c.untaintLeftovers(ctx)
+	next := time.Duration(0)
+	for {
+		wake := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			wake.Stop()
+			return nil
+		case <-wake.C:
+		case <-c.trigger:
+			wake.Stop()
+			// Debounce: wait until the cluster has been quiet for a while.
+			quiet := time.NewTimer(c.opts.Debounce)
+		wait:
+			for {
+				select {
+				case <-ctx.Done():
+					quiet.Stop()
+					return nil
+				case <-c.trigger:
+					quiet.Reset(c.opts.Debounce)
+				case <-quiet.C:
+					break wait
+				}
+			}
+		}
+		var err error
+		next, err = c.round(ctx)
+		if err != nil && ctx.Err() == nil {
+			c.log.Error(err, "disruption round failed; retrying")
+			next = 10 * time.Second
+		}
+		next = min(max(next, 0), c.opts.Interval)
+	}
+}
+
+// round plans once and carries out at most one action. It returns when to
+// plan next at the latest.
+func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
+	defer func() {
+		// A bug in one round must not take the operator down with it.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("disruption round panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	v, plan, err := c.plan(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if sum := fmt.Sprintf("%d %.4f %.4f", len(plan.Actions), plan.Saving, plan.CurrentPrice); sum != c.lastPlan {
+		c.lastPlan = sum
+		c.log.Info("consolidation planned", "currentPricePerHour", plan.CurrentPrice, "savingPerHour", plan.Saving,
+			"targetPricePerHour", plan.TargetPrice, "actions", len(plan.Actions), "blocked", len(plan.Blocked))
+	}
+	chosen, refused := v.choose(plan)
+	c.tellRefusals(v, refused)
+	if chosen == nil {
+		return c.nextDeadline(v), nil
+	}
+	c.log.Info("disruption action chosen; validating", "action", chosen.action.Kind, "reason", chosen.reason, "nodes", chosen.action.Nodes,
+		"savingPerHour", chosen.action.Saving, "why", chosen.action.Reason, "validationDelay", c.opts.ValidationDelay.String())
+	select {
+	case <-ctx.Done():
+		return 0, nil
+	case <-time.After(c.opts.ValidationDelay):
+	}
+	v, plan, err = c.plan(ctx)
+	if err != nil {
+		return 0, err
+	}
+	valid, why := v.revalidate(chosen, plan)
+	if valid == nil {
+		c.log.Info("disruption action no longer valid; not carried out", "action", chosen.action.Kind, "nodes", chosen.action.Nodes, "why", why)
+		for _, n := range chosen.action.Nodes {
+			if info := v.nodes[n]; info != nil {
+				c.recorder.Eventf(info.node, nil, corev1.EventTypeNormal, "DisruptionCancelled", "Validate",
+					"%s was planned (%s) but no longer holds after %s: %s", describe(&chosen.action), chosen.reason, c.opts.ValidationDelay, why)
+			}
+		}
+		return 0, nil
+	}
+	if err := c.execute(ctx, v, valid); err != nil {
+		return 0, err
+	}
+	return 0, nil // plan again at once: the cluster changed
+}
+
+// plan builds a view of the cluster and asks the consolidation planner.
+func (c *Controller) plan(ctx context.Context) (*view, *solver.ConsolidationPlan, error) {
+	snap, err := c.source.Snapshot(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot: %w", err)
+	}
+	var nodes corev1.NodeList
+	var claims v1alpha1.NodeClaimList
+	if err := c.client.List(ctx, &nodes); err != nil {
+		return nil, nil, err
+	}
+	if err := c.client.List(ctx, &claims); err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	departures := make(map[string]time.Time, len(c.departures))
+	for n, t := range c.departures {
+		departures[n] = t
+	}
+	c.mu.Unlock()
+	now := time.Now()
+	v, err := newView(viewInput{snap: snap, nodes: nodes.Items, claims: claims.Items, departures: departures,
+		allowUncontrolled: c.opts.AllowUncontrolled, now: now})
+	if err != nil {
+		return nil, nil, err
+	}
+	v.problem.Options.Deadline = now.Add(c.opts.SolveTimeout)
+	plan, err := solver.Consolidate(v.problem)
+	if err != nil {
+		return nil, nil, fmt.Errorf("planning consolidation: %w", err)
+	}
+	// Forget departures from nodes that are gone.
+	c.mu.Lock()
+	for n := range c.departures {
+		if _, ok := v.nodes[n]; !ok {
+			delete(c.departures, n)
+		}
+	}
+	c.mu.Unlock()
+	return v, plan, nil
+}
+
+// nextDeadline is how long until a node's consolidateAfter elapses, so
+// that the node is planned for then rather than at the next interval.
+func (c *Controller) nextDeadline(v *view) time.Duration {
+	next := c.opts.Interval
+	after := map[string]time.Duration{}
+	for _, p := range v.problem.Pools {
+		after[p.Name] = p.Consolidation.After
+	}
+	for name, info := range v.nodes {
+		sn := &v.problem.Nodes[info.index]
+		a := after[sn.Pool]
+		if a <= 0 || v.blocked[name] != "" {
+			continue
+		}
+		last := sn.LastPodChange
+		if last.IsZero() {
+			last = sn.Created
+		}
+		if d := last.Add(a).Sub(v.now); d > 0 {
+			next = min(next, d+500*time.Millisecond)
+		}
+	}
+	return next
+}
+
+// digits matches the numbers in a refusal (ages, prices), which change
+// from plan to plan without the reason changing.
+var digits = regexp.MustCompile(`[0-9.$]+`)
+
+// tellRefusals records on each node why it is left alone, once per new
+// reason.
+func (c *Controller) tellRefusals(v *view, refused map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, why := range refused {
+		info := v.nodes[name]
+		if info == nil {
+			continue
+		}
+		key := digits.ReplaceAllString(why, "#")
+		if c.told[name] == key {
+			continue
+		}
+		c.told[name] = key
+		c.recorder.Eventf(info.node, claimOrNil(info.claim), corev1.EventTypeNormal, "DisruptionBlocked", "Plan", "not disrupted: %s", why)
+	}
+	for name := range c.told {
+		if _, ok := v.nodes[name]; !ok {
+			delete(c.told, name)
+		} else if _, still := refused[name]; !still {
+			delete(c.told, name)
+		}
+	}
+}
+
+// claimOrNil avoids a typed nil in the recorder's related object.
+func claimOrNil(claim *v1alpha1.NodeClaim) runtime.Object {
+	if claim == nil {
+		return nil
+	}
+	return claim
+}
+
+// untaintLeftovers removes the disruption taint from nodes an earlier
+// leader left tainted when it stopped mid-action, unless their NodeClaim is
+// being deleted.
+func (c *Controller) untaintLeftovers(ctx context.Context) {
+	var nodes corev1.NodeList
+	if err := c.client.List(ctx, &nodes); err != nil {
+		return
+	}
+	var claims v1alpha1.NodeClaimList
+	if err := c.client.List(ctx, &claims); err != nil {
+		return
+	}
+	deleting := map[string]bool{}
+	for _, cl := range claims.Items {
+		if cl.DeletionTimestamp != nil && cl.Status.ProviderID != "" {
+			deleting[cl.Status.ProviderID] = true
+		}
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintKey }) || deleting[n.Spec.ProviderID] {
+			continue
+		}
+		if err := c.untaint(ctx, n.Name); err == nil {
+			c.log.Info("removed a disruption taint left by an interrupted action", "node", n.Name)
+		}
+	}
+}

@@ -1,0 +1,288 @@
+package disruption
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// TaintKey is the NoSchedule taint put on nodes a disruption action is
+// about to drain: it keeps new pods off them while the action runs, and
+// goes again when the action is rolled back.
+const TaintKey = v1alpha1.Group + "/disrupted"
+
+// Taint is the taint put on the candidates of an action.
+var Taint = corev1.Taint{Key: TaintKey, Effect: corev1.TaintEffectNoSchedule}
+
+// ReasonExpired is the disruption reason of nodes older than their
+// expireAfter; only budgets that name no reasons apply to it.
+const ReasonExpired = "Expired"
+
+// nodeInfo is what the controller knows of one node of the problem.
+type nodeInfo struct {
+	node  *corev1.Node
+	claim *v1alpha1.NodeClaim
+	pool  *v1alpha1.NodePool
+	// index is the node's index in the problem.
+	index int
+	// disrupting says why the node counts against its pool's budget
+	// already (being disrupted, deleted or NotReady); "" when it does not.
+	disrupting string
+}
+
+// view is one look at the cluster: the solver's problem prepared for
+// consolidation, and what the guards need besides.
+type view struct {
+	snap    *provisioning.Snapshot
+	problem *solver.Problem
+	nodes   map[string]*nodeInfo
+	budgets map[string][]disruption.Budget
+	// total and disrupting count each pool's nodes.
+	total, disrupting map[string]int
+	// blocked is why a node may not be disrupted at all, found by the
+	// controller rather than the planner; it overrides the planner's reason.
+	blocked map[string]string
+	now     time.Time
+}
+
+// viewInput is what a view is built from.
+type viewInput struct {
+	snap   *provisioning.Snapshot
+	nodes  []corev1.Node
+	claims []v1alpha1.NodeClaim
+	// departures is when a pod last left each node.
+	departures map[string]time.Time
+	// allowUncontrolled lets actions evict pods no controller recreates.
+	allowUncontrolled bool
+	now               time.Time
+}
+
+// newView prepares the snapshot's problem for consolidation: node prices
+// from their NodeClaims, consolidateAfter counted from departures too,
+// nodes already disrupting or not ours blocked, and every pool's
+// NodesAllowed from its budgets.
+func newView(in viewInput) (*view, error) {
+	v := &view{snap: in.snap, problem: in.snap.Problem, nodes: map[string]*nodeInfo{}, total: map[string]int{}, disrupting: map[string]int{},
+		blocked: map[string]string{}, now: in.now}
+	byProviderID := map[string]*v1alpha1.NodeClaim{}
+	for i := range in.claims {
+		if id := in.claims[i].Status.ProviderID; id != "" {
+			byProviderID[id] = &in.claims[i]
+		}
+	}
+	nodes := map[string]*corev1.Node{}
+	for i := range in.nodes {
+		nodes[in.nodes[i].Name] = &in.nodes[i]
+	}
+	p := v.problem
+	p.Options.Now = in.now
+	for i := range p.Nodes {
+		sn := &p.Nodes[i]
+		if sn.InFlight {
+			// Pods are never evicted towards a node that may not come:
+			// its launch can still fail.
+			sn.Unschedulable = true
+		}
+		node := nodes[sn.Name]
+		if node == nil {
+			// An in-flight NodeClaim without a Node yet, or a Node the
+			// cache lost between the two reads: not a candidate.
+			sn.DoNotDisrupt = true
+			continue
+		}
+		info := &nodeInfo{node: node, index: i}
+		v.nodes[sn.Name] = info
+		if node.Spec.ProviderID != "" {
+			info.claim = byProviderID[node.Spec.ProviderID]
+		}
+		if info.claim != nil {
+			info.pool = in.snap.Pools[nodeclaim.Pool(info.claim)]
+			if price := nodeclaim.Price(info.claim); price > 0 {
+				sn.Price = price
+			}
+			if sn.Pool == "" {
+				sn.Pool = nodeclaim.Pool(info.claim)
+			}
+		}
+		if t := in.departures[sn.Name]; t.After(sn.LastPodChange) {
+			sn.LastPodChange = t
+		}
+		if in.allowUncontrolled {
+			for j := range sn.Pods {
+				sn.Pods[j].Controller = true
+			}
+		}
+		info.disrupting = disruptingReason(node, info.claim)
+		if sn.Pool != "" && !sn.InFlight {
+			v.total[sn.Pool]++
+			if info.disrupting != "" {
+				v.disrupting[sn.Pool]++
+			}
+		}
+		switch {
+		case info.disrupting != "":
+			v.blocked[sn.Name] = info.disrupting
+		case sn.Requested[solver.Pods] > int64(len(sn.Pods)):
+			// The provisioner counts pods it nominated to the node in its
+			// requests before they are bound: the node only looks empty.
+			v.blocked[sn.Name] = fmt.Sprintf("%d pod(s) the provisioner planned onto it have not arrived yet",
+				sn.Requested[solver.Pods]-int64(len(sn.Pods)))
+		case info.claim == nil:
+			v.blocked[sn.Name] = "no rightsize NodeClaim owns it, so the operator never removes it"
+		case info.pool == nil:
+			v.blocked[sn.Name] = fmt.Sprintf("its NodePool %s is gone or cannot launch nodes now", nodeclaim.Pool(info.claim))
+		}
+		if v.blocked[sn.Name] != "" {
+			// The planner leaves do-not-disrupt nodes alone; the reason
+			// given is ours.
+			sn.DoNotDisrupt = true
+		}
+	}
+	budgets, err := poolBudgets(in.snap.Pools)
+	if err != nil {
+		return nil, err
+	}
+	v.budgets = budgets
+	for i := range p.Pools {
+		pool := &p.Pools[i]
+		pool.Consolidation.NodesAllowed = min(max(v.allowed(pool.Name, disruption.ReasonEmpty), v.allowed(pool.Name, disruption.ReasonUnderutilized)), v.total[pool.Name])
+	}
+	return v, nil
+}
+
+// disruptingReason says why a node already counts as disrupted: our taint
+// is on it, it or its NodeClaim is being deleted, it is cordoned (as
+// Karpenter and explain count it) or it is not Ready.
+func disruptingReason(node *corev1.Node, claim *v1alpha1.NodeClaim) string {
+	switch {
+	case node.DeletionTimestamp != nil:
+		return "it is being deleted"
+	case claim != nil && claim.DeletionTimestamp != nil:
+		return fmt.Sprintf("its NodeClaim %s is being deleted", claim.Name)
+	case slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintKey }):
+		return "a disruption action is already under way on it"
+	case node.Spec.Unschedulable:
+		return "it is cordoned"
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+			return "it is not Ready"
+		}
+	}
+	return ""
+}
+
+// poolBudgets reads the pools' disruption budgets as explain reads them.
+func poolBudgets(pools map[string]*v1alpha1.NodePool) (map[string][]disruption.Budget, error) {
+	var objs snapshot.Objects
+	for _, name := range sortedKeys(pools) {
+		raw, err := json.Marshal(pools[name])
+		if err != nil {
+			return nil, err
+		}
+		objs.NodePools = append(objs.NodePools, raw)
+	}
+	return snapshot.FromObjects(&objs).Budgets, nil
+}
+
+// allowed is how many more of a pool's nodes its budgets let be disrupted
+// now for the reason.
+func (v *view) allowed(pool, reason string) int {
+	a := disruption.Allowed(v.budgets[pool], reason, v.total[pool], v.disrupting[pool], v.now)
+	if a == math.MaxInt {
+		return v.total[pool]
+	}
+	return a
+}
+
+// budgetRefusal says why disrupting the nodes for the reason would exceed
+// a pool's budget, or "".
+func (v *view) budgetRefusal(nodes []string, reason string) string {
+	count := map[string]int{}
+	for _, n := range nodes {
+		info := v.nodes[n]
+		if info == nil {
+			return fmt.Sprintf("node %s is gone", n)
+		}
+		count[v.problem.Nodes[info.index].Pool]++
+	}
+	for _, pool := range sortedKeys(count) {
+		if a := v.allowed(pool, reason); count[pool] > a {
+			return fmt.Sprintf("NodePool %s's disruption budget allows %d more node(s) for reason %s now (%d of %d already disrupting)",
+				pool, a, reason, v.disrupting[pool], v.total[pool])
+		}
+	}
+	return ""
+}
+
+// expired returns why a node's NodeClaim has outlived its expireAfter, or "".
+func expired(claim *v1alpha1.NodeClaim, now time.Time) string {
+	d, ok, err := claim.Spec.ExpireAfter.Duration()
+	if err != nil || !ok {
+		return ""
+	}
+	if age := now.Sub(claim.CreationTimestamp.Time); age >= d {
+		return fmt.Sprintf("it is %s old and its expireAfter is %s", age.Round(time.Second), d)
+	}
+	return ""
+}
+
+// drifted returns why a node no longer matches its NodePool (node class,
+// requirements, labels or taints changed since it launched), or "".
+func drifted(node *corev1.Node, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool) string {
+	t := &np.Spec.Template
+	if ref := t.Spec.NodeClassRef; ref.Name != claim.Spec.NodeClassRef.Name || ref.Kind != claim.Spec.NodeClassRef.Kind {
+		return fmt.Sprintf("NodePool %s now uses %s %s and the node was launched with %s %s", np.Name, ref.Kind, ref.Name,
+			claim.Spec.NodeClassRef.Kind, claim.Spec.NodeClassRef.Name)
+	}
+	labels := solver.MapLabels(node.Labels)
+	for _, r := range t.Spec.Requirements {
+		// As Karpenter's requirement drift: a label the node does not
+		// carry is compatible (not every requirement key becomes a label),
+		// one it carries must satisfy the requirement.
+		have, ok := node.Labels[r.Key]
+		if !ok {
+			continue
+		}
+		sr := solver.Requirement{Key: r.Key, Operator: string(r.Operator), Values: r.Values}
+		if !sr.Matches(labels) {
+			return fmt.Sprintf("its label %s=%s no longer satisfies NodePool %s's requirement %s %s %s", r.Key, have, np.Name,
+				r.Key, r.Operator, strings.Join(r.Values, ","))
+		}
+	}
+	for _, k := range sortedKeys(t.Labels) {
+		if node.Labels[k] != t.Labels[k] {
+			return fmt.Sprintf("NodePool %s now labels its nodes %s=%s", np.Name, k, t.Labels[k])
+		}
+	}
+	for _, want := range t.Spec.Taints {
+		if !slices.ContainsFunc(node.Spec.Taints, func(have corev1.Taint) bool {
+			return have.Key == want.Key && have.Value == want.Value && have.Effect == want.Effect
+		}) {
+			return fmt.Sprintf("NodePool %s now taints its nodes %s", np.Name, want.ToString())
+		}
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,55 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// Snapshot is the solver's view of the cluster that provisioning plans
+// with, for the other controllers that plan (disruption): the same pods,
+// nodes, in-flight NodeClaims, pools and offerings, so that they decide on
+// the same input.
+type Snapshot struct {
+	// Problem has the pending pods not yet nominated to a NodeClaim, every
+	// node with the pods bound to it, the nodes of NodeClaims that have not
+	// initialized (InFlight), the pools that can launch and the offerings
+	// not marked unavailable.
+	Problem *solver.Problem
+	// Pools are the NodePools in the problem, by name.
+	Pools map[string]*v1alpha1.NodePool
+}
+
+// Snapshot reads the informer cache into the solver's problem exactly as a
+// provisioning batch does.
+func (p *Provisioner) Snapshot(ctx context.Context) (*Snapshot, error) {
+	b, err := p.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{Problem: b.problem, Pools: b.pools}, nil
+}
+
+// Launch creates the NodeClaim of a node the solver planned on the
+// snapshot's problem (a consolidation's replacement), as a provisioning
+// batch creates its nodes; the provisioner counts it at once, before the
+// cache shows it.
+func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode) (*v1alpha1.NodeClaim, error) {
+	np := s.Pools[n.Pool]
+	if np == nil {
+		return nil, fmt.Errorf("NodePool %s is not in the snapshot", n.Pool)
+	}
+	return p.create(ctx, &batch{problem: s.Problem}, np, n)
+}
+
+// Forget drops a NodeClaim created by Launch from the claims the
+// provisioner counts before the cache shows them: the disruption
+// controller deleted it again (a rolled-back replacement), and counting
+// it for another minute would plan pods onto a node that never comes.
+func (p *Provisioner) Forget(claim string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.recent, claim)
+}
