@@ -3,8 +3,11 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -41,7 +44,13 @@ func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode
 	if np == nil {
 		return nil, fmt.Errorf("NodePool %s is not in the snapshot", n.Pool)
 	}
-	return p.create(ctx, &batch{problem: s.Problem}, np, n)
+	// A batch of its own, of one: the lifecycle opens it as soon as it is
+	// ready instead of waiting for siblings.
+	claim := p.newClaim(&batch{problem: s.Problem}, np, n, "replace-"+strconv.FormatInt(time.Now().UnixNano(), 36), 1)
+	if err := p.create(ctx, claim, np, metrics.ReasonDisruption); err != nil {
+		return nil, err
+	}
+	return claim, nil
 }
 
 // Forget drops a NodeClaim created by Launch from the claims the

@@ -242,7 +242,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	for range min(8, len(launches)) {
 		wg.Go(func() {
 			for l := range work {
-				l.err = p.create(ctx, l.claim, l.pool)
+				l.err = p.create(ctx, l.claim, l.pool, metrics.ReasonProvisioning)
 			}
 		})
 	}
@@ -411,11 +411,11 @@ func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNod
 }
 
 // create creates a NodeClaim and remembers it until the cache shows it.
-func (p *Provisioner) create(ctx context.Context, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool) error {
+func (p *Provisioner) create(ctx context.Context, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool, reason string) error {
 	if err := p.client.Create(ctx, claim); err != nil {
 		return err
 	}
-	metrics.NodeClaimsCreated.WithLabelValues(np.Name, metrics.ReasonProvisioning).Inc()
+	metrics.NodeClaimsCreated.WithLabelValues(np.Name, reason).Inc()
 	p.mu.Lock()
 	p.recent[claim.Name] = recentClaim{claim: claim.DeepCopy(), at: time.Now()}
 	p.mu.Unlock()
