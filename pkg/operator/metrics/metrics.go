@@ -25,6 +25,7 @@ const (
 	ReasonInstanceGone         = "instance_gone"
 	ReasonDeleted              = "deleted"
 	ReasonGarbageCollected     = "garbage_collected"
+	ReasonAdopted              = "adopted"
 )
 
 var (
