@@ -164,9 +164,12 @@ func TestOperatorAdoptsNodesTheTUILaunchedWithoutIt(t *testing.T) {
 	if len(claim.OwnerReferences) != 1 || claim.OwnerReferences[0].Kind != "NodePool" || claim.OwnerReferences[0].Name != "default" {
 		t.Errorf("NodeClaim owners %v: want the NodePool", claim.OwnerReferences)
 	}
+	// The claim is created Launched; should the lifecycle controller see
+	// it before that status write, its launch finds the instance by the
+	// claim's name: either way, no second instance.
 	for _, r := range op.records("launched") {
-		if r["nodeclaim"] == adoptable.Claim {
-			t.Errorf("the lifecycle controller launched the adopted claim again: %v", r)
+		if r["nodeclaim"] == adoptable.Claim && r["providerID"] != directNode.Spec.ProviderID {
+			t.Errorf("the lifecycle controller launched another instance for the adopted claim: %v", r)
 		}
 	}
 
@@ -192,16 +195,25 @@ func TestOperatorAdoptsNodesTheTUILaunchedWithoutIt(t *testing.T) {
 	if len(e.claims(t, "")) != 1 {
 		t.Errorf("%d NodeClaims, want only the adopted one", len(e.claims(t, "")))
 	}
+	if nodes := e.simNodes(t); len(nodes) != 2 {
+		t.Errorf("%d simulated nodes, want the 2 the TUI launched", len(nodes))
+	}
 	after := podUIDs(ctx, t, c, ns)
 	for name, uid := range before {
 		if after[name] != uid {
 			t.Errorf("pod %s was replaced or stopped running on %s (uid %s, now %q)", name, adoptable.Claim, uid, after[name])
 		}
 	}
+	launchedBy := "?"
+	for _, cond := range claim.Status.Conditions {
+		if cond.Type == v1alpha1.ConditionLaunched {
+			launchedBy = cond.Reason // Adopted, or Launched if the lifecycle controller got there first
+		}
+	}
 	var evs corev1.EventList
 	_ = c.List(ctx, &evs, client.MatchingFields{"reason": "Adopted"})
-	t.Logf("adopted %s %v after the operator started (Initialized after %v; %d Adopted events — none unless the operator passes its recorder to garbage collection); control plane up in %v, direct launches done at %v, test took %v",
-		adoptable.Claim, adoptedAfter.Round(time.Millisecond), initializedAfter.Round(time.Millisecond), len(evs.Items),
+	t.Logf("adopted %s %v after the operator started (Launched reason %s; Initialized after %v; %d Adopted events — none unless the operator passes its recorder to garbage collection); control plane up in %v, direct launches done at %v, test took %v",
+		adoptable.Claim, adoptedAfter.Round(time.Millisecond), launchedBy, initializedAfter.Round(time.Millisecond), len(evs.Items),
 		upAt.Round(time.Millisecond), launchedAt.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 }
 
