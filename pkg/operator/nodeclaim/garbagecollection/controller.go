@@ -14,7 +14,12 @@
 // capacity type, owned by the NodePool) with the instance already
 // Launched, and the lifecycle controller registers and initializes it
 // without launching anything. The pool's NoExecute taints are left off the
-// adopted claim, since they would evict the pods the node runs. When the
+// adopted claim, since they would evict the pods the node runs. From then
+// on the claim is like any other: it counts against the pool's limits
+// (adoption does not check them: the node exists already), consolidation
+// and expiry apply, and if its Node never registers the lifecycle
+// controller's registration timeout, counted from the adoption, deletes
+// it and terminates the instance. When the
 // instance's NodePool does not exist, the instance is left running and
 // logged once (an event on its Node too) as not adoptable yet: a node a
 // user launched on purpose is not the operator's to terminate, and it is
