@@ -44,13 +44,25 @@ type CloudProvider interface {
 	Get(ctx context.Context, providerID string) (*v1alpha1.NodeClaim, error)
 
 	// List returns every instance this provider launched for this cluster,
-	// for garbage collection of instances without a NodeClaim.
+	// for garbage collection of instances without a NodeClaim. Each view
+	// is named after the NodeClaim the instance was launched for, carries
+	// its NodePool label and, if it was launched with one,
+	// AnnotationLaunchedDirectly.
 	List(ctx context.Context) ([]*v1alpha1.NodeClaim, error)
 
 	// InstanceTypes returns the instance types and offerings (with current
 	// prices and availability) a NodePool's node class can launch.
 	InstanceTypes(ctx context.Context, pool *v1alpha1.NodePool) ([]InstanceType, error)
 }
+
+// AnnotationLaunchedDirectly marks an instance launched without the
+// operator, by kubectl rightsize tui --cloud, that no NodeClaim object
+// records; its value names the cloud. Create records the annotation of the
+// NodeClaim it is given on the instance (a tag, a node annotation) and the
+// views Get and List return carry it back, so that the operator's garbage
+// collector adopts such an instance (creates its NodeClaim) instead of
+// terminating it.
+const AnnotationLaunchedDirectly = v1alpha1.Group + "/launched-directly"
 
 // InsufficientCapacityError says that none of the offerings tried could be
 // launched now; Offerings lists them as "type/zone/capacity-type".

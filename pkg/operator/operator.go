@@ -7,8 +7,9 @@
 //     nodes for them and creates NodeClaims;
 //   - nodeclaim/lifecycle: launches, registers, initializes and terminates
 //     the NodeClaims' instances through the cloud.CloudProvider;
-//   - nodeclaim/garbagecollection: terminates instances no NodeClaim owns and
-//     deletes NodeClaims whose instance vanished;
+//   - nodeclaim/garbagecollection: terminates instances no NodeClaim owns
+//     (or adopts those `tui --cloud` launched directly) and deletes
+//     NodeClaims whose instance vanished;
 //   - nodepool: NodePool status and the cost metrics;
 //   - disruption: consolidation, expiration and drift: deletes and replaces
 //     nodes within the pools' budgets, never losing a pod.
@@ -179,6 +180,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	gc := opts.GarbageCollection
 	gc.Replan = prov.Trigger
+	gc.Recorder = recorder
 	if err := mgr.Add(garbagecollection.New(mgr.GetAPIReader(), mgr.GetClient(), cp, log.WithName("garbagecollection"), gc)); err != nil {
 		return fmt.Errorf("operator: garbage collection: %w", err)
 	}

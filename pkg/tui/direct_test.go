@@ -275,6 +275,10 @@ func TestDirectLaunchRecordsTheNodeClaimWhenTheCRDAndNodePoolExist(t *testing.T)
 	}
 	if c := f.cloud.created(); len(c) != 1 || c[0].Name != claim.Name {
 		t.Fatalf("cloud launched %d claims; want one named %s", len(c), claim.Name)
+	} else if c[0].Annotations[launch.AnnotationLaunchedDirectly] != "" {
+		// The claim object records the instance: it is the operator's
+		// like any other, not one for the garbage collector to adopt.
+		t.Errorf("instance launched with annotations %v: want no adoption marker when a NodeClaim records it", c[0].Annotations)
 	}
 	mustContain(t, screen(m), "NodeClaim default-x1 records it")
 

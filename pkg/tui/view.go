@@ -324,8 +324,9 @@ func (m *Model) confirmLines() []string {
 }
 
 // adoption says, for a direct launch, whether NodeClaim objects will record
-// the instances (the CRD is served and their NodePool is ours), which is
-// what lets an operator started later adopt rather than collect them.
+// the instances (the CRD is served and their NodePool is ours), or the
+// instances are only marked, for an operator started later to adopt once
+// their NodePool exists.
 func (m *Model) adoption() string {
 	unrecorded := 0
 	for _, r := range m.confirm {
@@ -337,7 +338,7 @@ func (m *Model) adoption() string {
 	case unrecorded == 0:
 		return "NodeClaims record them, so that an operator started later adopts them."
 	case unrecorded == len(m.confirm):
-		return "Nothing records them (no NodeClaim CRD or rightsize.dev NodePool): an operator installed later would not adopt them."
+		return "Nothing records them (no NodeClaim CRD or rightsize.dev NodePool): an operator installed later adopts them once their NodePool exists."
 	}
-	return fmt.Sprintf("%d of them get no NodeClaim (their NodePool is not a rightsize.dev one): an operator started later would not adopt those.", unrecorded)
+	return fmt.Sprintf("%d of them get no NodeClaim (their NodePool is not a rightsize.dev one): an operator started later adopts those once their NodePool exists.", unrecorded)
 }

@@ -358,6 +358,11 @@ func testTUIDirectLaunch(t *testing.T, crds bool) {
 		if n.Labels["rightsize.dev/nodepool"] != pool || n.Labels["node.kubernetes.io/instance-type"] != typ || n.Labels["sim.rightsize.dev/nodeclaim"] != n.Name {
 			t.Errorf("node %s labels %v: want pool %s, %s, tagged with its claim", n.Name, n.Labels, pool, typ)
 		}
+		// Marked for an operator's garbage collection to adopt only when
+		// no NodeClaim object records it (test/e2e/adopt_test.go).
+		if marked := n.Annotations["rightsize.dev/launched-directly"] == "sim"; marked == crds {
+			t.Errorf("node %s annotations %v: adoption marker %v, want %v", n.Name, n.Annotations, marked, !crds)
+		}
 	}
 	for _, p := range pods.Items {
 		if onNodes[p.Spec.NodeName] == nil {

@@ -343,6 +343,9 @@ func (p *Provider) instanceTags(claim *v1alpha1.NodeClaim, rc *resolvedClass) ma
 	if pool := claim.Labels[v1alpha1.LabelNodePool]; pool != "" {
 		tags[TagNodePool] = pool
 	}
+	if v := claim.Annotations[cloud.AnnotationLaunchedDirectly]; v != "" {
+		tags[cloud.AnnotationLaunchedDirectly] = v
+	}
 	return tags
 }
 
@@ -539,6 +542,9 @@ func (p *Provider) claimView(base *v1alpha1.NodeClaim, in *ec2types.Instance, in
 			nc.Labels[v1alpha1.KarpenterLabelNodePool] = pool
 		}
 		nc.Spec.NodeClassRef = v1alpha1.NodeClassReference{Group: v1alpha1.Group, Kind: "EC2NodeClass", Name: tagValue(in.Tags, TagNodeClass)}
+		if v := tagValue(in.Tags, cloud.AnnotationLaunchedDirectly); v != "" {
+			nc.Annotations = map[string]string{cloud.AnnotationLaunchedDirectly: v}
+		}
 		if in.LaunchTime != nil {
 			nc.CreationTimestamp = metav1.NewTime(*in.LaunchTime)
 		}

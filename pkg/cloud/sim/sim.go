@@ -6,7 +6,8 @@
 //
 // The simulated instances are the Nodes themselves: a Node named after the
 // NodeClaim, labelled LabelCluster=<cluster name>, with providerID
-// sim://<zone>/<name>. A launch with a registration delay is held in memory
+// sim://<zone>/<name>; the claim's cloud.AnnotationLaunchedDirectly, if
+// any, is a node annotation, as a tag on a real instance. A launch with a registration delay is held in memory
 // until its Node is created; it is lost if the process exits first, as an
 // instance that never booted would be.
 package sim
@@ -355,6 +356,9 @@ func (p *Provider) node(claim *v1alpha1.NodeClaim, c class, it *cloud.InstanceTy
 	for k, v := range c.tags {
 		annotations["sim.rightsize.dev/tag-"+k] = v
 	}
+	if v := claim.Annotations[cloud.AnnotationLaunchedDirectly]; v != "" {
+		annotations[cloud.AnnotationLaunchedDirectly] = v
+	}
 	taints := []corev1.Taint{cloud.UnregisteredTaint}
 	taints = append(taints, claim.Spec.Taints...)
 	taints = append(taints, claim.Spec.StartupTaints...)
@@ -534,8 +538,12 @@ func viewOf(n *corev1.Node) *v1alpha1.NodeClaim {
 	if name == "" {
 		name = n.Name
 	}
+	var annotations map[string]string
+	if v := n.Annotations[cloud.AnnotationLaunchedDirectly]; v != "" {
+		annotations = map[string]string{cloud.AnnotationLaunchedDirectly: v}
+	}
 	return &v1alpha1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, CreationTimestamp: n.CreationTimestamp},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations, CreationTimestamp: n.CreationTimestamp},
 		Status: v1alpha1.NodeClaimStatus{
 			ProviderID:   n.Spec.ProviderID,
 			ImageID:      "sim",

@@ -120,3 +120,38 @@ func TestMissingSimNodeClassIsNotReady(t *testing.T) {
 		t.Fatalf("Create: %v, want NodeClassNotReadyError", err)
 	}
 }
+
+func TestADirectLaunchMarkerTravelsWithTheInstance(t *testing.T) {
+	ctx := context.Background()
+	p, c := newProvider(t, &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "sim"}})
+	direct := claim("direct", in(corev1.LabelInstanceTypeStable, "m5.large"))
+	direct.Annotations = map[string]string{cloud.AnnotationLaunchedDirectly: "sim", "other": "x"}
+	launched, err := p.Create(ctx, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Create(ctx, claim("operator", in(corev1.LabelInstanceTypeStable, "m5.large"))); err != nil {
+		t.Fatal(err)
+	}
+	var node corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: "direct"}, &node); err != nil {
+		t.Fatal(err)
+	}
+	if node.Annotations[cloud.AnnotationLaunchedDirectly] != "sim" || node.Annotations["other"] != "" {
+		t.Errorf("node annotations %v: want the marker and no other claim annotation", node.Annotations)
+	}
+	list, err := p.List(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("List = %v, %v", list, err)
+	}
+	for _, v := range list {
+		want := map[string]string{"direct": "sim", "operator": ""}[v.Name]
+		if got := v.Annotations[cloud.AnnotationLaunchedDirectly]; got != want || v.Labels[v1alpha1.LabelNodePool] != "default" {
+			t.Errorf("List view %s: marker %q (want %q), pool label %q", v.Name, got, want, v.Labels[v1alpha1.LabelNodePool])
+		}
+	}
+	got, err := p.Get(ctx, launched.Status.ProviderID)
+	if err != nil || got.Annotations[cloud.AnnotationLaunchedDirectly] != "sim" {
+		t.Errorf("Get = %v, %v; want the marker", got, err)
+	}
+}

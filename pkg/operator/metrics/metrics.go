@@ -26,8 +26,11 @@ const (
 	ReasonInstanceGone         = "instance_gone"
 	ReasonDeleted              = "deleted"
 	ReasonGarbageCollected     = "garbage_collected"
-	// ReasonDisruption is a NodeClaim deleted by the disruption controller
-	// (consolidation, expiration or drift).
+	// ReasonAdopted is a NodeClaim garbage collection created for an
+	// instance `tui --cloud` launched before the operator's CRDs existed.
+	ReasonAdopted = "adopted"
+	// ReasonDisruption is a NodeClaim created or deleted by the disruption
+	// controller (consolidation, expiration or drift).
 	ReasonDisruption = "disruption"
 )
 

@@ -28,8 +28,10 @@ import (
 )
 
 // AnnotationLaunchedDirectly names the cloud a NodeClaim's instance was
-// launched on by the TUI itself, without the operator.
-const AnnotationLaunchedDirectly = "rightsize.dev/launched-directly"
+// launched on by the TUI itself, without the operator. On an instance that
+// no NodeClaim object records, it is what lets the operator's garbage
+// collector adopt the instance instead of terminating it.
+const AnnotationLaunchedDirectly = cloud.AnnotationLaunchedDirectly
 
 // DirectLauncher launches proposed nodes through a cloud provider, for
 // clusters where no operator runs (tui --cloud sim|aws). The instance is
@@ -45,8 +47,12 @@ const AnnotationLaunchedDirectly = "rightsize.dev/launched-directly"
 // find instances by claim name, so its Create is a no-op) and carries on
 // from there, and its garbage collection sees an owned instance. Without
 // the CRD (or the NodePool) there is nothing to record the claim in: the
-// instance carries the tags, but an operator installed later sees an
-// instance no NodeClaim owns.
+// instance carries the tags and AnnotationLaunchedDirectly (providers keep
+// it as a tag), and an operator installed later adopts it: its garbage
+// collector creates the NodeClaim, under the tagged name, once the
+// instance's NodePool exists, and never terminates it. The marker goes on
+// the instance only in that case: an instance a NodeClaim object records is
+// the operator's like any other, collected if that claim is force-deleted.
 //
 // With no operator, the node's registration is this program's job too
 // (Registrar): the claim's labels and taints go onto the node, the planned
@@ -156,7 +162,11 @@ func (l *DirectLauncher) Launch(ctx context.Context, req Request) (Launched, err
 		}
 		out.ClaimInCluster = true
 	}
-	view, err := p.Create(ctx, claim.DeepCopy())
+	launch := claim.DeepCopy()
+	if out.ClaimInCluster {
+		delete(launch.Annotations, AnnotationLaunchedDirectly)
+	}
+	view, err := p.Create(ctx, launch)
 	if err != nil {
 		if out.ClaimInCluster {
 			_ = l.Client.Delete(context.WithoutCancel(ctx), claim)

@@ -3,15 +3,45 @@
 // the status write, or a NodeClaim force-deleted) are terminated after a
 // grace period, and NodeClaims whose instance vanished are deleted so that
 // their pods are planned again.
+//
+// Instances marked cloud.AnnotationLaunchedDirectly are the exception:
+// kubectl rightsize tui --cloud launched them without the operator, on a
+// cluster with no NodeClaim CRD (or no NodePool) to record them in, and
+// they run the user's pods. Past the grace period the collector adopts
+// such an instance instead of terminating it: it creates the NodeClaim the
+// instance was tagged with (same name, the NodePool's labels, node class
+// and taints, requirements pinned to the instance's type, zone and
+// capacity type, owned by the NodePool) with the instance already
+// Launched, and the lifecycle controller registers and initializes it
+// without launching anything. The pool's NoExecute taints are left off the
+// adopted claim, since they would evict the pods the node runs. From then
+// on the claim is like any other: it counts against the pool's limits
+// (adoption does not check them: the node exists already), consolidation
+// and expiry apply, and if its Node never registers the lifecycle
+// controller's registration timeout, counted from the adoption, deletes
+// it and terminates the instance. When the
+// instance's NodePool does not exist, the instance is left running and
+// logged once (an event on its Node too) as not adoptable yet: a node a
+// user launched on purpose is not the operator's to terminate, and it is
+// adopted as soon as the NodePool is created. To get rid of it, delete the
+// Node (sim) or terminate the instance (aws) yourself.
 package garbagecollection
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -19,6 +49,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/lifecycle"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 // Options tune the garbage collector.
@@ -32,6 +63,9 @@ type Options struct {
 	Interval time.Duration
 	// Replan is called when a NodeClaim is deleted.
 	Replan func()
+	// Recorder, when set, records an event on each NodeClaim adopted and
+	// on the Node of each instance that cannot be adopted yet.
+	Recorder events.EventRecorder
 }
 
 // Collector is a leader-only manager.Runnable.
@@ -41,11 +75,18 @@ type Collector struct {
 	cloud  cloud.CloudProvider
 	log    logr.Logger
 	opts   Options
+
+	mu sync.Mutex
+	// unadoptable holds the providerIDs of marked instances already
+	// reported as not adoptable, so that each is reported once.
+	unadoptable map[string]bool
 }
 
 // RBAC of the garbage collector.
 //
-// +kubebuilder:rbac:groups=rightsize.dev,resources=nodeclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=rightsize.dev,resources=nodeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=rightsize.dev,resources=nodeclaims/status,verbs=patch
+// +kubebuilder:rbac:groups=rightsize.dev,resources=nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;delete
 
 // New returns the garbage collector.
@@ -59,7 +100,7 @@ func New(reader client.Reader, c client.Client, cp cloud.CloudProvider, log logr
 	if opts.Replan == nil {
 		opts.Replan = func() {}
 	}
-	return &Collector{reader: reader, client: c, cloud: cp, log: log, opts: opts}
+	return &Collector{reader: reader, client: c, cloud: cp, log: log, opts: opts, unadoptable: map[string]bool{}}
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
@@ -109,6 +150,12 @@ func (g *Collector) Collect(ctx context.Context) error {
 		if age < g.opts.GracePeriod {
 			continue
 		}
+		if inst.Annotations[cloud.AnnotationLaunchedDirectly] != "" {
+			if err := g.adopt(ctx, inst); err != nil {
+				g.log.Error(err, "adopting an instance launched by kubectl rightsize tui", "providerID", inst.Status.ProviderID, "nodeclaim", inst.Name)
+			}
+			continue
+		}
 		g.log.Info("terminating an instance no NodeClaim owns", "providerID", inst.Status.ProviderID, "nodeclaim", inst.Name,
 			"instanceType", inst.Status.InstanceType, "age", age.Round(time.Second).String())
 		if err := g.cloud.Delete(ctx, inst); err != nil && !cloud.IsNotFound(err) {
@@ -125,6 +172,9 @@ func (g *Collector) Collect(ctx context.Context) error {
 			}
 		}
 	}
+	g.mu.Lock()
+	maps.DeleteFunc(g.unadoptable, func(id string, _ bool) bool { return !alive[id] })
+	g.mu.Unlock()
 	for i := range claims.Items {
 		c := &claims.Items[i]
 		id := c.Status.ProviderID
@@ -153,4 +203,153 @@ func (g *Collector) Collect(ctx context.Context) error {
 		g.opts.Replan()
 	}
 	return nil
+}
+
+// adopt creates the NodeClaim of an instance launched directly by the TUI,
+// or reports once that its NodePool does not exist.
+func (g *Collector) adopt(ctx context.Context, inst *v1alpha1.NodeClaim) error {
+	id := inst.Status.ProviderID
+	poolName := nodeclaim.Pool(inst)
+	var pool v1alpha1.NodePool
+	var err error
+	if poolName != "" && inst.Name != "" {
+		err = g.reader.Get(ctx, client.ObjectKey{Name: poolName}, &pool)
+	}
+	if poolName == "" || inst.Name == "" || apierrors.IsNotFound(err) || err == nil && pool.DeletionTimestamp != nil {
+		g.notAdoptable(ctx, inst, poolName)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading NodePool %s: %w", poolName, err)
+	}
+	claim := adoptedClaim(&pool, inst)
+	if err := g.client.Create(ctx, claim); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil // created meanwhile: owned on the next pass
+		}
+		return fmt.Errorf("creating NodeClaim %s: %w", claim.Name, err)
+	}
+	// The status says Launched, so the lifecycle controller goes straight
+	// to registration. Should this write fail (or the controller see the
+	// claim first), it calls Create, which finds the instance by the claim
+	// name and launches nothing.
+	orig := claim.DeepCopy()
+	claim.Status = adoptedStatus(inst, claim.Generation)
+	if err := g.client.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsConflict(err) {
+		g.log.Error(err, "recording the instance on an adopted NodeClaim; the lifecycle controller will", "nodeclaim", claim.Name)
+	}
+	by := inst.Annotations[cloud.AnnotationLaunchedDirectly]
+	metrics.NodeClaimsCreated.WithLabelValues(pool.Name, metrics.ReasonAdopted).Inc()
+	g.mu.Lock()
+	delete(g.unadoptable, id)
+	g.mu.Unlock()
+	s := &inst.Status
+	g.log.Info("adopted an instance launched by kubectl rightsize tui", "nodeclaim", claim.Name, "nodepool", pool.Name, "providerID", id,
+		"instanceType", s.InstanceType, "zone", s.Zone, "capacityType", s.CapacityType, "cloud", by)
+	if g.opts.Recorder != nil {
+		g.opts.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, "Adopted", "Adopt",
+			"adopted instance %s (%s %s %s) launched by kubectl rightsize tui directly on %s", id, s.InstanceType, s.CapacityType, s.Zone, by)
+	}
+	return nil
+}
+
+// notAdoptable reports, once per instance, a marked instance whose
+// NodePool does not exist. It keeps running.
+func (g *Collector) notAdoptable(ctx context.Context, inst *v1alpha1.NodeClaim, pool string) {
+	id := inst.Status.ProviderID
+	g.mu.Lock()
+	seen := g.unadoptable[id]
+	g.unadoptable[id] = true
+	g.mu.Unlock()
+	if seen {
+		return
+	}
+	why := fmt.Sprintf("its NodePool %q does not exist", pool)
+	if pool == "" || inst.Name == "" {
+		why = "it is not tagged with a NodePool and NodeClaim name"
+	}
+	msg := fmt.Sprintf("instance %s was launched by kubectl rightsize tui without the operator and %s, so it is not adopted: it keeps running, unmanaged; create the NodePool to have it adopted, or delete the node yourself", id, why)
+	g.log.Info("not adopting an instance launched by kubectl rightsize tui", "providerID", id, "nodeclaim", inst.Name, "nodepool", pool, "reason", msg)
+	if g.opts.Recorder == nil {
+		return
+	}
+	var nodes corev1.NodeList
+	if err := g.client.List(ctx, &nodes, client.MatchingFields{nodeclaim.IndexNodeProviderID: id}); err == nil {
+		for i := range nodes.Items {
+			g.opts.Recorder.Eventf(&nodes.Items[i], nil, corev1.EventTypeWarning, "NotAdopted", "Adopt", "%s", msg)
+		}
+	}
+}
+
+// adoptedClaim builds the NodeClaim of a directly launched instance as the
+// provisioner would have built it for its pool, pinned to what was
+// launched; the instance's own labels fill in what the pool does not set.
+func adoptedClaim(pool *v1alpha1.NodePool, inst *v1alpha1.NodeClaim) *v1alpha1.NodeClaim {
+	t := &pool.Spec.Template
+	labels := pool.NodeLabels()
+	if t.Spec.NodeClassRef.Name != "" {
+		labels[v1alpha1.LabelNodeClass] = t.Spec.NodeClassRef.Name
+	}
+	for k, v := range inst.Labels {
+		if _, ok := labels[k]; !ok && !strings.HasPrefix(k, corev1.LabelHostname) {
+			labels[k] = v
+		}
+	}
+	annotations := maps.Clone(t.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	by := inst.Annotations[cloud.AnnotationLaunchedDirectly]
+	annotations[cloud.AnnotationLaunchedDirectly] = by
+	annotations[nodeclaim.AnnotationReason] = "launched by kubectl rightsize tui directly on " + by + " and adopted by the operator"
+	reqs := slices.Clone(t.Spec.Requirements)
+	for _, pin := range []struct{ key, value string }{
+		{solver.LabelInstanceType, inst.Status.InstanceType},
+		{solver.LabelZone, inst.Status.Zone},
+		{solver.LabelCapacityType, inst.Status.CapacityType},
+	} {
+		if pin.value != "" {
+			reqs = append(reqs, v1alpha1.NodeSelectorRequirement{Key: pin.key, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{pin.value}})
+		}
+	}
+	// A NoExecute taint would evict the pods the node runs already.
+	taints := slices.DeleteFunc(slices.Clone(t.Spec.Taints), func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute })
+	return &v1alpha1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        inst.Name,
+			Labels:      labels,
+			Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool", Name: pool.Name, UID: pool.UID,
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: v1alpha1.NodeClaimSpec{
+			Requirements:           reqs,
+			NodeClassRef:           t.Spec.NodeClassRef,
+			Taints:                 taints,
+			StartupTaints:          t.Spec.StartupTaints,
+			ExpireAfter:            t.Spec.ExpireAfter,
+			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
+		},
+	}
+}
+
+// adoptedStatus is the status of an adopted claim: the instance as
+// launched, waiting for registration (the lifecycle controller matches the
+// Node by providerID, and it usually is there already).
+func adoptedStatus(inst *v1alpha1.NodeClaim, generation int64) v1alpha1.NodeClaimStatus {
+	s := inst.Status
+	out := v1alpha1.NodeClaimStatus{
+		ProviderID: s.ProviderID, ImageID: s.ImageID,
+		Capacity: s.Capacity.DeepCopy(), Allocatable: s.Allocatable.DeepCopy(),
+		InstanceType: s.InstanceType, Zone: s.Zone, CapacityType: s.CapacityType, PricePerHour: s.PricePerHour,
+	}
+	c := &v1alpha1.NodeClaim{Status: out}
+	c.Generation = generation
+	by := inst.Annotations[cloud.AnnotationLaunchedDirectly]
+	nodeclaim.SetCondition(c, v1alpha1.ConditionLaunched, metav1.ConditionTrue, "Adopted", "launched by kubectl rightsize tui directly on "+by+"; adopted by the garbage collector")
+	nodeclaim.SetCondition(c, v1alpha1.ConditionRegistered, metav1.ConditionUnknown, "AwaitingRegistration", "waiting for the node to join")
+	nodeclaim.SetCondition(c, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotRegistered", "the node has not joined yet")
+	return c.Status
 }
