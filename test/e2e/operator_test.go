@@ -80,6 +80,7 @@ func TestOperator(t *testing.T) {
 	t.Run("latency: Unschedulable to NodeClaim and to Running", e.testLatency)
 	t.Run("burst: 300 mixed pods across two weighted pools", e.testBurst)
 	t.Run("a tight pool CPU limit is never exceeded; surplus pods stay pending with a reason", e.testPoolLimit)
+	t.Run("insufficient capacity on the cheapest offering: the pod runs on the next one a batch later", e.testInsufficientCapacity)
 	t.Run("a crash right after a launch: no duplicate instance, the orphan collected", e.testCrashAfterLaunch)
 	t.Run("two replicas: only the leader acts; the other takes over", e.testLeaderElection)
 }
@@ -190,6 +191,17 @@ func (p *operatorProc) waitLog(t *testing.T, msg string, timeout time.Duration) 
 	}
 	t.Fatalf("%s: no %q log within %s", p.name, msg, timeout)
 	return nil
+}
+
+// logTime is when the operator wrote a JSON log record.
+func logTime(t *testing.T, r map[string]any) time.Time {
+	t.Helper()
+	s, _ := r["time"].(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("log record %v: no time: %v", r, err)
+	}
+	return at
 }
 
 func lastLines(lines []string, n int) []string {
@@ -866,6 +878,103 @@ func (e *opEnv) testPoolLimit(t *testing.T) {
 		len(claims), capacity.String(), ptr.To(np.Status.Resources[corev1.ResourceCPU]).String(), len(running), len(pending), seen.Round(time.Millisecond), notes[0])
 	if !strings.Contains(notes[0], "limit") {
 		t.Errorf("the pending pod's event does not name the limit: %q", notes[0])
+	}
+}
+
+// testInsufficientCapacity has the simulated cloud refuse the cheapest
+// offering the pod fits: the refused NodeClaim is deleted within
+// milliseconds, before any batch's cache shows it, and the pod must be
+// planned again in the very next batch rather than stay nominated to it.
+func (e *opEnv) testInsufficientCapacity(t *testing.T) {
+	const (
+		batchIdle = time.Second
+		// One batch window, a launch and the node's opening (zero
+		// registration delay), with a margin for a loaded machine.
+		target = batchIdle + 4*time.Second
+	)
+	ctx := context.Background()
+	ns := e.namespace(t, "ice")
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := cat.InstanceTypes(sim.DefaultRegion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed, zone := []string{"c6i.large", "m6i.large"}, cat.Zones(sim.DefaultRegion)[0]
+	var cheapest string
+	price := 0.0
+	for _, it := range all {
+		if !slices.Contains(allowed, it.Name) {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.CapacityType == cloud.CapacityTypeOnDemand && o.Zone == zone && (cheapest == "" || o.Price < price) {
+				cheapest, price = it.Name, o.Price
+			}
+		}
+	}
+	if cheapest == "" {
+		t.Fatalf("the catalog offers none of %v on demand in %s", allowed, zone)
+	}
+	snc := &v1alpha1.SimNodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "sim-ice"},
+		Spec: v1alpha1.SimNodeClassSpec{InsufficientCapacity: []v1alpha1.SimOffering{
+			{InstanceType: cheapest, Zone: zone, CapacityType: cloud.CapacityTypeOnDemand},
+		}},
+	}
+	if err := e.c.Create(ctx, snc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.c.Delete(context.Background(), snc) })
+	np := &v1alpha1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "ice"},
+		Spec: v1alpha1.NodePoolSpec{Template: v1alpha1.NodeClaimTemplate{Spec: v1alpha1.NodeClaimTemplateSpec{
+			NodeClassRef: v1alpha1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: snc.Name},
+			Requirements: []v1alpha1.NodeSelectorRequirement{
+				req(v1alpha1.LabelCapacityType, cloud.CapacityTypeOnDemand), req(solver.LabelInstanceType, allowed...), req(solver.LabelZone, zone),
+			},
+		}}},
+	}
+	if err := e.c.Create(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	// A node for the system pods, as in the latency scenario: with no node
+	// at all the scheduler retries the pod on its backoff timer rather than
+	// on the new node's arrival.
+	system := testenv.Node{Name: "system-ice", Taints: []corev1.Taint{{Key: "CriticalAddonsOnly", Value: "true", Effect: corev1.TaintEffectNoSchedule}}}
+	if _, err := e.AddNode(ctx, system); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: system.Name}})
+	})
+	if err := e.WaitNodeReady(ctx, system.Name, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	op := e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-ice", "--batch-idle", batchIdle.String())
+	t.Cleanup(func() { e.cleanup(t, ns, np.Name) })
+	op.waitLog(t, "provisioner started", 30*time.Second)
+
+	start := time.Now()
+	e.createPods(t, []*corev1.Pod{opPod(ns, "ice-0", "1", "2Gi", map[string]string{v1alpha1.LabelNodePool: np.Name})})
+	e.waitRunning(t, ns, 1, 60*time.Second)
+	took := time.Since(start)
+	refusal := op.waitLog(t, "insufficient capacity; replanning", time.Second)
+	afterRefusal := time.Since(logTime(t, refusal))
+	claims := e.claims(t, np.Name)
+	if len(claims) != 1 || claims[0].Status.InstanceType == cheapest || claims[0].Status.InstanceType == "" {
+		t.Fatalf("pool ice has %d NodeClaims (%v); want one launched on an offering other than the refused %s", len(claims), claims, cheapest)
+	}
+	if n := len(op.records("launching NodeClaim")); n != 2 {
+		t.Errorf("%d NodeClaims launched, want 2: the refused offering's, then the next cheapest's", n)
+	}
+	t.Logf("ice: %s/%s/on-demand ($%.4f/h) refused; the pod ran on %s %s after the refusal (target ≤ %s), %s after creation",
+		cheapest, zone, price, claims[0].Status.InstanceType, afterRefusal.Round(time.Millisecond), target, took.Round(time.Millisecond))
+	if afterRefusal > target {
+		t.Errorf("the pod ran %s after the refusal, beyond %s (batch idle + launch + margin): the replan waited for more than the next batch",
+			afterRefusal.Round(time.Millisecond), target)
 	}
 }
 

@@ -49,9 +49,17 @@ func (p *Provisioner) Register(mgr ctrl.Manager) error {
 		},
 		DeleteFunc: func(context.Context, event.DeleteEvent, workqueueT) { p.Trigger() },
 	}
+	// Every NodeClaim event also tells the provisioner that the cache
+	// shows the claim (see observed): a claim refused by the cloud lives a
+	// few milliseconds, and no batch may ever have seen it in the cache.
 	claimGone := handler.Funcs{
-		DeleteFunc: func(context.Context, event.DeleteEvent, workqueueT) { p.Trigger() },
+		CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueueT) { p.observed(e.Object.GetName(), false) },
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueueT) {
+			p.observed(e.Object.GetName(), true)
+			p.Trigger()
+		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueueT) {
+			p.observed(e.ObjectNew.GetName(), false)
 			if e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil {
 				p.Trigger()
 			}

@@ -60,7 +60,10 @@ type Provisioner struct {
 	mu sync.Mutex
 	// nominations maps pods to the NodeClaim planned for them.
 	nominations map[types.UID]nomination
-	// recent holds NodeClaims created but maybe not yet in the cache.
+	// recent holds the NodeClaims being created or created that the cache
+	// may not show yet: each is counted as in flight until the informer
+	// delivers an event for it (see observed), a batch's cache shows it, or
+	// recentTTL passes.
 	recent map[string]recentClaim
 	// told remembers the last reason given to an unplaced pod, so that a
 	// pod gets one event per new reason rather than one per batch.
@@ -79,6 +82,10 @@ type recentClaim struct {
 	claim *v1alpha1.NodeClaim
 	at    time.Time
 }
+
+// recentTTL bounds how long a created NodeClaim the cache has never shown
+// counts as in flight; the informer normally shows it within milliseconds.
+const recentTTL = time.Minute
 
 // New returns a provisioner.
 func New(c client.Client, cp cloud.CloudProvider, recorder events.EventRecorder, log logr.Logger, unavailable *state.Unavailable, opts Options) *Provisioner {
@@ -227,16 +234,14 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	// exist: the lifecycle controller asks for the pods as soon as it opens
 	// a node, which with a fast cloud can be within a second.
 	id := strconv.FormatInt(closed.UnixNano(), 36)
-	p.mu.Lock()
 	for _, l := range launches {
 		l.claim = p.newClaim(b, l.pool, l.node, id, len(launches))
-		for _, pi := range l.node.Pods {
-			pod := b.pods[pi]
-			p.nominations[pod.UID] = nomination{claim: l.claim.Name, pod: client.ObjectKeyFromObject(pod), at: now}
-			delete(p.told, pod.UID)
+		pods := make([]*corev1.Pod, len(l.node.Pods))
+		for i, pi := range l.node.Pods {
+			pods[i] = b.pods[pi]
 		}
+		p.remember(l.claim, pods, now)
 	}
-	p.mu.Unlock()
 	work := make(chan *launch)
 	var wg sync.WaitGroup
 	for range min(8, len(launches)) {
@@ -410,21 +415,64 @@ func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNod
 	return claim
 }
 
-// create creates a NodeClaim and remembers it until the cache shows it.
+// remember counts a NodeClaim about to be created as in flight and
+// nominates its pods to it. Both happen before the claim exists: the
+// informer may deliver the claim's events (even its deletion, when the
+// cloud refuses the launch at once) before Create returns, and the
+// lifecycle controller may ask for the pods as soon as the node opens.
+func (p *Provisioner) remember(claim *v1alpha1.NodeClaim, pods []*corev1.Pod, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.recent[claim.Name] = recentClaim{claim: claim.DeepCopy(), at: now}
+	for _, pod := range pods {
+		p.nominations[pod.UID] = nomination{claim: claim.Name, pod: client.ObjectKeyFromObject(pod), at: now}
+		delete(p.told, pod.UID)
+	}
+}
+
+// create creates a NodeClaim that provision remembered among the recent
+// ones; a claim that could not be created is forgotten.
 func (p *Provisioner) create(ctx context.Context, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool, reason string) error {
 	if err := p.client.Create(ctx, claim); err != nil {
+		p.mu.Lock()
+		delete(p.recent, claim.Name)
+		p.mu.Unlock()
 		return err
 	}
 	metrics.NodeClaimsCreated.WithLabelValues(np.Name, reason).Inc()
 	p.mu.Lock()
-	p.recent[claim.Name] = recentClaim{claim: claim.DeepCopy(), at: time.Now()}
+	// The created object has the server's fields (creation time, UID);
+	// a claim the informer has shown meanwhile stays forgotten.
+	if r, ok := p.recent[claim.Name]; ok {
+		r.claim = claim.DeepCopy()
+		p.recent[claim.Name] = r
+	}
 	p.mu.Unlock()
 	return nil
 }
 
+// observed records that the informer delivered an event for a NodeClaim:
+// from then on the cache, which the informer updates before it tells its
+// handlers, shows the claim, or shows it gone, so the recent copy is no
+// longer needed to count it. A claim that is gone also takes its
+// nominations with it, so that its pods are planned in the next batch
+// rather than when the nomination would lapse.
+func (p *Provisioner) observed(name string, gone bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.recent, name)
+	if gone {
+		for uid, n := range p.nominations {
+			if n.claim == name {
+				delete(p.nominations, uid)
+			}
+		}
+	}
+}
+
 // mergeRecent adds the NodeClaims created lately that the cache does not
-// show yet, and forgets those it shows (or that are gone).
-func (p *Provisioner) mergeRecent(cached []v1alpha1.NodeClaim) []*v1alpha1.NodeClaim {
+// show yet, and forgets those it shows and those older than recentTTL.
+func (p *Provisioner) mergeRecent(cached []v1alpha1.NodeClaim, now time.Time) []*v1alpha1.NodeClaim {
 	out := make([]*v1alpha1.NodeClaim, 0, len(cached))
 	seen := map[string]bool{}
 	for i := range cached {
@@ -435,7 +483,7 @@ func (p *Provisioner) mergeRecent(cached []v1alpha1.NodeClaim) []*v1alpha1.NodeC
 	defer p.mu.Unlock()
 	for name, r := range p.recent {
 		switch {
-		case seen[name] || time.Since(r.at) > time.Minute:
+		case seen[name] || now.Sub(r.at) > recentTTL:
 			delete(p.recent, name)
 		default:
 			out = append(out, r.claim)

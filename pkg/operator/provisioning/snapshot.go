@@ -85,8 +85,8 @@ func (p *Provisioner) snapshot(ctx context.Context) (*batch, error) {
 			return nil, fmt.Errorf("reading the cache: %w", err)
 		}
 	}
-	claims := p.mergeRecent(ncList.Items)
 	now := time.Now()
+	claims := p.mergeRecent(ncList.Items, now)
 
 	byName := map[string]*v1alpha1.NodeClaim{}
 	for _, c := range claims {
