@@ -65,6 +65,7 @@ type OperatorOptions struct {
 	ConsolidationInterval     time.Duration
 	ValidationDelay           time.Duration
 	DrainTimeout              time.Duration
+	GangWait                  time.Duration
 	ReplacementTimeout        time.Duration
 	AllowEvictingUncontrolled bool
 
@@ -126,6 +127,7 @@ playground.`,
 	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version, e.g. 1.33, for AMI aliases (aws; default: the API server's)")
 	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog (sim)")
 	f.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
+	f.DurationVar(&o.GangWait, "gang-wait", 10*time.Second, "how long a ready node waits for the other nodes of its provisioning decision, so that they open to pods together as planned")
 	f.DurationVar(&o.GCGracePeriod, "gc-grace-period", time.Minute, "how old an instance without a NodeClaim must be before it is terminated")
 	f.BoolVar(&o.Consolidation, "disruption", true, "consolidate, expire and replace drifted nodes within the NodePools' disruption settings; false leaves nodes alone")
 	f.DurationVar(&o.ConsolidationInterval, "consolidation-interval", 5*time.Minute, "plan consolidation at least this often (cluster changes and consolidateAfter deadlines plan sooner)")
@@ -205,7 +207,7 @@ func (o *OperatorOptions) Validate() error {
 		return errors.New("--cluster-name must not be empty")
 	}
 	for name, d := range map[string]time.Duration{"--consolidation-interval": o.ConsolidationInterval, "--disruption-validation-delay": o.ValidationDelay,
-		"--drain-timeout": o.DrainTimeout, "--replacement-timeout": o.ReplacementTimeout} {
+		"--drain-timeout": o.DrainTimeout, "--replacement-timeout": o.ReplacementTimeout, "--gang-wait": o.GangWait} {
 		if d <= 0 {
 			return fmt.Errorf("%s (%s) must be positive", name, d)
 		}
@@ -249,6 +251,7 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 		opts.Provisioning.Region = "" // the provider's region labels its nodes
 	}
 	opts.GarbageCollection.GracePeriod = o.GCGracePeriod
+	opts.Lifecycle.GangWait = o.GangWait
 	opts.Disruption = disruption.Options{
 		Disabled: !o.Consolidation, Interval: o.ConsolidationInterval, ValidationDelay: o.ValidationDelay,
 		DrainTimeout: o.DrainTimeout, ReplacementTimeout: o.ReplacementTimeout, AllowUncontrolled: o.AllowEvictingUncontrolled,
