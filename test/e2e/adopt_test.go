@@ -2,23 +2,19 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
@@ -40,16 +36,8 @@ func TestOperatorAdoptsNodesTheTUILaunchedWithoutIt(t *testing.T) {
 	upAt := time.Since(start)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ctrllog.SetLogger(logr.Discard())
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(env.RESTConfig(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &opEnv{Env: env, c: c}
+	e := newOpEnv(t, env)
+	c := e.c
 	ns := e.namespace(t, "adopt")
 
 	// 1. No CRDs, no operator: the TUI's direct launches.
@@ -123,17 +111,7 @@ func TestOperatorAdoptsNodesTheTUILaunchedWithoutIt(t *testing.T) {
 	launchedAt := time.Since(start)
 
 	// 2. The operator is installed: CRDs, node class, the pool of the first node.
-	crds, _ := filepath.Glob(filepath.Join(crdDir, v1alpha1.Group+"_*.yaml"))
-	args := []string{"apply", "--server-side"}
-	for _, f := range crds {
-		args = append(args, "-f", f)
-	}
-	if r := kubectl(t, env, args...); r.err != nil {
-		t.Fatalf("kubectl apply: %v\n%s%s", r.err, r.stdout, r.stderr)
-	}
-	if r := kubectl(t, env, "wait", "--for", "condition=Established", "--timeout", "60s", "crd", "--all"); r.err != nil {
-		t.Fatalf("kubectl wait: %v\n%s%s", r.err, r.stdout, r.stderr)
-	}
+	installCRDs(t, env)
 	e.nodePool(t, "default", 0, nil)
 	opStart := time.Now()
 	op := e.startOperator(t, "operator", nil, "--leader-elect=false", "--gc-grace-period", "2s")

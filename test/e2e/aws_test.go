@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -29,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -37,7 +35,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws/ec2test"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
@@ -99,28 +96,7 @@ type awsEnv struct {
 // crash between launch and status write nor a SIGKILL mid-launch leaks or
 // duplicates an instance.
 func TestOperatorAWS(t *testing.T) {
-	env := testenv.Start(t)
-	crds, _ := filepath.Glob(filepath.Join(crdDir, v1alpha1.Group+"_*.yaml"))
-	args := []string{"apply", "--server-side"}
-	for _, f := range crds {
-		args = append(args, "-f", f)
-	}
-	if r := kubectl(t, env, args...); r.err != nil {
-		t.Fatalf("kubectl apply: %v\n%s%s", r.err, r.stdout, r.stderr)
-	}
-	if r := kubectl(t, env, "wait", "--for", "condition=Established", "--timeout", "60s", "crd", "--all"); r.err != nil {
-		t.Fatalf("kubectl wait: %v\n%s%s", r.err, r.stdout, r.stderr)
-	}
-	ctrllog.SetLogger(logr.Discard())
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(env.RESTConfig(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := newAWSEnv(t, &opEnv{Env: env, c: c})
+	a := newAWSEnv(t, startOpEnv(t))
 	t.Cleanup(func() {
 		t.Logf("secrets: checked the logs of %d operator runs %v for the AWS secret key, the cluster CA and user data", len(a.checked), a.checked)
 	})

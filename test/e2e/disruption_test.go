@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,15 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/importer"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
-	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
 
 // disruptionEnv is the control plane and the one operator the disruption
@@ -63,34 +59,6 @@ func TestDisruption(t *testing.T) {
 	// Last: the offerings it makes unavailable stay so for minutes.
 	t.Run("a replacement that cannot launch: the old node stays, untainted, its pods untouched", d.testReplacementICE)
 	t.Run("metrics: actions, saving, evictions and rollbacks", d.testMetrics)
-}
-
-// startOpEnv starts a control plane with the rightsize.dev CRDs installed,
-// as TestOperator does.
-func startOpEnv(t *testing.T) *opEnv {
-	t.Helper()
-	env := testenv.Start(t)
-	crds, _ := filepath.Glob(filepath.Join(crdDir, v1alpha1.Group+"_*.yaml"))
-	args := []string{"apply", "--server-side"}
-	for _, f := range crds {
-		args = append(args, "-f", f)
-	}
-	if r := kubectl(t, env, args...); r.err != nil {
-		t.Fatalf("kubectl apply: %v\n%s%s", r.err, r.stdout, r.stderr)
-	}
-	if r := kubectl(t, env, "wait", "--for", "condition=Established", "--timeout", "60s", "crd", "--all"); r.err != nil {
-		t.Fatalf("kubectl wait: %v\n%s%s", r.err, r.stdout, r.stderr)
-	}
-	ctrllog.SetLogger(logr.Discard())
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(env.RESTConfig(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &opEnv{Env: env, c: c}
 }
 
 // pool creates a NodePool on the node class with the disruption settings.

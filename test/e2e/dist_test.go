@@ -28,7 +28,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,12 +35,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rightsize-dev/kubectl-rightsize/config"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
 
@@ -468,16 +465,7 @@ func TestOperatorRBAC(t *testing.T) {
 // the test can tell.
 func TestOperatorAsItsServiceAccount(t *testing.T) {
 	env := testenv.Start(t)
-	ctrllog.SetLogger(logr.Discard())
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(env.RESTConfig(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &opEnv{Env: env, c: c}
+	e := newOpEnv(t, env)
 	kc := operatorIdentity(t, env)
 
 	t.Run("with the manifests' RBAC it provisions, drains and terminates", func(t *testing.T) {

@@ -51,21 +51,17 @@ type opEnv struct {
 	c client.Client
 }
 
-// TestOperator runs `kubectl-rightsize operator --cloud sim` as a separate
-// process against one real control plane with kwok, scenario by scenario.
-func TestOperator(t *testing.T) {
+// startOpEnv starts a control plane with the rightsize.dev CRDs installed.
+func startOpEnv(t *testing.T) *opEnv {
+	t.Helper()
 	env := testenv.Start(t)
-	crds, _ := filepath.Glob(filepath.Join(crdDir, v1alpha1.Group+"_*.yaml"))
-	args := []string{"apply", "--server-side"}
-	for _, f := range crds {
-		args = append(args, "-f", f)
-	}
-	if r := kubectl(t, env, args...); r.err != nil {
-		t.Fatalf("kubectl apply: %v\n%s%s", r.err, r.stdout, r.stderr)
-	}
-	if r := kubectl(t, env, "wait", "--for", "condition=Established", "--timeout", "60s", "crd", "--all"); r.err != nil {
-		t.Fatalf("kubectl wait: %v\n%s%s", r.err, r.stdout, r.stderr)
-	}
+	installCRDs(t, env)
+	return newOpEnv(t, env)
+}
+
+// newOpEnv wraps env with a client that knows the rightsize.dev kinds.
+func newOpEnv(t *testing.T, env *testenv.Env) *opEnv {
+	t.Helper()
 	ctrllog.SetLogger(logr.Discard())
 	scheme, err := operator.Scheme()
 	if err != nil {
@@ -75,7 +71,13 @@ func TestOperator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &opEnv{Env: env, c: c}
+	return &opEnv{Env: env, c: c}
+}
+
+// TestOperator runs `kubectl-rightsize operator --cloud sim` as a separate
+// process against one real control plane with kwok, scenario by scenario.
+func TestOperator(t *testing.T) {
+	e := startOpEnv(t)
 	t.Run("seed walkthrough: the memory hog gets a right-sized node and runs", e.testSeedWalkthrough)
 	t.Run("latency: Unschedulable to NodeClaim and to Running", e.testLatency)
 	t.Run("burst: 300 mixed pods across two weighted pools", e.testBurst)
