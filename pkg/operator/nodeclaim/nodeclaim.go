@@ -6,6 +6,7 @@ package nodeclaim
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -93,4 +94,48 @@ func Price(claim *v1alpha1.NodeClaim) float64 {
 // Pool returns the name of the NodePool the claim belongs to.
 func Pool(claim *v1alpha1.NodeClaim) string {
 	return claim.Labels[v1alpha1.LabelNodePool]
+}
+
+// ApplyToNode puts the claim's labels and taints on its registered node,
+// and, when owned, an owner reference to the claim, so that deleting the
+// claim's object collects the Node. It changes node in place.
+func ApplyToNode(claim *v1alpha1.NodeClaim, node *corev1.Node, owned bool) {
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range claim.Labels {
+		node.Labels[k] = v
+	}
+	for _, t := range claim.Spec.Taints {
+		if !slices.ContainsFunc(node.Spec.Taints, func(n corev1.Taint) bool { return n.MatchTaint(&t) }) {
+			node.Spec.Taints = append(node.Spec.Taints, t)
+		}
+	}
+	if owned && claim.UID != "" && !slices.ContainsFunc(node.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == claim.UID }) {
+		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
+			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: claim.Name, UID: claim.UID,
+		})
+	}
+}
+
+// Usable reports whether a registered claim's node could take pods but for
+// the unregistered taint: Ready, and no not-ready, unreachable or startup
+// taint left.
+func Usable(claim *v1alpha1.NodeClaim, node *corev1.Node) bool {
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			ready = cond.Status == corev1.ConditionTrue
+		}
+	}
+	if !ready {
+		return false
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable ||
+			slices.ContainsFunc(claim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {
+			return false
+		}
+	}
+	return true
 }

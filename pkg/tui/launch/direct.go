@@ -24,6 +24,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -183,9 +184,9 @@ func (l *DirectLauncher) Launch(ctx context.Context, req Request) (Launched, err
 	s.ProviderID, s.ImageID = view.Status.ProviderID, view.Status.ImageID
 	s.Capacity, s.Allocatable = view.Status.Capacity, view.Status.Allocatable
 	s.InstanceType, s.Zone, s.CapacityType, s.PricePerHour = view.Status.InstanceType, view.Status.Zone, view.Status.CapacityType, view.Status.PricePerHour
-	setCondition(claim, v1alpha1.ConditionLaunched, metav1.ConditionTrue, "Launched", "launched directly on "+l.CloudName+" by "+l.LaunchedBy)
-	setCondition(claim, v1alpha1.ConditionRegistered, metav1.ConditionUnknown, "AwaitingRegistration", "waiting for the node to join")
-	setCondition(claim, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotRegistered", "the node has not joined yet")
+	nodeclaim.SetCondition(claim, v1alpha1.ConditionLaunched, metav1.ConditionTrue, "Launched", "launched directly on "+l.CloudName+" by "+l.LaunchedBy)
+	nodeclaim.SetCondition(claim, v1alpha1.ConditionRegistered, metav1.ConditionUnknown, "AwaitingRegistration", "waiting for the node to join")
+	nodeclaim.SetCondition(claim, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotRegistered", "the node has not joined yet")
 	out.Direct = claim
 	if out.ClaimInCluster {
 		if err := l.recordLaunch(ctx, orig, claim); err != nil {
@@ -272,12 +273,6 @@ func resourceList(r solver.Resources) corev1.ResourceList {
 	return out
 }
 
-func setCondition(claim *v1alpha1.NodeClaim, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: claim.Generation,
-	})
-}
-
 // Register implements Registrar, mirroring the operator's lifecycle
 // controller: the claim's labels and taints go on the node (and an owner
 // reference to the NodeClaim object, if there is one), and the claim
@@ -292,34 +287,19 @@ func (l *DirectLauncher) Register(ctx context.Context, launched Launched, nodeNa
 		return false, err
 	}
 	orig := node.DeepCopy()
-	if node.Labels == nil {
-		node.Labels = map[string]string{}
-	}
-	for k, v := range claim.Labels {
-		node.Labels[k] = v
-	}
-	for _, t := range claim.Spec.Taints {
-		if !slices.ContainsFunc(node.Spec.Taints, func(n corev1.Taint) bool { return n.MatchTaint(&t) }) {
-			node.Spec.Taints = append(node.Spec.Taints, t)
-		}
-	}
-	if launched.ClaimInCluster && claim.UID != "" && !slices.ContainsFunc(node.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == claim.UID }) {
-		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
-			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: claim.Name, UID: claim.UID,
-		})
-	}
+	nodeclaim.ApplyToNode(claim, node, launched.ClaimInCluster)
 	if !equality.Semantic.DeepEqual(orig, node) {
 		if err := l.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return false, fmt.Errorf("registering node %s: %w", nodeName, err)
 		}
 	}
-	usable := usable(node, claim)
+	usable := nodeclaim.Usable(claim, node)
 	if launched.ClaimInCluster {
 		err := l.recordConditions(ctx, claim.Name, func(c *v1alpha1.NodeClaim) {
 			c.Status.NodeName = node.Name
-			setCondition(c, v1alpha1.ConditionRegistered, metav1.ConditionTrue, "Registered", "")
+			nodeclaim.SetCondition(c, v1alpha1.ConditionRegistered, metav1.ConditionTrue, "Registered", "")
 			if !meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionInitialized) {
-				setCondition(c, v1alpha1.ConditionInitialized, metav1.ConditionUnknown, "AwaitingInitialization", "waiting for the node to be Ready")
+				nodeclaim.SetCondition(c, v1alpha1.ConditionInitialized, metav1.ConditionUnknown, "AwaitingInitialization", "waiting for the node to be Ready")
 			}
 		})
 		if err != nil {
@@ -368,8 +348,8 @@ func (l *DirectLauncher) Open(ctx context.Context, launched Launched, nodeName s
 		return nil
 	}
 	return l.recordConditions(ctx, claim.Name, func(c *v1alpha1.NodeClaim) {
-		setCondition(c, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
-		setCondition(c, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
+		nodeclaim.SetCondition(c, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
+		nodeclaim.SetCondition(c, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
 	})
 }
 
@@ -404,27 +384,6 @@ func (l *DirectLauncher) recordConditions(ctx context.Context, name string, upda
 		return fmt.Errorf("recording on NodeClaim %s: %w", name, err)
 	}
 	return nil
-}
-
-// usable reports whether the node is Ready with its not-ready,
-// unreachable and startup taints gone.
-func usable(node *corev1.Node, claim *v1alpha1.NodeClaim) bool {
-	ready := false
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	if !ready {
-		return false
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable ||
-			slices.ContainsFunc(claim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {
-			return false
-		}
-	}
-	return true
 }
 
 // HasUnregisteredTaint reports whether pods are still kept off the node.

@@ -296,22 +296,7 @@ func (c *Controller) register(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 	}
 	node := &nodes.Items[0]
 	orig := node.DeepCopy()
-	if node.Labels == nil {
-		node.Labels = map[string]string{}
-	}
-	for k, v := range claim.Labels {
-		node.Labels[k] = v
-	}
-	for _, t := range claim.Spec.Taints {
-		if !slices.ContainsFunc(node.Spec.Taints, func(n corev1.Taint) bool { return n.MatchTaint(&t) }) {
-			node.Spec.Taints = append(node.Spec.Taints, t)
-		}
-	}
-	if !hasOwner(node, claim) {
-		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
-			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: claim.Name, UID: claim.UID,
-		})
-	}
+	nodeclaim.ApplyToNode(claim, node, true)
 	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{Requeue: true}, nil
@@ -328,32 +313,6 @@ func (c *Controller) register(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 	metrics.NodeClaimsRegistered.WithLabelValues(nodeclaim.Pool(claim)).Inc()
 	logr.FromContextOrDiscard(ctx).Info("registered", "node", node.Name)
 	return c.initialize(ctx, claim)
-}
-
-func hasOwner(node *corev1.Node, claim *v1alpha1.NodeClaim) bool {
-	return slices.ContainsFunc(node.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == claim.UID })
-}
-
-// usableNode reports whether a registered claim's node could take pods but
-// for the unregistered taint: Ready, and no not-ready, unreachable or
-// startup taint left.
-func usableNode(claim *v1alpha1.NodeClaim, node *corev1.Node) bool {
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			ready = cond.Status == corev1.ConditionTrue
-		}
-	}
-	if !ready {
-		return false
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable ||
-			slices.ContainsFunc(claim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {
-			return false
-		}
-	}
-	return true
 }
 
 // member is a claim whose node is usable but not open yet.
@@ -375,7 +334,7 @@ func (c *Controller) initialize(ctx context.Context, claim *v1alpha1.NodeClaim) 
 		}
 		return reconcile.Result{}, err
 	}
-	if !usableNode(claim, &node) {
+	if !nodeclaim.Usable(claim, &node) {
 		return reconcile.Result{}, nil // the Node's update brings us back
 	}
 	now := time.Now()
@@ -422,7 +381,7 @@ func (c *Controller) gang(ctx context.Context, claim *v1alpha1.NodeClaim, node *
 			continue
 		}
 		var n corev1.Node
-		if s.Status.NodeName == "" || c.client.Get(ctx, client.ObjectKey{Name: s.Status.NodeName}, &n) != nil || !usableNode(s, &n) {
+		if s.Status.NodeName == "" || c.client.Get(ctx, client.ObjectKey{Name: s.Status.NodeName}, &n) != nil || !nodeclaim.Usable(s, &n) {
 			waiting++
 			continue
 		}

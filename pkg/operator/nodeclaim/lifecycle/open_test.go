@@ -56,7 +56,7 @@ func TestUsableNodeWaitsForReadinessAndStartupTaints(t *testing.T) {
 		{"not-ready taint left", readyNode("a", corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}), false},
 		{"startup taint left", readyNode("a", claim.Spec.StartupTaints[0]), false},
 	} {
-		if got := usableNode(claim, tc.node); got != tc.want {
+		if got := nodeclaim.Usable(claim, tc.node); got != tc.want {
 			t.Errorf("%s: usable %v, want %v", tc.name, got, tc.want)
 		}
 	}
