@@ -86,7 +86,7 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*Res
 	verdicts := map[string]ResultNodeVerdict{}
 
 	karpenter := true
-	if cl.Rightsize.Installed && len(cl.Rightsize.Pools) > 0 {
+	if len(cl.Rightsize.Pools) > 0 {
 		rc.Guards = GuardsOperator
 		d, err := disruption.Decide(disruption.Input{
 			Snapshot: &provisioning.Snapshot{Problem: cloneProblem(p), Pools: cl.Rightsize.Pools},

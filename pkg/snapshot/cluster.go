@@ -473,25 +473,44 @@ func Owner(pod *corev1.Pod) string {
 // addLivePool converts a NodePool read from the cluster. The API server has
 // validated it, so fields newer than this reader are ignored rather than
 // refused; a NodePool that still cannot be read is left out with a warning.
+// A rightsize.dev NodePool (by its apiVersion) is read as
+// addRightsizePools reads it.
 func (c *Cluster) addLivePool(raw json.RawMessage) {
+	var tm metav1.TypeMeta
+	if json.Unmarshal(raw, &tm) == nil && strings.HasPrefix(tm.APIVersion, v1alpha1.Group+"/") {
+		np := &v1alpha1.NodePool{}
+		if err := json.Unmarshal(raw, np); err != nil {
+			c.warnf("NodePool", "left out: %v", err)
+			return
+		}
+		c.addRightsizePools([]*v1alpha1.NodePool{np})
+		return
+	}
+	c.addPoolJSON(raw, OwnerKarpenter)
+}
+
+// addPoolJSON converts a Karpenter-shaped NodePool and records its owner;
+// it reports whether the pool was added.
+func (c *Cluster) addPoolJSON(raw json.RawMessage, owner string) bool {
 	var o karpenterPool
 	if err := json.Unmarshal(raw, &o); err != nil {
 		c.warnf("NodePool", "left out: %v", err)
-		return
+		return false
 	}
 	where := "NodePool " + o.Metadata.Name
+	if owner == OwnerKarpenter && c.PoolOwners[o.Metadata.Name] == OwnerRightsize {
+		c.warnf(where, "both karpenter.sh and rightsize.dev have a NodePool of this name; only the rightsize.dev one is planned")
+		return false
+	}
 	if err := c.addPool(where, "NodePool", &o); err != nil {
 		c.warnf(where, "left out of the plan: %v", err)
-		return
-	}
-	owner := OwnerKarpenter
-	if strings.HasPrefix(o.APIVersion, v1alpha1.Group+"/") {
-		owner = OwnerRightsize
+		return false
 	}
 	if c.PoolOwners == nil {
 		c.PoolOwners = map[string]string{}
 	}
 	c.PoolOwners[o.Metadata.Name] = owner
+	return true
 }
 
 // addDaemonSet records a DaemonSet's pod as overhead of new nodes.

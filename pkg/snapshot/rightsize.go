@@ -56,13 +56,12 @@ func (c *Cluster) addRightsizePools(pools []*v1alpha1.NodePool) {
 			c.warnf("NodePool "+np.Name, "left out: %v", err)
 			continue
 		}
-		if i := slices.IndexFunc(c.Pools, func(p solver.Pool) bool { return p.Name == np.Name }); i >= 0 {
+		if i := slices.IndexFunc(c.Pools, func(p solver.Pool) bool { return p.Name == np.Name }); i >= 0 && c.PoolOwners[np.Name] == OwnerKarpenter {
 			c.warnf("NodePool "+np.Name, "both karpenter.sh and rightsize.dev have a NodePool of this name; only the rightsize.dev one is planned")
 			c.Pools = slices.Delete(c.Pools, i, i+1)
 		}
 		n := len(c.Pools)
-		c.addLivePool(raw)
-		if len(c.Pools) == n {
+		if !c.addPoolJSON(raw, OwnerRightsize) {
 			continue // left out, with a warning
 		}
 		maps.Copy(c.Pools[n].Labels, np.NodeLabels())
@@ -70,7 +69,6 @@ func (c *Cluster) addRightsizePools(pools []*v1alpha1.NodePool) {
 			c.Rightsize.Pools = map[string]*v1alpha1.NodePool{}
 		}
 		c.Rightsize.Pools[np.Name] = np
-		c.PoolOwners[np.Name] = OwnerRightsize
 	}
 }
 

@@ -106,13 +106,33 @@ func TestRightsizePools(t *testing.T) {
 			},
 		},
 		{
-			name: "a pool named like a Karpenter one replaces it",
-			objs: Objects{NodePools: []json.RawMessage{karpenterPool}, RightsizeNodePools: []*v1alpha1.NodePool{rsPool("general", nil)}},
+			name:      "a pool named like a Karpenter one replaces it",
+			objs:      Objects{NodePools: []json.RawMessage{karpenterPool}, RightsizeNodePools: []*v1alpha1.NodePool{rsPool("general", nil)}},
 			wantPools: []string{"general"},
 			wantWarn:  "only the rightsize.dev one is planned",
 			check: func(t *testing.T, cl *Cluster) {
 				if cl.PoolOwners["general"] != OwnerRightsize || cl.Pools[0].Labels[v1alpha1.LabelNodePool] != "general" {
 					t.Errorf("owners %v, labels %v: want the rightsize.dev pool", cl.PoolOwners, cl.Pools[0].Labels)
+				}
+			},
+		},
+		{
+			name: "a rightsize.dev NodePool among raw NodePools (as a watcher passes them) is read as ours",
+			objs: Objects{NodePools: []json.RawMessage{
+				json.RawMessage(`{"apiVersion":"rightsize.dev/v1alpha1","kind":"NodePool","metadata":{"name":"general"},` +
+					`"spec":{"template":{"spec":{"nodeClassRef":{"kind":"SimNodeClass","name":"default"}}},"disruption":{"minSaving":{"perHour":"0.05"}}},` +
+					`"status":{"nodes":2,"costPerHour":"0.4"}}`),
+				karpenterPool,
+			}},
+			wantPools: []string{"general"},
+			wantWarn:  "only the rightsize.dev one is planned",
+			check: func(t *testing.T, cl *Cluster) {
+				p := cl.Pools[0]
+				if cl.PoolOwners["general"] != OwnerRightsize || p.Labels[v1alpha1.LabelNodePool] != "general" || p.Consolidation.MinSaving != 0.05 {
+					t.Errorf("owners %v, labels %v, consolidation %+v: want the rightsize.dev pool", cl.PoolOwners, p.Labels, p.Consolidation)
+				}
+				if cl.Rightsize.Pools["general"] == nil {
+					t.Error("the pool is not kept for the operator's guards")
 				}
 			},
 		},
