@@ -51,6 +51,9 @@ type ResultConsolidation struct {
 	Next *ResultNextAction `json:"next,omitempty"`
 	// Nodes has one verdict per existing node, by name.
 	Nodes []ResultNodeVerdict `json:"nodes"`
+	// Launching names the rightsize NodeClaims whose node has not
+	// registered yet ("name (pool)"): no pod is moved onto them.
+	Launching []string `json:"launching,omitempty"`
 }
 
 // ResultNextAction is the operator's next action and the disruption reason
@@ -79,7 +82,9 @@ type ResultNodeVerdict struct {
 // it, whose nodes carry their prices. The nodes of rightsize.dev NodePools
 // get the rightsize operator's verdicts (disruption.Decide, the function
 // its controller runs); Karpenter's and other nodes get the planner's.
-// The problem is not modified.
+// The problem is not modified. One difference remains: explain sees pod
+// arrivals only, so consolidateAfter counts from the last pod that arrived
+// (the operator also counts from the last pod that left, which it watched).
 func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*ResultConsolidation, error) {
 	owner := func(n *solver.Node) string { return cl.PoolOwners[n.Pool] }
 	rc := &ResultConsolidation{Guards: GuardsPlanner, Nodes: []ResultNodeVerdict{}}
@@ -96,6 +101,7 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*Res
 			return nil, err
 		}
 		rc.ConsolidationPlan = d.Plan
+		rc.Launching = cl.Rightsize.InFlightClaims()
 		if d.Action != nil {
 			rc.Next = &ResultNextAction{Action: *d.Action, DisruptionReason: d.Reason}
 			for _, n := range d.Action.Nodes {

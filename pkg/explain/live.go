@@ -64,6 +64,9 @@ func (o *Options) runLive(ctx context.Context) error {
 		return err
 	}
 	if o.Consolidation {
+		if o.Timeout > 0 {
+			p.Options.Deadline = time.Now().Add(o.Timeout)
+		}
 		if live.Consolidation, err = Consolidation(cl, p, time.Now()); err != nil {
 			return err
 		}

@@ -464,6 +464,9 @@ func printConsolidation(w io.Writer, c *ResultConsolidation) error {
 	} else if c.Guards == GuardsOperator {
 		fmt.Fprintln(w, "Next: the operator would do nothing now.")
 	}
+	if len(c.Launching) > 0 {
+		fmt.Fprintf(w, "Launching: %s; no pod is moved onto a node that may not come.\n", shortList(c.Launching, 5))
+	}
 	if len(c.Nodes) == 0 {
 		return nil
 	}

@@ -48,9 +48,9 @@ const DefaultPageSize = 500
 
 // Cluster is what ReadCluster found in a live cluster. The embedded
 // Manifests hold what the solver needs: Pods are the pending pods to plan,
-// DaemonSets the per-node overhead of new nodes, Pools the Karpenter
-// NodePools (none when Karpenter is not installed), plus the extended
-// resource names and warnings.
+// DaemonSets the per-node overhead of new nodes, Pools the NodePools of
+// Karpenter and of rightsize.dev (none when neither is installed; see
+// PoolOwners), plus the extended resource names and warnings.
 type Cluster struct {
 	Manifests
 	// Pending lists every pending pod read, planned or not, in the order
@@ -144,11 +144,12 @@ func NewClusterClients(cfg *rest.Config) (ClusterClients, error) {
 }
 
 // ReadCluster reads pods, nodes, DaemonSets, PodDisruptionBudgets and, when
-// the CRD exists, Karpenter NodePools, and converts them for the solver.
+// their CRDs exist, Karpenter NodePools and rightsize.dev NodePools and
+// NodeClaims, and converts them for the solver.
 // Lists are paginated. Errors are *APIError: one line naming what could not
-// be read and what to do. A missing Karpenter CRD is not an error; pods,
-// NodePools or DaemonSets the solver cannot model are left out with a
-// warning.
+// be read and what to do. A missing Karpenter or rightsize.dev CRD is not
+// an error; pods, NodePools or DaemonSets the solver cannot model are left
+// out with a warning.
 func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*Cluster, error) {
 	if opts.PageSize <= 0 {
 		opts.PageSize = DefaultPageSize
