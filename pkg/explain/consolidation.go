@@ -109,7 +109,11 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*Res
 			}
 		}
 		for n, why := range d.Refused {
-			verdicts[n] = ResultNodeVerdict{Verdict: VerdictKept, Reason: why}
+			v := ResultNodeVerdict{Verdict: VerdictKept, Reason: why}
+			if d.Later[n] {
+				v.Verdict = VerdictPlanned
+			}
+			verdicts[n] = v
 		}
 		for i := range d.Plan.Actions {
 			a := &d.Plan.Actions[i]

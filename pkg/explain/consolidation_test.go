@@ -19,7 +19,8 @@ import (
 // TestConsolidationOperatorGuards builds a cluster run by the rightsize
 // operator: an empty node, a node whose pod a PDB protects, a
 // do-not-disrupt node and a node nobody owns, and checks every node's
-// verdict is the operator's, one sentence each.
+// verdict is the operator's, one sentence each; a node whose pod fits
+// elsewhere is planned after the empty node, one action at a time.
 func TestConsolidationOperatorGuards(t *testing.T) {
 	now := time.Now()
 	pool := &v1alpha1.NodePool{
@@ -70,9 +71,11 @@ func TestConsolidationOperatorGuards(t *testing.T) {
 	node("guarded", true, nil)
 	node("pinned", true, map[string]string{snapshot.AnnotationRightsizeDoNotDisrupt: "true"})
 	node("foreign", false, nil)
+	node("spare", true, nil)
 	pod("db", "guarded", map[string]string{"app": "db"})
 	pod("cache", "pinned", nil)
 	pod("other", "foreign", nil)
+	pod("light", "spare", nil)
 	objs.PDBs = []*policyv1.PodDisruptionBudget{{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
 		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
@@ -104,6 +107,7 @@ func TestConsolidationOperatorGuards(t *testing.T) {
 		"guarded": {VerdictKept, "PDB default/db allows 0 disruptions"},
 		"pinned":  {VerdictKept, "do-not-disrupt"},
 		"foreign": {VerdictKept, "no rightsize NodeClaim owns it"},
+		"spare":   {VerdictPlanned, "consolidation would delete spare, after the action under way"},
 	}
 	for _, v := range rc.Nodes {
 		w, ok := want[v.Node]

@@ -35,6 +35,10 @@ func (v *view) pools(c *candidate) []string {
 	return sortedKeys(set)
 }
 
+// afterChosen ends the refusal of a node a planned action removes once the
+// chosen action is done.
+const afterChosen = ", after the action under way"
+
 // choose picks the action to carry out, Karpenter's order: empty nodes
 // (all the budgets allow, together), then expired and drifted nodes
 // (replaced one at a time), then the planner's consolidation actions, best
@@ -105,7 +109,7 @@ func (v *view) choose(plan *solver.ConsolidationPlan) (*candidate, map[string]st
 		if chosen != nil {
 			for _, n := range a.Nodes {
 				if !slices.Contains(chosen.action.Nodes, n) {
-					refused[n] = "consolidation would " + describe(&a) + ", after the action under way"
+					refused[n] = "consolidation would " + describe(&a) + afterChosen
 				}
 			}
 			continue
@@ -346,6 +350,9 @@ type Decision struct {
 	Reason string
 	// Refused says in one sentence, for every node left alone, why.
 	Refused map[string]string
+	// Later are the nodes of Refused that a planned action removes once
+	// Action is done: only one action runs at a time.
+	Later map[string]bool
 }
 
 // Decide applies the controller's guards (policy, consolidateAfter,
@@ -364,7 +371,12 @@ func Decide(in Input) (*Decision, error) {
 		return nil, fmt.Errorf("planning consolidation: %w", err)
 	}
 	chosen, refused := v.choose(plan)
-	d := &Decision{Plan: plan, Refused: refused}
+	d := &Decision{Plan: plan, Refused: refused, Later: map[string]bool{}}
+	for n, why := range refused {
+		if strings.HasSuffix(why, afterChosen) {
+			d.Later[n] = true
+		}
+	}
 	if chosen != nil {
 		d.Action, d.Reason = &chosen.action, chosen.reason
 	}
