@@ -50,7 +50,9 @@ func (o *Options) runLive(ctx context.Context) error {
 	prices := newPriceList(types)
 	p.Nodes, p.PDBs = cl.Nodes, cl.PDBs
 	for i := range p.Nodes {
-		p.Nodes[i].Price, _ = prices.price(&p.Nodes[i])
+		if p.Nodes[i].Price == 0 { // a rightsize NodeClaim's price is what is paid
+			p.Nodes[i].Price, _ = prices.price(&p.Nodes[i])
+		}
 	}
 	plan, err := o.solve(p)
 	if err != nil {
@@ -62,9 +64,11 @@ func (o *Options) runLive(ctx context.Context) error {
 		return err
 	}
 	if o.Consolidation {
-		snapshot.NodesAllowed(p.Pools, cl.Budgets, p.Nodes, time.Now())
-		if live.Consolidation, err = solver.Consolidate(p); err != nil {
-			return fmt.Errorf("planning consolidation: %w", err)
+		if o.Timeout > 0 {
+			p.Options.Deadline = time.Now().Add(o.Timeout)
+		}
+		if live.Consolidation, err = Consolidation(cl, p, time.Now()); err != nil {
+			return err
 		}
 	}
 	result.LiveResult = live
@@ -225,6 +229,9 @@ func newLiveResult(cl *snapshot.Cluster, p *solver.Problem, plan *solver.Plan, p
 	for i := range cl.Nodes {
 		n := &cl.Nodes[i]
 		price, known := prices.price(n)
+		if n.Price > 0 {
+			price, known = n.Price, true
+		}
 		if known {
 			priced++
 			live.ClusterPricePerHour += price
@@ -235,7 +242,7 @@ func newLiveResult(cl *snapshot.Cluster, p *solver.Problem, plan *solver.Plan, p
 		en := ResultExistingNode{
 			Name: n.Name, InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
 			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested),
-			Pods: int(n.Requested[solver.Pods]), Cordoned: n.Unschedulable,
+			Pods: int(n.Requested[solver.Pods]), Cordoned: n.Unschedulable, Initializing: n.InFlight,
 		}
 		if known {
 			en.PricePerHour = &price

@@ -49,7 +49,7 @@ type LiveResult struct {
 	PricedNodes          int     `json:"pricedNodes"`
 	// Consolidation is what the consolidation planner would do now
 	// (--consolidation); nothing is changed.
-	Consolidation *solver.ConsolidationPlan `json:"consolidation,omitempty"`
+	Consolidation *ResultConsolidation `json:"consolidation,omitempty"`
 }
 
 // ResultScope says what the live report covers.
@@ -100,6 +100,9 @@ type ResultExistingNode struct {
 	Requested    map[string]string `json:"requested"`
 	Pods         int               `json:"pods"`
 	Cordoned     bool              `json:"cordoned,omitempty"`
+	// Initializing is set for the node of a rightsize NodeClaim that has
+	// not initialized yet.
+	Initializing bool `json:"initializing,omitempty"`
 }
 
 // ResultNode is one proposed node.
@@ -367,6 +370,9 @@ func printExisting(w io.Writer, live *LiveResult) error {
 		if n.Cordoned {
 			name += " (cordoned)"
 		}
+		if n.Initializing {
+			name += " (initializing)"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%s/%s\t%d/%s\n", name, dash(n.InstanceType), dash(n.CapacityType), dash(n.Zone), dash(n.NodePool), price,
 			orZero(n.Requested["cpu"]), orZero(n.Allocatable["cpu"]), orZero(n.Requested["memory"]), orZero(n.Allocatable["memory"]), n.Pods, orZero(n.Allocatable["pods"]))
 	}
@@ -427,33 +433,57 @@ func countPods(nodes []ResultNode) int {
 }
 
 // printConsolidation writes what consolidation would do now: the actions
-// with their saving, the nodes left alone and why, and the target cost.
-func printConsolidation(w io.Writer, c *solver.ConsolidationPlan) error {
-	fmt.Fprintf(w, "\nConsolidation (read-only: nothing is changed): the cluster costs $%.4f/h; packed from scratch it would cost $%.4f/h.\n", c.CurrentPrice, c.TargetPrice)
+// with their saving, the action the operator would take next, and for
+// every node its verdict in one sentence.
+func printConsolidation(w io.Writer, c *ResultConsolidation) error {
+	guards := "the planner's guards, as Karpenter applies them"
+	if c.Guards == GuardsOperator {
+		guards = "the rightsize operator's guards"
+	}
+	fmt.Fprintf(w, "\nConsolidation (read-only: nothing is changed; %s): the cluster costs $%.4f/h; packed from scratch it would cost $%.4f/h.\n",
+		guards, c.CurrentPrice, c.TargetPrice)
 	if len(c.Actions) == 0 {
 		fmt.Fprintln(w, "No consolidation action passes every guard now.")
 	} else {
 		tw := printers.GetNewTabWriter(w)
 		fmt.Fprintln(tw, "ACTION\tNODES\tREPLACEMENT\tPODS MOVED\tSAVING $/H\tWHY")
 		for _, a := range c.Actions {
-			repl := make([]string, len(a.Replacements))
-			for i, n := range a.Replacements {
-				repl[i] = n.InstanceType + " " + n.CapacityType
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.4f\t%s\n", a.Kind, shortList(a.Nodes, 3), dash(strings.Join(repl, ", ")), len(a.Moves), a.Saving, a.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.4f\t%s\n", a.Kind, shortList(a.Nodes, 3), dash(replacements(&a)), len(a.Moves), a.Saving, a.Reason)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "Saving available: $%.4f/h ($%.2f/month).\n", c.Saving, c.Saving*HoursPerMonth)
 	}
-	if len(c.Blocked) > 0 {
-		tw := printers.GetNewTabWriter(w)
-		fmt.Fprintln(tw, "\nNODE LEFT ALONE\tWHY")
-		for _, b := range c.Blocked {
-			fmt.Fprintf(tw, "%s\t%s\n", b.Node, b.Reason)
+	if n := c.Next; n != nil {
+		what := "delete " + strings.Join(n.Nodes, ", ")
+		if r := replacements(&n.Action); r != "" {
+			what = fmt.Sprintf("replace %s by %s", strings.Join(n.Nodes, ", "), r)
 		}
-		return tw.Flush()
+		fmt.Fprintf(w, "Next: the operator would %s (%s), saving $%.4f/h: %s.\n", what, n.DisruptionReason, n.Saving, n.Reason)
+	} else if c.Guards == GuardsOperator {
+		fmt.Fprintln(w, "Next: the operator would do nothing now.")
 	}
-	return nil
+	if len(c.Launching) > 0 {
+		fmt.Fprintf(w, "Launching: %s; no pod is moved onto a node that may not come.\n", shortList(c.Launching, 5))
+	}
+	if len(c.Nodes) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := printers.GetNewTabWriter(w)
+	fmt.Fprintln(tw, "NODE\tNODEPOOL\tVERDICT\tWHY")
+	for _, v := range c.Nodes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s.\n", v.Node, dash(v.NodePool), v.Verdict, v.Reason)
+	}
+	return tw.Flush()
+}
+
+// replacements names an action's new nodes: "m5.large on-demand, ...".
+func replacements(a *solver.Action) string {
+	repl := make([]string, len(a.Replacements))
+	for i, n := range a.Replacements {
+		repl[i] = n.InstanceType + " " + n.CapacityType
+	}
+	return strings.Join(repl, ", ")
 }

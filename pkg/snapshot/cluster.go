@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -47,9 +48,9 @@ const DefaultPageSize = 500
 
 // Cluster is what ReadCluster found in a live cluster. The embedded
 // Manifests hold what the solver needs: Pods are the pending pods to plan,
-// DaemonSets the per-node overhead of new nodes, Pools the Karpenter
-// NodePools (none when Karpenter is not installed), plus the extended
-// resource names and warnings.
+// DaemonSets the per-node overhead of new nodes, Pools the NodePools of
+// Karpenter and of rightsize.dev (none when neither is installed; see
+// PoolOwners), plus the extended resource names and warnings.
 type Cluster struct {
 	Manifests
 	// Pending lists every pending pod read, planned or not, in the order
@@ -66,6 +67,11 @@ type Cluster struct {
 	PodNamespace string
 	// KarpenterInstalled reports whether the karpenter.sh/v1 NodePool CRD exists.
 	KarpenterInstalled bool
+	// PoolOwners says whose each pool of Manifests.Pools is: OwnerKarpenter
+	// or OwnerRightsize.
+	PoolOwners map[string]string
+	// Rightsize holds what the rightsize operator's guards read.
+	Rightsize Rightsize
 }
 
 // PendingPod is a pod no node has been found for yet.
@@ -112,7 +118,8 @@ type ClusterOptions struct {
 // ClusterClients are the clients ReadCluster uses.
 type ClusterClients struct {
 	Kube kubernetes.Interface
-	// Dynamic reads Karpenter NodePools; nil skips them.
+	// Dynamic reads Karpenter's and rightsize.dev's NodePools and
+	// rightsize.dev's NodeClaims; nil skips them.
 	Dynamic dynamic.Interface
 }
 
@@ -137,11 +144,12 @@ func NewClusterClients(cfg *rest.Config) (ClusterClients, error) {
 }
 
 // ReadCluster reads pods, nodes, DaemonSets, PodDisruptionBudgets and, when
-// the CRD exists, Karpenter NodePools, and converts them for the solver.
+// their CRDs exist, Karpenter NodePools and rightsize.dev NodePools and
+// NodeClaims, and converts them for the solver.
 // Lists are paginated. Errors are *APIError: one line naming what could not
-// be read and what to do. A missing Karpenter CRD is not an error; pods,
-// NodePools or DaemonSets the solver cannot model are left out with a
-// warning.
+// be read and what to do. A missing Karpenter or rightsize.dev CRD is not
+// an error; pods, NodePools or DaemonSets the solver cannot model are left
+// out with a warning.
 func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*Cluster, error) {
 	if opts.PageSize <= 0 {
 		opts.PageSize = DefaultPageSize
@@ -155,18 +163,24 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 		daemonSets                    []daemonSet
 		pdbs                          []policyv1.PodDisruptionBudget
 		pools                         []json.RawMessage
-		karpenter                     bool
+		karpenter, rightsize          bool
+		rsPools, rsClaims             []json.RawMessage
 		podErr, nodeErr, dsErr, kpErr error
-		pdbErr                        error
+		pdbErr, rsErr                 error
 	)
 	wg.Go(func() { pods, podNS, podErr = r.pods(ctx) })
 	wg.Go(func() { nodes, nodeErr = r.nodes(ctx) })
 	wg.Go(func() { daemonSets, dsErr = r.daemonSets(ctx) })
 	wg.Go(func() { pdbs, pdbErr = r.pdbs(ctx) })
-	wg.Go(func() { pools, karpenter, kpErr = r.nodePools(ctx) })
+	wg.Go(func() { pools, karpenter, kpErr = r.custom(ctx, KarpenterNodePools) })
+	wg.Go(func() {
+		if rsPools, rightsize, rsErr = r.custom(ctx, RightsizeNodePools); rsErr == nil && rightsize {
+			rsClaims, _, rsErr = r.custom(ctx, RightsizeNodeClaims)
+		}
+	})
 	wg.Wait()
 	// A fixed order, so that the same cluster always gives the same error.
-	for _, err := range []error{podErr, nodeErr, dsErr, kpErr} {
+	for _, err := range []error{podErr, nodeErr, dsErr, kpErr, rsErr} {
 		if err != nil {
 			return nil, err
 		}
@@ -183,10 +197,32 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	for _, raw := range pools {
 		cl.addLivePool(raw)
 	}
+	var npObjs []*v1alpha1.NodePool
+	for _, raw := range rsPools {
+		np := &v1alpha1.NodePool{}
+		if err := json.Unmarshal(raw, np); err != nil {
+			cl.warnf("rightsize.dev NodePool", "left out: %v", err)
+			continue
+		}
+		npObjs = append(npObjs, np)
+	}
+	claims := make([]v1alpha1.NodeClaim, 0, len(rsClaims))
+	for _, raw := range rsClaims {
+		var nc v1alpha1.NodeClaim
+		if err := json.Unmarshal(raw, &nc); err != nil {
+			cl.warnf("rightsize.dev NodeClaim", "left out: %v", err)
+			continue
+		}
+		claims = append(claims, nc)
+	}
+	cl.Rightsize.Installed = rightsize
+	cl.addRightsizePools(npObjs)
 	for i := range daemonSets {
 		cl.addDaemonSet(&daemonSets[i])
 	}
 	cl.addNodes(nodes, pods)
+	cl.Rightsize.Claims, cl.Rightsize.NodeObjects = claims, nodes
+	cl.addClaims(claims)
 	cl.Warnings = dedupe(cl.Warnings)
 	return cl, nil
 }
@@ -303,14 +339,15 @@ func (r *reader) pdbs(ctx context.Context) ([]policyv1.PodDisruptionBudget, erro
 	return list, nil
 }
 
-// nodePools lists Karpenter's v1 NodePools as JSON when the CRD is served.
-func (r *reader) nodePools(ctx context.Context) ([]json.RawMessage, bool, error) {
+// custom lists a custom resource (Karpenter's v1 NodePools, rightsize.dev
+// NodePools or NodeClaims) as JSON when its CRD is served.
+func (r *reader) custom(ctx context.Context, gvr schema.GroupVersionResource) ([]json.RawMessage, bool, error) {
 	if r.Dynamic == nil {
 		return nil, false, nil
 	}
 	// Ask discovery first: listing a resource the user has no RBAC for is
 	// forbidden even when its CRD does not exist.
-	gv := KarpenterNodePools.GroupVersion().String()
+	gv := gvr.GroupVersion().String()
 	res, err := r.Kube.Discovery().ServerResourcesForGroupVersion(gv)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -318,13 +355,13 @@ func (r *reader) nodePools(ctx context.Context) ([]json.RawMessage, bool, error)
 	case err != nil:
 		return nil, false, r.apiError("discover", gv, "", err)
 	}
-	if !slices.ContainsFunc(res.APIResources, func(a metav1.APIResource) bool { return a.Name == KarpenterNodePools.Resource }) {
+	if !slices.ContainsFunc(res.APIResources, func(a metav1.APIResource) bool { return a.Name == gvr.Resource }) {
 		return nil, false, nil
 	}
-	resource := KarpenterNodePools.Resource + "." + KarpenterNodePools.Group
+	resource := gvr.Resource + "." + gvr.Group
 	raws, err := listAll(ctx, r.opts.PageSize, metav1.ListOptions{},
 		func(ctx context.Context, o metav1.ListOptions) ([]json.RawMessage, string, error) {
-			l, err := r.Dynamic.Resource(KarpenterNodePools).List(ctx, o)
+			l, err := r.Dynamic.Resource(gvr).List(ctx, o)
 			if err != nil {
 				return nil, "", err
 			}
@@ -332,7 +369,7 @@ func (r *reader) nodePools(ctx context.Context) ([]json.RawMessage, bool, error)
 			for i := range l.Items {
 				j, err := l.Items[i].MarshalJSON()
 				if err != nil {
-					return nil, "", fmt.Errorf("encoding NodePool %s: %w", l.Items[i].GetName(), err)
+					return nil, "", fmt.Errorf("encoding %s %s: %w", l.Items[i].GetKind(), l.Items[i].GetName(), err)
 				}
 				out = append(out, j)
 			}
@@ -437,16 +474,44 @@ func Owner(pod *corev1.Pod) string {
 // addLivePool converts a NodePool read from the cluster. The API server has
 // validated it, so fields newer than this reader are ignored rather than
 // refused; a NodePool that still cannot be read is left out with a warning.
+// A rightsize.dev NodePool (by its apiVersion) is read as
+// addRightsizePools reads it.
 func (c *Cluster) addLivePool(raw json.RawMessage) {
+	var tm metav1.TypeMeta
+	if json.Unmarshal(raw, &tm) == nil && strings.HasPrefix(tm.APIVersion, v1alpha1.Group+"/") {
+		np := &v1alpha1.NodePool{}
+		if err := json.Unmarshal(raw, np); err != nil {
+			c.warnf("NodePool", "left out: %v", err)
+			return
+		}
+		c.addRightsizePools([]*v1alpha1.NodePool{np})
+		return
+	}
+	c.addPoolJSON(raw, OwnerKarpenter)
+}
+
+// addPoolJSON converts a Karpenter-shaped NodePool and records its owner;
+// it reports whether the pool was added.
+func (c *Cluster) addPoolJSON(raw json.RawMessage, owner string) bool {
 	var o karpenterPool
 	if err := json.Unmarshal(raw, &o); err != nil {
 		c.warnf("NodePool", "left out: %v", err)
-		return
+		return false
 	}
 	where := "NodePool " + o.Metadata.Name
+	if owner == OwnerKarpenter && c.PoolOwners[o.Metadata.Name] == OwnerRightsize {
+		c.warnf(where, "both karpenter.sh and rightsize.dev have a NodePool of this name; only the rightsize.dev one is planned")
+		return false
+	}
 	if err := c.addPool(where, "NodePool", &o); err != nil {
 		c.warnf(where, "left out of the plan: %v", err)
+		return false
 	}
+	if c.PoolOwners == nil {
+		c.PoolOwners = map[string]string{}
+	}
+	c.PoolOwners[o.Metadata.Name] = owner
+	return true
 }
 
 // addDaemonSet records a DaemonSet's pod as overhead of new nodes.

@@ -6,6 +6,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 )
 
 // Objects are the cluster objects a Cluster is built from, as a watcher's
@@ -24,6 +26,11 @@ type Objects struct {
 	PodNamespace string
 	// KarpenterInstalled reports whether the karpenter.sh/v1 NodePool CRD exists.
 	KarpenterInstalled bool
+	// RightsizeNodePools and NodeClaims are rightsize.dev's, typed; they
+	// are read when RightsizeInstalled (the NodePool CRD exists).
+	RightsizeNodePools []*v1alpha1.NodePool
+	NodeClaims         []*v1alpha1.NodeClaim
+	RightsizeInstalled bool
 }
 
 // FromObjects converts objects already read (for example by informers) the
@@ -54,11 +61,19 @@ func FromObjects(o *Objects) *Cluster {
 	for _, raw := range o.NodePools {
 		cl.addLivePool(raw)
 	}
+	cl.Rightsize.Installed = o.RightsizeInstalled
+	cl.addRightsizePools(o.RightsizeNodePools)
 	for _, d := range o.DaemonSets {
 		ds := daemonSet{namespace: d.Namespace, name: d.Name, spec: d.Spec.Template.Spec}
 		cl.addDaemonSet(&ds)
 	}
 	cl.addNodes(nodes, pods)
+	claims := make([]v1alpha1.NodeClaim, len(o.NodeClaims))
+	for i, c := range o.NodeClaims {
+		claims[i] = *c
+	}
+	cl.Rightsize.Claims, cl.Rightsize.NodeObjects = claims, nodes
+	cl.addClaims(claims)
 	cl.Warnings = dedupe(cl.Warnings)
 	return cl
 }

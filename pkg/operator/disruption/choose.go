@@ -5,8 +5,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -29,6 +34,10 @@ func (v *view) pools(c *candidate) []string {
 	}
 	return sortedKeys(set)
 }
+
+// afterChosen ends the refusal of a node a planned action removes once the
+// chosen action is done.
+const afterChosen = ", after the action under way"
 
 // choose picks the action to carry out, Karpenter's order: empty nodes
 // (all the budgets allow, together), then expired and drifted nodes
@@ -100,7 +109,7 @@ func (v *view) choose(plan *solver.ConsolidationPlan) (*candidate, map[string]st
 		if chosen != nil {
 			for _, n := range a.Nodes {
 				if !slices.Contains(chosen.action.Nodes, n) {
-					refused[n] = "consolidation would " + describe(&a) + ", after the action under way"
+					refused[n] = "consolidation would " + describe(&a) + afterChosen
 				}
 			}
 			continue
@@ -312,3 +321,68 @@ func pronoun(n int) string {
 func dollars(x float64) string {
 	return "$" + strconv.FormatFloat(float64(int64(x*10000+0.5))/10000, 'f', -1, 64) + "/h"
 }
+
+// Input is one look at the cluster for Decide: the provisioner's snapshot
+// (or one built the same way) and the objects the guards read.
+type Input struct {
+	// Snapshot's Problem is prepared for consolidation in place: callers
+	// pass a problem they do not reuse. Its Options.Deadline bounds the plan.
+	Snapshot *provisioning.Snapshot
+	Nodes    []corev1.Node
+	Claims   []v1alpha1.NodeClaim
+	// Departures is when a pod last left each node, when known.
+	Departures map[string]time.Time
+	// AllowUncontrolled lets actions evict pods no controller recreates.
+	AllowUncontrolled bool
+	Now               time.Time
+}
+
+// Decision is what the controller would decide on one look at the cluster.
+type Decision struct {
+	// Plan is the consolidation planner's answer on the guarded problem.
+	Plan *solver.ConsolidationPlan
+	// Action is what the controller would carry out next (after
+	// validation), nil when no action passes every guard. It may be an
+	// expiry or drift replacement that Plan does not list.
+	Action *solver.Action
+	// Reason is the disruption reason Action counts under in the budgets:
+	// Empty, Underutilized, Drifted or Expired.
+	Reason string
+	// Refused says in one sentence, for every node left alone, why.
+	Refused map[string]string
+	// Later are the nodes of Refused that a planned action removes once
+	// Action is done: only one action runs at a time.
+	Later map[string]bool
+}
+
+// Decide applies the controller's guards (policy, consolidateAfter,
+// minimum saving, budgets with their schedules and reasons, nodes already
+// disrupting, NotReady or cordoned, do-not-disrupt, PDBs, pods without a
+// controller, expiry, drift) and plans exactly as a controller round does,
+// without reading or changing the cluster: explain shows what it returns.
+func Decide(in Input) (*Decision, error) {
+	v, err := newView(viewInput{snap: in.Snapshot, nodes: in.Nodes, claims: in.Claims, departures: in.Departures,
+		allowUncontrolled: in.AllowUncontrolled, now: in.Now})
+	if err != nil {
+		return nil, err
+	}
+	plan, err := solver.Consolidate(v.problem)
+	if err != nil {
+		return nil, fmt.Errorf("planning consolidation: %w", err)
+	}
+	chosen, refused := v.choose(plan)
+	d := &Decision{Plan: plan, Refused: refused, Later: map[string]bool{}}
+	for n, why := range refused {
+		if strings.HasSuffix(why, afterChosen) {
+			d.Later[n] = true
+		}
+	}
+	if chosen != nil {
+		d.Action, d.Reason = &chosen.action, chosen.reason
+	}
+	return d, nil
+}
+
+// Describe says what an action does in a few words: "delete node-a" or
+// "replace node-a by m5.large on-demand".
+func Describe(a *solver.Action) string { return describe(a) }

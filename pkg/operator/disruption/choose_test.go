@@ -452,3 +452,37 @@ func TestTellRefusalsOncePerReason(t *testing.T) {
 		t.Errorf("events %q, want one per distinct reason", got)
 	}
 }
+
+// TestDecide checks that Decide, what explain shows, gives the action and
+// the refusals a controller round chooses, and marks the nodes a planned
+// action removes after the chosen one.
+func TestDecide(t *testing.T) {
+	build := func() *fixture {
+		f := newFixture(v1alpha1.Budget{Nodes: "100%"})
+		f.node("a", "small")
+		f.node("b", "large", 500)
+		f.node("c", "large", 500)
+		f.nodes[2].Annotations = map[string]string{"rightsize.dev/do-not-disrupt": "true"}
+		f.p.Nodes[2].DoNotDisrupt = true
+		return f
+	}
+	_, chosen, refused := build().choose(t)
+	f := build()
+	d, err := Decide(Input{Snapshot: &provisioning.Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
+		Nodes: f.nodes, Claims: f.claims, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chosen == nil || d.Action == nil || strings.Join(d.Action.Nodes, ",") != strings.Join(chosen.action.Nodes, ",") || d.Reason != chosen.reason {
+		t.Fatalf("Decide chose %+v (%s), a round chooses %+v", d.Action, d.Reason, chosen)
+	}
+	if strings.Join(d.Action.Nodes, ",") != "a" || d.Reason != disruption.ReasonEmpty {
+		t.Errorf("action %v (%s), want the empty node a deleted (Empty)", d.Action.Nodes, d.Reason)
+	}
+	if len(d.Refused) != len(refused) || d.Refused["c"] != refused["c"] || !strings.Contains(d.Refused["c"], "do-not-disrupt") {
+		t.Errorf("refused %v, a round refuses %v", d.Refused, refused)
+	}
+	if !d.Later["b"] || d.Later["c"] {
+		t.Errorf("later = %v, want b (its pod fits elsewhere) and not c (do-not-disrupt); refused %v", d.Later, d.Refused)
+	}
+}

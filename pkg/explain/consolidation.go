@@ -1,0 +1,202 @@
+package explain
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// Whose guards a consolidation report applies, the values of
+// ResultConsolidation.Guards.
+const (
+	// GuardsOperator: the rightsize operator's disruption controller, for
+	// the nodes of rightsize.dev NodePools.
+	GuardsOperator = "operator"
+	// GuardsPlanner: the consolidation planner's own (policy,
+	// consolidateAfter, budgets, minimum saving, PDBs, do-not-disrupt), as
+	// Karpenter would apply them to the nodes of its NodePools.
+	GuardsPlanner = "planner"
+)
+
+// Verdicts on a node, the values of ResultNodeVerdict.Verdict.
+const (
+	// VerdictNext: the action the operator would carry out next removes it.
+	VerdictNext = "next"
+	// VerdictPlanned: an action removes it (for the operator: after the
+	// one under way).
+	VerdictPlanned = "planned"
+	// VerdictKept: no action removes it now; the reason says which guard.
+	VerdictKept = "kept"
+)
+
+// ResultConsolidation is what consolidation would do now: the planner's
+// actions with their savings, and for every node the verdict of the guards
+// that apply to it. Nothing is changed.
+type ResultConsolidation struct {
+	// ConsolidationPlan's actions are the planner's on the guarded
+	// problem; its blocked nodes carry the same reasons as Nodes.
+	*solver.ConsolidationPlan `json:",inline"`
+	// Guards is GuardsOperator when rightsize.dev NodePools exist, else
+	// GuardsPlanner.
+	Guards string `json:"guards"`
+	// Next is the action the operator would carry out next (after its
+	// validation delay), if any passes every guard.
+	Next *ResultNextAction `json:"next,omitempty"`
+	// Nodes has one verdict per existing node, by name.
+	Nodes []ResultNodeVerdict `json:"nodes"`
+	// Launching names the rightsize NodeClaims whose node has not
+	// registered yet ("name (pool)"): no pod is moved onto them.
+	Launching []string `json:"launching,omitempty"`
+}
+
+// ResultNextAction is the operator's next action and the disruption reason
+// its pools' budgets count it under.
+type ResultNextAction struct {
+	solver.Action `json:",inline"`
+	// DisruptionReason is Empty, Underutilized, Drifted or Expired.
+	DisruptionReason string `json:"disruptionReason"`
+}
+
+// ResultNodeVerdict is what consolidation does with one node, and why, in
+// one sentence.
+type ResultNodeVerdict struct {
+	Node     string `json:"node"`
+	NodePool string `json:"nodePool,omitempty"`
+	// Owner is karpenter.sh or rightsize.dev when a NodePool of theirs
+	// owns the node.
+	Owner string `json:"owner,omitempty"`
+	// Verdict is VerdictNext, VerdictPlanned or VerdictKept.
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason"`
+}
+
+// Consolidation plans consolidation for a live cluster read by
+// snapshot.ReadCluster (or FromObjects) and the problem explain built from
+// it, whose nodes carry their prices. The nodes of rightsize.dev NodePools
+// get the rightsize operator's verdicts (disruption.Decide, the function
+// its controller runs); Karpenter's and other nodes get the planner's.
+// The problem is not modified. One difference remains: explain sees pod
+// arrivals only, so consolidateAfter counts from the last pod that arrived
+// (the operator also counts from the last pod that left, which it watched).
+func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*ResultConsolidation, error) {
+	owner := func(n *solver.Node) string { return cl.PoolOwners[n.Pool] }
+	rc := &ResultConsolidation{Guards: GuardsPlanner, Nodes: []ResultNodeVerdict{}}
+	verdicts := map[string]ResultNodeVerdict{}
+
+	karpenter := true
+	if len(cl.Rightsize.Pools) > 0 {
+		rc.Guards = GuardsOperator
+		d, err := disruption.Decide(disruption.Input{
+			Snapshot: &provisioning.Snapshot{Problem: cloneProblem(p), Pools: cl.Rightsize.Pools},
+			Nodes:    cl.Rightsize.NodeObjects, Claims: cl.Rightsize.Claims, Now: now,
+		})
+		if err != nil {
+			return nil, err
+		}
+		rc.ConsolidationPlan = d.Plan
+		rc.Launching = cl.Rightsize.InFlightClaims()
+		if d.Action != nil {
+			rc.Next = &ResultNextAction{Action: *d.Action, DisruptionReason: d.Reason}
+			for _, n := range d.Action.Nodes {
+				verdicts[n] = ResultNodeVerdict{Verdict: VerdictNext, Reason: d.Action.Reason}
+			}
+		}
+		for n, why := range d.Refused {
+			v := ResultNodeVerdict{Verdict: VerdictKept, Reason: why}
+			if d.Later[n] {
+				v.Verdict = VerdictPlanned
+			}
+			verdicts[n] = v
+		}
+		for i := range d.Plan.Actions {
+			a := &d.Plan.Actions[i]
+			for _, n := range a.Nodes {
+				if _, ok := verdicts[n]; !ok {
+					verdicts[n] = ResultNodeVerdict{Verdict: VerdictPlanned, Reason: a.Reason}
+				}
+			}
+		}
+		// Other nodes are Karpenter's to judge, if it runs here.
+		karpenter = slices.ContainsFunc(p.Nodes, func(n solver.Node) bool { return owner(&n) == snapshot.OwnerKarpenter })
+	}
+	if karpenter {
+		kp := cloneProblem(p)
+		snapshot.NodesAllowed(kp.Pools, cl.Budgets, kp.Nodes, now)
+		kp.Options.Now = now
+		plan, err := solver.Consolidate(kp)
+		if err != nil {
+			return nil, fmt.Errorf("planning consolidation: %w", err)
+		}
+		ours := func(n string) bool {
+			i := slices.IndexFunc(p.Nodes, func(sn solver.Node) bool { return sn.Name == n })
+			return rc.Guards == GuardsOperator && (i < 0 || owner(&p.Nodes[i]) != snapshot.OwnerKarpenter)
+		}
+		if rc.ConsolidationPlan == nil {
+			rc.ConsolidationPlan = plan
+		} else {
+			for _, a := range plan.Actions {
+				if !slices.ContainsFunc(a.Nodes, ours) {
+					rc.Actions = append(rc.Actions, a)
+					rc.Saving += a.Saving
+				}
+			}
+		}
+		for _, a := range plan.Actions {
+			for _, n := range a.Nodes {
+				if !ours(n) {
+					verdicts[n] = ResultNodeVerdict{Verdict: VerdictPlanned, Reason: a.Reason}
+				}
+			}
+		}
+		for _, b := range plan.Blocked {
+			if !ours(b.Node) {
+				verdicts[b.Node] = ResultNodeVerdict{Verdict: VerdictKept, Reason: b.Reason}
+			}
+		}
+	}
+	rc.Blocked = nil
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		v, ok := verdicts[n.Name]
+		if !ok {
+			continue // an in-flight NodeClaim's node the planner does not judge
+		}
+		v.Node, v.NodePool, v.Owner, v.Reason = n.Name, n.Pool, owner(n), clause(v.Reason)
+		rc.Nodes = append(rc.Nodes, v)
+		if v.Verdict == VerdictKept {
+			rc.Blocked = append(rc.Blocked, solver.NodeBlock{Node: n.Name, Reason: v.Reason})
+		}
+	}
+	sort.Slice(rc.Nodes, func(a, b int) bool { return rc.Nodes[a].Node < rc.Nodes[b].Node })
+	sort.Slice(rc.Blocked, func(a, b int) bool { return rc.Blocked[a].Node < rc.Blocked[b].Node })
+	if rc.Blocked == nil {
+		rc.Blocked = []solver.NodeBlock{}
+	}
+	return rc, nil
+}
+
+// cloneProblem copies what consolidation's preparation changes: the pools
+// and the nodes with their pods.
+func cloneProblem(p *solver.Problem) *solver.Problem {
+	c := *p
+	c.Pools = slices.Clone(p.Pools)
+	c.Nodes = slices.Clone(p.Nodes)
+	for i := range c.Nodes {
+		c.Nodes[i].Pods = slices.Clone(c.Nodes[i].Pods)
+	}
+	return &c
+}
+
+// clause makes a reason one sentence without its full stop, for tables and
+// for "… is kept: <reason>".
+func clause(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.TrimSuffix(s, ".")
+}

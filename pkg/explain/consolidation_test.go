@@ -1,0 +1,139 @@
+package explain
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// TestConsolidationOperatorGuards builds a cluster run by the rightsize
+// operator: an empty node, a node whose pod a PDB protects, a
+// do-not-disrupt node and a node nobody owns, and checks every node's
+// verdict is the operator's, one sentence each; a node whose pod fits
+// elsewhere is planned after the empty node, one action at a time.
+func TestConsolidationOperatorGuards(t *testing.T) {
+	now := time.Now()
+	pool := &v1alpha1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: v1alpha1.NodePoolSpec{
+			Template: v1alpha1.NodeClaimTemplate{Spec: v1alpha1.NodeClaimTemplateSpec{
+				NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"},
+				Requirements: []v1alpha1.NodeSelectorRequirement{{Key: "karpenter.k8s.aws/instance-family", Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"m7i"}}},
+			}},
+			Disruption: v1alpha1.Disruption{ConsolidationPolicy: v1alpha1.ConsolidationPolicyWhenEmptyOrUnderutilized, ConsolidateAfter: "0s",
+				Budgets: []v1alpha1.Budget{{Nodes: "100%"}}},
+		},
+	}
+	objs := snapshot.Objects{RightsizeInstalled: true, RightsizeNodePools: []*v1alpha1.NodePool{pool}}
+	node := func(name string, owned bool, annotations map[string]string) {
+		labels := map[string]string{solver.LabelInstanceType: "m7i.xlarge", solver.LabelZone: "us-east-1a", solver.LabelCapacityType: "on-demand",
+			corev1.LabelHostname: name}
+		if owned {
+			labels[v1alpha1.LabelNodePool], labels[solver.LabelNodePool] = "web", "web"
+		}
+		list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
+		objs.Nodes = append(objs.Nodes, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+			Spec:       corev1.NodeSpec{ProviderID: "sim://" + name},
+			Status: corev1.NodeStatus{Capacity: list, Allocatable: list,
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+		})
+		if owned {
+			objs.NodeClaims = append(objs.NodeClaims, &v1alpha1.NodeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: "web-" + name, Labels: map[string]string{v1alpha1.LabelNodePool: "web"}, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+				Spec:       v1alpha1.NodeClaimSpec{NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"}},
+				Status: v1alpha1.NodeClaimStatus{ProviderID: "sim://" + name, PricePerHour: "0.2", Capacity: list, Allocatable: list,
+					Conditions: []metav1.Condition{{Type: v1alpha1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
+			})
+		}
+	}
+	yes := true
+	pod := func(name, node string, labels map[string]string) {
+		objs.Pods = append(objs.Pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, Controller: &yes}}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		})
+	}
+	node("empty", true, nil)
+	node("guarded", true, nil)
+	node("pinned", true, map[string]string{snapshot.AnnotationRightsizeDoNotDisrupt: "true"})
+	node("foreign", false, nil)
+	node("spare", true, nil)
+	pod("db", "guarded", map[string]string{"app": "db"})
+	pod("cache", "pinned", nil)
+	pod("other", "foreign", nil)
+	pod("light", "spare", nil)
+	objs.PDBs = []*policyv1.PodDisruptionBudget{{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
+	}}
+	cl := snapshot.FromObjects(&objs)
+	cat := Catalog{Region: "us-east-1"}
+	types, _, err := cat.instanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Problem(&cl.Manifests, types, DefaultPool{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Nodes, p.PDBs = cl.Nodes, cl.PDBs
+	rc, err := Consolidation(cl, p, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Guards != GuardsOperator {
+		t.Errorf("guards = %q, want %q", rc.Guards, GuardsOperator)
+	}
+	if rc.Next == nil || strings.Join(rc.Next.Nodes, ",") != "empty" || rc.Next.DisruptionReason != "Empty" || rc.Next.Saving != 0.2 {
+		t.Errorf("next = %+v, want the empty node deleted for $0.2/h", rc.Next)
+	}
+	want := map[string][2]string{
+		"empty":   {VerdictNext, "no pods"},
+		"guarded": {VerdictKept, "PDB default/db allows 0 disruptions"},
+		"pinned":  {VerdictKept, "do-not-disrupt"},
+		"foreign": {VerdictKept, "no rightsize NodeClaim owns it"},
+		"spare":   {VerdictPlanned, "consolidation would delete spare, after the action under way"},
+	}
+	for _, v := range rc.Nodes {
+		w, ok := want[v.Node]
+		if !ok {
+			t.Errorf("unexpected node verdict %+v", v)
+			continue
+		}
+		delete(want, v.Node)
+		if v.Verdict != w[0] || !strings.Contains(v.Reason, w[1]) {
+			t.Errorf("%s: %s %q, want %s and %q", v.Node, v.Verdict, v.Reason, w[0], w[1])
+		}
+		if strings.Contains(v.Reason, ". ") || strings.HasSuffix(v.Reason, ".") || strings.Contains(v.Reason, "\n") {
+			t.Errorf("%s: reason %q is not one sentence without its full stop", v.Node, v.Reason)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no verdict for %v", want)
+	}
+	var out bytes.Buffer
+	if err := printConsolidation(&out, rc); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", out.String())
+	for _, s := range []string{"the rightsize operator's guards", "Next: the operator would delete empty (Empty)", "guarded", "PDB default/db allows 0 disruptions"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("output lacks %q", s)
+		}
+	}
+}
