@@ -3,13 +3,16 @@ package tui
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
@@ -85,6 +88,15 @@ func (s *store) objects() *snapshot.Objects {
 	for _, k := range sortedKeys(s.pools) {
 		if j, err := s.pools[k].MarshalJSON(); err == nil {
 			o.NodePools = append(o.NodePools, j)
+		}
+		o.RightsizeInstalled = o.RightsizeInstalled || strings.HasPrefix(s.pools[k].GetAPIVersion(), v1alpha1.Group+"/")
+	}
+	// Typed NodeClaims give explain's consolidation the operator's view:
+	// node prices, pools, and nodes still initializing.
+	for _, k := range sortedKeys(s.claims) {
+		var c v1alpha1.NodeClaim
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(s.claims[k].Object, &c) == nil {
+			o.NodeClaims = append(o.NodeClaims, &c)
 		}
 	}
 	return o

@@ -278,13 +278,10 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	if cl != nil {
 		r.buildPending(cl)
 		r.buildNodes(cl, in.Objects, in.Claims, prices)
-		cons := *prob
-		cons.Pools = slices.Clone(prob.Pools)
-		cons.Nodes = slices.Clone(prob.Nodes)
-		snapshot.NodesAllowed(cons.Pools, cl.Budgets, cons.Nodes, in.Now)
-		cons.Options.Now = in.Now
-		if c, err := solver.Consolidate(&cons); err == nil {
-			r.Consolidation = c
+		// The operator's own guards for its pools' nodes, the planner's
+		// for Karpenter's: the verdicts explain --consolidation prints.
+		if c, err := explain.Consolidation(cl, prob, in.Now); err == nil {
+			r.Consolidation = c.ConsolidationPlan
 			r.buildActions()
 		} else {
 			r.Warnings = append(r.Warnings, "consolidation: "+err.Error())
