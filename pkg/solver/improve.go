@@ -42,18 +42,22 @@ func (s *state) holds(k *kind, takes []take, req Resources) bool {
 // capacity freed per pool, and costs less than below; -1 when none.
 func (s *state) cheapestHolding(takes []take, count int, weight int32, freed []Resources, below float64) int {
 	req := s.takesReq(takes)
-	best := -1
+	// s.kinds is sorted by price (pruneDominated), so the first kind that
+	// qualifies is the cheapest.
 	for ki, k := range s.kinds {
-		if k.price >= below || s.p.Pools[k.pool].Weight != weight || !s.holds(k, takes, req) {
+		if k.price >= below {
+			break
+		}
+		if s.p.Pools[k.pool].Weight != weight || !s.holds(k, takes, req) {
 			continue
 		}
 		after := s.used[k.pool].Sub(freed[k.pool]).Add(s.p.InstanceTypes[k.typ].Capacity.Scale(int64(count)))
 		if !withinLimits(&s.p.Pools[k.pool], after) {
 			continue
 		}
-		best, below = ki, k.price
+		return ki
 	}
-	return best
+	return -1
 }
 
 // moveTo switches count nodes from kind from to kind to in the pools' usage.

@@ -416,6 +416,7 @@ func allMatch(reqs []Requirement, labels Labels) bool {
 // pruneDominated drops kinds that another kind of the same pool beats on
 // every count: it takes every pod the first takes, has at least its
 // allocatable, costs no more and uses no more of the pool's limits.
+// It leaves the kinds sorted by price, which cheapestHolding relies on.
 func (s *state) pruneDominated() {
 	sort.SliceStable(s.kinds, func(a, b int) bool { return s.kinds[a].price < s.kinds[b].price })
 	keep := s.kinds[:0:0]
