@@ -135,7 +135,11 @@ func Solve(p *Problem) (*Plan, error) {
 			pending[ci] = 0
 		}
 	}
-	bound, prices := s.fluidBound(pending)
+	var bound float64
+	var prices *Resources64
+	if !p.Options.noBound {
+		bound, prices = s.fluidBound(pending)
+	}
 	s.bestPacking(prices)
 	s.emit()
 	placed := make([]int, len(s.classes))
@@ -147,7 +151,7 @@ func Solve(p *Problem) (*Plan, error) {
 	if s.enforceSpread() {
 		placed = s.placedFromPlan()
 	}
-	if !slices.Equal(placed, pending) {
+	if !slices.Equal(placed, pending) && !p.Options.noBound {
 		bound, _ = s.fluidBound(placed)
 	}
 	s.plan.LowerBound = bound
