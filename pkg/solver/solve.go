@@ -708,6 +708,7 @@ func (s *state) bestPacking(prices *Resources64) {
 			w.greedy(efficient, strategies[i].fill)
 			w.downsize(deadline)
 			w.mergePairs(deadline)
+			w.backfill(deadline)
 			results[i] = &plannedState{w.rem, w.used, w.nodes, w.cost()}
 			if w.nodes != nil {
 				finished.Store(true)
