@@ -689,6 +689,11 @@ func (s *state) bestPacking(prices *Resources64) {
 			break
 		}
 		for _, f := range fills {
+			// With the LP's prices, weighting the shape match by value
+			// per share never won on suites a–e (measured); it is skipped.
+			if pr != nil && f == fillWeighted {
+				continue
+			}
 			strategies = append(strategies, strategy{pr, f})
 		}
 	}
