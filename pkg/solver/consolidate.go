@@ -1066,9 +1066,20 @@ func (c *consolidator) merge() error {
 			return pays, nil
 		}
 		// Double the size while it pays, then bisect between the last size
-		// that paid and the first that did not.
+		// that paid and the first that did not. The merge-first search
+		// wants the largest group that pays as a whole: it tries the whole
+		// group first.
 		failed := 0
-		for k := 2; ; k = min(2*k, len(group)) {
+		if c.mergeFirst {
+			pays, err := try(len(group))
+			if err != nil {
+				return err
+			}
+			if !pays {
+				failed = len(group)
+			}
+		}
+		for k := 2; k != failed && !(c.mergeFirst && best != nil); k = min(2*k, len(group)) {
 			pays, err := try(k)
 			if err != nil {
 				return err
@@ -1081,7 +1092,7 @@ func (c *consolidator) merge() error {
 				break
 			}
 		}
-		for failed > 0 && failed-bestK > 1 {
+		for best != nil && failed > 0 && failed-bestK > 1 {
 			mid := (bestK + failed) / 2
 			pays, err := try(mid)
 			if err != nil {
