@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"runtime"
@@ -63,7 +64,13 @@ type bitset []uint64
 func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
 func (b bitset) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
 func (b bitset) has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
-func (b bitset) key() string    { return fmt.Sprint([]uint64(b)) }
+func (b bitset) key() string {
+	buf := make([]byte, 0, 8*len(b))
+	for _, w := range b {
+		buf = binary.LittleEndian.AppendUint64(buf, w)
+	}
+	return string(buf)
+}
 func (b bitset) subsetOf(o bitset) bool {
 	for i := range b {
 		if b[i]&^o[i] != 0 {
