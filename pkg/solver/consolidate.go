@@ -156,6 +156,12 @@ type consolidator struct {
 	actions []Action
 	// replacements counts planned nodes, for their working names.
 	replacements int
+	// receiverFloor keeps simulations from moving pods onto candidates
+	// (nodes an action may still remove) used less than it: pods moved
+	// onto a node pin it. Zero lets every node take pods.
+	receiverFloor float64
+	// mergeFirst selects the merge-first search (see plan).
+	mergeFirst bool
 }
 
 // Consolidate plans consolidation actions for the problem's existing nodes:
@@ -167,13 +173,17 @@ type consolidator struct {
 // taints, DaemonSets on new nodes, pool limits and topology constraints are
 // those of the solver. It never modifies the problem.
 //
-// The search runs in Karpenter's order: empty nodes first; then single-node
-// deletes, best saving per evicted pod first, each pod packed onto the
-// fullest node that takes it so that emptier nodes stay removable; then
-// multi-node merges of the least utilised remaining nodes, growing the set
-// while every added node pays at least the minimum saving; then single-node
+// The search goes: empty nodes first; then single-node deletes, best saving
+// per evicted pod first, each pod packed onto nodes no action may remove,
+// then the fullest node that takes it, so that emptier nodes stay
+// removable; then multi-node merges (see merge), growing the set while
+// every added node pays at least the minimum saving; then single-node
 // replacements. Each action is applied to a working copy before the next is
 // sought, and a node that receives pods is never removed by a later action.
+// When that plan saves less than fallbackCapture of the gap between the
+// current price and the cluster packed from scratch, a second search puts
+// merges first, as Karpenter's multi-node consolidation comes before its
+// single-node one, and the plan saving more is returned.
 //
 // With Options.Deadline set, the search stops at the deadline and the plan
 // holds the actions found by then (empty nodes are always deleted).
@@ -181,9 +191,9 @@ func Consolidate(p *Problem) (*ConsolidationPlan, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	c := &consolidator{p: p, now: p.Options.Now, pools: map[string]int{}, byName: map[string]*consNode{}}
-	if c.now.IsZero() {
-		c.now = time.Now()
+	now := p.Options.Now
+	if now.IsZero() {
+		now = time.Now()
 	}
 	type target struct {
 		price float64
@@ -198,19 +208,58 @@ func Consolidate(p *Problem) (*ConsolidationPlan, error) {
 		}
 		targetDone <- target{price: plan.TotalPrice}
 	}()
+	out, err := plan(p, now, false)
+	t := <-targetDone
+	if err != nil {
+		return nil, err
+	}
+	if t.err != nil {
+		return nil, fmt.Errorf("pricing the cluster packed from scratch: %w", t.err)
+	}
+	out.TargetPrice = t.price
+	if gap := out.CurrentPrice - out.TargetPrice; out.Saving < fallbackCapture*gap && !expired(p.Options.Deadline) {
+		merged, err := plan(p, now, true)
+		if err != nil {
+			return nil, err
+		}
+		if merged.Saving > out.Saving {
+			merged.TargetPrice = out.TargetPrice
+			out = merged
+		}
+	}
+	return out, nil
+}
 
+// fallbackCapture is the share of the possible saving (the current price
+// less the price of the cluster packed from scratch) below which
+// Consolidate also plans merges first and keeps that plan when it saves
+// more: deleting nodes onto others' free room moves the fewest pods per
+// dollar, but each delete pins the nodes it fills, and on a cluster of
+// half-empty nodes that can leave much of the saving behind.
+const fallbackCapture = 0.9
+
+// plan runs one consolidation search. Without mergeFirst it goes in the
+// order Consolidate documents; with it, merges come right after empty
+// nodes, each grows to the largest group whose merge pays the minimum
+// saving as a whole (Karpenter's multi-node consolidation takes the largest
+// group that consolidates at all), and merged pods go only onto new nodes,
+// nodes no action may remove, and candidates at least as used as every
+// node of the group, so that the emptier nodes stay removable.
+func plan(p *Problem, now time.Time, mergeFirst bool) (*ConsolidationPlan, error) {
+	c := &consolidator{p: p, now: now, pools: map[string]int{}, byName: map[string]*consNode{}, mergeFirst: mergeFirst}
 	out := &ConsolidationPlan{}
 	if err := c.setup(); err != nil {
-		<-targetDone
 		return nil, err
 	}
 	for _, n := range c.nodes {
 		out.CurrentPrice += n.Price
 	}
 	steps := []func() error{c.deleteEmpty, c.deleteSingles, c.merge, c.replaceSingles}
+	if mergeFirst {
+		steps = []func() error{c.deleteEmpty, c.merge, c.deleteSingles, c.replaceSingles}
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
-			<-targetDone
 			return nil, err
 		}
 	}
@@ -237,11 +286,6 @@ func Consolidate(p *Problem) (*ConsolidationPlan, error) {
 		out.Saving += out.Actions[i].Saving
 	}
 	out.CurrentPrice, out.Saving = round6(out.CurrentPrice), round6(out.Saving)
-	t := <-targetDone
-	if t.err != nil {
-		return nil, fmt.Errorf("pricing the cluster packed from scratch: %w", t.err)
-	}
-	out.TargetPrice = t.price
 	return out, nil
 }
 
@@ -682,7 +726,7 @@ type simulation struct {
 // emptier nodes stay removable), and onto new nodes when allowNew.
 func (c *consolidator) simulate(set []*consNode, allowNew bool) (*simulation, error) {
 	p := c.p
-	sim := &simulation{problem: &Problem{ExtendedResources: p.ExtendedResources, DaemonSets: p.DaemonSets, Options: Options{Now: c.now}}}
+	sim := &simulation{problem: &Problem{ExtendedResources: p.ExtendedResources, DaemonSets: p.DaemonSets, Options: Options{Now: c.now, noBound: true}}}
 	in := map[*consNode]bool{}
 	minReq := Resources{}
 	for r := range minReq {
@@ -719,21 +763,37 @@ func (c *consolidator) simulate(set []*consNode, allowNew bool) (*simulation, er
 		if n.removed || in[n] {
 			continue
 		}
-		if !n.Unschedulable && minReq.Fits(n.Allocatable.Sub(n.Requested)) {
+		if !n.Unschedulable && minReq.Fits(n.Allocatable.Sub(n.Requested)) && !c.keptOff(n) {
 			open = append(open, ranked{n, n.utilisation()})
 		} else {
 			closed = append(closed, n)
 		}
 	}
-	slices.SortStableFunc(open, func(a, b ranked) int { return cmp.Compare(b.util, a.util) })
+	// Nodes that no action may remove (pinned by an earlier action, or
+	// blocked) come first: filling them costs no later action anything,
+	// while pods moved onto a candidate pin it.
+	slices.SortStableFunc(open, func(a, b ranked) int {
+		if ca, cb := a.n.candidate(), b.n.candidate(); ca != cb {
+			if cb {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(b.util, a.util)
+	})
 	sim.problem.Nodes = make([]Node, 0, len(open)+len(closed))
 	for _, o := range open {
 		sim.problem.Nodes = append(sim.problem.Nodes, o.n.Node)
 	}
 	for _, n := range closed {
-		// Not marked unschedulable: a cordoned node still counts as a
-		// topology domain, a full one as it is.
-		sim.problem.Nodes = append(sim.problem.Nodes, n.Node)
+		// They count for topology as they are; a candidate kept off by
+		// receiverFloor is marked unschedulable so that it takes no pod
+		// (the flag only stops placement).
+		node := n.Node
+		if c.keptOff(n) {
+			node.Unschedulable = true
+		}
+		sim.problem.Nodes = append(sim.problem.Nodes, node)
 	}
 	if allowNew {
 		sim.problem.InstanceTypes = p.InstanceTypes
@@ -920,12 +980,19 @@ func listNames(names []string, n int) string {
 	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d other nodes", len(names)-n)
 }
 
-// merge replaces groups of the least utilised remaining nodes by fewer or
-// cheaper nodes (and the other nodes' free room). For each group it tries
-// 2, 4, 8, … of the least utilised nodes and keeps the largest size whose
-// added nodes still bring at least the minimum saving of an action of their
-// own; it stops after
-// a few groups in a row that save nothing.
+func (c *consolidator) keptOff(n *consNode) bool {
+	return c.receiverFloor > 0 && n.candidate() && n.utilisation() < c.receiverFloor
+}
+
+// merge replaces groups of remaining nodes by fewer or cheaper nodes (and
+// the other nodes' free room). Candidates go best first: the most a node
+// costs beyond the fluid price of its pods, less the minimum saving its
+// evictions must bring. For each group it tries 2, 4, 8, … of the first
+// nodes, then bisects between the last size that paid and the first that
+// did not, and keeps the largest size whose added nodes still bring at
+// least the minimum saving of an action of their own (in the merge-first
+// search: whose merge pays the minimum as a whole). It stops after a few
+// groups in a row that save nothing.
 func (c *consolidator) merge() error {
 	var cands []*consNode
 	for _, n := range c.nodes {
@@ -933,16 +1000,20 @@ func (c *consolidator) merge() error {
 			cands = append(cands, n)
 		}
 	}
+	// Best first: what a node costs beyond the fluid price of its pods
+	// (its price times its unused share), less the minimum saving its
+	// evictions must bring.
+	worth := func(n *consNode) float64 { return n.Price*(1-n.utilisation()) - c.minSaving([]*consNode{n}) }
 	sort.SliceStable(cands, func(a, b int) bool {
-		ua, ub := cands[a].utilisation(), cands[b].utilisation()
-		if ua != ub {
-			return ua < ub
+		wa, wb := worth(cands[a]), worth(cands[b])
+		if wa != wb {
+			return wa > wb
 		}
 		return cands[a].Name < cands[b].Name
 	})
 	failures := 0
 	for failures < 3 && !c.expired() {
-		// The group: the least utilised candidates, as many as budgets and
+		// The group: the first candidates, as many as budgets and
 		// PDBs allow together.
 		var group []*consNode
 		for _, n := range cands {
@@ -963,10 +1034,18 @@ func (c *consolidator) merge() error {
 		}
 		var best *simulation
 		bestK, bestSaving := 0, 0.0
-		for k := 2; ; k = min(2*k, len(group)) {
+		// try simulates merging the first k nodes of the group and keeps
+		// it when it pays, and its nodes beyond the best so far pay too.
+		try := func(k int) (bool, error) {
+			if c.mergeFirst {
+				for _, n := range group[:k] {
+					c.receiverFloor = max(c.receiverFloor, n.utilisation())
+				}
+			}
 			sim, err := c.simulate(group[:k], true)
+			c.receiverFloor = 0
 			if err != nil {
-				return err
+				return false, err
 			}
 			saving := -math.Inf(1)
 			if len(sim.plan.Unschedulable) == 0 {
@@ -977,21 +1056,54 @@ func (c *consolidator) merge() error {
 				saving = price - sim.plan.TotalPrice
 			}
 			pays := saving >= c.minSaving(group[:k])
-			if best != nil {
+			if best != nil && k > bestK && !c.mergeFirst {
 				// The nodes added must pay their way.
 				pays = pays && saving-bestSaving >= c.minSaving(group[bestK:k])
 			}
 			if pays {
 				best, bestK, bestSaving = sim, k, saving
-			} else if best != nil {
+			}
+			return pays, nil
+		}
+		// Double the size while it pays, then bisect between the last size
+		// that paid and the first that did not. The merge-first search
+		// wants the largest group that pays as a whole: it tries the whole
+		// group first.
+		failed := 0
+		if c.mergeFirst {
+			pays, err := try(len(group))
+			if err != nil {
+				return err
+			}
+			if !pays {
+				failed = len(group)
+			}
+		}
+		for k := 2; k != failed && !(c.mergeFirst && best != nil); k = min(2*k, len(group)) {
+			pays, err := try(k)
+			if err != nil {
+				return err
+			}
+			if !pays && best != nil {
+				failed = k
 				break
 			}
 			if k == len(group) {
 				break
 			}
 		}
+		for best != nil && failed > 0 && failed-bestK > 1 {
+			mid := (bestK + failed) / 2
+			pays, err := try(mid)
+			if err != nil {
+				return err
+			}
+			if !pays {
+				failed = mid
+			}
+		}
 		if best == nil {
-			group[0].replaceWhy = "merging it with the next least utilised nodes saves less than the minimum"
+			group[0].replaceWhy = "merging it with the next candidate nodes saves less than the minimum"
 			cands = removeNode(cands, group[0])
 			failures++
 			continue

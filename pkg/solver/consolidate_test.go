@@ -227,8 +227,27 @@ func TestConsolidateActions(t *testing.T) {
 			},
 		},
 		{
+			name: "merges first when deletes leave much of the saving",
+			build: func(p *Problem) {
+				// Deleting two nodes onto the third saves 2/3 of the gap
+				// to one c6.large; merging all three onto it saves it all.
+				addNode(p, "a", "c6.xlarge", "default", "on-demand", controlled("x", 1, res(500, gi)))
+				addNode(p, "b", "c6.xlarge", "default", "on-demand", controlled("y", 1, res(500, gi)))
+				addNode(p, "c", "c6.xlarge", "default", "on-demand", controlled("z", 1, res(500, gi)))
+			},
+			want: func(t *testing.T, plan *ConsolidationPlan) {
+				if len(plan.Actions) != 1 || plan.Actions[0].Kind != ActionMerge || len(plan.Actions[0].Nodes) != 3 ||
+					math.Abs(plan.Saving-(plan.CurrentPrice-plan.TargetPrice)) > 1e-9 {
+					t.Errorf("actions %+v, want one merge of all three nodes saving %v", plan.Actions, plan.CurrentPrice-plan.TargetPrice)
+				}
+			},
+		},
+		{
 			name: "a node receiving pods is not removed by a later action",
 			build: func(p *Problem) {
+				// One type only: no merge onto a smaller node beats the
+				// deletes, so the merge-first search does not take over.
+				p.Pools[0].Requirements = append(p.Pools[0].Requirements, Requirement{Key: LabelInstanceType, Operator: OpIn, Values: []string{"c6.xlarge"}})
 				addNode(p, "a", "c6.xlarge", "default", "on-demand", controlled("x", 1, res(500, gi)))
 				addNode(p, "b", "c6.xlarge", "default", "on-demand", controlled("y", 1, res(500, gi)))
 				addNode(p, "c", "c6.xlarge", "default", "on-demand", controlled("z", 1, res(500, gi)))

@@ -9,7 +9,9 @@ import (
 
 // Local improvement of a packing: every node moves to the cheapest kind that
 // holds its pods (downsize), then pairs of poorly used nodes are merged onto
-// one node when one node costs less than the two.
+// one node when one node costs less than the two, then pods move from dearer
+// nodes into cheaper nodes' free room and every node downsizes again
+// (backfill).
 
 // takesReq sums what the takes request.
 func (s *state) takesReq(takes []take) Resources {
@@ -42,18 +44,22 @@ func (s *state) holds(k *kind, takes []take, req Resources) bool {
 // capacity freed per pool, and costs less than below; -1 when none.
 func (s *state) cheapestHolding(takes []take, count int, weight int32, freed []Resources, below float64) int {
 	req := s.takesReq(takes)
-	best := -1
+	// s.kinds is sorted by price (pruneDominated), so the first kind that
+	// qualifies is the cheapest.
 	for ki, k := range s.kinds {
-		if k.price >= below || s.p.Pools[k.pool].Weight != weight || !s.holds(k, takes, req) {
+		if k.price >= below {
+			break
+		}
+		if s.p.Pools[k.pool].Weight != weight || !s.holds(k, takes, req) {
 			continue
 		}
 		after := s.used[k.pool].Sub(freed[k.pool]).Add(s.p.InstanceTypes[k.typ].Capacity.Scale(int64(count)))
 		if !withinLimits(&s.p.Pools[k.pool], after) {
 			continue
 		}
-		best, below = ki, k.price
+		return ki
 	}
-	return best
+	return -1
 }
 
 // moveTo switches count nodes from kind from to kind to in the pools' usage.
@@ -176,4 +182,108 @@ func mergeTakes(a, b []take) []take {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].class < out[j].class })
 	return out
+}
+
+// backfill moves pods from dearer nodes into the free room of cheaper ones
+// of the same pool weight, cheapest hosts first, dearest donors first, then
+// moves every node to the cheapest kind that holds what it kept and drops
+// nodes left empty. It matters when some pods need nodes of their own
+// (hostname anti-affinity, spread): the greedy launches their nodes last,
+// one pod each, after the other pods filled large nodes, and the room
+// those small nodes have left can take pods the large ones then shed.
+// A pod moves only where its class may run, within per-node caps and
+// conflicts, and only to a strictly cheaper node, so no pod moves back.
+func (s *state) backfill(deadline time.Time) {
+	var nodes []plannedNode
+	for _, n := range s.nodes {
+		for range n.count {
+			nodes = append(nodes, plannedNode{kind: n.kind, takes: slices.Clone(n.takes), count: 1})
+		}
+	}
+	if len(nodes) < 2 {
+		return
+	}
+	free := make([]Resources, len(nodes))
+	minReq := Resources{}
+	for r := range minReq {
+		minReq[r] = math.MaxInt64
+	}
+	for i, n := range nodes {
+		free[i] = s.kinds[n.kind].alloc.Sub(s.takesReq(n.takes))
+		for _, t := range n.takes {
+			for r, q := range s.classes[t.class].req {
+				minReq[r] = min(minReq[r], q)
+			}
+		}
+	}
+	byPrice := make([]int, len(nodes))
+	for i := range byPrice {
+		byPrice[i] = i
+	}
+	sort.SliceStable(byPrice, func(a, b int) bool {
+		return s.kinds[nodes[byPrice[a]].kind].price < s.kinds[nodes[byPrice[b]].kind].price
+	})
+	moved := false
+	for _, hi := range byPrice {
+		if expired(deadline) {
+			break
+		}
+		h := &nodes[hi]
+		kh := s.kinds[h.kind]
+		weight := s.p.Pools[kh.pool].Weight
+		for x := len(byPrice) - 1; x >= 0 && minReq.Fits(free[hi]); x-- {
+			di := byPrice[x]
+			d := &nodes[di]
+			kd := s.kinds[d.kind]
+			if kd.price <= kh.price {
+				break
+			}
+			if s.p.Pools[kd.pool].Weight != weight {
+				continue
+			}
+			took := false
+			for ti := range d.takes {
+				t := &d.takes[ti]
+				c := s.classes[t.class]
+				if t.n == 0 || !c.req.Fits(free[hi]) || !kh.compat.has(c.group) || s.conflictsWith(t.class, h.takes) {
+					continue
+				}
+				n := min(t.n, fitCount(free[hi], c.req))
+				if c.capGroup >= 0 {
+					room := s.capLimit[c.capGroup]
+					for _, ht := range h.takes {
+						if s.classes[ht.class].capGroup == c.capGroup {
+							room -= ht.n
+						}
+					}
+					n = min(n, room)
+				}
+				if n <= 0 {
+					continue
+				}
+				t.n -= n
+				h.takes = mergeTakes(h.takes, []take{{t.class, n}})
+				free[hi] = free[hi].Sub(c.req.Scale(int64(n)))
+				free[di] = free[di].Add(c.req.Scale(int64(n)))
+				moved, took = true, true
+			}
+			if took {
+				d.takes = slices.DeleteFunc(d.takes, func(t take) bool { return t.n == 0 })
+			}
+		}
+	}
+	if !moved {
+		return
+	}
+	kept := nodes[:0]
+	for _, n := range nodes {
+		if len(n.takes) == 0 {
+			k := s.kinds[n.kind]
+			s.used[k.pool] = s.used[k.pool].Sub(s.p.InstanceTypes[k.typ].Capacity)
+			continue
+		}
+		kept = append(kept, n)
+	}
+	s.nodes = kept
+	s.downsize(deadline)
 }

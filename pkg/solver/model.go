@@ -316,6 +316,10 @@ type Options struct {
 	Deadline time.Time
 	// Now is the time consolidation measures ages against (time.Now when zero).
 	Now time.Time
+	// noBound skips the fluid LP: the plan has no LowerBound and packing
+	// values pods without the LP's resource prices. Consolidation's
+	// what-if simulations set it; they compare plan prices only.
+	noBound bool
 }
 
 // Problem is everything the solver needs.

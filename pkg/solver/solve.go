@@ -1,12 +1,16 @@
 package solver
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // class is a set of pods that are interchangeable for placement: the same
@@ -60,7 +64,13 @@ type bitset []uint64
 func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
 func (b bitset) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
 func (b bitset) has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
-func (b bitset) key() string    { return fmt.Sprint([]uint64(b)) }
+func (b bitset) key() string {
+	buf := make([]byte, 0, 8*len(b))
+	for _, w := range b {
+		buf = binary.LittleEndian.AppendUint64(buf, w)
+	}
+	return string(buf)
+}
 func (b bitset) subsetOf(o bitset) bool {
 	for i := range b {
 		if b[i]&^o[i] != 0 {
@@ -132,7 +142,11 @@ func Solve(p *Problem) (*Plan, error) {
 			pending[ci] = 0
 		}
 	}
-	bound, prices := s.fluidBound(pending)
+	var bound float64
+	var prices *Resources64
+	if !p.Options.noBound {
+		bound, prices = s.fluidBound(pending)
+	}
 	s.bestPacking(prices)
 	s.emit()
 	placed := make([]int, len(s.classes))
@@ -144,7 +158,7 @@ func Solve(p *Problem) (*Plan, error) {
 	if s.enforceSpread() {
 		placed = s.placedFromPlan()
 	}
-	if !slices.Equal(placed, pending) {
+	if !slices.Equal(placed, pending) && !p.Options.noBound {
 		bound, _ = s.fluidBound(placed)
 	}
 	s.plan.LowerBound = bound
@@ -416,6 +430,7 @@ func allMatch(reqs []Requirement, labels Labels) bool {
 // pruneDominated drops kinds that another kind of the same pool beats on
 // every count: it takes every pod the first takes, has at least its
 // allocatable, costs no more and uses no more of the pool's limits.
+// It leaves the kinds sorted by price, which cheapestHolding relies on.
 func (s *state) pruneDominated() {
 	sort.SliceStable(s.kinds, func(a, b int) bool { return s.kinds[a].price < s.kinds[b].price })
 	keep := s.kinds[:0:0]
@@ -659,10 +674,14 @@ func (s *state) limitRoom(k *kind) int {
 // bestPacking runs the greedy with each way of valuing pods (stand-alone
 // cost, and the fluid optimum's resource prices when known) and each way of
 // filling a node, improves each result, and keeps the cheapest.
+//
+// The strategies run concurrently, one per available CPU, each on its own
+// fork of the state's mutable parts. The result does not depend on their
+// timing: the cheapest wins, ties going to the earliest strategy in the
+// list, as when they ran one after another. Only the deadline can make it
+// depend on timing: once it has passed and some strategy has finished, no
+// further strategy starts.
 func (s *state) bestPacking(prices *Resources64) {
-	rem, used := slices.Clone(s.rem), slices.Clone(s.used)
-	bestCost := math.Inf(1)
-	var best plannedState
 	type strategy struct {
 		prices *Resources64
 		fill   fillMode
@@ -677,33 +696,80 @@ func (s *state) bestPacking(prices *Resources64) {
 			break
 		}
 		for _, f := range fills {
+			// With the LP's prices, weighting the shape match by value
+			// per share never won on suites a–e (measured); it is skipped.
+			if pr != nil && f == fillWeighted {
+				continue
+			}
 			strategies = append(strategies, strategy{pr, f})
 		}
 	}
 	efficient := s.efficientKinds()
-	for _, st := range strategies {
-		if best.nodes != nil && expired(s.p.Options.Deadline) {
-			break // anytime: keep the best plan found so far
+	deadline := s.p.Options.Deadline
+	results := make([]*plannedState, len(strategies))
+	var next atomic.Int64
+	var finished atomic.Bool // some strategy planned at least one node
+	work := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(strategies) || (finished.Load() && expired(deadline)) {
+				return // anytime: keep the best plan found so far
+			}
+			w := s.fork()
+			w.valueClasses(strategies[i].prices, efficient)
+			w.greedy(efficient, strategies[i].fill)
+			w.downsize(deadline)
+			w.mergePairs(deadline)
+			w.backfill(deadline)
+			results[i] = &plannedState{w.rem, w.used, w.nodes, w.cost()}
+			if w.nodes != nil {
+				finished.Store(true)
+			}
 		}
-		copy(s.rem, rem)
-		copy(s.used, used)
-		s.nodes = nil
-		s.valueClasses(st.prices, efficient)
-		s.greedy(efficient, st.fill)
-		s.downsize(s.p.Options.Deadline)
-		s.mergePairs(s.p.Options.Deadline)
-		if cost := s.cost(); cost < bestCost-1e-9 {
-			bestCost = cost
-			best = plannedState{slices.Clone(s.rem), slices.Clone(s.used), s.nodes}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(strategies)) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	var best *plannedState
+	for _, r := range results {
+		if r != nil && (best == nil || r.cost < best.cost-1e-9) {
+			best = r
 		}
 	}
 	s.rem, s.used, s.nodes = best.rem, best.used, best.nodes
+}
+
+// fork returns a copy of the state that one packing strategy may change
+// without touching s or any other fork: its own pods left, pool usage,
+// planned nodes, class values, fill orders and scratch space. Everything
+// else is shared and only read while packing.
+func (s *state) fork() *state {
+	w := *s
+	w.rem, w.used, w.nodes = slices.Clone(s.rem), slices.Clone(s.used), nil
+	w.classes = make([]*class, len(s.classes))
+	for i, c := range s.classes {
+		cc := *c
+		w.classes[i] = &cc
+	}
+	w.kinds = make([]*kind, len(s.kinds))
+	for i, k := range s.kinds {
+		kk := *k
+		kk.order, kk.shape = nil, nil
+		w.kinds[i] = &kk
+	}
+	w.capCount = make([]int, len(s.capCount))
+	w.taken, w.cand = nil, nil
+	return &w
 }
 
 type plannedState struct {
 	rem   []int
 	used  []Resources
 	nodes []plannedNode
+	cost  float64
 }
 
 // cost is the price of the planned nodes, with pods left over costed at

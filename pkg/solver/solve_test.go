@@ -295,7 +295,7 @@ func TestSolveDeadlineReturnsAPlan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	p := &Problem{Pods: randomPods(rng, 2000), Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
 	full := solveChecked(t, p)
-	p.Options.Deadline = time.Now() // already passed: one strategy, no improvement
+	p.Options.Deadline = time.Now() // already passed: one strategy per CPU, no improvement
 	quick := solveChecked(t, p)
 	if len(quick.Unschedulable) != 0 || quick.TotalPrice < full.TotalPrice-1e-9 {
 		t.Errorf("deadline plan costs %v with %d pending; the full solve %v", quick.TotalPrice, len(quick.Unschedulable), full.TotalPrice)

@@ -167,3 +167,18 @@ func TestTopologyCountsRunningPods(t *testing.T) {
 }
 
 func abs(x int) int { return max(x, -x) }
+
+// TestPodsNeedingTheirOwnNodeShareItWithOthers: the nodes that hostname
+// anti-affinity forces take other pods in their free room instead of those
+// pods getting nodes of their own.
+func TestPodsNeedingTheirOwnNodeShareItWithOthers(t *testing.T) {
+	solo := labelled("solo", 8, res(1000, gi), func(p *Pod) {
+		p.PodAntiAffinity = []PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname", Selector: self("solo")}}
+	})
+	filler := labelled("filler", 8, res(500, gi/2), nil)
+	p := &Problem{Pods: append(solo, filler...), Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
+	plan := solveChecked(t, p)
+	if len(plan.NewNodes) != len(solo) {
+		t.Errorf("%d nodes %v, want %d: one per solo pod, each with a filler", len(plan.NewNodes), nodeTypes(plan), len(solo))
+	}
+}
