@@ -630,6 +630,9 @@ type churnPods struct {
 	// planner may merge nodes of several pools in one action, and then
 	// holds the whole action to the strictest pool's minimum.
 	shared int
+	// ownReplacements are the replacements that took this pool's nodes
+	// only.
+	ownReplacements int
 	// belowDefault are the actions that evicted pods and saved less than
 	// the default minimum for the pods they evicted.
 	belowDefault []string
@@ -677,6 +680,9 @@ func (d *disruptionEnv) churnRecords(pool string, since time.Time) churnPods {
 		}
 		if action == solver.ActionReplace || action == solver.ActionMerge {
 			out.replacements++
+			if others == 0 {
+				out.ownReplacements++
+			}
 		}
 		ts, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(r["time"]))
 		out.lines = append(out.lines, fmt.Sprintf("+%s %s %v evicted %d saving $%.4f/h", ts.Sub(since).Round(time.Second), action, nodes, int(evicted), saving))
@@ -804,8 +810,8 @@ func (d *disruptionEnv) testChurn(t *testing.T) {
 	}
 	t.Logf("  %s refusals for the minimum: %q", dflt, refusals)
 	t.Logf("  all %d + %d pods Running", len(podsK), len(podsD))
-	if k.replacements < 1 || k.disruptions < 1 {
-		t.Errorf("the Karpenter-like pool made %d replacements and %d disruptions: the scenario proves nothing", k.replacements, k.disruptions)
+	if k.ownReplacements < 1 {
+		t.Errorf("the Karpenter-like pool made %d replacements of its own nodes alone: the scenario proves nothing", k.ownReplacements)
 	}
 	if df.disruptions >= k.disruptions || df.replacements >= max(k.replacements, 1) {
 		t.Errorf("the default pool made %d disruptions (%d replacements), the Karpenter-like pool %d (%d): the minimum saving did not reduce churn",
