@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -577,8 +578,21 @@ func (c *Cluster) boundPod(pod *corev1.Pod) solver.Pod {
 		DoNotDisrupt: DoNotDisrupt(pod.Annotations),
 	}
 	p.Requests[solver.Pods] = 1
+	// Where the pod may run again once evicted: consolidation moves it
+	// only to nodes its nodeSelector, required node affinity and
+	// tolerations admit (the API server validated them).
+	if len(pod.Spec.NodeSelector) > 0 {
+		p.NodeSelector = maps.Clone(pod.Spec.NodeSelector)
+	}
+	for _, t := range pod.Spec.Tolerations {
+		p.Tolerations = append(p.Tolerations, solver.Toleration{Key: t.Key, Operator: string(t.Operator), Value: t.Value, Effect: string(t.Effect)})
+	}
 	if pod.Spec.Affinity != nil || len(pod.Spec.TopologySpreadConstraints) > 0 {
 		where := p.Owner + " in namespace " + pod.Namespace
+		var err error
+		if p.Affinity, err = c.affinity(where, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms", pod.Spec.Affinity); err != nil {
+			c.warnf(where, "its node affinity is ignored: %v", err)
+		}
 		if err := c.podTopology(where, "spec", &pod.Spec, &p); err != nil {
 			c.warnf(where, "its topology constraints are ignored: %v", err)
 		}

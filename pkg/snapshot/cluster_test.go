@@ -165,6 +165,30 @@ func TestAddNodesSumsRequestsOfBoundPods(t *testing.T) {
 	}
 }
 
+// TestBoundPodKeepsWhereItMayRun: a bound pod keeps its nodeSelector,
+// required node affinity and tolerations, so that consolidation moves it
+// only to nodes that admit it (a pod selecting one NodePool must not be
+// planned onto another pool's nodes).
+func TestBoundPodKeepsWhereItMayRun(t *testing.T) {
+	pod := livePod("a", "n1", corev1.PodRunning, "500m", "1Gi")
+	pod.Spec.NodeSelector = map[string]string{"rightsize.dev/nodepool": "one"}
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1a"}}}}},
+	}}}
+	c := &Cluster{}
+	p := c.boundPod(&pod)
+	if p.NodeSelector["rightsize.dev/nodepool"] != "one" {
+		t.Errorf("nodeSelector = %v", p.NodeSelector)
+	}
+	if len(p.Tolerations) != 1 || p.Tolerations[0].Key != "dedicated" || p.Tolerations[0].Value != "x" {
+		t.Errorf("tolerations = %+v", p.Tolerations)
+	}
+	if len(p.Affinity) != 1 || len(p.Affinity[0]) != 1 {
+		t.Errorf("affinity = %+v, want one term of one requirement", p.Affinity)
+	}
+}
+
 func TestAddLivePoolIgnoresNewerFields(t *testing.T) {
 	c := &Cluster{}
 	c.addLivePool([]byte(`{"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"general","managedFields":[{"manager":"k"}]},

@@ -43,6 +43,8 @@ func poolDisruption(s *poolSpec) (solver.Consolidation, []disruption.Budget, err
 		c.After = 100 * 365 * 24 * time.Hour
 	}
 	if m := d.MinSaving; m != nil {
+		// Set, even to zero, it replaces the default minimum.
+		c.MinSavingSet = m.PerHour != "" || m.Percent != nil
 		if m.PerHour != "" {
 			v, err := strconv.ParseFloat(m.PerHour, 64)
 			if err != nil || v < 0 {

@@ -48,7 +48,26 @@ func TestPoolMinSaving(t *testing.T) {
 		t.Fatalf("pools %v, warnings %v", cl.Pools, cl.Warnings)
 	}
 	c := cl.Pools[0].Consolidation
-	if c.MinSaving != 0.05 || c.MinSavingFraction != 0.1 {
-		t.Errorf("MinSaving %v, MinSavingFraction %v; want 0.05 and 0.1", c.MinSaving, c.MinSavingFraction)
+	if c.MinSaving != 0.05 || c.MinSavingFraction != 0.1 || !c.MinSavingSet {
+		t.Errorf("MinSaving %v, MinSavingFraction %v, set %v; want 0.05, 0.1 and set", c.MinSaving, c.MinSavingFraction, c.MinSavingSet)
+	}
+	// An explicit zero is a minimum of zero, not the default; no minSaving
+	// (or an empty one) is the default.
+	for _, tc := range []struct {
+		minSaving any
+		set       bool
+	}{{map[string]any{"perHour": "0"}, true}, {map[string]any{"percent": 0}, true}, {map[string]any{}, false}, {nil, false}} {
+		pool["spec"].(map[string]any)["disruption"] = map[string]any{"minSaving": tc.minSaving}
+		raw, err := json.Marshal(pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := FromObjects(&Objects{NodePools: []json.RawMessage{raw}})
+		if len(cl.Pools) != 1 {
+			t.Fatalf("%v: pools %v, warnings %v", tc.minSaving, cl.Pools, cl.Warnings)
+		}
+		if c := cl.Pools[0].Consolidation; c.MinSavingSet != tc.set || c.MinSaving != 0 || c.MinSavingFraction != 0 {
+			t.Errorf("minSaving %v: %+v; want MinSavingSet %v and zero minimums", tc.minSaving, c, tc.set)
+		}
 	}
 }

@@ -82,7 +82,7 @@ func TestRightsizePools(t *testing.T) {
 						t.Errorf("label %s = %q, want %q (labels %v)", k, p.Labels[k], v, p.Labels)
 					}
 				}
-				want := solver.Consolidation{Policy: solver.WhenEmpty, After: 30 * time.Second, MinSaving: 0.02, MinSavingFraction: 0.1, NodesAllowed: -1}
+				want := solver.Consolidation{Policy: solver.WhenEmpty, After: 30 * time.Second, MinSaving: 0.02, MinSavingFraction: 0.1, MinSavingSet: true, NodesAllowed: -1}
 				if p.Consolidation != want {
 					t.Errorf("consolidation = %+v, want %+v", p.Consolidation, want)
 				}

@@ -524,8 +524,9 @@ func (c *consolidator) budgetExceeded(set []*consNode) string {
 
 // minSaving is the smallest saving an action removing the nodes must bring:
 // the strictest of their pools' thresholds, the default (DefaultMinSaving
-// plus DefaultMinSavingPerPod per evicted pod) for a pool that sets none.
-// Actions that evict no pod need only save something.
+// plus DefaultMinSavingPerPod per evicted pod) for a pool that sets none;
+// a pool that sets zero (MinSavingSet) has no minimum. Actions that evict
+// no pod need only save something.
 func (c *consolidator) minSaving(set []*consNode) float64 {
 	price, evicted := 0.0, 0
 	for _, n := range set {
@@ -538,7 +539,7 @@ func (c *consolidator) minSaving(set []*consNode) float64 {
 	floor := 0.0
 	for _, n := range set {
 		cons := &c.p.Pools[n.pool].Consolidation
-		if cons.MinSaving == 0 && cons.MinSavingFraction == 0 {
+		if !cons.MinSavingSet && cons.MinSaving == 0 && cons.MinSavingFraction == 0 {
 			floor = max(floor, DefaultMinSaving+DefaultMinSavingPerPod*float64(evicted))
 			continue
 		}

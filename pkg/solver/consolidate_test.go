@@ -272,6 +272,23 @@ func TestConsolidateActions(t *testing.T) {
 	}
 }
 
+// TestConsolidateExplicitZeroMinimum: a pool that sets its minimum saving
+// to zero has none, while a pool that sets none has the default.
+func TestConsolidateExplicitZeroMinimum(t *testing.T) {
+	for _, set := range []bool{false, true} {
+		p := &Problem{Pools: []Pool{unlimitedPool("default")}, InstanceTypes: testTypes(), Options: Options{Now: consNow}}
+		p.Pools[0].Consolidation.MinSavingSet = set
+		addNode(p, "busy", "c6.2xlarge", "default", "on-demand", controlled("web", 7, res(1000, gi)))
+		addNode(p, "light", "c6.xlarge", "default", "on-demand", controlled("api", 1, res(500, gi)))
+		p.Nodes[1].Price = 0.005 // below the default $0.011 for one pod
+		plan := consolidateChecked(t, p)
+		removed := slices.ContainsFunc(plan.Actions, func(a Action) bool { return slices.Contains(a.Nodes, "light") })
+		if removed != set {
+			t.Errorf("MinSavingSet %v (MinSaving 0): actions %+v; want light removed only with an explicit zero", set, plan.Actions)
+		}
+	}
+}
+
 // TestConsolidateBlockers starts from a cluster where the light node would
 // be deleted (its pod fits on busy) and adds one blocker at a time.
 func TestConsolidateBlockers(t *testing.T) {
@@ -707,7 +724,7 @@ func checkConsolidation(p *Problem, plan *ConsolidationPlan) error {
 		if evicts {
 			for _, name := range a.Nodes {
 				c := pools[nodes[name].Pool].Consolidation
-				if c.MinSaving == 0 && c.MinSavingFraction == 0 {
+				if !c.MinSavingSet && c.MinSaving == 0 && c.MinSavingFraction == 0 {
 					floor = max(floor, DefaultMinSaving+DefaultMinSavingPerPod*float64(len(a.Moves)))
 				}
 				floor = max(floor, c.MinSaving, c.MinSavingFraction*price)

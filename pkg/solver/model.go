@@ -269,6 +269,9 @@ type Consolidation struct {
 	// dollars per hour, and as a fraction of the nodes' price.
 	MinSaving         float64 `json:"minSaving,omitempty"`
 	MinSavingFraction float64 `json:"minSavingFraction,omitempty"`
+	// MinSavingSet says the pool sets its minimum saving itself, so that
+	// an explicit zero means no minimum rather than the default.
+	MinSavingSet bool `json:"minSavingSet,omitempty"`
 }
 
 // Node is an existing (or in-flight) node whose free capacity is used before

@@ -619,39 +619,206 @@ func (d *disruptionEnv) testReplacementICE(t *testing.T) {
 	}
 }
 
-func (d *disruptionEnv) testChurn(t *testing.T) {
-	const pool = "churn"
-	d.simClass(t)
-	d.pool(t, pool, "sim", v1alpha1.Disruption{ConsolidateAfter: "3s", Budgets: []v1alpha1.Budget{{Nodes: "100%"}}}, m5()...)
-	ns := d.namespace(t, "churn")
-	t.Cleanup(func() { d.cleanup(t, ns, pool) })
-	d.deploy(t, ns, "flap", 2, "700m", "1Gi", pool)
-	d.settled(t, ns, 2, 90*time.Second)
-	start := time.Now()
-	// 700m pods: an m5.xlarge holds 5, so 8 pods need a second node.
-	const flaps = 10
-	sizes := [2]int32{8, 2}
-	for i := range flaps {
-		d.scale(t, ns, "flap", sizes[i%2])
-		time.Sleep(5 * time.Second)
+// churnPods is one pool's record of consolidation over the flaps.
+type churnPods struct {
+	actions      map[string]int // by action/reason
+	disruptions  int            // actions that evicted pods
+	replacements int            // Replace and Merge actions (they launch nodes)
+	evicted      int
+	saved        float64
+	// shared are the actions that took nodes of another pool too: the
+	// planner may merge nodes of several pools in one action, and then
+	// holds the whole action to the strictest pool's minimum.
+	shared int
+	// ownReplacements are the replacements that took this pool's nodes
+	// only.
+	ownReplacements int
+	// belowDefault are the actions that evicted pods and saved less than
+	// the default minimum for the pods they evicted.
+	belowDefault []string
+	lines        []string
+}
+
+// defaultMinSaving is the minimum saving the default rule asks of an action
+// evicting pods: $0.01/h plus $0.001/h per pod.
+func defaultMinSaving(evicted int) float64 {
+	return solver.DefaultMinSaving + solver.DefaultMinSavingPerPod*float64(evicted)
+}
+
+// churnRecords sums the operator's "disruption action carried out" records
+// since start that took nodes of the pool (nodes are named after their
+// pool).
+func (d *disruptionEnv) churnRecords(pool string, since time.Time) churnPods {
+	out := churnPods{actions: map[string]int{}}
+	for _, r := range d.recordsSince("disruption action carried out", since) {
+		nodes, _ := r["nodes"].([]any)
+		mine, others := 0, 0
+		for _, n := range nodes {
+			if strings.HasPrefix(fmt.Sprint(n), pool+"-") {
+				mine++
+			} else {
+				others++
+			}
+		}
+		if mine == 0 {
+			continue
+		}
+		action := fmt.Sprint(r["action"])
+		out.actions[action+"/"+fmt.Sprint(r["reason"])]++
+		evicted, _ := r["evicted"].(float64)
+		saving, _ := r["savingPerHour"].(float64)
+		out.evicted += int(evicted)
+		out.saved += saving
+		if others > 0 {
+			out.shared++
+		}
+		if evicted > 0 {
+			out.disruptions++
+			if saving < defaultMinSaving(int(evicted))-1e-9 {
+				out.belowDefault = append(out.belowDefault, fmt.Sprintf("%s of %v: $%.4f/h for %d pods", action, nodes, saving, int(evicted)))
+			}
+		}
+		if action == solver.ActionReplace || action == solver.ActionMerge {
+			out.replacements++
+			if others == 0 {
+				out.ownReplacements++
+			}
+		}
+		ts, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(r["time"]))
+		out.lines = append(out.lines, fmt.Sprintf("+%s %s %v evicted %d saving $%.4f/h", ts.Sub(since).Round(time.Second), action, nodes, int(evicted), saving))
 	}
-	d.settled(t, ns, int(sizes[(flaps-1)%2]), 60*time.Second)
-	d.quiet(t, pool, 8*time.Second, 2*time.Minute)
-	d.settled(t, ns, int(sizes[(flaps-1)%2]), 30*time.Second)
-	replacements := len(d.recordsSince("replacement launching", start))
-	kinds := map[string]int{}
-	evicted := 0
-	for _, r := range d.recordsSince("disruption action carried out", start) {
-		kinds[fmt.Sprint(r["action"])+"/"+fmt.Sprint(r["reason"])]++
-		if v, ok := r["evicted"].(float64); ok {
-			evicted += int(v)
+	return out
+}
+
+// poolState describes a pool's nodes: instance type and pods each, "*" for
+// a node being disrupted.
+func (d *disruptionEnv) poolState(t *testing.T, pool string) string {
+	t.Helper()
+	pods, err := d.Client().CoreV1().Pods(pool).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := map[string]int{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			on[p.Spec.NodeName]++
 		}
 	}
-	launched := len(d.recordsSince("launching NodeClaim", start))
-	t.Logf("%d flaps (2↔8 pods every 5 s, consolidateAfter 3s): %d replacement node(s) launched by consolidation, actions %v, %d pods evicted, %d nodes launched for pending pods",
-		flaps, replacements, kinds, evicted, launched)
-	if replacements > flaps/2 {
-		t.Errorf("%d replacements for %d flaps: consolidation churns", replacements, flaps)
+	var out []string
+	for _, n := range d.poolNodes(t, pool) {
+		s := fmt.Sprintf("%s:%d", strings.TrimPrefix(n.Labels[solver.LabelInstanceType], "t3."), on[n.Name])
+		if disruptingNode(&n) {
+			s += "*"
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return fmt.Sprintf("[%s]+%d pending", strings.Join(out, " "), on[""])
+}
+
+// testChurn flaps one Deployment between 4 and 1 pods 15 times, a
+// "minute" being 8 s (consolidateAfter 2s, so consolidation gets its
+// chance every flap), in two pools side by side in the same operator: one
+// Karpenter-like (minSaving perHour "0": any saving is worth a disruption)
+// and one with the default rule ($0.01/h + $0.001/h per evicted pod). The
+// pools offer on-demand t3.micro, small, medium and large in one zone; a
+// 300Mi pod fills a t3.micro ($0.0104/h), four fill a t3.small
+// ($0.0208/h). After each scale-down the pod left on a t3.small could move
+// to a t3.micro, and after each scale-up a t3.micro's pod could join the
+// new t3.small: each saves $0.0104/h for one evicted pod, which the
+// default rule refuses ($0.011/h) and the Karpenter-like pool takes. The
+// Karpenter-like pool must replace (else the scenario proves nothing), the
+// default pool must disrupt strictly less, and every disruption that took
+// a node of the default pool must have saved the default minimum for the
+// pods it evicted. No pod is lost: both Deployments end with every pod
+// Running.
+func (d *disruptionEnv) testChurn(t *testing.T) {
+	ctx := context.Background()
+	const (
+		karp, dflt = "churn-karp", "churn-default"
+		flaps      = 15
+		minute     = 8 * time.Second
+		after      = "2s"
+		high, low  = 4, 1
+	)
+	d.simClass(t)
+	t3 := []v1alpha1.NodeSelectorRequirement{
+		req(v1alpha1.LabelCapacityType, "on-demand"),
+		req(solver.LabelInstanceType, "t3.micro", "t3.small", "t3.medium", "t3.large"),
+		req(solver.LabelZone, "us-east-1a"),
+	}
+	budgets := []v1alpha1.Budget{{Nodes: "100%"}}
+	d.pool(t, karp, "sim", v1alpha1.Disruption{ConsolidateAfter: after, Budgets: budgets, MinSaving: &v1alpha1.MinSaving{PerHour: "0"}}, t3...)
+	d.pool(t, dflt, "sim", v1alpha1.Disruption{ConsolidateAfter: after, Budgets: budgets}, t3...)
+	nsK, nsD := d.namespace(t, karp), d.namespace(t, dflt)
+	t.Cleanup(func() {
+		_ = d.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsD}})
+		d.cleanup(t, nsK, karp, dflt)
+	})
+	for _, p := range []string{karp, dflt} {
+		d.deploy(t, p, "flap", high, "10m", "300Mi", p)
+	}
+	d.settled(t, nsK, high, 90*time.Second)
+	d.settled(t, nsD, high, 90*time.Second)
+	d.quiet(t, karp, 3*time.Second, 60*time.Second)
+	d.quiet(t, dflt, time.Second, 60*time.Second)
+	start := time.Now()
+	costK, nodesK := d.cost(t, karp)
+	costD, nodesD := d.cost(t, dflt)
+	t.Logf("%d pods each: %s %d node(s) $%.4f/h, %s %d node(s) $%.4f/h", high, karp, nodesK, costK, dflt, nodesD, costD)
+
+	sizes := [2]int32{low, high}
+	for i := range flaps {
+		for _, p := range []string{karp, dflt} {
+			d.scale(t, p, "flap", sizes[i%2])
+		}
+		time.Sleep(minute)
+		t.Logf("flap %2d, %2d pods: %s %s | %s %s", i+1, sizes[i%2], karp, d.poolState(t, karp), dflt, d.poolState(t, dflt))
+	}
+	last := int(sizes[(flaps-1)%2])
+	d.quiet(t, karp, 6*time.Second, time.Minute)
+	d.quiet(t, dflt, 1*time.Second, time.Minute)
+	podsK := d.settled(t, nsK, last, 60*time.Second)
+	podsD := d.settled(t, nsD, last, 30*time.Second)
+	k, df := d.churnRecords(karp, start), d.churnRecords(dflt, start)
+	costK, nodesK = d.cost(t, karp)
+	costD, nodesD = d.cost(t, dflt)
+
+	// The default pool's refusals, as its nodes' events give them.
+	var refusals []string
+	evs, err := d.Client().CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=DisruptionBlocked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs.Items {
+		if strings.HasPrefix(ev.InvolvedObject.Name, dflt+"-") && strings.Contains(ev.Message, "minimum") && !slices.Contains(refusals, ev.Message) {
+			refusals = append(refusals, ev.Message)
+		}
+	}
+	t.Logf("%d flaps (%d↔%d pods every %s, consolidateAfter %s) in %s:", flaps, high, low, minute, after, time.Since(start).Round(time.Second))
+	for _, r := range []struct {
+		pool string
+		c    churnPods
+		cost float64
+		n    int
+	}{{karp + " (minSaving 0, Karpenter-like)", k, costK, nodesK}, {dflt + " (default minimum)", df, costD, nodesD}} {
+		t.Logf("  %s: %d disruptions evicting pods, %d replacements, %d pods evicted, $%.4f/h saved in all; actions %v (%d shared with the other pool); %d below the default minimum %q; ends on %d node(s) $%.4f/h",
+			r.pool, r.c.disruptions, r.c.replacements, r.c.evicted, r.c.saved, r.c.actions, r.c.shared, len(r.c.belowDefault), r.c.belowDefault, r.n, r.cost)
+		for _, l := range r.c.lines {
+			t.Logf("    %s", l)
+		}
+	}
+	t.Logf("  %s refusals for the minimum: %q", dflt, refusals)
+	t.Logf("  all %d + %d pods Running", len(podsK), len(podsD))
+	if k.ownReplacements < 1 {
+		t.Errorf("the Karpenter-like pool made %d replacements of its own nodes alone: the scenario proves nothing", k.ownReplacements)
+	}
+	if df.disruptions >= k.disruptions || df.replacements >= max(k.replacements, 1) {
+		t.Errorf("the default pool made %d disruptions (%d replacements), the Karpenter-like pool %d (%d): the minimum saving did not reduce churn",
+			df.disruptions, df.replacements, k.disruptions, k.replacements)
+	}
+	if len(df.belowDefault) > 0 {
+		t.Errorf("the default pool disrupted below its minimum: %q", df.belowDefault)
 	}
 }
 
