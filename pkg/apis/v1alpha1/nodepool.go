@@ -149,7 +149,10 @@ type Disruption struct {
 	Budgets []Budget `json:"budgets,omitempty"`
 	// MinSaving is how much a consolidation must save for it to be worth
 	// disrupting pods. This field is rightsize's own; Karpenter has none.
-	// Unset means any saving counts.
+	// Unset means $0.01/h plus $0.001/h per evicted pod, so that a
+	// replacement worth pennies never evicts pods; perHour "0" means any
+	// saving counts, as in Karpenter. Deleting an empty node is never held
+	// back by it.
 	// +optional
 	MinSaving *MinSaving `json:"minSaving,omitempty"`
 }
