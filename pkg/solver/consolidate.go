@@ -1151,7 +1151,7 @@ func (c *consolidator) replaceSingles() error {
 		}
 		floor := c.minSaving(set)
 		if bound := c.cheapestHolding(set); bound > n.Price-floor {
-			n.replaceWhy = fmt.Sprintf("no replacement saves the %s minimum: the cheapest node that holds its pods costs %s", formatDollars(floor), formatDollars(bound))
+			n.replaceWhy = fmt.Sprintf("no replacement saves the %s minimum: no instance type cheaper than %s has room for its pods", formatDollars(floor), formatDollars(bound))
 			continue
 		}
 		sim, err := c.simulate(set, true)

@@ -206,10 +206,19 @@ func TestChoose(t *testing.T) {
 			name: "a node whose pods fit elsewhere is deleted",
 			setup: func(f *fixture) {
 				f.np.Spec.Disruption.Budgets = []v1alpha1.Budget{{Nodes: "100%"}}
-				f.node("a", "large", 2000)
+				f.node("a", "large", 3000) // no small holds it: packed from scratch is one large, so deleting b is the whole saving
 				f.node("b", "small", 500)
 			},
 			wantKind: solver.ActionDelete, wantNodes: []string{"b"}, wantReason: disruption.ReasonUnderutilized,
+		},
+		{
+			name: "a merge saving more than the delete is chosen instead",
+			setup: func(f *fixture) {
+				f.np.Spec.Disruption.Budgets = []v1alpha1.Budget{{Nodes: "100%"}}
+				f.node("a", "large", 2000) // two smalls hold both pods for $0.20/h against $0.50/h; deleting b saves $0.10/h
+				f.node("b", "small", 500)
+			},
+			wantKind: solver.ActionMerge, wantNodes: []string{"a", "b"}, wantReason: disruption.ReasonUnderutilized,
 		},
 		{
 			name: "a PDB allowing no disruption keeps the node",
