@@ -192,20 +192,23 @@ func disruptingNode(n *corev1.Node) bool {
 		slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == disruption.TaintKey })
 }
 
+// waitNodeGone fails the test unless the node is deleted within 60 s of
+// what happened.
+func (d *disruptionEnv) waitNodeGone(t *testing.T, node, what string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		var n corev1.Node
+		return client.IgnoreNotFound(d.c.Get(ctx, client.ObjectKey{Name: node}, &n)) == nil && n.Name == "", nil
+	})
+	if err != nil {
+		t.Fatalf("node %s still there 60 s after %s", node, what)
+	}
+}
+
 // nodeEvents returns the notes of the events on a node with a reason.
 func (d *disruptionEnv) nodeEvents(t *testing.T, node, reason string) []string {
 	t.Helper()
-	evs, err := d.Client().CoreV1().Events("").List(context.Background(), metav1.ListOptions{
-		FieldSelector: "involvedObject.name=" + node + ",reason=" + reason,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, ev := range evs.Items {
-		out = append(out, ev.Message)
-	}
-	return out
+	return d.podEvents(t, "", node, reason)
 }
 
 // recordsSince returns the operator's log records with msg logged at or
@@ -426,13 +429,7 @@ func (d *disruptionEnv) testPDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		var n corev1.Node
-		return client.IgnoreNotFound(d.c.Get(ctx, client.ObjectKey{Name: node}, &n)) == nil && n.Name == "", nil
-	})
-	if err != nil {
-		t.Fatalf("node %s still there 60 s after the PDB was deleted", node)
-	}
+	d.waitNodeGone(t, node, "the PDB was deleted")
 	pods = d.settled(t, ns, 2, 60*time.Second)
 	t.Logf("PDB deleted: node %s replaced in %s; guarded pods now on %s", node, time.Since(start).Round(time.Millisecond), pods[0].Spec.NodeName)
 }
@@ -845,13 +842,7 @@ func (d *disruptionEnv) testDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		var n corev1.Node
-		return client.IgnoreNotFound(d.c.Get(ctx, client.ObjectKey{Name: old}, &n)) == nil && n.Name == "", nil
-	})
-	if err != nil {
-		t.Fatalf("drifted node %s still there 60 s after the pool changed", old)
-	}
+	d.waitNodeGone(t, old, "the pool changed")
 	pods = d.settled(t, ns, 2, 60*time.Second)
 	var n corev1.Node
 	if err := d.c.Get(ctx, client.ObjectKey{Name: pods[0].Spec.NodeName}, &n); err != nil {

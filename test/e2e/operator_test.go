@@ -406,7 +406,8 @@ func (e *opEnv) forceCleanup(t *testing.T, ns string, pools ...string) {
 	_ = e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 }
 
-// podEvents returns the notes of the events on a pod with a reason.
+// podEvents returns the notes of the events with a reason on an object of
+// a namespace ("" for cluster-scoped objects such as nodes).
 func (e *opEnv) podEvents(t *testing.T, ns, pod, reason string) []string {
 	t.Helper()
 	evs, err := e.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
