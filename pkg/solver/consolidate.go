@@ -992,8 +992,9 @@ func (c *consolidator) keptOff(n *consNode) bool {
 // nodes, then bisects between the last size that paid and the first that
 // did not, and keeps the largest size whose added nodes still bring at
 // least the minimum saving of an action of their own (in the merge-first
-// search: whose merge pays the minimum as a whole). It stops after a few
-// groups in a row that save nothing.
+// search: whose merge pays the minimum as a whole). A group holds the
+// nodes of one pool, so that each pool's minimum saving is met by its own
+// nodes. It stops after a few groups in a row that save nothing.
 func (c *consolidator) merge() error {
 	var cands []*consNode
 	for _, n := range c.nodes {
@@ -1021,7 +1022,9 @@ func (c *consolidator) merge() error {
 			if len(group) == maxMergeNodes {
 				break
 			}
-			if !n.candidate() {
+			// One pool per merge: each pool's minimum saving is then met by
+			// its own nodes, not by another pool's saving.
+			if !n.candidate() || len(group) > 0 && n.pool != group[0].pool {
 				continue
 			}
 			try := append(group[:len(group):len(group)], n)
@@ -1030,8 +1033,13 @@ func (c *consolidator) merge() error {
 			}
 			group = try
 		}
-		if len(group) < 2 {
+		if len(group) == 0 {
 			return nil
+		}
+		if len(group) == 1 {
+			// Alone in its pool (or its budget): nothing to merge it with.
+			cands = removeNode(cands, group[0])
+			continue
 		}
 		var best *simulation
 		bestK, bestSaving := 0, 0.0

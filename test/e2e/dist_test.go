@@ -620,6 +620,9 @@ func (e *opEnv) jobAs(t *testing.T, kc, name string) error {
 	if err != nil {
 		return err
 	}
+	// The lifecycle logs "terminated" right after the finalizer goes, so
+	// the line may trail the claim's deletion by a moment.
+	_ = until("the operator logs 'terminated'", 10*time.Second, func(context.Context) bool { return len(op.records("terminated")) > 0 })
 	if rec := op.records("terminated"); len(rec) != 1 {
 		return fmt.Errorf("%d 'terminated' logs, want 1", len(rec))
 	}
