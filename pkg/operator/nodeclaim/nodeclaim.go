@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -138,4 +139,32 @@ func Usable(claim *v1alpha1.NodeClaim, node *corev1.Node) bool {
 		}
 	}
 	return true
+}
+
+// ForPool returns a NodeClaim of the pool: owned by it, with its node
+// class, taints, startup taints, expiry and termination grace period, and
+// the labels, annotations and requirements given. The provisioner builds
+// its claims with it, and garbage collection the claims of adopted
+// instances.
+func ForPool(pool *v1alpha1.NodePool, name string, labels, annotations map[string]string, reqs []v1alpha1.NodeSelectorRequirement) *v1alpha1.NodeClaim {
+	t := &pool.Spec.Template
+	return &v1alpha1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      labels,
+			Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool", Name: pool.Name, UID: pool.UID,
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: v1alpha1.NodeClaimSpec{
+			Requirements:           reqs,
+			NodeClassRef:           t.Spec.NodeClassRef,
+			Taints:                 t.Spec.Taints,
+			StartupTaints:          t.Spec.StartupTaints,
+			ExpireAfter:            t.Spec.ExpireAfter,
+			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
+		},
+	}
 }

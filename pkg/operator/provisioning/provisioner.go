@@ -15,11 +15,9 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -392,26 +390,8 @@ func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNod
 			requests[corev1.ResourceName(name)] = *resource.NewQuantity(n.Requested[i], resource.DecimalSI)
 		}
 	}
-	claim := &v1alpha1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        np.Name + "-" + utilrand.String(5),
-			Labels:      labels,
-			Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool", Name: np.Name, UID: np.UID,
-				BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec: v1alpha1.NodeClaimSpec{
-			Requirements:           reqs,
-			Resources:              v1alpha1.ResourceRequirements{Requests: requests},
-			NodeClassRef:           t.Spec.NodeClassRef,
-			Taints:                 t.Spec.Taints,
-			StartupTaints:          t.Spec.StartupTaints,
-			ExpireAfter:            t.Spec.ExpireAfter,
-			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
-		},
-	}
+	claim := nodeclaim.ForPool(np, np.Name+"-"+utilrand.String(5), labels, annotations, reqs)
+	claim.Spec.Resources = v1alpha1.ResourceRequirements{Requests: requests}
 	return claim
 }
 

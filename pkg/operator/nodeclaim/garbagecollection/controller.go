@@ -41,7 +41,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -314,25 +313,9 @@ func adoptedClaim(pool *v1alpha1.NodePool, inst *v1alpha1.NodeClaim) *v1alpha1.N
 	}
 	// A NoExecute taint would evict the pods the node runs already.
 	taints := slices.DeleteFunc(slices.Clone(t.Spec.Taints), func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute })
-	return &v1alpha1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        inst.Name,
-			Labels:      labels,
-			Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool", Name: pool.Name, UID: pool.UID,
-				BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec: v1alpha1.NodeClaimSpec{
-			Requirements:           reqs,
-			NodeClassRef:           t.Spec.NodeClassRef,
-			Taints:                 taints,
-			StartupTaints:          t.Spec.StartupTaints,
-			ExpireAfter:            t.Spec.ExpireAfter,
-			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
-		},
-	}
+	claim := nodeclaim.ForPool(pool, inst.Name, labels, annotations, reqs)
+	claim.Spec.Taints = taints
+	return claim
 }
 
 // adoptedStatus is the status of an adopted claim: the instance as
