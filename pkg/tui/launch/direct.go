@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -282,16 +283,14 @@ func (l *DirectLauncher) Register(ctx context.Context, launched Launched, nodeNa
 	if claim == nil {
 		return false, errors.New("register: not a direct launch")
 	}
-	node, err := l.node(ctx, claim, nodeName)
+	node, err := l.updateNode(ctx, claim, nodeName, func(n *corev1.Node) {
+		nodeclaim.ApplyToNode(claim, n, launched.ClaimInCluster)
+	})
 	if node == nil || err != nil {
-		return false, err
-	}
-	orig := node.DeepCopy()
-	nodeclaim.ApplyToNode(claim, node, launched.ClaimInCluster)
-	if !equality.Semantic.DeepEqual(orig, node) {
-		if err := l.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return false, fmt.Errorf("registering node %s: %w", nodeName, err)
+		if err != nil {
+			err = fmt.Errorf("registering node %s: %w", nodeName, err)
 		}
+		return false, err
 	}
 	usable := nodeclaim.Usable(claim, node)
 	if launched.ClaimInCluster {
@@ -330,19 +329,14 @@ func (l *DirectLauncher) Open(ctx context.Context, launched Launched, nodeName s
 	if claim == nil {
 		return errors.New("open: not a direct launch")
 	}
-	node, err := l.node(ctx, claim, nodeName)
+	node, err := l.updateNode(ctx, claim, nodeName, func(n *corev1.Node) {
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("opening node %s to pods: %w", nodeName, err)
 	}
 	if node == nil {
 		return fmt.Errorf("node %s is gone", nodeName)
-	}
-	if HasUnregisteredTaint(node) {
-		orig := node.DeepCopy()
-		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
-		if err := l.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("opening node %s to pods: %w", nodeName, err)
-		}
 	}
 	if !launched.ClaimInCluster {
 		return nil
@@ -351,6 +345,27 @@ func (l *DirectLauncher) Open(ctx context.Context, launched Launched, nodeName s
 		nodeclaim.SetCondition(c, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
 		nodeclaim.SetCondition(c, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
 	})
+}
+
+// updateNode applies change to the instance's node and patches what
+// changed, guarded by the node's resourceVersion and retried on conflict
+// (the kubelet, or kwok, writes the node's status all the time). It returns
+// the node as written; nil, nil if there is no node yet.
+func (l *DirectLauncher) updateNode(ctx context.Context, claim *v1alpha1.NodeClaim, name string, change func(*corev1.Node)) (*corev1.Node, error) {
+	var node *corev1.Node
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if node, err = l.node(ctx, claim, name); node == nil || err != nil {
+			return err
+		}
+		orig := node.DeepCopy()
+		change(node)
+		if equality.Semantic.DeepEqual(orig, node) {
+			return nil
+		}
+		return l.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	})
+	return node, err
 }
 
 // node reads the node and checks it is the instance's; nil if not there.
