@@ -37,6 +37,7 @@ import (
 type fakeCloud struct {
 	mu     sync.Mutex
 	claims []*v1alpha1.NodeClaim
+	views  map[string]*v1alpha1.NodeClaim // by providerID
 	err    error
 }
 
@@ -58,12 +59,17 @@ func (f *fakeCloud) Create(_ context.Context, claim *v1alpha1.NodeClaim) (*v1alp
 	zone := pinned[solver.LabelZone]
 	view := &v1alpha1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim.Name, Labels: map[string]string{
 		solver.LabelInstanceType: pinned[solver.LabelInstanceType], solver.LabelZone: zone, corev1.LabelHostname: claim.Name,
-	}}}
+		v1alpha1.LabelNodePool: claim.Labels[v1alpha1.LabelNodePool],
+	}, Annotations: claim.Annotations}}
 	view.Status = v1alpha1.NodeClaimStatus{
 		ProviderID: "fake://" + zone + "/" + claim.Name, InstanceType: pinned[solver.LabelInstanceType], Zone: zone,
 		CapacityType: pinned[solver.LabelCapacityType], PricePerHour: "0.192",
 	}
-	return view, nil
+	if f.views == nil {
+		f.views = map[string]*v1alpha1.NodeClaim{}
+	}
+	f.views[view.Status.ProviderID] = view
+	return view.DeepCopy(), nil
 }
 
 func (f *fakeCloud) created() []*v1alpha1.NodeClaim {
@@ -74,6 +80,11 @@ func (f *fakeCloud) created() []*v1alpha1.NodeClaim {
 
 func (f *fakeCloud) Delete(context.Context, *v1alpha1.NodeClaim) error { return errors.New("not used") }
 func (f *fakeCloud) Get(_ context.Context, id string) (*v1alpha1.NodeClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v := f.views[id]; v != nil {
+		return v.DeepCopy(), nil
+	}
 	return nil, &cloud.NotFoundError{ProviderID: id}
 }
 func (f *fakeCloud) List(context.Context) ([]*v1alpha1.NodeClaim, error) { return nil, nil }
@@ -115,7 +126,8 @@ func newDirectFixture(t *testing.T, crd bool, objs ...client.Object) *directFixt
 }
 
 // joins plays the kubelet: the Node of the launched instance registers
-// (with the unregistered taint every provider puts on it), Ready or not.
+// (with the unregistered taint every provider puts on it, and the launch
+// marker of a claim no NodeClaim object records), Ready or not.
 // It returns the watch event for it.
 func (f *directFixture) joins(t *testing.T, claim *v1alpha1.NodeClaim, ready bool) watch.Batch {
 	t.Helper()
@@ -131,8 +143,12 @@ func (f *directFixture) joins(t *testing.T, claim *v1alpha1.NodeClaim, ready boo
 		n = corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: claim.Name, CreationTimestamp: metav1.NewTime(now), Labels: map[string]string{
 				solver.LabelInstanceType: claim.Status.InstanceType, solver.LabelZone: claim.Status.Zone, "kubernetes.io/hostname": claim.Name,
+				corev1.LabelTopologyRegion: "us-east-1",
 			}},
 			Spec: corev1.NodeSpec{ProviderID: claim.Status.ProviderID, Taints: []corev1.Taint{cloud.UnregisteredTaint}},
+		}
+		if cloudName := claim.Annotations[launch.AnnotationLaunchedDirectly]; cloudName != "" {
+			n.Annotations = map[string]string{launch.AnnotationLaunchedDirectly: cloudName}
 		}
 		if err := f.client.Create(ctx, &n); err != nil {
 			t.Fatal(err)
@@ -303,6 +319,67 @@ func TestDirectLaunchRecordsTheNodeClaimWhenTheCRDAndNodePoolExist(t *testing.T)
 	mustContain(t, screen(m), "node Ready, 0/")
 }
 
+// TestDirectLaunchOfAnEarlierRunIsOpenedByTheNextOne: a run that quit
+// after launching, before its node joined, leaves the node tainted; the
+// next run with --cloud finds it by its launch marker, registers it and
+// opens it to pods, once, and leaves it alone when an operator runs.
+func TestDirectLaunchOfAnEarlierRunIsOpenedByTheNextOne(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		operator bool
+	}{{"no operator", false}, {"an operator runs", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newDirectFixture(t, false)
+			first := liveModel(t, Options{Launcher: f.launcher, DirectCloud: "sim", NominationWait: time.Millisecond})
+			drive(t, first, keys("2", "space", "L", "y")...)
+			if quit := drive(t, first, keys("q")...); quit {
+				t.Fatal("q quit at once with a launch not open to pods")
+			}
+			mustContain(t, screen(first), "1 launched node(s) not open to pods yet: q again quits anyway")
+			if quit := drive(t, first, keys("q")...); !quit {
+				t.Fatal("the second q did not quit")
+			}
+			launched := f.cloud.created()
+			if len(launched) != 1 {
+				t.Fatalf("%d launches, want 1", len(launched))
+			}
+			view, err := f.cloud.Get(context.Background(), "fake://"+first.launches[0].req.Node.Zone+"/default-x1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.joins(t, view, true) // after the first run quit
+
+			if tc.operator {
+				f.launcher.OperatorRunning = func(context.Context) (string, error) { return "an operator runs", nil }
+			}
+			next := liveModel(t, Options{Launcher: f.launcher, DirectCloud: "sim", NominationWait: time.Millisecond})
+			drive(t, next, f.nodeEvent(t, "default-x1"))
+			drive(t, next, f.nodeEvent(t, "default-x1"))
+			var node corev1.Node
+			if err := f.client.Get(context.Background(), client.ObjectKey{Name: "default-x1"}, &node); err != nil {
+				t.Fatal(err)
+			}
+			if tc.operator {
+				if !launch.HasUnregisteredTaint(&node) || len(next.launches) != 0 || next.flash != "" {
+					t.Errorf("with an operator running the next run took the node up: taints %v, %d launches, flash %q", node.Spec.Taints, len(next.launches), next.flash)
+				}
+				return
+			}
+			if launch.HasUnregisteredTaint(&node) || node.Labels[v1alpha1.LabelNodePool] != "default" {
+				t.Errorf("the next run left node %s closed or unlabelled: taints %v, labels %v", node.Name, node.Spec.Taints, node.Labels)
+			}
+			if len(next.launches) != 1 {
+				t.Fatalf("the next run follows %d launches, want the resumed one", len(next.launches))
+			}
+			drive(t, next, keys("2")...)
+			mustContain(t, screen(next), "default-x1", "node Ready, 0/0 pods Running")
+			if quit := drive(t, next, keys("q")...); !quit {
+				t.Error("q did not quit once the resumed node was open")
+			}
+		})
+	}
+}
+
 func TestDirectLaunchIsRefusedNextToARunningOperatorAndOnCloudErrors(t *testing.T) {
 	f := newDirectFixture(t, false)
 	f.launcher.OperatorRunning = func(context.Context) (string, error) {
@@ -361,6 +438,9 @@ func TestProgramLaunchesDirectlyThroughTheRealEventLoop(t *testing.T) {
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("directly on sim")) }, teatest.WithDuration(5*time.Second))
 	tm.Type("y")
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("waiting for its node")) }, teatest.WithDuration(5*time.Second))
+	// The node is not open to pods yet: the first q only warns.
+	tm.Type("q")
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("q again quits anyway")) }, teatest.WithDuration(5*time.Second))
 	tm.Type("q")
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
 	if len(f.cloud.created()) != 1 || len(final.launches) != 1 || final.launches[0].launched.Direct == nil {

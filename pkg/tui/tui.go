@@ -12,16 +12,23 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
@@ -130,6 +137,12 @@ type Model struct {
 	confirm     []launch.Request
 	confirmKeys []string
 	launches    []*launchState
+	// resumed are the nodes launched directly by an earlier run whose
+	// registration this one took up (or tried to).
+	resumed map[string]bool
+	// quitArmed: q was pressed once with direct launches still closed to
+	// pods; the next q quits.
+	quitArmed bool
 
 	flash    string
 	flashErr bool
@@ -183,6 +196,11 @@ type (
 		err    error
 	}
 	openDueMsg struct{ state *launchState }
+	resumeMsg  struct {
+		node     string
+		launched launch.Launched
+		err      error
+	}
 )
 
 // New returns the model. Live, feed it the watcher's messages with
@@ -199,7 +217,7 @@ func New(opts Options) *Model {
 	}
 	m := &Model{
 		opts: opts, planner: report.NewPlanner(), keys: newKeyMap(opts.ReadOnly), st: newStyles(opts.NoColor),
-		width: 80, height: 24, store: newStore(), selected: map[string]bool{}, launched: map[string]bool{},
+		width: 80, height: 24, store: newStore(), selected: map[string]bool{}, launched: map[string]bool{}, resumed: map[string]bool{},
 	}
 	m.tables[viewPending] = newTable([]column{
 		{title: "NAMESPACE", max: 16, drop: 2},
@@ -279,12 +297,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if !m.synced {
 			return m, register
 		}
-		return m, tea.Batch(register, m.markDirty())
+		return m, tea.Batch(register, m.resumeDirect(), m.markDirty())
 	case watch.Synced:
 		m.synced = true
 		m.store.karpenter = msg.KarpenterNodePools
 		m.store.claimCRD = m.store.claimCRD || msg.NodeClaims
-		return m, m.startPlan()
+		return m, tea.Batch(m.startPlan(), m.resumeDirect())
 	case watch.Error:
 		m.watchErr = oneLine(msg.Err.Error())
 		return m, nil
@@ -312,6 +330,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case launchMsg:
 		return m, m.onLaunched(msg)
+	case resumeMsg:
+		return m, m.onResumed(msg)
 	case registerMsg:
 		return m, m.onRegistered(msg)
 	case openDueMsg:
@@ -416,6 +436,84 @@ func (m *Model) registerDirect() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
+// resumeDirect takes up the registration of nodes an earlier run launched
+// directly and quit before opening to pods (launch.Resumable), once each:
+// without it they would stay tainted, paid for and unused. It waits while
+// a launch of this run has not returned, whose node may already be seen.
+func (m *Model) resumeDirect() tea.Cmd {
+	r, ok := m.opts.Launcher.(launch.Resumer)
+	if !ok || !m.synced {
+		return nil
+	}
+	tracked := map[string]bool{}
+	for _, st := range m.launches {
+		if st.claim == "" && st.err == nil {
+			return nil
+		}
+		if st.launched.Direct != nil {
+			tracked[st.launched.Direct.Status.ProviderID] = true
+		}
+	}
+	claimAnnotations := map[string]map[string]string{}
+	for _, u := range m.store.claims {
+		if id, _, _ := unstructured.NestedString(u.Object, "status", "providerID"); id != "" {
+			claimAnnotations[id] = u.GetAnnotations()
+		}
+	}
+	var cmds []tea.Cmd
+	for _, name := range slices.Sorted(maps.Keys(m.store.nodes)) {
+		node := m.store.nodes[name]
+		if m.resumed[name] || tracked[node.Spec.ProviderID] || !launch.Resumable(m.opts.DirectCloud, node, claimAnnotations[node.Spec.ProviderID]) {
+			continue
+		}
+		m.resumed[name] = true
+		cmds = append(cmds, func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			l, err := r.Resume(ctx, node)
+			return resumeMsg{name, l, err}
+		})
+	}
+	return tea.Batch(cmds...)
+}
+
+// onResumed follows a resumed node as one of this run's launches, from
+// registration on (its pods were planned by the earlier run: none to
+// nominate).
+func (m *Model) onResumed(msg resumeMsg) tea.Cmd {
+	if errors.Is(msg.err, launch.ErrOperatorRuns) {
+		return nil // the operator finishes it
+	}
+	if msg.err != nil {
+		m.setFlash("resuming "+msg.node+": "+oneLine(msg.err.Error()), true)
+		return nil
+	}
+	c := msg.launched.Direct
+	price, _ := strconv.ParseFloat(c.Status.PricePerHour, 64)
+	st := &launchState{
+		req: launch.Request{Name: msg.node, Node: solver.NewNode{
+			Pool: c.Labels[v1alpha1.LabelNodePool], InstanceType: c.Status.InstanceType, Zone: c.Status.Zone, CapacityType: c.Status.CapacityType, Price: price,
+		}},
+		claim: msg.launched.Claim, launched: msg.launched, at: m.opts.Now(), nominated: true, openDue: true,
+	}
+	m.launches = append(m.launches, st)
+	m.setFlash(fmt.Sprintf("node %s (%s), launched directly by an earlier run and still closed to pods: registering it and opening it to pods", msg.node, c.Status.InstanceType), false)
+	m.refreshProposed()
+	return m.registerDirect()
+}
+
+// closedLaunches counts this run's direct launches whose nodes are not
+// open to pods yet.
+func (m *Model) closedLaunches() int {
+	n := 0
+	for _, st := range m.launches {
+		if st.launched.Direct != nil && !st.open && st.err == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // onRegistered records the result of a registration step and starts the next.
 func (m *Model) onRegistered(msg registerMsg) tea.Cmd {
 	st := msg.state
@@ -501,6 +599,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.onInputKey(msg)
 	}
 	m.flash = ""
+	armed := m.quitArmed
+	m.quitArmed = false
 	t := m.tables[m.view]
 	if m.opts.ReadOnly {
 		switch msg.String() {
@@ -511,6 +611,11 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
+		if n := m.closedLaunches(); n > 0 && !armed {
+			m.quitArmed = true
+			m.setFlash(fmt.Sprintf("%d launched node(s) not open to pods yet: q again quits anyway (tui --cloud %s opens them when it runs again)", n, m.opts.DirectCloud), true)
+			return nil
+		}
 		return tea.Quit
 	case key.Matches(msg, m.keys.Help):
 		m.mode = modeHelp

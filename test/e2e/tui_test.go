@@ -16,9 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
 
@@ -76,20 +81,29 @@ func (term *terminal) keys(keys ...string) {
 // waitFor waits until the screen contains every string.
 func (term *terminal) waitFor(timeout time.Duration, wants ...string) string {
 	term.t.Helper()
+	return term.waitUntil(timeout, fmt.Sprintf("%q", wants), func(screen string) bool {
+		for _, w := range wants {
+			if !strings.Contains(screen, w) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitUntil waits until ok accepts the screen; what describes what ok
+// waits for.
+func (term *terminal) waitUntil(timeout time.Duration, what string, ok func(screen string) bool) string {
+	term.t.Helper()
 	var screen string
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		screen = term.capture()
-		ok := true
-		for _, w := range wants {
-			ok = ok && strings.Contains(screen, w)
-		}
-		if ok {
+		if screen = term.capture(); ok(screen) {
 			return screen
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	term.t.Fatalf("screen never showed %q within %v:\n%s", wants, timeout, screen)
+	term.t.Fatalf("screen never showed %s within %v:\n%s", what, timeout, screen)
 	return ""
 }
 
@@ -335,10 +349,12 @@ func testTUIDirectLaunch(t *testing.T, crds bool) {
 	}); err != nil {
 		t.Fatalf("pods not Running: %v", err)
 	}
-	screen = term.waitFor(30*time.Second, "0 pending", "pods Running")
-	if strings.Contains(screen, " 0/") || strings.Contains(screen, "waiting for its node") || strings.Contains(screen, "not Ready") {
-		t.Errorf("a launch never got its pods Running on screen:\n%s", screen)
-	}
+	// Every launch row, not just one, must get there (the scheduler binds
+	// the pods of two launches a moment apart).
+	screen = term.waitUntil(30*time.Second, "every launch's pods Running", func(s string) bool {
+		return strings.Contains(s, "0 pending") && strings.Contains(s, "pods Running") &&
+			!strings.Contains(s, " 0/") && !strings.Contains(s, "waiting for its node") && !strings.Contains(s, "not Ready")
+	})
 	runningAt := time.Since(launchAt)
 	term.keep("direct-running"+suffix, screen)
 	t.Logf("%d node(s); launch key to the first Node object: %v; to every pod Running on screen: %v", len(nodes), nodeAt.Round(time.Millisecond), runningAt.Round(time.Millisecond))
@@ -406,7 +422,81 @@ func testTUIDirectLaunch(t *testing.T, crds bool) {
 	}
 	term.keys("q")
 	term.waitFor(10*time.Second, "EXITED 0")
+	resumeAfterQuit(ctx, t, env, pool, suffix)
 	t.Logf("test took %v after the control plane started", time.Since(start).Round(time.Millisecond))
+}
+
+// resumeAfterQuit: a run that launched a node and quit before it joined
+// leaves it closed to pods (the unregistered taint); the next run of
+// tui --cloud sim finds it by its launch marker, registers and opens it,
+// and the pod it was launched for runs there.
+func resumeAfterQuit(ctx context.Context, t *testing.T, env *testenv.Env, pool, suffix string) {
+	t.Helper()
+	kube := env.Client()
+	if _, err := kube.AppsV1().Deployments("default").Create(ctx, deployment("late", 1, "2", "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUnschedulable(ctx, t, env, 1)
+	// The earlier run's launch, through the launcher code the TUI calls;
+	// the run "quits" before the node joins: no Register, no Open. (Two
+	// CPUs fit on none of the nodes launched so far.)
+	c := newOpEnv(t, env).c
+	provider, err := sim.New(sim.Options{Client: c, ClusterName: "rightsize"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &launch.DirectLauncher{
+		CloudName: "sim", ClusterName: "rightsize", Client: c, LaunchedBy: "kubectl-rightsize-tui",
+		Cloud:        func(context.Context, string) (cloud.CloudProvider, error) { return provider, nil },
+		ClaimsServed: func() (bool, error) { return launch.Served(kube.Discovery(), launch.NodeClaims) },
+	}
+	launched, err := l.Launch(ctx, launch.Request{Name: "new-1", Region: sim.DefaultRegion, Node: solver.NewNode{
+		Pool: pool, InstanceType: "m5.xlarge", Zone: "us-east-1a", CapacityType: cloud.CapacityTypeOnDemand,
+		Requested: solver.Resources{solver.CPU: 2000, solver.Memory: 1 << 30},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := waitNode(ctx, t, kube, launched.Direct.Status.ProviderID)
+	if !launch.HasUnregisteredTaint(node) {
+		t.Fatalf("node %s joined open to pods before anyone registered it: %v", node.Name, node.Spec.Taints)
+	}
+
+	resumedAt := time.Now()
+	term := startTerminal(t, env.Kubeconfig, 120, 30, "tui", "--cloud", "sim")
+	term.waitFor(60*time.Second, "launched directly by an earlier run", node.Name)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=late"})
+		return err == nil && len(pods.Items) == 1 && pods.Items[0].Status.Phase == corev1.PodRunning && pods.Items[0].Spec.NodeName == node.Name, nil
+	}); err != nil {
+		t.Fatalf("the pod of the resumed node %s never ran there: %v", node.Name, err)
+	}
+	term.keep("direct-resumed"+suffix, term.waitFor(30*time.Second, "0 pending"))
+	t.Logf("resumed node %s: pod Running on it %v after the next run started", node.Name, time.Since(resumedAt).Round(time.Millisecond))
+	term.keys("q")
+	term.waitFor(10*time.Second, "EXITED 0")
+}
+
+// waitNode waits for the Node of an instance.
+func waitNode(ctx context.Context, t *testing.T, kube kubernetes.Interface, providerID string) *corev1.Node {
+	t.Helper()
+	var node *corev1.Node
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for i := range nodes.Items {
+			if nodes.Items[i].Spec.ProviderID == providerID {
+				node = &nodes.Items[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("no node for instance %s: %v", providerID, err)
+	}
+	return node
 }
 
 // TestTUIReadOnlyOffersNoLaunch checks --read-only on a live cluster.

@@ -90,6 +90,7 @@ type DirectLauncher struct {
 var (
 	_ Launcher  = (*DirectLauncher)(nil)
 	_ Registrar = (*DirectLauncher)(nil)
+	_ Resumer   = (*DirectLauncher)(nil)
 )
 
 // Summary implements Launcher.
@@ -272,6 +273,72 @@ func resourceList(r solver.Resources) corev1.ResourceList {
 		out[corev1.ResourcePods] = *resource.NewQuantity(r[solver.Pods], resource.DecimalSI)
 	}
 	return out
+}
+
+// ErrOperatorRuns says an operator runs: the nodes launched directly
+// are its to register (or adopt), not this program's.
+var ErrOperatorRuns = errors.New("an operator runs")
+
+// Resumable reports whether node is an instance launched directly on
+// cloud (by an earlier run of this program) that is still closed to pods:
+// it carries the unregistered taint, and the launch marker is on the node
+// or on the NodeClaim that records it (claimAnnotations, nil if none).
+func Resumable(cloudName string, node *corev1.Node, claimAnnotations map[string]string) bool {
+	if cloudName == "" || !HasUnregisteredTaint(node) || node.Spec.ProviderID == "" {
+		return false
+	}
+	return node.Annotations[AnnotationLaunchedDirectly] == cloudName || claimAnnotations[AnnotationLaunchedDirectly] == cloudName
+}
+
+// Resume rebuilds what Launch returned for the instance behind a
+// Resumable node, so that its registration can be finished (a program
+// that quit between launching a node and opening it leaves it tainted):
+// the NodeClaim object that records it, or else the cloud's view of the
+// instance, named and labelled as it was launched. It returns
+// ErrOperatorRuns when an operator runs.
+func (l *DirectLauncher) Resume(ctx context.Context, node *corev1.Node) (Launched, error) {
+	if l.OperatorRunning != nil {
+		if who, err := l.OperatorRunning(ctx); err == nil && who != "" {
+			return Launched{}, fmt.Errorf("node %s: %w (%s)", node.Name, ErrOperatorRuns, who)
+		}
+	}
+	region := node.Labels[corev1.LabelTopologyRegion]
+	if region == "" {
+		return Launched{}, fmt.Errorf("node %s has no %s label to find its instance's region by", node.Name, corev1.LabelTopologyRegion)
+	}
+	p, err := l.provider(ctx, region)
+	if err != nil {
+		return Launched{}, err
+	}
+	view, err := p.Get(ctx, node.Spec.ProviderID)
+	if err != nil {
+		return Launched{}, fmt.Errorf("node %s: reading instance %s on %s: %w", node.Name, node.Spec.ProviderID, l.CloudName, err)
+	}
+	served := false
+	if l.ClaimsServed != nil {
+		if served, err = l.ClaimsServed(); err != nil {
+			return Launched{}, err
+		}
+	}
+	if served {
+		var claim v1alpha1.NodeClaim
+		err := l.Client.Get(ctx, client.ObjectKey{Name: view.Name}, &claim)
+		switch {
+		case err == nil && claim.Annotations[AnnotationLaunchedDirectly] == l.CloudName:
+			if claim.Status.ProviderID == "" {
+				// The launch's status write never landed: the
+				// instance's view has it.
+				claim.Status = view.Status
+			}
+			return Launched{Claim: claim.Name, ClaimInCluster: true, Direct: &claim}, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return Launched{}, fmt.Errorf("node %s: reading NodeClaim %s: %w", node.Name, view.Name, err)
+		}
+	}
+	if node.Annotations[AnnotationLaunchedDirectly] != l.CloudName {
+		return Launched{}, fmt.Errorf("node %s was not launched directly on %s", node.Name, l.CloudName)
+	}
+	return Launched{Claim: view.Name, Direct: view}, nil
 }
 
 // Register implements Registrar, mirroring the operator's lifecycle

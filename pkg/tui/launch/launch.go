@@ -100,6 +100,16 @@ type Registrar interface {
 	Open(ctx context.Context, l Launched, node string) error
 }
 
+// Resumer is a Registrar that takes up, in a later run, the registration
+// of nodes it launched: a program that quits between launching a node and
+// opening it would otherwise leave it tainted, paid for and unused.
+type Resumer interface {
+	Registrar
+	// Resume rebuilds what Launch returned for a node that Resumable
+	// accepts.
+	Resume(ctx context.Context, node *corev1.Node) (Launched, error)
+}
+
 // NodeClaimLauncher creates rightsize.dev/v1alpha1 NodeClaims.
 type NodeClaimLauncher struct {
 	Dynamic   dynamic.Interface
