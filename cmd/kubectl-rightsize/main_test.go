@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,6 +44,52 @@ func TestCommands(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), tc.want) {
 				t.Errorf("output lacks %q:\n%s", tc.want, out.String())
+			}
+		})
+	}
+}
+
+// TestCompletion checks the completions that need no cluster; the ones
+// that read it (pending pods, namespaces, through kubectl) are proven in
+// test/e2e.
+func TestCompletion(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		want      []string
+		unwanted  []string
+		directive string
+	}{
+		{"regions of the catalog", []string{"explain", "--region", "eu-west-"}, []string{"eu-west-1", "eu-west-2"}, []string{"us-east-1"}, "NoFileComp"},
+		{"families of the catalog", []string{"tui", "--instance-family", "m7"}, []string{"m7i", "m7g"}, []string{"c7i", "m7i.large"}, "NoFileComp"},
+		{"output formats", []string{"explain", "-o", ""}, []string{"wide", "json", "yaml"}, nil, "NoFileComp"},
+		{"clouds", []string{"operator", "--cloud", "a"}, []string{"aws"}, []string{"sim"}, "NoFileComp"},
+		{"capacity types", []string{"explain", "--capacity-type", ""}, []string{"on-demand", "spot"}, nil, "NoFileComp"},
+		{"a workload type goes on to its names", []string{"explain", "--kubeconfig", "testdata/none", "deploy"}, []string{"deployment/"}, []string{"daemonset/"}, "NoSpace"},
+		{"manifests are files", []string{"explain", "-f", ""}, []string{"json"}, nil, "FilterFileExt"},
+		{"a second workload is refused", []string{"explain", "--kubeconfig", "testdata/none", "pod/x", ""}, nil, []string{"deployment/"}, "NoFileComp"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+			cmd := NewCmdRoot(streams)
+			cmd.SetArgs(append([]string{"__complete"}, tc.args...))
+			if err := cmd.Execute(); err != nil {
+				t.Fatalf("error: %v", err)
+			}
+			got := strings.Fields(out.String())
+			for _, w := range tc.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("completions %v lack %q", got, w)
+				}
+			}
+			for _, u := range tc.unwanted {
+				if slices.Contains(got, u) {
+					t.Errorf("completions %v offer %q", got, u)
+				}
+			}
+			if !strings.Contains(errOut.String(), tc.directive) {
+				t.Errorf("directive %q, want %s", errOut.String(), tc.directive)
 			}
 		})
 	}

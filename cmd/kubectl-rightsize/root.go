@@ -30,6 +30,7 @@ with an embedded AWS price catalog.`,
 	op := NewCmdOperator(streams)
 	op.AddCommand(NewCmdOperatorInstall(streams, config))
 	cmd.AddCommand(NewCmdExplain(streams, config), NewCmdVersion(streams), NewCmdImport(streams), NewCmdTUI(streams, config), op)
+	registerCompletions(cmd, config)
 	return cmd
 }
 

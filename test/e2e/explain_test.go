@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -270,6 +273,8 @@ func TestPluginThroughKubectl(t *testing.T) {
 		t.Errorf("kubectl rightsize explain -n kube-system: %v\n%s%s", r.err, r.stdout, r.stderr)
 	}
 
+	completesThroughKubectl(t, env, c)
+
 	// With Karpenter's NodePool CRD and a NodePool, the plan uses the pool.
 	for _, args := range [][]string{
 		{"apply", "-f", "testdata/karpenter-nodepools-crd.yaml"},
@@ -287,6 +292,47 @@ func TestPluginThroughKubectl(t *testing.T) {
 	for _, n := range p.Nodes {
 		if n.NodePool != "general" || n.CapacityType != "spot" || !strings.HasPrefix(n.InstanceType, "m7i.") {
 			t.Errorf("proposed %+v, want spot m7i nodes of NodePool general", n)
+		}
+	}
+}
+
+// completionScript is the kubectl_complete-rightsize the README tells
+// users to put on PATH: kubectl (1.26+) runs it to complete a plugin.
+const completionScript = "#!/bin/sh\nexec kubectl rightsize __complete \"$@\"\n"
+
+// completesThroughKubectl: with the README's kubectl_complete-rightsize on
+// PATH, kubectl's own completion offers the pending pods and workload
+// types for `kubectl rightsize explain`, a workload type's names, and the
+// cluster's namespaces for -n.
+func completesThroughKubectl(t *testing.T, env *testenv.Env, c kubernetes.Interface) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kubectl_complete-rightsize"), []byte(completionScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := c.CoreV1().Pods(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{LabelSelector: "app=api"})
+	if err != nil || len(pods.Items) != 2 {
+		t.Fatalf("pods of api: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"explain", ""}, []string{pods.Items[0].Name, pods.Items[1].Name, "deployment/", "statefulset/"}},
+		{[]string{"explain", "deployment/"}, []string{"deployment/api"}},
+		{[]string{"explain", "-n", "kube-"}, []string{"kube-system", "kube-public"}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := env.Kubectl(ctx, append([]string{"__complete", "rightsize"}, tc.args...)...)
+		// kubectl finds the script, the script finds kubectl and the plugin.
+		cmd.Env = append(cmd.Env, "PATH="+strings.Join([]string{dir, pluginDir, env.BinDir, os.Getenv("PATH")}, string(os.PathListSeparator)))
+		r := runCmd(cmd)
+		cancel()
+		got := strings.Fields(r.stdout)
+		for _, w := range tc.want {
+			if r.err != nil || !slices.Contains(got, w) {
+				t.Errorf("kubectl __complete rightsize %q = %v (%v): want %q\n%s", tc.args, got, r.err, w, r.stderr)
+			}
 		}
 	}
 }
