@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Versions of the node class hashes (AnnotationNodeClassHashVersion). Bump
@@ -21,8 +22,10 @@ const (
 // security group and AMI selector terms are left out: what they select
 // changes without the spec changing (a new image published for an alias,
 // a subnet tagged), so drift on them is judged on what they resolve to
-// instead (the class's status against the instance). Unset and empty
-// values hash alike, as do quantities that are equal.
+// instead (the class's status against the instance). The family hashed is
+// the one launches use: amiFamily, else the alias's (amiFamily AL2023 and
+// alias al2023@latest hash alike). Unset and empty values hash alike, as
+// do quantities that are equal.
 func (s *EC2NodeClassSpec) Hash() string {
 	return hashOf(struct {
 		AMIFamily                string               `json:"amiFamily,omitempty"`
@@ -35,7 +38,7 @@ func (s *EC2NodeClassSpec) Hash() string {
 		AssociatePublicIPAddress *bool                `json:"associatePublicIPAddress,omitempty"`
 		DetailedMonitoring       bool                 `json:"detailedMonitoring,omitempty"`
 	}{
-		AMIFamily:                deref(s.AMIFamily),
+		AMIFamily:                s.family(),
 		Role:                     s.Role,
 		InstanceProfile:          deref(s.InstanceProfile),
 		UserData:                 deref(s.UserData),
@@ -69,6 +72,20 @@ func hashOf(v any) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// family is the image family launches use, lower case: amiFamily, else
+// the family of the alias term.
+func (s *EC2NodeClassSpec) family() string {
+	if f := deref(s.AMIFamily); f != "" {
+		return strings.ToLower(f)
+	}
+	for _, t := range s.AMISelectorTerms {
+		if f, _, ok := strings.Cut(t.Alias, "@"); ok {
+			return strings.ToLower(f)
+		}
+	}
+	return ""
 }
 
 func deref(s *string) string {
