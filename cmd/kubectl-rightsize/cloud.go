@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,6 +86,9 @@ func newCloudProvider(ctx context.Context, o cloudOptions, cfg *rest.Config, c c
 		NodeClasses: func(ctx context.Context, name string) (*v1alpha1.EC2NodeClass, error) {
 			var nc v1alpha1.EC2NodeClass
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, &nc); err != nil {
+				if apierrors.IsNotFound(err) {
+					return nil, nil // the provider says the class does not exist
+				}
 				return nil, err
 			}
 			return &nc, nil

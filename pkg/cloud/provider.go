@@ -53,6 +53,23 @@ type CloudProvider interface {
 	// InstanceTypes returns the instance types and offerings (with current
 	// prices and availability) a NodePool's node class can launch.
 	InstanceTypes(ctx context.Context, pool *v1alpha1.NodePool) ([]InstanceType, error)
+
+	// IsDrifted returns why the launched NodeClaim's instance no longer
+	// matches its node class, in one sentence, or "" when it still does.
+	// Static drift: the class's launch settings changed since the launch
+	// (Create stamps v1alpha1.AnnotationNodeClassHash and its version on
+	// the claim it returns; a claim without them, or with another hash
+	// version, never drifts this way). Dynamic drift: what the class's
+	// selector terms resolve to now no longer includes the instance's
+	// image, subnet or security groups. The operator calls it
+	// periodically for every launched claim, so implementations answer
+	// from caches and the class's resolved status rather than with API
+	// calls per claim where they can.
+	//
+	// Errors: *NodeClassNotReadyError when the class cannot be read or
+	// resolved now (drift is then unknown, not "no drift"); any other
+	// error is transient.
+	IsDrifted(ctx context.Context, claim *v1alpha1.NodeClaim) (string, error)
 }
 
 // AnnotationLaunchedDirectly marks an instance launched without the
@@ -103,4 +120,43 @@ func IsInsufficientCapacity(err error) bool {
 func IsNotFound(err error) bool {
 	var e *NotFoundError
 	return errors.As(err, &e)
+}
+
+// StampNodeClassHash records the hash of the node class a claim is
+// launched with (v1alpha1.AnnotationNodeClassHash and its version) in
+// annotations, which it returns (allocated when nil).
+func StampNodeClassHash(annotations map[string]string, hash, version string) map[string]string {
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[v1alpha1.AnnotationNodeClassHash] = hash
+	annotations[v1alpha1.AnnotationNodeClassHashVersion] = version
+	return annotations
+}
+
+// CopyNodeClassHash copies the node class hash annotations, when present,
+// from one annotation map to another, which it returns (allocated when
+// nil and there is something to copy).
+func CopyNodeClassHash(to, from map[string]string) map[string]string {
+	for _, k := range []string{v1alpha1.AnnotationNodeClassHash, v1alpha1.AnnotationNodeClassHashVersion} {
+		if v := from[k]; v != "" {
+			if to == nil {
+				to = map[string]string{}
+			}
+			to[k] = v
+		}
+	}
+	return to
+}
+
+// StaticDrift returns why a claim drifted from its node class (kind and
+// name, e.g. "EC2NodeClass", "default") whose static settings now hash to
+// hash with the given hashing version, or "". A claim stamped with no
+// hash or with another version has not drifted by hash.
+func StaticDrift(claim *v1alpha1.NodeClaim, kind, name, hash, version string) string {
+	have := claim.Annotations[v1alpha1.AnnotationNodeClassHash]
+	if have == "" || claim.Annotations[v1alpha1.AnnotationNodeClassHashVersion] != version || have == hash {
+		return ""
+	}
+	return fmt.Sprintf("%s %s's launch settings changed since the node was launched (node class hash %s, now %s)", kind, name, have, hash)
 }

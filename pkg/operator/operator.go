@@ -7,6 +7,8 @@
 //     nodes for them and creates NodeClaims;
 //   - nodeclaim/lifecycle: launches, registers, initializes and terminates
 //     the NodeClaims' instances through the cloud.CloudProvider;
+//   - nodeclaim/drift: sets the Drifted condition of NodeClaims whose
+//     instance no longer matches its node class (cloud.CloudProvider.IsDrifted);
 //   - nodeclaim/garbagecollection: terminates instances no NodeClaim owns
 //     (or adopts those `tui --cloud` launched directly) and deletes
 //     NodeClaims whose instance vanished;
@@ -47,6 +49,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/drift"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/garbagecollection"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/lifecycle"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodepool"
@@ -87,6 +90,8 @@ type Options struct {
 	Lifecycle lifecycle.Options
 	// GarbageCollection tunes the garbage collector.
 	GarbageCollection garbagecollection.Options
+	// Drift tunes the NodeClaim drift checks.
+	Drift drift.Options
 	// Disruption tunes consolidation, expiration and drift.
 	Disruption disruption.Options
 	// GracefulShutdownTimeout bounds shutdown (30 s when zero).
@@ -174,6 +179,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	lc.NominatedPods = prov.NominatedPods
 	if err := lifecycle.New(mgr.GetClient(), kube, cp, recorder, unavailable, lc).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodeclaim lifecycle: %w", err)
+	}
+	if err := drift.New(mgr.GetClient(), cp, recorder, opts.Drift).Register(mgr); err != nil {
+		return fmt.Errorf("operator: nodeclaim drift: %w", err)
 	}
 	if err := nodepool.New(mgr.GetClient(), cp).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodepool: %w", err)

@@ -92,6 +92,10 @@ func (f *fakeCloud) InstanceTypes(context.Context, *v1alpha1.NodePool) ([]cloud.
 	return nil, nil
 }
 
+func (f *fakeCloud) IsDrifted(context.Context, *v1alpha1.NodeClaim) (string, error) {
+	return "", nil
+}
+
 // directFixture is a DirectLauncher on a fakeCloud, with a fake API client
 // standing in for the Nodes and NodeClaims the launcher writes.
 type directFixture struct {

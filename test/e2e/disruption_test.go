@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -55,6 +57,7 @@ func TestDisruption(t *testing.T) {
 	t.Run("a closed budget window: nothing happens until it opens", d.testClosedWindow)
 	t.Run("a flapping workload: replacements counted against flaps", d.testChurn)
 	t.Run("drift: a node that no longer matches its pool is replaced", d.testDrift)
+	t.Run("drift: a node class edit replaces the class's nodes; a metadata-only edit does not", d.testNodeClassDrift)
 	t.Run("expiration: a node older than expireAfter is replaced", d.testExpiry)
 	// Last: the offerings it makes unavailable stay so for minutes.
 	t.Run("a replacement that cannot launch: the old node stays, untainted, its pods untouched", d.testReplacementICE)
@@ -856,6 +859,132 @@ func (d *disruptionEnv) testDrift(t *testing.T) {
 	}
 	if !slices.ContainsFunc(disrupting, func(s string) bool { return strings.Contains(s, "Drifted") }) {
 		t.Errorf("no Disrupting event for drift on %s: %q", old, disrupting)
+	}
+}
+
+// testNodeClassDrift edits a SimNodeClass. A change the class's hash does
+// not cover (labels, a setting of the simulated cloud) and a NodePool label
+// replace nothing; a new tag drifts the node (its NodeClaim's Drifted
+// condition), which explain shows held back by a zero Drifted budget and
+// the operator replaces once the budget allows.
+func (d *disruptionEnv) testNodeClassDrift(t *testing.T) {
+	ctx := context.Background()
+	const pool, class = "classdrift", "classdrift"
+	snc := &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: v1alpha1.SimNodeClassSpec{Tags: map[string]string{"team": "platform"}}}
+	if err := d.c.Create(ctx, snc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.c.Delete(context.Background(), snc) })
+	d.pool(t, pool, class, v1alpha1.Disruption{ConsolidateAfter: "0s", Budgets: []v1alpha1.Budget{
+		{Nodes: "0", Reasons: []v1alpha1.DisruptionReason{v1alpha1.DisruptionReasonDrifted}}, {Nodes: "100%"}}},
+		req(v1alpha1.LabelCapacityType, "on-demand"), req(solver.LabelInstanceType, "m5.xlarge"), req(solver.LabelZone, "us-east-1a"))
+	ns := d.namespace(t, "classdrift")
+	t.Cleanup(func() { d.cleanup(t, ns, pool) })
+	d.deploy(t, ns, "app", 2, "1", "1Gi", pool)
+	pods := d.settled(t, ns, 2, 90*time.Second)
+	old := pods[0].Spec.NodeName
+	claimOf := func(node string) *v1alpha1.NodeClaim {
+		for _, c := range d.claims(t, pool) {
+			if c.Status.NodeName == node {
+				return &c
+			}
+		}
+		t.Fatalf("no NodeClaim of pool %s for node %s", pool, node)
+		return nil
+	}
+	launchedWith := claimOf(old).Annotations[v1alpha1.AnnotationNodeClassHash]
+	if launchedWith != snc.Spec.Hash() {
+		t.Fatalf("NodeClaim of %s stamped with node class hash %q, want %q", old, launchedWith, snc.Spec.Hash())
+	}
+	edit := func(change func(*v1alpha1.SimNodeClass)) {
+		t.Helper()
+		var cur v1alpha1.SimNodeClass
+		if err := d.c.Get(ctx, client.ObjectKey{Name: class}, &cur); err != nil {
+			t.Fatal(err)
+		}
+		orig := cur.DeepCopy()
+		change(&cur)
+		if err := d.c.Patch(ctx, &cur, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Edits the hash does not cover: nothing drifts, nothing is replaced.
+	edit(func(s *v1alpha1.SimNodeClass) {
+		s.Labels = map[string]string{"owner": "platform"}
+		s.Spec.InsufficientCapacity = []v1alpha1.SimOffering{{InstanceType: "m5.large", Zone: "us-east-1c"}}
+	})
+	var np v1alpha1.NodePool
+	if err := d.c.Get(ctx, client.ObjectKey{Name: pool}, &np); err != nil {
+		t.Fatal(err)
+	}
+	orig := np.DeepCopy()
+	np.Labels = map[string]string{"owner": "platform"}
+	if err := d.c.Patch(ctx, &np, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	// Two disruption rounds (2 s debounce, 2 s validation) pass.
+	d.quiet(t, pool, 5*time.Second, 30*time.Second)
+	if c := claimOf(old); meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDrifted) != nil {
+		t.Fatalf("a metadata-only edit drifted %s: %+v", c.Name, c.Status.Conditions)
+	}
+
+	// A new tag: the NodeClaim drifts.
+	start := time.Now()
+	edit(func(s *v1alpha1.SimNodeClass) { s.Spec.Tags["team"] = "web" })
+	const why = "SimNodeClass classdrift's launch settings changed since the node was launched"
+	var drifted *metav1.Condition
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		drifted = meta.FindStatusCondition(claimOf(old).Status.Conditions, v1alpha1.ConditionDrifted)
+		return drifted != nil && drifted.Status == metav1.ConditionTrue, nil
+	})
+	if err != nil || !strings.Contains(drifted.Message, why) {
+		t.Fatalf("Drifted condition %+v 20 s after the tag changed; want True with %q", drifted, why)
+	}
+	t.Logf("NodeClaim of %s Drifted %s after the edit: %s", old, time.Since(start).Round(time.Millisecond), drifted.Message)
+
+	// Held back by the budget, as explain says.
+	r := plugin(t, d.Kubeconfig, "explain", "--consolidation", "--region", "us-east-1", "-o", "json")
+	if r.err != nil {
+		t.Fatalf("explain --consolidation: %v\n%s", r.err, r.stderr)
+	}
+	var got struct {
+		Consolidation struct {
+			Nodes []struct{ Node, Verdict, Reason string }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("explain output is not JSON: %v\n%s", err, r.stdout)
+	}
+	i := slices.IndexFunc(got.Consolidation.Nodes, func(v struct{ Node, Verdict, Reason string }) bool { return v.Node == old })
+	if i < 0 || !strings.Contains(got.Consolidation.Nodes[i].Reason, why) || !strings.Contains(got.Consolidation.Nodes[i].Reason, "Drifted") {
+		t.Fatalf("explain --consolidation on %s: %+v; want the drift held back by the Drifted budget", old, got.Consolidation.Nodes)
+	}
+	t.Logf("explain --consolidation: %s %s: %s", old, got.Consolidation.Nodes[i].Verdict, got.Consolidation.Nodes[i].Reason)
+
+	// The budget opens: the node is replaced, its pods end Running.
+	if err := d.c.Get(ctx, client.ObjectKey{Name: pool}, &np); err != nil {
+		t.Fatal(err)
+	}
+	orig = np.DeepCopy()
+	np.Spec.Disruption.Budgets = []v1alpha1.Budget{{Nodes: "100%"}}
+	if err := d.c.Patch(ctx, &np, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	d.waitNodeGone(t, old, "the Drifted budget opened")
+	pods = d.settled(t, ns, 2, 60*time.Second)
+	disrupting := d.nodeEvents(t, old, "Disrupting")
+	t.Logf("drifted node %s replaced by %s in %s; events: %q", old, pods[0].Spec.NodeName, time.Since(start).Round(time.Millisecond), disrupting)
+	if !slices.ContainsFunc(disrupting, func(s string) bool { return strings.Contains(s, "(Drifted)") && strings.Contains(s, why) }) {
+		t.Errorf("no Disrupting event on %s naming the drift: %q", old, disrupting)
+	}
+	now := claimOf(pods[0].Spec.NodeName)
+	if h := now.Annotations[v1alpha1.AnnotationNodeClassHash]; h == launchedWith || h == "" {
+		t.Errorf("the replacement's NodeClaim has node class hash %q; want the edited class's, not %q", h, launchedWith)
+	}
+	if c := meta.FindStatusCondition(now.Status.Conditions, v1alpha1.ConditionDrifted); c != nil {
+		t.Errorf("the replacement's NodeClaim has a Drifted condition: %+v", c)
 	}
 }
 

@@ -50,6 +50,30 @@ const (
 	// ConditionInitialized is True once the Node is Ready and its startup
 	// taints are gone.
 	ConditionInitialized = "Initialized"
+	// ConditionDrifted is True, with the reason as its message, on a
+	// launched NodeClaim whose instance no longer matches its node class:
+	// the class's launch settings changed since the launch (static drift,
+	// found by AnnotationNodeClassHash) or what its selectors resolve to
+	// no longer includes the instance's image, subnet or security groups
+	// (dynamic drift). The disruption controller replaces such nodes
+	// within the budgets for reason Drifted. The condition is absent when
+	// the claim has not drifted.
+	ConditionDrifted = "Drifted"
+)
+
+// Annotations the cloud providers put on the NodeClaims they launch.
+const (
+	// AnnotationNodeClassHash is a hash of the node class's static launch
+	// settings (those not resolved from selector terms) when the NodeClaim
+	// was launched. A claim whose hash differs from its class's current
+	// one has drifted; a claim without it (launched before hashes existed)
+	// never drifts by hash.
+	AnnotationNodeClassHash = Group + "/nodeclass-hash"
+	// AnnotationNodeClassHashVersion is the version of the hashing that
+	// made AnnotationNodeClassHash. Hashes of another version are not
+	// compared, so that a change to what is hashed does not drift every
+	// node at once.
+	AnnotationNodeClassHashVersion = Group + "/nodeclass-hash-version"
 )
 
 // NodeSelectorRequirement is a label requirement on the nodes of a pool or

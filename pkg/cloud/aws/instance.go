@@ -220,6 +220,7 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 			"capacityType", capacityType, "pricePerHour", c.offering.Price, "overrides", len(cands), "refused", len(refused))
 		res := claim.DeepCopy()
 		p.fillClaim(res, id, c.it, zone, capacityType, c.image.id, c.offering.Price, model)
+		res.Annotations = cloud.CopyNodeClassHash(res.Annotations, tags)
 		return res, nil
 	}
 	if len(out.Errors) == 0 {
@@ -346,6 +347,9 @@ func (p *Provider) instanceTags(claim *v1alpha1.NodeClaim, rc *resolvedClass) ma
 	if v := claim.Annotations[cloud.AnnotationLaunchedDirectly]; v != "" {
 		tags[cloud.AnnotationLaunchedDirectly] = v
 	}
+	// The class's hash goes on the instance too, so that a retried Create
+	// and the views of Get and List (adoption) carry it back.
+	cloud.StampNodeClassHash(tags, rc.spec.Hash(), v1alpha1.EC2NodeClassHashVersion)
 	return tags
 }
 
@@ -528,7 +532,8 @@ func tagValue(tags []ec2types.Tag, key string) string {
 }
 
 // claimView is the NodeClaim view of an instance: base (a copy) when given,
-// else one built from the instance's tags.
+// else one built from the instance's tags; the node class hash comes from
+// the instance's tags either way.
 func (p *Provider) claimView(base *v1alpha1.NodeClaim, in *ec2types.Instance, index map[string]cloud.InstanceType) *v1alpha1.NodeClaim {
 	var nc *v1alpha1.NodeClaim
 	if base != nil {
@@ -566,6 +571,10 @@ func (p *Provider) claimView(base *v1alpha1.NodeClaim, in *ec2types.Instance, in
 		}
 	}
 	p.fillClaim(nc, aws.ToString(in.InstanceId), &it, zone, ct, aws.ToString(in.ImageId), price, p.opts.NodeModel)
+	nc.Annotations = cloud.CopyNodeClassHash(nc.Annotations, map[string]string{
+		v1alpha1.AnnotationNodeClassHash:        tagValue(in.Tags, v1alpha1.AnnotationNodeClassHash),
+		v1alpha1.AnnotationNodeClassHashVersion: tagValue(in.Tags, v1alpha1.AnnotationNodeClassHashVersion),
+	})
 	return nc
 }
 

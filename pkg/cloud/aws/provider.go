@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/go-logr/logr"
@@ -46,7 +47,7 @@ const (
 )
 
 // NodeClassGetter returns the EC2NodeClass of the given name, e.g. from the
-// operator's informer cache.
+// operator's informer cache, or nil and no error when it does not exist.
 type NodeClassGetter func(ctx context.Context, name string) (*v1alpha1.EC2NodeClass, error)
 
 // Options configure the provider. ClusterName is required; everything else
@@ -142,6 +143,10 @@ type Provider struct {
 	ltMu         sync.Mutex
 	templates    map[string]string    // launch template name → ID
 	templateUsed map[string]time.Time // launch template name → last use
+
+	instMu    sync.Mutex
+	instances map[string]ec2types.Instance // instance ID → the cluster's instance, as last listed for IsDrifted
+	instAt    time.Time
 }
 
 var _ cloud.CloudProvider = (*Provider)(nil)

@@ -7,9 +7,11 @@
 // The simulated instances are the Nodes themselves: a Node named after the
 // NodeClaim, labelled LabelCluster=<cluster name>, with providerID
 // sim://<zone>/<name>; the claim's cloud.AnnotationLaunchedDirectly, if
-// any, is a node annotation, as a tag on a real instance. A launch with a registration delay is held in memory
-// until its Node is created; it is lost if the process exits first, as an
-// instance that never booted would be.
+// any, and the SimNodeClass's hash (v1alpha1.AnnotationNodeClassHash) are
+// node annotations, as tags on a real instance. A launch with a
+// registration delay is held in memory until its Node is created; it is
+// lost if the process exits first, as an instance that never booted would
+// be.
 package sim
 
 import (
@@ -155,6 +157,8 @@ type class struct {
 	delay time.Duration
 	ice   []v1alpha1.SimOffering
 	tags  map[string]string
+	// hash is the SimNodeClass's static hash; "" for other kinds.
+	hash string
 }
 
 // class resolves a node class reference. Only SimNodeClasses carry
@@ -181,6 +185,7 @@ func (p *Provider) class(ctx context.Context, ref v1alpha1.NodeClassReference) (
 	}
 	c.ice = append(slices.Clone(c.ice), snc.Spec.InsufficientCapacity...)
 	c.tags = snc.Spec.Tags
+	c.hash = snc.Spec.Hash()
 	return c, nil
 }
 
@@ -358,6 +363,9 @@ func (p *Provider) node(claim *v1alpha1.NodeClaim, c class, it *cloud.InstanceTy
 	}
 	if v := claim.Annotations[cloud.AnnotationLaunchedDirectly]; v != "" {
 		annotations[cloud.AnnotationLaunchedDirectly] = v
+	}
+	if c.hash != "" {
+		cloud.StampNodeClassHash(annotations, c.hash, v1alpha1.SimNodeClassHashVersion)
 	}
 	taints := []corev1.Taint{cloud.UnregisteredTaint}
 	taints = append(taints, claim.Spec.Taints...)
@@ -542,6 +550,7 @@ func viewOf(n *corev1.Node) *v1alpha1.NodeClaim {
 	if v := n.Annotations[cloud.AnnotationLaunchedDirectly]; v != "" {
 		annotations = map[string]string{cloud.AnnotationLaunchedDirectly: v}
 	}
+	annotations = cloud.CopyNodeClassHash(annotations, n.Annotations)
 	return &v1alpha1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations, CreationTimestamp: n.CreationTimestamp},
 		Status: v1alpha1.NodeClaimStatus{
@@ -555,6 +564,22 @@ func viewOf(n *corev1.Node) *v1alpha1.NodeClaim {
 			PricePerHour: n.Annotations[AnnotationPrice],
 		},
 	}
+}
+
+// IsDrifted implements cloud.CloudProvider. Simulated instances drift only
+// statically: when their SimNodeClass's tags (the settings its Hash covers)
+// changed since the launch. Claims of other node class kinds never drift
+// here.
+func (p *Provider) IsDrifted(ctx context.Context, claim *v1alpha1.NodeClaim) (string, error) {
+	ref := claim.Spec.NodeClassRef
+	if ref.Kind != "SimNodeClass" {
+		return "", nil
+	}
+	c, err := p.class(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return cloud.StaticDrift(claim, ref.Kind, ref.Name, c.hash, v1alpha1.SimNodeClassHashVersion), nil
 }
 
 // matches reports whether the labels label looks up satisfy every

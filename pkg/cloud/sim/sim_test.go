@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -153,5 +154,94 @@ func TestADirectLaunchMarkerTravelsWithTheInstance(t *testing.T) {
 	got, err := p.Get(ctx, launched.Status.ProviderID)
 	if err != nil || got.Annotations[cloud.AnnotationLaunchedDirectly] != "sim" {
 		t.Errorf("Get = %v, %v; want the marker", got, err)
+	}
+}
+
+func TestIsDriftedComparesTheSimNodeClassHashStampedAtLaunch(t *testing.T) {
+	ctx := context.Background()
+	snc := &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "sim"}, Spec: v1alpha1.SimNodeClassSpec{Tags: map[string]string{"team": "platform"}}}
+	p, c := newProvider(t, snc)
+	launched, err := p.Create(ctx, claim("a", in(v1alpha1.LabelCapacityType, "on-demand")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := launched.Annotations[v1alpha1.AnnotationNodeClassHash]
+	if hash != snc.Spec.Hash() || launched.Annotations[v1alpha1.AnnotationNodeClassHashVersion] != v1alpha1.SimNodeClassHashVersion {
+		t.Fatalf("Create's claim annotations %v: want the class's hash %s, version %s", launched.Annotations, snc.Spec.Hash(), v1alpha1.SimNodeClassHashVersion)
+	}
+	// Get and List (adoption) carry the hash back from the node.
+	got, err := p.Get(ctx, launched.Status.ProviderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := p.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[v1alpha1.AnnotationNodeClassHash] != hash || len(list) != 1 || list[0].Annotations[v1alpha1.AnnotationNodeClassHash] != hash {
+		t.Errorf("Get annotations %v, List %d views: want the hash %s on each", got.Annotations, len(list), hash)
+	}
+	// The claim as the operator stores it: the spec it was created with,
+	// the annotations Create returned.
+	stored := claim("a")
+	stored.Annotations = launched.Annotations
+	stored.Status = launched.Status
+	edit := func(change func(*v1alpha1.SimNodeClass)) {
+		t.Helper()
+		var cur v1alpha1.SimNodeClass
+		if err := c.Get(ctx, client.ObjectKey{Name: "sim"}, &cur); err != nil {
+			t.Fatal(err)
+		}
+		change(&cur)
+		if err := c.Update(ctx, &cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(*v1alpha1.SimNodeClass)
+		claim  func(*v1alpha1.NodeClaim)
+		want   string // fragment; "" means not drifted
+	}{
+		{name: "unchanged", want: ""},
+		{name: "a setting of the simulated cloud changed", change: func(s *v1alpha1.SimNodeClass) {
+			s.Spec.RegistrationDelay = &metav1.Duration{Duration: 5e9}
+			s.Labels = map[string]string{"edited": "yes"}
+		}, want: ""},
+		{name: "a tag changed", change: func(s *v1alpha1.SimNodeClass) { s.Spec.Tags["team"] = "web" },
+			want: "SimNodeClass sim's launch settings changed since the node was launched"},
+		{name: "a claim launched before hashes: never drifts by hash", change: func(s *v1alpha1.SimNodeClass) { s.Spec.Tags["team"] = "web" },
+			claim: func(nc *v1alpha1.NodeClaim) { nc.Annotations = nil }, want: ""},
+		{name: "a claim of another hash version: not compared", change: func(s *v1alpha1.SimNodeClass) { s.Spec.Tags["team"] = "web" },
+			claim: func(nc *v1alpha1.NodeClaim) { nc.Annotations[v1alpha1.AnnotationNodeClassHashVersion] = "v0" }, want: ""},
+		{name: "a claim of another node class kind", change: func(s *v1alpha1.SimNodeClass) { s.Spec.Tags["team"] = "web" },
+			claim: func(nc *v1alpha1.NodeClaim) { nc.Spec.NodeClassRef.Kind = "EC2NodeClass" }, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			edit(func(s *v1alpha1.SimNodeClass) { s.Spec = *snc.Spec.DeepCopy(); s.Labels = nil })
+			if tt.change != nil {
+				edit(tt.change)
+			}
+			nc := stored.DeepCopy()
+			if tt.claim != nil {
+				tt.claim(nc)
+			}
+			why, err := p.IsDrifted(ctx, nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (tt.want == "") != (why == "") || !strings.Contains(why, tt.want) {
+				t.Errorf("IsDrifted = %q, want %q", why, tt.want)
+			}
+		})
+	}
+	// A class that is gone: drift unknown, not "not drifted".
+	if err := c.Delete(ctx, &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "sim"}}); err != nil {
+		t.Fatal(err)
+	}
+	var notReady *cloud.NodeClassNotReadyError
+	if why, err := p.IsDrifted(ctx, stored); !errors.As(err, &notReady) {
+		t.Errorf("IsDrifted with the class deleted = %q, %v; want a NodeClassNotReadyError", why, err)
 	}
 }

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -347,6 +348,35 @@ func TestChoose(t *testing.T) {
 	}
 }
 
+func TestDecideReplacesAClaimDriftedFromItsNodeClass(t *testing.T) {
+	f := newFixture(v1alpha1.Budget{Nodes: "100%"})
+	f.node("a", "small", 1500)
+	f.node("b", "large", 500)
+	const why = "its image ami-old is no longer among the images EC2NodeClass default selects (ami-new)"
+	f.claims[0].Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "NodeClassDrifted", Message: why}}
+	d, err := Decide(Input{Snapshot: &provisioning.Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
+		Nodes: f.nodes, Claims: f.claims, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Action == nil || strings.Join(d.Action.Nodes, ",") != "a" || d.Reason != disruption.ReasonDrifted || d.Action.Reason != why {
+		t.Fatalf("Decide = %+v (%s); want node a replaced for Drifted with the condition's message", d.Action, d.Reason)
+	}
+	// A budget of zero for Drifted holds it back, and says why.
+	f = newFixture(v1alpha1.Budget{Nodes: "0", Reasons: []v1alpha1.DisruptionReason{v1alpha1.DisruptionReasonDrifted}})
+	f.node("a", "small", 1500)
+	f.node("b", "large", 500)
+	f.claims[0].Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "NodeClassDrifted", Message: why}}
+	d, err = Decide(Input{Snapshot: &provisioning.Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
+		Nodes: f.nodes, Claims: f.claims, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Action != nil && slices.Contains(d.Action.Nodes, "a") || !strings.Contains(d.Refused["a"], why) || !strings.Contains(d.Refused["a"], "budget") {
+		t.Errorf("with a zero Drifted budget: action %+v, refused %q; want a left alone, naming the drift and the budget", d.Action, d.Refused["a"])
+	}
+}
+
 func TestRevalidate(t *testing.T) {
 	f := newFixture(v1alpha1.Budget{Nodes: "100%"})
 	f.node("a", "small")
@@ -412,6 +442,13 @@ func TestDrifted(t *testing.T) {
 		{"taint added", func(_ *corev1.Node, _ *v1alpha1.NodeClaim, np *v1alpha1.NodePool) {
 			np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 		}, "taints its nodes gpu:NoSchedule"},
+		{"claim Drifted from its node class", func(_ *corev1.Node, c *v1alpha1.NodeClaim, _ *v1alpha1.NodePool) {
+			c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "NodeClassDrifted",
+				Message: "SimNodeClass sim's launch settings changed since the node was launched"}}
+		}, "SimNodeClass sim's launch settings changed"},
+		{"claim Drifted condition False", func(_ *corev1.Node, c *v1alpha1.NodeClaim, _ *v1alpha1.NodePool) {
+			c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: "NotDrifted"}}
+		}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package disruption removes and replaces nodes safely: it consolidates
 // (deletes empty nodes, and nodes whose pods fit elsewhere or on cheaper
 // capacity), replaces nodes older than their NodePool's expireAfter and
-// nodes that drifted from their NodePool, always within the pools'
+// nodes that drifted from their NodePool or node class (the NodeClaim's
+// Drifted condition, set by nodeclaim/drift), always within the pools'
 // disruption budgets, do-not-disrupt annotations and PodDisruptionBudgets.
 //
 // On every cluster change (debounced) and at least every Interval it takes

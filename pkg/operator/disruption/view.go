@@ -10,6 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
@@ -241,7 +243,9 @@ func expired(claim *v1alpha1.NodeClaim, now time.Time) string {
 }
 
 // drifted returns why a node no longer matches its NodePool (node class,
-// requirements, labels or taints changed since it launched), or "".
+// requirements, labels or taints changed since it launched) or its node
+// class (the claim's Drifted condition, which the drift controller keeps
+// from the cloud provider), or "".
 func drifted(node *corev1.Node, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool) string {
 	t := &np.Spec.Template
 	if ref := t.Spec.NodeClassRef; ref.Name != claim.Spec.NodeClassRef.Name || ref.Kind != claim.Spec.NodeClassRef.Kind {
@@ -274,6 +278,12 @@ func drifted(node *corev1.Node, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool
 		}) {
 			return fmt.Sprintf("NodePool %s now taints its nodes %s", np.Name, want.ToString())
 		}
+	}
+	if c := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionDrifted); c != nil && c.Status == metav1.ConditionTrue {
+		if c.Message == "" {
+			return fmt.Sprintf("its NodeClaim %s is Drifted from its node class", claim.Name)
+		}
+		return c.Message
 	}
 	return ""
 }

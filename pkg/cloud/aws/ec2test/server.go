@@ -139,6 +139,9 @@ type Instance struct {
 	LaunchTemplateID                  string
 	PrivateIP, PrivateDNSName         string
 	ClientToken                       string
+	// SecurityGroupIDs are the instance's security groups: its launch
+	// template's.
+	SecurityGroupIDs []string
 }
 
 // ProviderID is the instance's Kubernetes provider ID, aws:///zone/id.
@@ -408,6 +411,7 @@ func cloneInstance(i *Instance) Instance {
 	c := *i
 	c.Tags = maps.Clone(i.Tags)
 	c.VolumeTags = maps.Clone(i.VolumeTags)
+	c.SecurityGroupIDs = slices.Clone(i.SecurityGroupIDs)
 	return c
 }
 
@@ -1152,7 +1156,8 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 		var ids []string
 		for len(launched) < total {
 			in := s.addInstance(Instance{Type: c.typ, Zone: c.zone, SubnetID: c.subnet, ImageID: c.image, Arch: it.Arch, CapacityType: capacityType,
-				Tags: maps.Clone(instanceTags), VolumeTags: maps.Clone(volumeTags), LaunchTemplateID: c.lt.ID, ClientToken: p.get("ClientToken")})
+				Tags: maps.Clone(instanceTags), VolumeTags: maps.Clone(volumeTags), LaunchTemplateID: c.lt.ID, ClientToken: p.get("ClientToken"),
+				SecurityGroupIDs: slices.Clone(c.lt.Data.SecurityGroupIDs)})
 			launched = append(launched, in)
 			ids = append(ids, in.ID)
 		}
@@ -1244,6 +1249,16 @@ func (s *Server) describeInstances(m meta, p params) (any, error) {
 			InstanceType: in.Type, LaunchTime: timeXML(in.LaunchTime), SubnetID: in.SubnetID, VpcID: "vpc-1", PrivateIPAddress: in.PrivateIP,
 			Architecture: in.Arch, ClientToken: in.ClientToken, Tags: tagsXML(in.Tags)}
 		x.Placement.AvailabilityZone = in.Zone
+		if len(in.SecurityGroupIDs) > 0 {
+			groups := make([]groupXML, len(in.SecurityGroupIDs))
+			for i, id := range in.SecurityGroupIDs {
+				groups[i] = groupXML{ID: id}
+				if j := slices.IndexFunc(s.groups, func(g SecurityGroup) bool { return g.ID == id }); j >= 0 {
+					groups[i].Name = s.groups[j].Name
+				}
+			}
+			x.Groups = itemsOf(groups)
+		}
 		if in.CapacityType == Spot {
 			x.InstanceLifecycle = Spot
 			x.SpotRequestID = "sir-" + strings.TrimPrefix(in.ID, "i-")

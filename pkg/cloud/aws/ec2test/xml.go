@@ -241,14 +241,21 @@ type instanceXML struct {
 	Placement      struct {
 		AvailabilityZone string `xml:"availabilityZone"`
 	} `xml:"placement"`
-	SubnetID          string         `xml:"subnetId"`
-	VpcID             string         `xml:"vpcId"`
-	PrivateIPAddress  string         `xml:"privateIpAddress"`
-	Architecture      string         `xml:"architecture"`
-	InstanceLifecycle string         `xml:"instanceLifecycle,omitempty"`
-	SpotRequestID     string         `xml:"spotInstanceRequestId,omitempty"`
-	ClientToken       string         `xml:"clientToken,omitempty"`
-	Tags              *items[tagXML] `xml:"tagSet"`
+	SubnetID          string           `xml:"subnetId"`
+	VpcID             string           `xml:"vpcId"`
+	PrivateIPAddress  string           `xml:"privateIpAddress"`
+	Architecture      string           `xml:"architecture"`
+	InstanceLifecycle string           `xml:"instanceLifecycle,omitempty"`
+	SpotRequestID     string           `xml:"spotInstanceRequestId,omitempty"`
+	ClientToken       string           `xml:"clientToken,omitempty"`
+	Groups            *items[groupXML] `xml:"groupSet,omitempty"`
+	Tags              *items[tagXML]   `xml:"tagSet"`
+}
+
+// groupXML is one of an instance's security groups.
+type groupXML struct {
+	ID   string `xml:"groupId"`
+	Name string `xml:"groupName,omitempty"`
 }
 
 type terminateInstancesXML struct {

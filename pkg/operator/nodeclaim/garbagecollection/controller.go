@@ -301,6 +301,10 @@ func adoptedClaim(pool *v1alpha1.NodePool, inst *v1alpha1.NodeClaim) *v1alpha1.N
 	by := inst.Annotations[cloud.AnnotationLaunchedDirectly]
 	annotations[cloud.AnnotationLaunchedDirectly] = by
 	annotations[nodeclaim.AnnotationReason] = "launched by kubectl rightsize tui directly on " + by + " and adopted by the operator"
+	// The hash of the node class the instance was launched with, when the
+	// provider recorded one: drift is judged by it. Without it the claim
+	// never drifts by hash.
+	annotations = cloud.CopyNodeClassHash(annotations, inst.Annotations)
 	reqs := slices.Clone(t.Spec.Requirements)
 	for _, pin := range []struct{ key, value string }{
 		{solver.LabelInstanceType, inst.Status.InstanceType},

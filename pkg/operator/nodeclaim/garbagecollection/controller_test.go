@@ -73,6 +73,10 @@ func (f *fakeCloud) InstanceTypes(context.Context, *v1alpha1.NodePool) ([]cloud.
 	return nil, errors.New("not used")
 }
 
+func (f *fakeCloud) IsDrifted(context.Context, *v1alpha1.NodeClaim) (string, error) {
+	return "", errors.New("not used")
+}
+
 // instance is the view a provider's List returns: named after its claim,
 // in pool, launched age ago, marked as a direct launch when direct.
 func instance(name, pool string, age time.Duration, direct bool) *v1alpha1.NodeClaim {
@@ -94,7 +98,8 @@ func instance(name, pool string, age time.Duration, direct bool) *v1alpha1.NodeC
 		delete(in.Labels, v1alpha1.LabelNodePool)
 	}
 	if direct {
-		in.Annotations = map[string]string{cloud.AnnotationLaunchedDirectly: "sim"}
+		in.Annotations = map[string]string{cloud.AnnotationLaunchedDirectly: "sim",
+			v1alpha1.AnnotationNodeClassHash: "h1", v1alpha1.AnnotationNodeClassHashVersion: "v1"}
 	}
 	return in
 }
@@ -303,6 +308,9 @@ func TestCollectAdoptsDirectLaunchesAndTerminatesOtherOrphans(t *testing.T) {
 			}
 			if claim.Annotations[cloud.AnnotationLaunchedDirectly] != "sim" || claim.Annotations["owner"] != "platform" {
 				t.Errorf("annotations %v: want the marker and the pool's", claim.Annotations)
+			}
+			if claim.Annotations[v1alpha1.AnnotationNodeClassHash] != "h1" || claim.Annotations[v1alpha1.AnnotationNodeClassHashVersion] != "v1" {
+				t.Errorf("annotations %v: want the node class hash the instance was launched with, for drift", claim.Annotations)
 			}
 			pinned := map[string]string{}
 			for _, r := range claim.Spec.Requirements {

@@ -248,6 +248,12 @@ func (c *Controller) launch(ctx context.Context, claim *v1alpha1.NodeClaim) (rec
 			changed = true
 		}
 	}
+	// So does the hash of the node class it was launched with, which drift
+	// is judged by.
+	if hash := view.Annotations[v1alpha1.AnnotationNodeClassHash]; hash != "" && claim.Annotations[v1alpha1.AnnotationNodeClassHash] != hash {
+		claim.Annotations = cloud.CopyNodeClassHash(claim.Annotations, view.Annotations)
+		changed = true
+	}
 	if changed {
 		if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
