@@ -28,7 +28,7 @@ type Snapshot struct {
 // Snapshot reads the informer cache into the solver's problem exactly as a
 // provisioning batch does.
 func (p *Provisioner) Snapshot(ctx context.Context) (*Snapshot, error) {
-	b, err := p.snapshot(ctx)
+	b, err := p.snapshot(ctx, false)
 	if err != nil {
 		return nil, err
 	}

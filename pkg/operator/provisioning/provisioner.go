@@ -165,7 +165,7 @@ func (p *Provisioner) Start(ctx context.Context) error {
 
 // provision plans one batch and creates its NodeClaims.
 func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) error {
-	b, err := p.snapshot(ctx)
+	b, err := p.snapshot(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	now := time.Now()
 	p.mu.Lock()
 	for _, pl := range plan.Existing {
-		if c := b.claims[pl.Node]; c != nil {
+		if c := b.claims[pl.Node]; c != nil && !b.moving[b.pods[pl.Pod].UID] {
 			pod := b.pods[pl.Pod]
 			if _, had := p.nominations[pod.UID]; !had {
 				p.recorder.Eventf(pod, c, corev1.EventTypeNormal, "Nominated", "Provision", "nominated for NodeClaim %s, which is launching", c.Name)
@@ -219,7 +219,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 			p.recorder.Eventf(np, nil, corev1.EventTypeWarning, "LimitReached", "Provision", "%s", why)
 			p.log.Info("NodeClaim not created: pool limit", "nodepool", np.Name, "instanceType", n.InstanceType, "reason", why)
 			for _, pi := range n.Pods {
-				p.tell(b.pods[pi], why)
+				b.tell(p, pi, why)
 			}
 			continue
 		}
@@ -234,9 +234,11 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	id := strconv.FormatInt(closed.UnixNano(), 36)
 	for _, l := range launches {
 		l.claim = p.newClaim(b, l.pool, l.node, id, len(launches))
-		pods := make([]*corev1.Pod, len(l.node.Pods))
-		for i, pi := range l.node.Pods {
-			pods[i] = b.pods[pi]
+		var pods []*corev1.Pod
+		for _, pi := range l.node.Pods {
+			if !b.moving[b.pods[pi].UID] {
+				pods = append(pods, b.pods[pi])
+			}
 		}
 		p.remember(l.claim, pods, now)
 	}
@@ -275,17 +277,26 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 		note := fmt.Sprintf("%s %s %s $%s/h", n.InstanceType, n.CapacityType, n.Zone, formatPrice(n.Price))
 		p.log.Info("launching NodeClaim", "nodeclaim", claim.Name, "nodepool", np.Name, "instanceType", n.InstanceType,
 			"capacityType", n.CapacityType, "zone", n.Zone, "pricePerHour", n.Price, "pods", len(n.Pods), "reason", n.Reason)
-		p.recorder.Eventf(np, claim, corev1.EventTypeNormal, "Launching", "Provision", "NodeClaim %s: %s for %d pod(s): %s", claim.Name, note, len(n.Pods), n.Reason)
+		moving := 0
 		for _, pi := range n.Pods {
+			if b.moving[b.pods[pi].UID] {
+				moving++
+				continue
+			}
 			p.recorder.Eventf(b.pods[pi], claim, corev1.EventTypeNormal, "Nominated", "Provision", "nominated for NodeClaim %s: %s", claim.Name, note)
+		}
+		if moving > 0 {
+			p.recorder.Eventf(np, claim, corev1.EventTypeNormal, "Launching", "Provision", "NodeClaim %s: %s for %d pod(s), %d of them on nodes being deleted: %s", claim.Name, note, len(n.Pods), moving, n.Reason)
+		} else {
+			p.recorder.Eventf(np, claim, corev1.EventTypeNormal, "Launching", "Provision", "NodeClaim %s: %s for %d pod(s): %s", claim.Name, note, len(n.Pods), n.Reason)
 		}
 	}
 	decided := time.Since(closed)
 	metrics.DecisionDuration.Observe(decided.Seconds())
 	for _, u := range plan.Unschedulable {
-		p.tell(b.pods[u.Pod], u.Reason)
+		b.tell(p, u.Pod, u.Reason)
 	}
-	p.log.Info("batch planned", "pods", len(b.problem.Pods), "pending", b.pending, "nodeClaims", created,
+	p.log.Info("batch planned", "pods", len(b.problem.Pods), "pending", b.pending, "leaving", len(b.moving), "nodeClaims", created,
 		"pricePerHour", launchedCost, "onInFlightNodes", len(plan.Existing), "unplaced", len(plan.Unschedulable),
 		"window", closed.Sub(opened).Round(time.Millisecond).String(), "solve", solveTook.Round(time.Microsecond).String(),
 		"decision", decided.Round(time.Microsecond).String())
@@ -315,6 +326,14 @@ func (p *Provisioner) tell(pod *corev1.Pod, reason string) {
 	p.mu.Unlock()
 	if !same {
 		p.recorder.Eventf(pod, nil, corev1.EventTypeWarning, "NotProvisioned", "Provision", "no node can be launched for this pod: %s", reason)
+	}
+}
+
+// tell records why the batch's pod pi gets no node, unless it is one of
+// the pods of a leaving node, which runs yet.
+func (b *batch) tell(p *Provisioner, pi int, reason string) {
+	if pod := b.pods[pi]; !b.moving[pod.UID] {
+		p.tell(pod, reason)
 	}
 }
 

@@ -249,3 +249,57 @@ func TestForgetDropsPodsNoLongerPending(t *testing.T) {
 		t.Errorf("NominatedPods = %v, want only default/pending", got)
 	}
 }
+
+func TestPodsOfLeavingNodesArePlannedAheadOnlyIfTheirControllerRecreatesThem(t *testing.T) {
+	now := metav1.Now()
+	owned := func(kind string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{Kind: kind, Name: "x", Controller: ptr.To(true)}}
+	}
+	tests := []struct {
+		name string
+		pod  corev1.Pod
+		want bool
+	}{
+		{"a ReplicaSet's pod", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owned("ReplicaSet")}}, true},
+		{"a StatefulSet's pod", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owned("StatefulSet")}}, true},
+		{"a DaemonSet's pod goes with the node", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owned("DaemonSet")}}, false},
+		{"a static pod", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owned("Node"), Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}}}, false},
+		{"a bare pod is lost, not moved", corev1.Pod{}, false},
+		{"an owner that is not the controller", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "x"}}}}, false},
+		{"a pod already terminating is replaced already", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owned("ReplicaSet"), DeletionTimestamp: &now}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := reschedulable(&tt.pod); got != tt.want {
+				t.Errorf("reschedulable = %v, want %v", got, tt.want)
+			}
+		})
+	}
+
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "kept"}, Spec: corev1.NodeSpec{ProviderID: "sim:///a/kept"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "claim-deleted"}, Spec: corev1.NodeSpec{ProviderID: "sim:///a/claim-deleted"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "node-deleted", DeletionTimestamp: &now}},
+	}
+	byID := map[string]*corev1.Node{}
+	for i := range nodes {
+		byID[nodes[i].Spec.ProviderID] = &nodes[i]
+	}
+	deleting := testClaim("claim-deleted")
+	deleting.DeletionTimestamp, deleting.Status.ProviderID = &now, "sim:///a/claim-deleted"
+	unlaunched := testClaim("unlaunched")
+	unlaunched.DeletionTimestamp = &now
+	kept := testClaim("kept")
+	kept.Status.ProviderID = "sim:///a/kept"
+	got := leavingNodes(nodes, []*v1alpha1.NodeClaim{deleting, unlaunched, kept}, byID)
+	if len(got) != 2 || !got["claim-deleted"] || !got["node-deleted"] {
+		t.Errorf("leaving nodes %v, want claim-deleted and node-deleted", got)
+	}
+
+	pod := testPod("web-1")
+	pod.Spec.NodeName, pod.Status.Phase = "claim-deleted", corev1.PodRunning
+	moved := asPending(pod)
+	if moved.Spec.NodeName != "" || moved.Status.Phase != corev1.PodPending || pod.Spec.NodeName != "claim-deleted" {
+		t.Errorf("asPending gave node %q phase %s and left the original on %q", moved.Spec.NodeName, moved.Status.Phase, pod.Spec.NodeName)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +52,11 @@ type batch struct {
 	// lapse is when the first nomination that kept pods out of this
 	// batch lapses (zero if none did), so that they are planned again then.
 	lapse time.Time
+	// moving are the pods still running on nodes being deleted, planned
+	// as if pending so that their new capacity launches before they are
+	// evicted rather than after (Karpenter does the same). Their
+	// controllers recreate them under new names: they are not nominated.
+	moving map[types.UID]bool
 }
 
 // unschedulable reports whether the scheduler has tried the pod and found no
@@ -70,8 +76,10 @@ func unschedulable(pod *corev1.Pod) bool {
 // snapshot reads the informer cache into the solver's problem: pods marked
 // Unschedulable (less those nominated to in-flight NodeClaims), existing
 // nodes with what is bound to them, and every NodeClaim's node, launched or
-// not, so that no pod gets a second node.
-func (p *Provisioner) snapshot(ctx context.Context) (*batch, error) {
+// not, so that no pod gets a second node. With plan set (a provisioning
+// batch), the pods of leaving nodes are planned as pending (see
+// batch.moving); the other planners see them where they run.
+func (p *Provisioner) snapshot(ctx context.Context, plan bool) (*batch, error) {
 	var (
 		pods   corev1.PodList
 		nodes  corev1.NodeList
@@ -93,7 +101,14 @@ func (p *Provisioner) snapshot(ctx context.Context) (*batch, error) {
 		byName[c.Name] = c
 	}
 	b := &batch{pools: map[string]*v1alpha1.NodePool{}, claims: map[string]*v1alpha1.NodeClaim{}, usage: map[string]solver.Resources{},
-		types: map[string]*solver.InstanceType{}, skippedPools: map[string]string{}}
+		types: map[string]*solver.InstanceType{}, skippedPools: map[string]string{}, moving: map[types.UID]bool{}}
+	nodeByProviderID := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		if id := nodes.Items[i].Spec.ProviderID; id != "" {
+			nodeByProviderID[id] = &nodes.Items[i]
+		}
+	}
+	leaving := leavingNodes(nodes.Items, claims, nodeByProviderID)
 
 	var objs snapshot.Objects
 	nominated := map[string][]*corev1.Pod{} // claim name -> pods
@@ -102,7 +117,12 @@ func (p *Provisioner) snapshot(ctx context.Context) (*batch, error) {
 		pod := &pods.Items[i]
 		switch {
 		case pod.Spec.NodeName != "":
-			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			switch {
+			case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+			case plan && leaving[pod.Spec.NodeName] && reschedulable(pod):
+				b.moving[pod.UID] = true
+				objs.Pods = append(objs.Pods, asPending(pod))
+			default:
 				objs.Pods = append(objs.Pods, pod)
 			}
 		case unschedulable(pod):
@@ -214,10 +234,9 @@ func (p *Provisioner) snapshot(ctx context.Context) (*batch, error) {
 	for i := range cl.Nodes {
 		nodeIndex[cl.Nodes[i].Name] = i
 	}
-	nodeByProviderID := map[string]*corev1.Node{}
-	for i := range nodes.Items {
-		if id := nodes.Items[i].Spec.ProviderID; id != "" {
-			nodeByProviderID[id] = &nodes.Items[i]
+	for name := range leaving {
+		if ni, ok := nodeIndex[name]; ok {
+			cl.Nodes[ni].Unschedulable = true // takes no new pods
 		}
 	}
 	for _, c := range claims {
@@ -229,13 +248,7 @@ func (p *Provisioner) snapshot(ctx context.Context) (*batch, error) {
 			node = nodeByProviderID[c.Status.ProviderID]
 		}
 		if c.DeletionTimestamp != nil {
-			// Draining: its node takes no new pods.
-			if node != nil {
-				if ni, ok := nodeIndex[node.Name]; ok {
-					cl.Nodes[ni].Unschedulable = true
-				}
-			}
-			continue
+			continue // its node is leaving
 		}
 		initialized := nodeclaim.IsTrue(c, v1alpha1.ConditionInitialized)
 		var sn *solver.Node
@@ -314,6 +327,50 @@ func (p *Provisioner) snapshot(ctx context.Context) (*batch, error) {
 		PDBs:              cl.PDBs,
 	}
 	return b, nil
+}
+
+// leavingNodes names the nodes being deleted: those of NodeClaims being
+// deleted (interruption, expiry, a user's kubectl delete), and Nodes being
+// deleted themselves.
+func leavingNodes(nodes []corev1.Node, claims []*v1alpha1.NodeClaim, byProviderID map[string]*corev1.Node) map[string]bool {
+	leaving := map[string]bool{}
+	for i := range nodes {
+		if nodes[i].DeletionTimestamp != nil {
+			leaving[nodes[i].Name] = true
+		}
+	}
+	for _, c := range claims {
+		if c.DeletionTimestamp == nil || c.Status.ProviderID == "" {
+			continue
+		}
+		if n := byProviderID[c.Status.ProviderID]; n != nil {
+			leaving[n.Name] = true
+		}
+	}
+	return leaving
+}
+
+// reschedulable reports whether a pod on a leaving node will be recreated
+// elsewhere by its controller once evicted: not a DaemonSet's or a static
+// pod (they go with the node), not one without a controller (lost), not
+// already terminating.
+func reschedulable(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	ref := metav1.GetControllerOf(pod)
+	return ref != nil && ref.Kind != "DaemonSet" && ref.Kind != "Node"
+}
+
+// asPending returns a copy of a bound pod as the solver reads a pending one.
+func asPending(pod *corev1.Pod) *corev1.Pod {
+	moved := pod.DeepCopy()
+	moved.Spec.NodeName = ""
+	moved.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	return moved
 }
 
 // claimResources returns a NodeClaim's capacity and allocatable in solver
