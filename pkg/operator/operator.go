@@ -7,6 +7,8 @@
 //     nodes for them and creates NodeClaims;
 //   - nodeclaim/lifecycle: launches, registers, initializes and terminates
 //     the NodeClaims' instances through the cloud.CloudProvider;
+//   - nodeclaim/podevents: records on each NodeClaim when a pod last
+//     arrived on or left its node, which consolidateAfter counts from;
 //   - nodeclaim/garbagecollection: terminates instances no NodeClaim owns
 //     (or adopts those `tui --cloud` launched directly) and deletes
 //     NodeClaims whose instance vanished;
@@ -49,6 +51,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/garbagecollection"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/lifecycle"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/podevents"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodepool"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
@@ -174,6 +177,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	lc.NominatedPods = prov.NominatedPods
 	if err := lifecycle.New(mgr.GetClient(), kube, cp, recorder, unavailable, lc).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodeclaim lifecycle: %w", err)
+	}
+	if err := podevents.New(mgr.GetClient(), log.WithName("podevents")).Register(mgr); err != nil {
+		return fmt.Errorf("operator: nodeclaim pod events: %w", err)
 	}
 	if err := nodepool.New(mgr.GetClient(), cp).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodepool: %w", err)
