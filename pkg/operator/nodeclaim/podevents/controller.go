@@ -11,7 +11,12 @@
 // when the window ends, so the stored time is never earlier than the last
 // event seen: consolidation may wait up to a window longer on a busy node,
 // never less than consolidateAfter. Times are rounded up to the second, the
-// precision a metav1.Time keeps, for the same reason.
+// precision a metav1.Time keeps, for the same reason. Until its window
+// ends, such an event is not visible to the planner: a consolidateAfter
+// shorter than the window may let a node be chosen on the older stored
+// time, but the disruption controller plans again after its validation
+// delay (15 s by default, longer than the window) and the action no longer
+// holds then.
 //
 // The controller runs on the leader only, as every controller that writes
 // does here: standbys writing too would double the API writes for every pod
