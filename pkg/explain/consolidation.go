@@ -82,9 +82,9 @@ type ResultNodeVerdict struct {
 // it, whose nodes carry their prices. The nodes of rightsize.dev NodePools
 // get the rightsize operator's verdicts (disruption.Decide, the function
 // its controller runs); Karpenter's and other nodes get the planner's.
-// The problem is not modified. One difference remains: explain sees pod
-// arrivals only, so consolidateAfter counts from the last pod that arrived
-// (the operator also counts from the last pod that left, which it watched).
+// The problem is not modified. consolidateAfter counts, as the operator
+// counts it, from the later of the last pod arrival and the pod event the
+// node's NodeClaim recorded (status.lastPodEventTime: a pod that left).
 func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*ResultConsolidation, error) {
 	owner := func(n *solver.Node) string { return cl.PoolOwners[n.Pool] }
 	rc := &ResultConsolidation{Guards: GuardsPlanner, Nodes: []ResultNodeVerdict{}}

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
@@ -135,5 +137,103 @@ func TestConsolidationOperatorGuards(t *testing.T) {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("output lacks %q", s)
 		}
+	}
+}
+
+// TestConsolidationCountsFromLastPodEvent checks that explain counts
+// consolidateAfter from the pod event a NodeClaim recorded (a pod that
+// left, which the pods alone no longer show), as the operator does, with
+// the NodeClaim read from JSON as from a live cluster.
+func TestConsolidationCountsFromLastPodEvent(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name string
+		// event is how long ago the idle node's NodeClaim says a pod
+		// arrived or left; 0 for none recorded.
+		event   time.Duration
+		verdict string
+		reason  string
+	}{
+		{name: "no pod event recorded: the idle node goes", verdict: VerdictNext, reason: "no pods"},
+		{name: "a pod left 20s ago: the idle node waits for consolidateAfter", event: 20 * time.Second, verdict: VerdictKept,
+			reason: "pods changed 20s ago; consolidateAfter is 1m"},
+		{name: "a pod left 5m ago: the idle node goes", event: 5 * time.Minute, verdict: VerdictNext, reason: "no pods"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := &v1alpha1.NodePool{
+				ObjectMeta: metav1.ObjectMeta{Name: "web"},
+				Spec: v1alpha1.NodePoolSpec{
+					Template: v1alpha1.NodeClaimTemplate{Spec: v1alpha1.NodeClaimTemplateSpec{
+						NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"},
+						Requirements: []v1alpha1.NodeSelectorRequirement{{Key: "karpenter.k8s.aws/instance-family", Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"m7i"}}},
+					}},
+					Disruption: v1alpha1.Disruption{ConsolidationPolicy: v1alpha1.ConsolidationPolicyWhenEmptyOrUnderutilized, ConsolidateAfter: "1m",
+						Budgets: []v1alpha1.Budget{{Nodes: "100%"}}},
+				},
+			}
+			objs := snapshot.Objects{RightsizeInstalled: true, RightsizeNodePools: []*v1alpha1.NodePool{pool}}
+			list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
+			hourAgo := metav1.NewTime(now.Add(-time.Hour))
+			for _, name := range []string{"idle", "busy"} {
+				objs.Nodes = append(objs.Nodes, &corev1.Node{
+					ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: hourAgo, Labels: map[string]string{solver.LabelInstanceType: "m7i.xlarge",
+						solver.LabelZone: "us-east-1a", solver.LabelCapacityType: "on-demand", corev1.LabelHostname: name, v1alpha1.LabelNodePool: "web", solver.LabelNodePool: "web"}},
+					Spec: corev1.NodeSpec{ProviderID: "sim://" + name},
+					Status: corev1.NodeStatus{Capacity: list, Allocatable: list,
+						Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+				})
+				claim := &v1alpha1.NodeClaim{
+					ObjectMeta: metav1.ObjectMeta{Name: "web-" + name, Labels: map[string]string{v1alpha1.LabelNodePool: "web"}, CreationTimestamp: hourAgo},
+					Spec:       v1alpha1.NodeClaimSpec{NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"}},
+					Status: v1alpha1.NodeClaimStatus{ProviderID: "sim://" + name, PricePerHour: "0.2", Capacity: list, Allocatable: list,
+						Conditions: []metav1.Condition{{Type: v1alpha1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
+				}
+				if name == "idle" && tt.event > 0 {
+					claim.Status.LastPodEventTime = &metav1.Time{Time: now.Add(-tt.event)}
+				}
+				// As the live read decodes it.
+				raw, err := json.Marshal(claim)
+				if err != nil {
+					t.Fatal(err)
+				}
+				read := &v1alpha1.NodeClaim{}
+				if err := json.Unmarshal(raw, read); err != nil {
+					t.Fatal(err)
+				}
+				objs.NodeClaims = append(objs.NodeClaims, read)
+			}
+			objs.Pods = append(objs.Pods, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", CreationTimestamp: hourAgo,
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app", Controller: ptr.To(true)}}},
+				Spec: corev1.PodSpec{NodeName: "busy", Containers: []corev1.Container{{Name: "c",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning},
+			})
+			cl := snapshot.FromObjects(&objs)
+			cat := Catalog{Region: "us-east-1"}
+			types, _, err := cat.instanceTypes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Problem(&cl.Manifests, types, DefaultPool{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Nodes = cl.Nodes
+			rc, err := Consolidation(cl, p, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got *ResultNodeVerdict
+			for i := range rc.Nodes {
+				if rc.Nodes[i].Node == "idle" {
+					got = &rc.Nodes[i]
+				}
+			}
+			if got == nil || got.Verdict != tt.verdict || !strings.Contains(got.Reason, tt.reason) {
+				t.Errorf("idle: %+v, want %s and a reason naming %q", got, tt.verdict, tt.reason)
+			}
+		})
 	}
 }

@@ -9,6 +9,8 @@
 //     the NodeClaims' instances through the cloud.CloudProvider;
 //   - nodeclaim/drift: sets the Drifted condition of NodeClaims whose
 //     instance no longer matches its node class (cloud.CloudProvider.IsDrifted);
+//   - nodeclaim/podevents: records on each NodeClaim when a pod last
+//     arrived on or left its node, which consolidateAfter counts from;
 //   - nodeclaim/garbagecollection: terminates instances no NodeClaim owns
 //     (or adopts those `tui --cloud` launched directly) and deletes
 //     NodeClaims whose instance vanished;
@@ -52,6 +54,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/drift"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/garbagecollection"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/lifecycle"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/podevents"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodepool"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
@@ -182,6 +185,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	if err := drift.New(mgr.GetClient(), cp, recorder, opts.Drift).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodeclaim drift: %w", err)
+	}
+	if err := podevents.New(mgr.GetClient(), log.WithName("podevents")).Register(mgr); err != nil {
+		return fmt.Errorf("operator: nodeclaim pod events: %w", err)
 	}
 	if err := nodepool.New(mgr.GetClient(), cp).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodepool: %w", err)

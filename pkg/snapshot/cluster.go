@@ -553,7 +553,7 @@ func (c *Cluster) addNodes(nodes []corev1.Node, pods []corev1.Pod) {
 		}
 		c.Nodes[ni].Pods = append(c.Nodes[ni].Pods, c.boundPod(pod))
 		if t := pod.CreationTimestamp.Time; t.After(c.Nodes[ni].LastPodChange) {
-			c.Nodes[ni].LastPodChange = t // the last arrival; departures leave no trace
+			c.Nodes[ni].LastPodChange = t // the last arrival; departures are in NodeClaims (status.lastPodEventTime)
 		}
 		c.Nodes[ni].Requested = c.Nodes[ni].Requested.Add(c.Nodes[ni].Pods[len(c.Nodes[ni].Pods)-1].Requests)
 	}

@@ -116,6 +116,14 @@ type NodeClaimStatus struct {
 	// was launched, e.g. "0.096". This field is rightsize's own.
 	// +optional
 	PricePerHour string `json:"pricePerHour,omitempty"`
+	// LastPodEventTime is when a pod was last bound to the node, or a pod
+	// bound to it last finished, began terminating or was deleted: the
+	// NodePool's consolidateAfter counts from it (and from the node's pods'
+	// arrivals), so that the count survives operator restarts and leader
+	// changes. It moves at most once every 10 seconds, so on a busy node it
+	// may be up to that later than the last pod event, never earlier.
+	// +optional
+	LastPodEventTime *metav1.Time `json:"lastPodEventTime,omitempty"`
 	// Conditions are Launched, Registered, Initialized and Ready.
 	// +listType=map
 	// +listMapKey=type

@@ -543,6 +543,10 @@ func (in *NodeClaimStatus) DeepCopyInto(out *NodeClaimStatus) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.LastPodEventTime != nil {
+		in, out := &in.LastPodEventTime, &out.LastPodEventTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -330,8 +330,6 @@ type Input struct {
 	Snapshot *provisioning.Snapshot
 	Nodes    []corev1.Node
 	Claims   []v1alpha1.NodeClaim
-	// Departures is when a pod last left each node, when known.
-	Departures map[string]time.Time
 	// AllowUncontrolled lets actions evict pods no controller recreates.
 	AllowUncontrolled bool
 	Now               time.Time
@@ -361,7 +359,7 @@ type Decision struct {
 // controller, expiry, drift) and plans exactly as a controller round does,
 // without reading or changing the cluster: explain shows what it returns.
 func Decide(in Input) (*Decision, error) {
-	v, err := newView(viewInput{snap: in.Snapshot, nodes: in.Nodes, claims: in.Claims, departures: in.Departures,
+	v, err := newView(viewInput{snap: in.Snapshot, nodes: in.Nodes, claims: in.Claims,
 		allowUncontrolled: in.AllowUncontrolled, now: in.Now})
 	if err != nil {
 		return nil, err

@@ -260,7 +260,7 @@ func TestChoose(t *testing.T) {
 				f.p.Pools[0].Consolidation.After = time.Minute
 				f.node("a", "small")
 				f.node("b", "large", 1000)
-				f.input.departures = map[string]time.Time{"a": now.Add(-20 * time.Second)}
+				f.claims[0].Status.LastPodEventTime = ptr.To(metav1.NewTime(now.Add(-20 * time.Second)))
 				f.p.Nodes[1].Pods[0].Requests = res(3000, gi)
 				f.p.Nodes[1].Requested = res(3000, gi)
 			},
@@ -374,6 +374,54 @@ func TestDecideReplacesAClaimDriftedFromItsNodeClass(t *testing.T) {
 	}
 	if d.Action != nil && slices.Contains(d.Action.Nodes, "a") || !strings.Contains(d.Refused["a"], why) || !strings.Contains(d.Refused["a"], "budget") {
 		t.Errorf("with a zero Drifted budget: action %+v, refused %q; want a left alone, naming the drift and the budget", d.Action, d.Refused["a"])
+	}
+}
+
+// TestLastPodEventTime checks that consolidateAfter counts from the later
+// of the last pod arrival the snapshot saw and the pod event the node's
+// NodeClaim recorded, in Decide, which the controller and explain share.
+func TestLastPodEventTime(t *testing.T) {
+	tests := []struct {
+		name string
+		// arrival is the last pod arrival on node a, event the time its
+		// NodeClaim recorded (nil: none), both before now.
+		arrival time.Duration
+		event   *time.Duration
+		// held is the refusal wanted for a; "" when a is deleted.
+		held string
+	}{
+		{name: "no recorded event: the old arrival counts and the empty node goes", arrival: time.Hour},
+		{name: "a pod left 20s ago: held though its last arrival is old", arrival: time.Hour, event: ptr.To(20 * time.Second),
+			held: "pods changed 20s ago; consolidateAfter is 1m"},
+		{name: "the last pod left 2m ago: consolidateAfter has passed", arrival: time.Hour, event: ptr.To(2 * time.Minute)},
+		{name: "an arrival after the recorded event counts", arrival: 10 * time.Second, event: ptr.To(2 * time.Minute),
+			held: "pods changed 10s ago"},
+		{name: "a recorded event at exactly consolidateAfter no longer holds the node", arrival: time.Hour, event: ptr.To(time.Minute)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(v1alpha1.Budget{Nodes: "100%"})
+			f.p.Pools[0].Consolidation.After = time.Minute
+			f.node("a", "small").LastPodChange = now.Add(-tt.arrival)
+			f.node("b", "large", 1000)
+			if tt.event != nil {
+				f.claims[0].Status.LastPodEventTime = ptr.To(metav1.NewTime(now.Add(-*tt.event)))
+			}
+			d, err := Decide(Input{Snapshot: &provisioning.Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
+				Nodes: f.nodes, Claims: f.claims, Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deleted := d.Action != nil && d.Action.Kind == solver.ActionDelete && strings.Join(d.Action.Nodes, ",") == "a"
+			switch {
+			case tt.held == "" && !deleted:
+				t.Errorf("a not deleted: action %+v, refused %q", d.Action, d.Refused["a"])
+			case tt.held != "" && deleted:
+				t.Errorf("a deleted; want it held: %s", tt.held)
+			case tt.held != "" && !strings.Contains(d.Refused["a"], tt.held):
+				t.Errorf("a refused with %q, want it to mention %q", d.Refused["a"], tt.held)
+			}
+		})
 	}
 }
 

@@ -91,9 +91,6 @@ type Controller struct {
 	trigger  chan struct{}
 
 	mu sync.Mutex
-	// departures is when a pod last left each node: consolidateAfter
-	// counts from departures as well as arrivals.
-	departures map[string]time.Time
 	// told is the last refusal recorded on each node, so that a node gets
 	// one event per new reason rather than one per plan.
 	told map[string]string
@@ -123,7 +120,7 @@ func New(c client.Client, kube kubernetes.Interface, source Source, recorder eve
 		opts.SolveTimeout = 10 * time.Second
 	}
 	return &Controller{client: c, kube: kube, source: source, recorder: recorder, log: log, opts: opts,
-		trigger: make(chan struct{}, 1), departures: map[string]time.Time{}, told: map[string]string{}}
+		trigger: make(chan struct{}, 1), told: map[string]string{}}
 }
 
 // RBAC of the disruption controller: it taints, drains (evicting through
@@ -161,18 +158,16 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueueT) {
 			old, pod := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-			if old.Spec.NodeName != pod.Spec.NodeName {
+			// A pod that left a node plans again at once; when it left is
+			// recorded on the node's NodeClaim (nodeclaim/podevents), whose
+			// update triggers a plan too.
+			if old.Spec.NodeName != pod.Spec.NodeName || (pod.Spec.NodeName != "" && !finished(old) && finished(pod)) {
 				c.Trigger()
-			}
-			if pod.Spec.NodeName != "" && !finished(old) && finished(pod) {
-				c.departed(pod.Spec.NodeName)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueueT) {
-			if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-				if !finished(pod) {
-					c.departed(pod.Spec.NodeName)
-				}
+			if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" && !finished(pod) {
+				c.Trigger()
 			}
 		},
 	}
@@ -192,14 +187,6 @@ type workqueueT = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 func finished(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-}
-
-// departed records that a pod left a node now and plans again.
-func (c *Controller) departed(node string) {
-	c.mu.Lock()
-	c.departures[node] = time.Now()
-	c.mu.Unlock()
-	c.Trigger()
 }
 
 // Trigger asks for a plan once the cluster has been quiet for Debounce. It
@@ -319,14 +306,8 @@ func (c *Controller) plan(ctx context.Context) (*view, *solver.ConsolidationPlan
 	if err := c.client.List(ctx, &claims); err != nil {
 		return nil, nil, err
 	}
-	c.mu.Lock()
-	departures := make(map[string]time.Time, len(c.departures))
-	for n, t := range c.departures {
-		departures[n] = t
-	}
-	c.mu.Unlock()
 	now := time.Now()
-	v, err := newView(viewInput{snap: snap, nodes: nodes.Items, claims: claims.Items, departures: departures,
+	v, err := newView(viewInput{snap: snap, nodes: nodes.Items, claims: claims.Items,
 		allowUncontrolled: c.opts.AllowUncontrolled, now: now})
 	if err != nil {
 		return nil, nil, err
@@ -336,14 +317,6 @@ func (c *Controller) plan(ctx context.Context) (*view, *solver.ConsolidationPlan
 	if err != nil {
 		return nil, nil, fmt.Errorf("planning consolidation: %w", err)
 	}
-	// Forget departures from nodes that are gone.
-	c.mu.Lock()
-	for n := range c.departures {
-		if _, ok := v.nodes[n]; !ok {
-			delete(c.departures, n)
-		}
-	}
-	c.mu.Unlock()
 	return v, plan, nil
 }
 

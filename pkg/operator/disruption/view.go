@@ -65,15 +65,14 @@ type viewInput struct {
 	snap   *provisioning.Snapshot
 	nodes  []corev1.Node
 	claims []v1alpha1.NodeClaim
-	// departures is when a pod last left each node.
-	departures map[string]time.Time
 	// allowUncontrolled lets actions evict pods no controller recreates.
 	allowUncontrolled bool
 	now               time.Time
 }
 
 // newView prepares the snapshot's problem for consolidation: node prices
-// from their NodeClaims, consolidateAfter counted from departures too,
+// from their NodeClaims, consolidateAfter counted from the NodeClaims'
+// lastPodEventTime too (pod departures, which the snapshot cannot see),
 // nodes already disrupting or not ours blocked, and every pool's
 // NodesAllowed from its budgets.
 func newView(in viewInput) (*view, error) {
@@ -119,8 +118,8 @@ func newView(in viewInput) (*view, error) {
 				sn.Pool = nodeclaim.Pool(info.claim)
 			}
 		}
-		if t := in.departures[sn.Name]; t.After(sn.LastPodChange) {
-			sn.LastPodChange = t
+		if info.claim != nil {
+			sn.LastPodChange = lastPodChange(sn.LastPodChange, info.claim)
 		}
 		if in.allowUncontrolled {
 			for j := range sn.Pods {
@@ -163,6 +162,16 @@ func newView(in viewInput) (*view, error) {
 		pool.Consolidation.NodesAllowed = min(max(v.allowed(pool.Name, disruption.ReasonEmpty), v.allowed(pool.Name, disruption.ReasonUnderutilized)), v.total[pool.Name])
 	}
 	return v, nil
+}
+
+// lastPodChange is when a pod last arrived on or left a node: the later of
+// the last arrival the snapshot saw and the pod event its NodeClaim
+// recorded.
+func lastPodChange(arrival time.Time, claim *v1alpha1.NodeClaim) time.Time {
+	if t := claim.Status.LastPodEventTime; t != nil && t.After(arrival) {
+		return t.Time
+	}
+	return arrival
 }
 
 // disruptingReason says why a node already counts as disrupted: our taint
