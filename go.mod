@@ -15,6 +15,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	charm.land/bubbles/v2 v2.2.1
