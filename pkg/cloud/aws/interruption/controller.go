@@ -108,7 +108,9 @@ func New(o Options) (*Controller, error) {
 	if o.WaitTime <= 0 {
 		o.WaitTime = DefaultWaitTime
 	}
-	o.WaitTime = min(o.WaitTime, 20*time.Second)
+	// Whole seconds from 1 to 20: a wait of 0 would short-poll in a busy loop.
+	o.WaitTime = min(max(o.WaitTime.Round(time.Second), time.Second), 20*time.Second)
+	o.VisibilityTimeout = o.VisibilityTimeout.Round(time.Second)
 	if o.VisibilityTimeout <= 0 {
 		o.VisibilityTimeout = DefaultVisibilityTimeout
 	}
@@ -231,7 +233,13 @@ func (c *Controller) handle(ctx context.Context, url string, sm *sqstypes.Messag
 	c.metrics.received.WithLabelValues(string(msg.Kind)).Inc()
 	log = log.WithValues("event", msg.ID, "kind", string(msg.Kind))
 	if msg.Action() == ActionNone {
-		log.V(1).Info("deleting an event that needs no action", "detailType", msg.DetailType, "source", msg.Source, "state", msg.State)
+		// State changes to pending or running are routine; other events
+		// should not be routed to this queue at all.
+		l := log
+		if msg.Kind != KindUnknown {
+			l = log.V(1)
+		}
+		l.Info("deleting an event that needs no action", "detailType", msg.DetailType, "source", msg.Source, "state", msg.State)
 		c.delete(ctx, url, sm, log)
 		return
 	}

@@ -320,6 +320,9 @@ func TestUnknownInstancesUnknownEventsAndMalformedMessagesAreDeleted(t *testing.
 	if n := f.logged("deleting a message that is not an EC2 interruption event"); n != 2 {
 		t.Errorf("%d log lines for malformed messages, want 2", n)
 	}
+	if n := f.logged("deleting an event that needs no action"); n != 1 {
+		t.Errorf("%d log lines for the unknown event, want 1", n)
+	}
 	if n := f.logged("no NodeClaim owns the instance"); n != 1 {
 		t.Errorf("%d log lines for the unknown instance, want 1", n)
 	}
