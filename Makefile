@@ -45,6 +45,7 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	$(TEST_ENV) $(GO) test ./pkg/cloud -run '^$$' -fuzz '^FuzzReadInstanceTypes$$' -fuzztime $(FUZZTIME)
 	$(TEST_ENV) $(GO) test ./pkg/solver -run '^$$' -fuzz '^FuzzSolve$$' -fuzztime $(FUZZTIME)
 	$(TEST_ENV) $(GO) test ./pkg/solver -run '^$$' -fuzz '^FuzzConsolidate$$' -fuzztime $(FUZZTIME)
+	$(TEST_ENV) $(GO) test ./pkg/cloud/aws/interruption -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 bench: ## Run the solver suites against the baselines and print one table.
 	$(GO) test ./pkg/solver/baseline ./pkg/solver -run '^$$' -bench 'Suites|Consolidate' -benchtime 3x -timeout 30m | tee /dev/stderr | $(GO) run ./hack/benchtable

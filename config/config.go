@@ -63,6 +63,9 @@ type Options struct {
 	// IAMRoleARN, when set, annotates the ServiceAccount for EKS IAM roles for
 	// service accounts (eks.amazonaws.com/role-arn).
 	IAMRoleARN string
+	// InterruptionQueue, when set, becomes the operator's
+	// --interruption-queue flag (aws only).
+	InterruptionQueue string
 }
 
 // Validate reports the first option that cannot be rendered, as a sentence
@@ -91,6 +94,12 @@ func (o Options) Validate() error {
 	if o.IAMRoleARN != "" && !strings.HasPrefix(o.IAMRoleARN, "arn:") {
 		return fmt.Errorf("IAM role %q is not an ARN (arn:aws:iam::<account>:role/<name>)", o.IAMRoleARN)
 	}
+	if o.InterruptionQueue != "" && !queueName.MatchString(o.InterruptionQueue) {
+		return fmt.Errorf("interruption queue %q is not an SQS queue name (up to 80 letters, digits, '-' and '_')", o.InterruptionQueue)
+	}
+	if o.InterruptionQueue != "" && o.Cloud != "" && o.Cloud != "aws" {
+		return fmt.Errorf("an interruption queue is for --cloud aws, not %q", o.Cloud)
+	}
 	if o.Image != "" && strings.ContainsAny(o.Image, " \t\n\"'") {
 		return fmt.Errorf("image %q is not an image reference", o.Image)
 	}
@@ -101,6 +110,7 @@ var (
 	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 	clusterName  = regexp.MustCompile(`^[A-Za-z0-9][-A-Za-z0-9_]{0,99}$`)
 	minorVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+$`)
+	queueName    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
 )
 
 // Render runs kustomize on config/default with an overlay made from o and
@@ -164,7 +174,8 @@ func overlay(o Options) string {
 	}
 	var patches []string
 	var args []string
-	for _, kv := range [][2]string{{"region", o.Region}, {"cluster-endpoint", o.ClusterEndpoint}, {"kubernetes-version", o.KubernetesVersion}} {
+	for _, kv := range [][2]string{{"region", o.Region}, {"cluster-endpoint", o.ClusterEndpoint}, {"kubernetes-version", o.KubernetesVersion},
+		{"interruption-queue", o.InterruptionQueue}} {
 		if kv[1] != "" {
 			args = append(args, fmt.Sprintf("    - {op: add, path: /spec/template/spec/containers/0/args/-, value: %q}", "--"+kv[0]+"="+kv[1]))
 		}

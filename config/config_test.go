@@ -35,7 +35,8 @@ func TestRenderedManifestsPassLint(t *testing.T) {
 // TestRenderAppliesOptions checks each option lands where the operator reads it.
 func TestRenderAppliesOptions(t *testing.T) {
 	o := Options{Namespace: "ops", Image: "v1.2.3", Cloud: "aws", ClusterName: "c1", Region: "us-east-1",
-		ClusterEndpoint: "https://ABC.gr7.us-east-1.eks.amazonaws.com", KubernetesVersion: "1.33", IAMRoleARN: "arn:aws:iam::1:role/x"}
+		ClusterEndpoint: "https://ABC.gr7.us-east-1.eks.amazonaws.com", KubernetesVersion: "1.33", IAMRoleARN: "arn:aws:iam::1:role/x",
+		InterruptionQueue: "c1-interruptions"}
 	objs := render(t, o)
 	var (
 		dep *appsv1.Deployment
@@ -79,7 +80,8 @@ func TestRenderAppliesOptions(t *testing.T) {
 		}
 	}
 	for _, flag := range []string{"--leader-elect", "--cloud=$(RIGHTSIZE_CLOUD)", "--cluster-name=$(RIGHTSIZE_CLUSTER_NAME)",
-		"--region=us-east-1", "--cluster-endpoint=https://ABC.gr7.us-east-1.eks.amazonaws.com", "--kubernetes-version=1.33"} {
+		"--region=us-east-1", "--cluster-endpoint=https://ABC.gr7.us-east-1.eks.amazonaws.com", "--kubernetes-version=1.33",
+		"--interruption-queue=c1-interruptions"} {
 		if !slices.Contains(c.Args, flag) {
 			t.Errorf("args %v lack %s", c.Args, flag)
 		}
@@ -145,6 +147,8 @@ func TestValidateRefusesBadOptions(t *testing.T) {
 		{"endpoint with a quote", Options{ClusterEndpoint: "https://x\"y"}, "is not an https:// URL"},
 		{"kubernetes version not a minor", Options{KubernetesVersion: "latest"}, "want the cluster's minor version"},
 		{"role not an ARN", Options{IAMRoleARN: "rightsize"}, "is not an ARN"},
+		{"queue not a queue name", Options{Cloud: "aws", InterruptionQueue: "https://sqs/q"}, "is not an SQS queue name"},
+		{"queue with sim", Options{Cloud: "sim", InterruptionQueue: "q"}, "an interruption queue is for --cloud aws"},
 		{"YAML injection in the image", Options{Image: "x\"\nkind: Secret"}, "is not an image reference"},
 	}
 	for _, tc := range tests {

@@ -25,6 +25,8 @@ func TestCommands(t *testing.T) {
 		{"a workload needs a cluster", []string{"explain", "pod/x", "-f", "../../examples/flash-sale.yaml"}, "", "naming a workload needs a live cluster"},
 		{"one workload at most", []string{"explain", "pod/x", "pod/y"}, "", "at most one workload"},
 		{"unknown workload type", []string{"explain", "service/x", "--kubeconfig", "testdata/kubeconfig"}, "", `unknown workload type "service"`},
+		{"the interruption queue is for aws", []string{"operator", "--cloud", "sim", "--interruption-queue", "q", "--log-format", "text", "--kubeconfig", "testdata/kubeconfig"},
+			"", "--interruption-queue is for --cloud aws"},
 		{"unreachable cluster", []string{"explain", "--kubeconfig", "testdata/kubeconfig", "--request-timeout", "5s"}, "", "cannot list pods: cannot reach the cluster at https://127.0.0.1:1: connection refused"},
 	}
 	for _, tc := range tests {

@@ -12,18 +12,23 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws/interruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
@@ -59,6 +64,7 @@ type OperatorOptions struct {
 	GCGracePeriod           time.Duration
 	ClusterEndpoint         string
 	KubernetesVersion       string
+	InterruptionQueue       string
 	LogFormat, LogLevel     string
 	// Disruption flags.
 	Consolidation             bool
@@ -95,6 +101,12 @@ nodes, within each NodePool's policy, consolidateAfter, minimum saving and
 disruption budgets, do-not-disrupt annotations and PodDisruptionBudgets.
 Replicas elect a leader; only the leader acts.
 
+With --cloud aws and --interruption-queue, it also long-polls the SQS queue
+EventBridge sends EC2 interruption events to: nodes of spot instances about
+to be reclaimed, of instances stopping or terminating and of instances with
+scheduled maintenance are drained and replaced before EC2 takes them (as
+Karpenter's --interruption-queue; see docs/aws.md for the queue and rules).
+
 --cloud sim launches simulated nodes: Node objects that kwok runs, priced from
 the embedded catalog (or --instance-types). Any cluster running kwok becomes a
 playground.`,
@@ -125,6 +137,7 @@ playground.`,
 	f.StringVar(&o.Region, "region", sim.DefaultRegion, "region whose instance types and prices to use (aws: default AWS_REGION or the shared config)")
 	f.StringVar(&o.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join (aws; default: the kubeconfig's server)")
 	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version, e.g. 1.33, for AMI aliases (aws; default: the API server's)")
+	f.StringVar(&o.InterruptionQueue, "interruption-queue", "", "SQS queue that EventBridge sends EC2 spot interruption, rebalance, state-change and scheduled-change events to; interrupted nodes are drained and replaced (aws; empty: off)")
 	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog (sim)")
 	f.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
 	f.DurationVar(&o.GangWait, "gang-wait", 10*time.Second, "how long a ready node waits for the other nodes of its provisioning decision, so that they open to pods together as planned")
@@ -200,6 +213,9 @@ func (o *OperatorOptions) Validate() error {
 	default:
 		return fmt.Errorf("--cloud %q: want sim or aws", o.Cloud)
 	}
+	if o.InterruptionQueue != "" && o.Cloud != "aws" {
+		return fmt.Errorf("--interruption-queue is for --cloud aws: EC2 interruption events do not reach --cloud %s nodes", o.Cloud)
+	}
 	if o.BatchIdle <= 0 || o.BatchMax < o.BatchIdle {
 		return fmt.Errorf("--batch-idle (%s) must be positive and at most --batch-max (%s)", o.BatchIdle, o.BatchMax)
 	}
@@ -250,6 +266,9 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 	if o.Cloud == "aws" && !o.regionSet {
 		opts.Provisioning.Region = "" // the provider's region labels its nodes
 	}
+	if o.InterruptionQueue != "" {
+		opts.CloudControllers = o.interruptionController
+	}
 	opts.GarbageCollection.GracePeriod = o.GCGracePeriod
 	opts.Lifecycle.GangWait = o.GangWait
 	opts.Disruption = disruption.Options{
@@ -267,4 +286,21 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 		}
 	}
 	return operator.Run(ctx, o.restConfig, opts)
+}
+
+// interruptionController adds the controller that drains and replaces
+// nodes on the EC2 interruption events of --interruption-queue.
+func (o *OperatorOptions) interruptionController(mgr manager.Manager, cp cloud.CloudProvider, recorder events.EventRecorder) error {
+	p, ok := cp.(*aws.Provider)
+	if !ok {
+		return fmt.Errorf("--interruption-queue needs the aws provider, not %s", cp.Name())
+	}
+	c, err := interruption.New(interruption.Options{
+		Queue: o.InterruptionQueue, SQS: sqs.NewFromConfig(p.AWSConfig()), Client: mgr.GetClient(),
+		Recorder: recorder, Unavailable: p.Unavailable(), Logger: o.logger.WithName("interruption"), Registerer: crmetrics.Registry,
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(c)
 }

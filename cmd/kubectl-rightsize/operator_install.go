@@ -25,6 +25,9 @@ const operatorInstallExample = `  # Print the manifests of this version for an E
   # Install them into the cluster of the current context
   kubectl rightsize operator install --cluster-name prod --region eu-west-1 --apply
 
+  # Draining spot nodes on EC2 interruption warnings, from an SQS queue fed by EventBridge
+  kubectl rightsize operator install --cluster-name prod --interruption-queue prod-interruptions --apply
+
   # With IAM roles for service accounts on EKS
   kubectl rightsize operator install --cluster-name prod --iam-role-arn arn:aws:iam::111122223333:role/rightsize --apply
 
@@ -86,6 +89,7 @@ current kubeconfig context (-n chooses the namespace, default ` + config.Default
 	f.StringVar(&o.Manifests.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join (aws; default: the operator's in-cluster server)")
 	f.StringVar(&o.Manifests.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version for AMI aliases, e.g. 1.33 (aws)")
 	f.StringVar(&o.Manifests.Image, "image", "", "operator image, or a tag of "+config.ImageRepository+" (default: this plugin's version)")
+	f.StringVar(&o.Manifests.InterruptionQueue, "interruption-queue", "", "SQS queue EventBridge sends EC2 interruption events to; the operator drains and replaces interrupted nodes (aws; see docs/aws.md)")
 	f.StringVar(&o.Manifests.IAMRoleARN, "iam-role-arn", "", "IAM role for the operator's ServiceAccount (EKS IAM roles for service accounts)")
 	f.BoolVar(&o.Apply, "apply", false, "install into the cluster with server-side apply instead of printing")
 	return cmd

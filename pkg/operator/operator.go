@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -99,6 +100,10 @@ type Options struct {
 	Disruption disruption.Options
 	// GracefulShutdownTimeout bounds shutdown (30 s when zero).
 	GracefulShutdownTimeout time.Duration
+	// CloudControllers, when set, adds the cloud provider's own controllers
+	// (e.g. AWS interruption handling) to the manager once the provider is
+	// built; recorder is the operator's event recorder.
+	CloudControllers func(mgr manager.Manager, cp cloud.CloudProvider, recorder events.EventRecorder) error
 }
 
 // Scheme returns the scheme the operator's clients use: the built-in kinds
@@ -201,6 +206,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 
 	if err := disruption.New(mgr.GetClient(), kube, prov, recorder, log.WithName("disruption"), opts.Disruption).Register(mgr); err != nil {
 		return fmt.Errorf("operator: disruption: %w", err)
+	}
+
+	if opts.CloudControllers != nil {
+		if err := opts.CloudControllers(mgr, cp, recorder); err != nil {
+			return fmt.Errorf("operator: %s controllers: %w", cp.Name(), err)
+		}
 	}
 
 	// Start every informer the controllers read now, rather than on the

@@ -117,6 +117,7 @@ type Options struct {
 type Provider struct {
 	opts    Options
 	region  string
+	cfg     aws.Config
 	ec2     *ec2.Client
 	ssm     *ssm.Client
 	pricing *pricing.Client
@@ -202,6 +203,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	p := &Provider{
 		opts:      o,
 		region:    cfg.Region,
+		cfg:       cfg,
 		catalog:   cat,
 		log:       o.Logger.WithValues("cloud", "aws", "region", cfg.Region),
 		metrics:   m,
@@ -283,6 +285,13 @@ func (p *Provider) Name() string { return "aws" }
 
 // Region is the provider's region.
 func (p *Provider) Region() string { return p.region }
+
+// AWSConfig is the SDK configuration the provider's clients are built from
+// (credential chain, region, retries, HTTP client), for clients of other
+// services of the same account, such as the interruption queue's SQS
+// client. Options.Endpoint is not in it: each service's endpoint resolves
+// on its own (AWS_ENDPOINT_URL_SQS, …).
+func (p *Provider) AWSConfig() aws.Config { return p.cfg.Copy() }
 
 // Unavailable is the cache of offerings recently refused for lack of
 // capacity.
