@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -944,23 +943,11 @@ func (d *disruptionEnv) testNodeClassDrift(t *testing.T) {
 	t.Logf("NodeClaim of %s Drifted %s after the edit: %s", old, time.Since(start).Round(time.Millisecond), drifted.Message)
 
 	// Held back by the budget, as explain says.
-	r := plugin(t, d.Kubeconfig, "explain", "--consolidation", "--region", "us-east-1", "-o", "json")
-	if r.err != nil {
-		t.Fatalf("explain --consolidation: %v\n%s", r.err, r.stderr)
+	v := explainVerdict(t, d.opEnv, old)
+	if !strings.Contains(v.Reason, why) || !strings.Contains(v.Reason, "Drifted") {
+		t.Fatalf("explain --consolidation on %s: %+v; want the drift held back by the Drifted budget", old, v)
 	}
-	var got struct {
-		Consolidation struct {
-			Nodes []struct{ Node, Verdict, Reason string }
-		}
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
-		t.Fatalf("explain output is not JSON: %v\n%s", err, r.stdout)
-	}
-	i := slices.IndexFunc(got.Consolidation.Nodes, func(v struct{ Node, Verdict, Reason string }) bool { return v.Node == old })
-	if i < 0 || !strings.Contains(got.Consolidation.Nodes[i].Reason, why) || !strings.Contains(got.Consolidation.Nodes[i].Reason, "Drifted") {
-		t.Fatalf("explain --consolidation on %s: %+v; want the drift held back by the Drifted budget", old, got.Consolidation.Nodes)
-	}
-	t.Logf("explain --consolidation: %s %s: %s", old, got.Consolidation.Nodes[i].Verdict, got.Consolidation.Nodes[i].Reason)
+	t.Logf("explain --consolidation: %s %s: %s", old, v.Verdict, v.Reason)
 
 	// The budget opens: the node is replaced, its pods end Running.
 	if err := d.c.Get(ctx, client.ObjectKey{Name: pool}, &np); err != nil {
