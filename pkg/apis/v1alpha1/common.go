@@ -76,6 +76,11 @@ const (
 	AnnotationNodeClassHashVersion = Group + "/nodeclass-hash-version"
 )
 
+// AnnotationDeletionReason records on a NodeClaim why the operator (or
+// one of its cloud controllers, such as AWS interruption handling) deleted
+// it, for the metrics and events of its termination.
+const AnnotationDeletionReason = Group + "/deletion-reason"
+
 // NodeSelectorRequirement is a label requirement on the nodes of a pool or
 // claim, as in a pod's node affinity, with Karpenter's minValues.
 //

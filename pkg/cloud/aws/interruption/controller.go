@@ -45,10 +45,6 @@ const (
 // controller's metrics and logs report for claims deleted here.
 const ReasonInterruption = "interruption"
 
-// annotationDeletionReason is the lifecycle controller's
-// deletion-reason annotation (lifecycle.AnnotationDeletionReason).
-const annotationDeletionReason = v1alpha1.Group + "/deletion-reason"
-
 // OfferingMarker remembers offerings to avoid for a while; the aws
 // provider's *UnavailableOfferings, which insufficient-capacity errors fill
 // too.
@@ -328,7 +324,7 @@ func (c *Controller) act(ctx context.Context, msg Message, instanceID string, cl
 	if claim.Annotations == nil {
 		claim.Annotations = map[string]string{}
 	}
-	claim.Annotations[annotationDeletionReason] = ReasonInterruption
+	claim.Annotations[v1alpha1.AnnotationDeletionReason] = ReasonInterruption
 	if err := c.opts.Client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("recording the deletion reason on NodeClaim %s: %w", claim.Name, err))
 	}

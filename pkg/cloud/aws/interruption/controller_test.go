@@ -213,8 +213,8 @@ func TestSpotInterruptionDeletesTheNodeClaimAndMarksTheOffering(t *testing.T) {
 	if c != nil && c.DeletionTimestamp == nil {
 		t.Fatal("the spot NodeClaim is not being deleted")
 	}
-	if c != nil && c.Annotations[annotationDeletionReason] != ReasonInterruption {
-		t.Errorf("deletion reason %q, want %q", c.Annotations[annotationDeletionReason], ReasonInterruption)
+	if c != nil && c.Annotations[v1alpha1.AnnotationDeletionReason] != ReasonInterruption {
+		t.Errorf("deletion reason %q, want %q", c.Annotations[v1alpha1.AnnotationDeletionReason], ReasonInterruption)
 	}
 	if od := f.get(t, "od"); od == nil || od.DeletionTimestamp != nil {
 		t.Error("the on-demand NodeClaim of another instance was deleted")

@@ -44,9 +44,8 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
 )
 
-// AnnotationDeletionReason records why the operator deleted a NodeClaim,
-// for the metrics and events of its termination.
-const AnnotationDeletionReason = v1alpha1.Group + "/deletion-reason"
+// AnnotationDeletionReason records why the operator deleted a NodeClaim.
+const AnnotationDeletionReason = v1alpha1.AnnotationDeletionReason
 
 // Options tune the lifecycle controller.
 type Options struct {
