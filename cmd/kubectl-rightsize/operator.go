@@ -32,6 +32,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/repair"
 )
 
 const operatorExample = `  # Provision kwok nodes from the simulated cloud for the cluster of the current context
@@ -74,6 +75,8 @@ type OperatorOptions struct {
 	GangWait                  time.Duration
 	ReplacementTimeout        time.Duration
 	AllowEvictingUncontrolled bool
+	NodeRepair                bool
+	NodeRepairToleration      time.Duration
 
 	regionSet  bool
 	restConfig *rest.Config
@@ -142,6 +145,8 @@ playground.`,
 	f.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
 	f.DurationVar(&o.GangWait, "gang-wait", 10*time.Second, "how long a ready node waits for the other nodes of its provisioning decision, so that they open to pods together as planned")
 	f.DurationVar(&o.GCGracePeriod, "gc-grace-period", time.Minute, "how old an instance without a NodeClaim must be before it is terminated")
+	f.BoolVar(&o.NodeRepair, "node-repair", true, "replace nodes that stay unhealthy (Ready False or Unknown 30m, EKS node monitoring conditions 10-30m), unless over 20% of their NodePool is")
+	f.DurationVar(&o.NodeRepairToleration, "node-repair-toleration", 0, "how long any repair condition is tolerated before the node is replaced (0: each condition's own)")
 	f.BoolVar(&o.Consolidation, "disruption", true, "consolidate, expire and replace drifted nodes within the NodePools' disruption settings; false leaves nodes alone")
 	f.DurationVar(&o.ConsolidationInterval, "consolidation-interval", 5*time.Minute, "plan consolidation at least this often (cluster changes and consolidateAfter deadlines plan sooner)")
 	f.DurationVar(&o.ValidationDelay, "disruption-validation-delay", 15*time.Second, "wait this long after choosing a disruption action, then plan again and act only if it still holds")
@@ -228,6 +233,9 @@ func (o *OperatorOptions) Validate() error {
 			return fmt.Errorf("%s (%s) must be positive", name, d)
 		}
 	}
+	if o.NodeRepairToleration < 0 {
+		return fmt.Errorf("--node-repair-toleration (%s) must not be negative", o.NodeRepairToleration)
+	}
 	return nil
 }
 
@@ -270,6 +278,7 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 		opts.CloudControllers = o.interruptionController
 	}
 	opts.GarbageCollection.GracePeriod = o.GCGracePeriod
+	opts.Repair = repair.Options{Disabled: !o.NodeRepair, Toleration: o.NodeRepairToleration}
 	opts.Lifecycle.GangWait = o.GangWait
 	opts.Disruption = disruption.Options{
 		Disabled: !o.Consolidation, Interval: o.ConsolidationInterval, ValidationDelay: o.ValidationDelay,

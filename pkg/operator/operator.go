@@ -9,6 +9,8 @@
 //     the NodeClaims' instances through the cloud.CloudProvider;
 //   - nodeclaim/drift: sets the Drifted condition of NodeClaims whose
 //     instance no longer matches its node class (cloud.CloudProvider.IsDrifted);
+//   - nodeclaim/repair: deletes the NodeClaims of nodes that stay
+//     unhealthy (Karpenter's node repair), to be terminated at once;
 //   - nodeclaim/podevents: records on each NodeClaim when a pod last
 //     arrived on or left its node, which consolidateAfter counts from;
 //   - nodeclaim/garbagecollection: terminates instances no NodeClaim owns
@@ -56,6 +58,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/garbagecollection"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/lifecycle"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/podevents"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/repair"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodepool"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
@@ -96,6 +99,8 @@ type Options struct {
 	GarbageCollection garbagecollection.Options
 	// Drift tunes the NodeClaim drift checks.
 	Drift drift.Options
+	// Repair tunes the replacement of nodes that stay unhealthy.
+	Repair repair.Options
 	// Disruption tunes consolidation, expiration and drift.
 	Disruption disruption.Options
 	// GracefulShutdownTimeout bounds shutdown (30 s when zero).
@@ -190,6 +195,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	if err := drift.New(mgr.GetClient(), cp, recorder, opts.Drift).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodeclaim drift: %w", err)
+	}
+	if err := repair.New(mgr.GetClient(), recorder, opts.Repair).Register(mgr); err != nil {
+		return fmt.Errorf("operator: nodeclaim repair: %w", err)
 	}
 	if err := podevents.New(mgr.GetClient(), log.WithName("podevents")).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodeclaim pod events: %w", err)

@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -135,4 +137,70 @@ func sameKeys[V any](a, b map[string]V) bool {
 		}
 	}
 	return true
+}
+
+// testNodeRepair: a node whose condition matches a repair policy (here
+// KernelReady=False, as the EKS node monitoring agent reports a kernel
+// fault) for longer than the toleration is replaced: its NodeClaim is
+// deleted for reason repair, the node terminated without waiting on
+// evictions, and its pod runs on a new node.
+func (e *opEnv) testNodeRepair(t *testing.T) {
+	ctx := context.Background()
+	ns := e.namespace(t, "repair")
+	e.nodePool(t, "repair", 0, nil, req(v1alpha1.LabelCapacityType, "on-demand"), req("karpenter.k8s.aws/instance-family", "m6i"))
+	t.Cleanup(func() { e.forceCleanup(t, ns, "repair") })
+	op := e.startOperator(t, "repair", nil, "--leader-elect=false", "--disruption=false", "--node-repair-toleration", "3s")
+	defer op.stop()
+
+	web := deployment("web", 1, "1", "1Gi")
+	web.Namespace = ns
+	if err := e.c.Create(ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRunning(t, ns, 1, 60*time.Second)
+	before := e.claims(t, "repair")
+	if len(before) != 1 || before[0].Status.NodeName == "" {
+		t.Fatalf("NodeClaims %v: want one with its node", names(before))
+	}
+	broken := before[0].Status.NodeName
+
+	var n corev1.Node
+	if err := e.c.Get(ctx, client.ObjectKey{Name: broken}, &n); err != nil {
+		t.Fatal(err)
+	}
+	orig := n.DeepCopy()
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: "KernelReady", Status: corev1.ConditionFalse,
+		Reason: "KernelBug", Message: "a kernel fault (e2e)", LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now()})
+	if err := e.c.Status().Patch(ctx, &n, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	faulted := time.Now()
+
+	// Repaired: the node goes, the pod runs elsewhere.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var gone corev1.Node
+		return apierrors.IsNotFound(e.c.Get(ctx, client.ObjectKey{Name: broken}, &gone)), nil
+	}); err != nil {
+		t.Fatalf("node %s with KernelReady=False was not repaired within 30 s (toleration 3 s)", broken)
+	}
+	goneAfter := time.Since(faulted)
+	var pods corev1.PodList
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := e.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		return len(pods.Items) == 1 && pods.Items[0].Status.Phase == corev1.PodRunning && pods.Items[0].Spec.NodeName != broken, nil
+	}); err != nil {
+		t.Fatalf("the pod of the repaired node did not run elsewhere: %+v", pods.Items)
+	}
+	runningAfter := time.Since(faulted)
+	notes := e.podEvents(t, "", broken, "Repairing")
+	if len(notes) == 0 || !strings.Contains(notes[0], "KernelReady=False") {
+		t.Errorf("Repairing events on %s: %q; want one naming KernelReady=False", broken, notes)
+	}
+	if len(op.records("repairing an unhealthy node")) != 1 {
+		t.Errorf("want one repair log line, got %v", op.records("repairing an unhealthy node"))
+	}
+	t.Logf("node repair: %s (KernelReady=False, toleration 3s) gone %v after the fault, its pod Running on %s %v after it: %q",
+		broken, goneAfter.Round(time.Millisecond), pods.Items[0].Spec.NodeName, runningAfter.Round(time.Millisecond), notes)
 }

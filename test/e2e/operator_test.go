@@ -85,6 +85,7 @@ func TestOperator(t *testing.T) {
 	t.Run("insufficient capacity on the cheapest offering: the pod runs on the next one a batch later", e.testInsufficientCapacity)
 	t.Run("a crash right after a launch: no duplicate instance, the orphan collected", e.testCrashAfterLaunch)
 	t.Run("a deleted NodeClaim: its pods' new node launches before they are evicted", e.testLeavingNode)
+	t.Run("node repair: a node that stays unhealthy is replaced", e.testNodeRepair)
 	t.Run("two replicas: only the leader acts; the other takes over", e.testLeaderElection)
 }
 

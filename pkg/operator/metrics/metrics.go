@@ -32,6 +32,9 @@ const (
 	// ReasonDisruption is a NodeClaim created or deleted by the disruption
 	// controller (consolidation, expiration or drift).
 	ReasonDisruption = "disruption"
+	// ReasonRepair is a NodeClaim deleted because its node stayed
+	// unhealthy (nodeclaim/repair); it is terminated without draining.
+	ReasonRepair = "repair"
 )
 
 var (

@@ -709,7 +709,8 @@ func (c *Controller) finalize(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 
 // drain cordons the node and evicts its pods, respecting
 // PodDisruptionBudgets, until the claim's terminationGracePeriod (if any)
-// has passed since its deletion; after that pods are deleted.
+// has passed since its deletion; after that pods are deleted. The pods of a
+// node being repaired are deleted at once, without a grace period.
 func (c *Controller) drain(ctx context.Context, claim *v1alpha1.NodeClaim, node *corev1.Node) error {
 	h := &drain.Helper{
 		Ctx:                 ctx,
@@ -722,7 +723,12 @@ func (c *Controller) drain(ctx context.Context, claim *v1alpha1.NodeClaim, node 
 		Out:                 io.Discard,
 		ErrOut:              io.Discard,
 	}
-	if tgp := claim.Spec.TerminationGracePeriod; tgp != nil && time.Since(claim.DeletionTimestamp.Time) > tgp.Duration {
+	switch {
+	case claim.Annotations[AnnotationDeletionReason] == metrics.ReasonRepair:
+		// A broken node runs no graceful shutdown: its pods are
+		// deleted at once, so that their controllers replace them.
+		h.DisableEviction, h.GracePeriodSeconds = true, 0
+	case claim.Spec.TerminationGracePeriod != nil && time.Since(claim.DeletionTimestamp.Time) > claim.Spec.TerminationGracePeriod.Duration:
 		h.DisableEviction = true
 	}
 	if err := drain.RunCordonOrUncordon(h, node, true); err != nil {
