@@ -28,6 +28,13 @@ const (
 	gibibyte               = 1 << 30
 	defaultMaxPods         = 110
 	defaultEphemeralVolume = 20 * gibibyte
+	// defaultEvictionMemory and defaultEvictionNodefsPercent are the
+	// kubelet's default hard eviction thresholds for memory.available and
+	// nodefs.available.
+	defaultEvictionMemory        = 100 * mebibyte
+	defaultEvictionNodefsPercent = 10
+	// defaultKubeReservedStorage is EKS's kube-reserved ephemeral storage.
+	defaultKubeReservedStorage = gibibyte
 )
 
 // NodeModel computes what a node of an instance type can give to pods, the
@@ -51,10 +58,25 @@ func (m NodeModel) vmOverhead() float64 {
 	return m.VMMemoryOverheadPercent
 }
 
-// Pods returns the maximum pods of a node of the type: the type's own figure
+// Pods returns the maximum pods of a node of the type: the kubelet's
+// maxPods when the type's node class sets it, else the type's own figure
 // when given, else the VPC CNI's ENI limit ENIs × (IPv4 per ENI − 1) + 2,
-// capped at MaxPods.
+// capped at MaxPods; then at most podsPerCore × vCPUs when the node class
+// sets podsPerCore.
 func (m NodeModel) Pods(it *InstanceType) int64 {
+	pods := m.defaultPods(it)
+	if k := it.Kubelet; k != nil {
+		if k.MaxPods.Set {
+			pods = k.MaxPods.Value
+		}
+		if k.PodsPerCore > 0 {
+			pods = min(pods, k.PodsPerCore*(it.CPU/1000))
+		}
+	}
+	return pods
+}
+
+func (m NodeModel) defaultPods(it *InstanceType) int64 {
 	if it.Pods > 0 {
 		return it.Pods
 	}
@@ -88,7 +110,12 @@ func KubeReservedCPU(cpu int64) int64 {
 }
 
 // SolverType turns a catalog instance type into the solver's view of it in a
-// region: labels, capacity, overhead and offerings.
+// region: labels, capacity, overhead and offerings. The type's kubelet
+// settings (InstanceType.Kubelet) apply: kubeReserved replaces EKS's
+// reservation resource by resource, systemReserved adds to it, and the
+// memory.available and nodefs.available eviction thresholds replace the
+// kubelet's defaults. A type with an explicit Overhead keeps it; only the
+// pod settings apply to it.
 func (m NodeModel) SolverType(it *InstanceType, region string) solver.InstanceType {
 	pods := m.Pods(it)
 	storage := m.EphemeralStorage
@@ -107,9 +134,16 @@ func (m NodeModel) SolverType(it *InstanceType, region string) solver.InstanceTy
 	} else {
 		vm := int64(math.Ceil(float64(it.Memory/mebibyte)*m.vmOverhead())) * mebibyte
 		capacity[solver.Memory] -= vm
-		overhead[solver.CPU] = KubeReservedCPU(it.CPU)
-		overhead[solver.Memory] = (11*pods+255)*mebibyte + 100*mebibyte
-		overhead[solver.EphemeralStorage] = gibibyte + storage/10
+		var k Kubelet
+		if it.Kubelet != nil {
+			k = *it.Kubelet
+		}
+		kube, system := k.KubeReserved, k.SystemReserved
+		overhead[solver.CPU] = kube.CPU.or(KubeReservedCPU(it.CPU)) + system.CPU.Value
+		overhead[solver.Memory] = kube.Memory.or((11*pods+255)*mebibyte) + system.Memory.Value +
+			k.EvictionMemory.of(capacity[solver.Memory], defaultEvictionMemory)
+		overhead[solver.EphemeralStorage] = kube.EphemeralStorage.or(defaultKubeReservedStorage) + system.EphemeralStorage.Value +
+			k.EvictionNodefs.of(storage, storage*defaultEvictionNodefsPercent/100)
 	}
 	offerings := make([]solver.Offering, len(it.Offerings))
 	for i, o := range it.Offerings {

@@ -33,6 +33,10 @@ type InstanceType struct {
 	Overhead *Overhead `json:"overhead,omitempty"`
 	// Offerings are the zone, capacity type and price combinations on sale.
 	Offerings []Offering `json:"offerings,omitempty"`
+	// Kubelet, when set, is the kubelet configuration of the node class the
+	// type is offered through: it changes pods and allocatable (see
+	// NodeModel). Providers set it per node class; catalogs never do.
+	Kubelet *Kubelet `json:"-"`
 }
 
 // Overhead is the part of a node's capacity that pods may not request.

@@ -47,6 +47,9 @@ func (o *Options) runLive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := o.Catalog.ApplyKubelets(p, cl.Kubelets); err != nil {
+		return err
+	}
 	prices := newPriceList(types)
 	p.Nodes, p.PDBs = cl.Nodes, cl.PDBs
 	for i := range p.Nodes {

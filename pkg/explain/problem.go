@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
@@ -33,36 +34,94 @@ type DefaultPool struct {
 // instanceTypes loads the catalog and converts it for the solver. It also
 // returns a one-line description of where the data came from.
 func (c *Catalog) instanceTypes() ([]solver.InstanceType, string, error) {
-	var types []cloud.InstanceType
-	var source string
-	if c.InstanceTypesFile != "" {
-		data, err := os.ReadFile(c.InstanceTypesFile)
-		if err != nil {
-			return nil, "", fmt.Errorf("reading --instance-types: %w", err)
-		}
-		if types, err = cloud.ReadInstanceTypes(c.InstanceTypesFile, data); err != nil {
-			return nil, "", err
-		}
-		source = fmt.Sprintf("instance types from %s", c.InstanceTypesFile)
-	} else {
-		cat, err := catalog.Load()
-		if err != nil {
-			return nil, "", fmt.Errorf("loading the embedded catalog: %w", err)
-		}
-		if types, err = cat.InstanceTypes(c.Region); err != nil {
-			return nil, "", err
-		}
-		source = fmt.Sprintf("embedded AWS catalog, region %s", c.Region)
+	types, source, region, err := c.load()
+	if err != nil {
+		return nil, "", err
 	}
 	out := make([]solver.InstanceType, len(types))
-	region := c.Region
-	if c.InstanceTypesFile != "" {
-		region = ""
-	}
 	for i := range types {
 		out[i] = c.Model.SolverType(&types[i], region)
 	}
 	return out, source, nil
+}
+
+// load reads the catalog's instance types, the description of where they
+// came from and the region their labels name ("" for a file).
+func (c *Catalog) load() ([]cloud.InstanceType, string, string, error) {
+	if c.InstanceTypesFile != "" {
+		data, err := os.ReadFile(c.InstanceTypesFile)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("reading --instance-types: %w", err)
+		}
+		types, err := cloud.ReadInstanceTypes(c.InstanceTypesFile, data)
+		if err != nil {
+			return nil, "", "", err
+		}
+		return types, fmt.Sprintf("instance types from %s", c.InstanceTypesFile), "", nil
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		return nil, "", "", fmt.Errorf("loading the embedded catalog: %w", err)
+	}
+	types, err := cat.InstanceTypes(c.Region)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return types, fmt.Sprintf("embedded AWS catalog, region %s", c.Region), c.Region, nil
+}
+
+// ApplyKubelets gives every pool of p that has kubelet settings in
+// kubelets (by pool name; see snapshot.Manifests.Kubelets) its own copy of
+// the catalog's instance types, with the settings applied to pods and
+// allocatable (cloud.NodeModel). Pools with the same settings share one
+// copy; settings that change no allocatable (clusterDNS, image GC) leave a
+// pool on the shared types. Only types p already offers are kept, so that
+// a filtered catalog stays filtered.
+func (c *Catalog) ApplyKubelets(p *solver.Problem, kubelets map[string]*v1alpha1.KubeletConfiguration) error {
+	if len(kubelets) == 0 {
+		return nil
+	}
+	var raw []cloud.InstanceType
+	var region string
+	byKubelet := map[cloud.Kubelet][]solver.InstanceType{}
+	for i := range p.Pools {
+		pool := &p.Pools[i]
+		k, err := cloud.NewKubelet(kubelets[pool.Name])
+		if err != nil {
+			return fmt.Errorf("NodePool %s: %w", pool.Name, err)
+		}
+		if k == nil {
+			continue
+		}
+		if list, ok := byKubelet[*k]; ok {
+			pool.InstanceTypes = list
+			continue
+		}
+		if raw == nil {
+			if raw, _, region, err = c.load(); err != nil {
+				return err
+			}
+		}
+		offered := make(map[string]int, len(p.InstanceTypes))
+		for j := range p.InstanceTypes {
+			offered[p.InstanceTypes[j].Name] = j
+		}
+		list := make([]solver.InstanceType, 0, len(p.InstanceTypes))
+		for j := range raw {
+			shared, ok := offered[raw[j].Name]
+			if !ok {
+				continue
+			}
+			t := raw[j]
+			t.Kubelet = k
+			st := c.Model.SolverType(&t, region)
+			st.Offerings = p.InstanceTypes[shared].Offerings
+			list = append(list, st)
+		}
+		byKubelet[*k] = list
+		pool.InstanceTypes = list
+	}
+	return nil
 }
 
 // Pool returns the default pool: every instance type of the given families

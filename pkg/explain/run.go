@@ -155,6 +155,9 @@ func (o *Options) Run() error {
 	if err != nil {
 		return err
 	}
+	if err := o.Catalog.ApplyKubelets(p, m.Kubelets); err != nil {
+		return err
+	}
 	plan, err := o.solve(p)
 	if err != nil {
 		return err

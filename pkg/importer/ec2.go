@@ -69,11 +69,18 @@ func (c *converter) ec2NodeClass(where, apiVersion string, j []byte) error {
 	out.MetadataOptions = metadataOptions(s.MetadataOptions)
 	out.AssociatePublicIPAddress = s.AssociatePublicIPAddress
 	out.DetailedMonitoring = s.DetailedMonitoring
+	kubelet, notes, err := karpenter.DecodeKubelet("spec.kubelet", s.Kubelet)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		c.warnf(where, "%s", n)
+	}
+	out.Kubelet = kubelet
 	for _, f := range []struct {
 		field, why string
 		set        bool
 	}{
-		{"kubelet", "kubelet settings are not supported", s.Kubelet != nil},
 		{"capacityReservationSelectorTerms", "capacity reservations are not supported", s.CapacityReservationSelectorTerms != nil},
 		{"instanceStorePolicy", "instance store policies are not supported", s.InstanceStorePolicy != nil},
 		{"context", "launch contexts are not supported", s.Context != nil},

@@ -57,6 +57,7 @@ func Import(paths []string, stdin io.Reader) (*Result, error) {
 			return nil, d.Errorf(err)
 		}
 	}
+	c.placeKubelets()
 	if len(c.res.Objects) == 0 {
 		shown := make([]string, len(paths))
 		for i, p := range paths {
@@ -74,6 +75,9 @@ func Import(paths []string, stdin io.Reader) (*Result, error) {
 type converter struct {
 	res  Result
 	seen map[string]string // "Kind/name" -> where it was made
+	// pools are the NodePools made, with the pool-level kubelet settings
+	// of v1beta1 and v1alpha5 that placeKubelets moves to their classes.
+	pools []poolKubelet
 }
 
 func (c *converter) warnf(where, format string, args ...any) {

@@ -42,7 +42,7 @@ func TestImportGolden(t *testing.T) {
 			`spec.requirements[3]: requirement on kubernetes.io/hostname dropped`,
 			`spec.providerRef became spec.template.spec.nodeClassRef`,
 			`spec.ttlSecondsUntilExpired: 2592000 became spec.template.spec.expireAfter: 720h`,
-			`spec.kubeletConfiguration dropped`,
+			`Provisioner "general": spec.kubeletConfiguration moved to EC2NodeClass "general" spec.kubelet`,
 			`spec.ttlSecondsAfterEmpty: 30 became spec.disruption.consolidationPolicy: WhenEmpty with consolidateAfter: 30s`,
 			`AWSNodeTemplate "general": became EC2NodeClass "general"`,
 		}, 6},
@@ -54,7 +54,7 @@ func TestImportGolden(t *testing.T) {
 			`Provisioner "bare": no consolidation: spec.disruption.consolidateAfter: Never keeps it off`,
 		}, 7},
 		{"v1beta1-nodepool", "testdata/v1beta1-nodepool.in.yaml", []string{
-			`spec.template.spec.kubelet dropped`,
+			`NodePool "web": spec.template.spec.kubelet moved to EC2NodeClass "web" spec.kubelet`,
 			`spec.disruption.expireAfter moved to spec.template.spec.expireAfter`,
 			`consolidationPolicy: WhenUnderutilized became WhenEmptyOrUnderutilized`,
 			`EC2NodeClass "web": spec.instanceStorePolicy dropped`,
@@ -62,8 +62,12 @@ func TestImportGolden(t *testing.T) {
 		{"v1-nodepool", "testdata/v1-nodepool.in.yaml", []string{
 			`items[0]: NodePool "batch": spec.template.metadata.labels: label karpenter.sh/nodepool dropped`,
 			`requirements: minValues kept, but the planner does not enforce it yet`,
-			`items[1]: EC2NodeClass "batch": spec.kubelet dropped`,
-		}, 3},
+		}, 2},
+		{"v1beta1-kubelet-split", "testdata/v1beta1-kubelet-split.in.yaml", []string{
+			`NodePool "dense": spec.template.spec.kubelet moved to EC2NodeClass "shared" spec.kubelet`,
+			`NodePool "dense-too": spec.template.spec.kubelet moved to EC2NodeClass "shared" spec.kubelet`,
+			`NodePool "plain": EC2NodeClass "shared" split: NodePool "plain" has other kubelet settings than NodePool "dense", which shares it; NodePool "plain" now uses EC2NodeClass "shared-plain"`,
+		}, 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

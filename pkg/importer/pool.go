@@ -115,6 +115,9 @@ func (c *converter) pool(where, kind, apiVersion string, j []byte) error {
 	if err := c.poolTemplateSpec(where, provisioner, s, spec); err != nil {
 		return err
 	}
+	if err := c.poolKubelet(where, s, np); err != nil {
+		return err
+	}
 	limits, err := limits(s.Limits)
 	if err != nil {
 		return err
@@ -216,9 +219,6 @@ func (c *converter) poolTemplateSpec(where string, provisioner bool, s *karpente
 			dd, _, _ := v1alpha1.NillableDuration(d).Duration()
 			spec.TerminationGracePeriod = &metav1.Duration{Duration: dd}
 		}
-		if t.Spec.Kubelet != nil {
-			c.warnf(where, "spec.template.spec.kubelet dropped: kubelet settings are not supported")
-		}
 		if t.Spec.Resources != nil {
 			c.warnf(where, "spec.template.spec.resources dropped: NodePool templates have no resources in Karpenter v1")
 		}
@@ -249,9 +249,6 @@ func (c *converter) poolTemplateSpec(where string, provisioner bool, s *karpente
 		// ttlSecondsUntilExpired is set; NodePools default to 720h.
 		spec.ExpireAfter = v1alpha1.Never
 		c.warnf(where, "no expiry: spec.template.spec.expireAfter: Never, as a v1alpha5 Provisioner's nodes never expire (NodePools default to 720h)")
-	}
-	if s.KubeletConfiguration != nil {
-		c.warnf(where, "spec.kubeletConfiguration dropped: kubelet settings are not supported")
 	}
 	return nil
 }

@@ -168,6 +168,8 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 		rsPools, rsClaims             []json.RawMessage
 		podErr, nodeErr, dsErr, kpErr error
 		pdbErr, rsErr                 error
+		classes                       [3][]json.RawMessage
+		classErr                      [3]error
 	)
 	wg.Go(func() { pods, podNS, podErr = r.pods(ctx) })
 	wg.Go(func() { nodes, nodeErr = r.nodes(ctx) })
@@ -179,6 +181,9 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 			rsClaims, _, rsErr = r.custom(ctx, RightsizeNodeClaims)
 		}
 	})
+	for i, gvr := range classResources {
+		wg.Go(func() { classes[i], _, classErr[i] = r.custom(ctx, gvr) })
+	}
 	wg.Wait()
 	// A fixed order, so that the same cluster always gives the same error.
 	for _, err := range []error{podErr, nodeErr, dsErr, kpErr, rsErr} {
@@ -218,6 +223,14 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	}
 	cl.Rightsize.Installed = rightsize
 	cl.addRightsizePools(npObjs)
+	for i, gvr := range classResources {
+		if classErr[i] != nil {
+			cl.Warnings = append(cl.Warnings, classErr[i].Error()+"; kubelet settings of those node classes are not planned")
+			continue
+		}
+		cl.addLiveClasses(gvr, classKinds[i], classes[i])
+	}
+	cl.resolveKubelets()
 	for i := range daemonSets {
 		cl.addDaemonSet(&daemonSets[i])
 	}

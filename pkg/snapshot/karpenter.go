@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/karpenter"
@@ -113,6 +114,9 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 		if pool.StartupTaints, err = taints(src.path+".startupTaints", pool.StartupTaints, src.startupTaints); err != nil {
 			return err
 		}
+	}
+	if err := m.setPoolKubelet(where, name, s); err != nil {
+		return err
 	}
 	pool.Labels[LabelNodePool] = name
 	if provisioner {
@@ -273,6 +277,10 @@ func (m *Manifests) decodeNodeClass(where, apiVersion string, j []byte, generic 
 	}
 	if apiVersion == "karpenter.sh/v1alpha5" {
 		m.warnf(where, "EC2NodeClass %q: apiVersion karpenter.sh/v1alpha5 never had EC2NodeClass; karpenter.k8s.aws/v1 is right (read anyway)", o.Metadata.Name)
+	}
+	group := schema.FromAPIVersionAndKind(apiVersion, "EC2NodeClass").Group
+	if err := m.setClassKubelet(where, classKey{group, "EC2NodeClass", o.Metadata.Name}, o.Spec.Kubelet); err != nil {
+		return err
 	}
 	m.NodeClasses = append(m.NodeClasses, o.Metadata.Name)
 	return nil

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/strictjson"
@@ -43,6 +44,11 @@ type Manifests struct {
 	Budgets map[string][]disruption.Budget
 	// NodeClasses are the names of the EC2NodeClass documents seen.
 	NodeClasses []string
+	// Kubelets are the kubelet settings of the pools that have any, by pool
+	// name: the pool's own (v1beta1 spec.template.spec.kubelet, v1alpha5
+	// spec.kubeletConfiguration), else its node class's spec.kubelet. They
+	// change what the pool's nodes can give to pods.
+	Kubelets map[string]*v1alpha1.KubeletConfiguration
 	// ExtendedResources names the solver's resource indices
 	// solver.NumFixedResources and above, in order.
 	ExtendedResources []string
@@ -53,6 +59,7 @@ type Manifests struct {
 	documents int        // non-empty documents seen
 	workloads int        // pod and workload documents seen, even with 0 replicas
 	classRefs []classRef // nodeClassRefs to check once everything is read
+	kubelets  kubeletSources
 }
 
 // classRef is a pool's reference to a node class, checked by Read.
@@ -158,6 +165,7 @@ func Read(paths []string, stdin io.Reader) (*Manifests, error) {
 		}
 	}
 	m.classRefs = nil
+	m.resolveKubelets()
 	return m, nil
 }
 

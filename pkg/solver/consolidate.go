@@ -389,8 +389,12 @@ func (c *consolidator) setup() error {
 // offeringPrice looks up a node's price in the catalog by its type, zone
 // and capacity type; zero when unknown.
 func (c *consolidator) offeringPrice(n *consNode) float64 {
-	for i := range c.p.InstanceTypes {
-		it := &c.p.InstanceTypes[i]
+	types := c.p.InstanceTypes
+	if pi, ok := c.pools[n.Pool]; ok {
+		types = c.p.PoolTypes(pi)
+	}
+	for i := range types {
+		it := &types[i]
 		if it.Name != n.InstanceType {
 			continue
 		}
@@ -900,8 +904,9 @@ func (c *consolidator) launched(nn NewNode) *consNode {
 	labels := map[string]string{}
 	var capacity Resources
 	pi := c.pools[nn.Pool]
-	for i := range c.p.InstanceTypes {
-		if it := &c.p.InstanceTypes[i]; it.Name == nn.InstanceType {
+	types := c.p.PoolTypes(pi)
+	for i := range types {
+		if it := &types[i]; it.Name == nn.InstanceType {
 			for k, v := range it.Labels {
 				labels[k] = v
 			}
@@ -1203,16 +1208,18 @@ func (c *consolidator) cheapestHolding(set []*consNode) float64 {
 	for r := range perUnit {
 		perUnit[r] = math.Inf(1)
 	}
-	for i := range c.p.InstanceTypes {
-		it := &c.p.InstanceTypes[i]
-		alloc := it.Allocatable()
-		for _, o := range it.Offerings {
-			if largest.Fits(alloc) {
-				best = min(best, o.Price)
-			}
-			for r := range alloc {
-				if alloc[r] > 0 {
-					perUnit[r] = min(perUnit[r], o.Price/float64(alloc[r]))
+	for _, types := range c.p.typeLists() {
+		for ti := range types {
+			it := &types[ti]
+			alloc := it.Allocatable()
+			for _, o := range it.Offerings {
+				if largest.Fits(alloc) {
+					best = min(best, o.Price)
+				}
+				for r := range alloc {
+					if alloc[r] > 0 {
+						perUnit[r] = min(perUnit[r], o.Price/float64(alloc[r]))
+					}
 				}
 			}
 		}

@@ -113,8 +113,9 @@ func (s *state) diagnosePool(c *class, pod *Pod, pi int) string {
 	}
 	var allowed, matching []int
 	allocs := map[int]Resources{}
-	for ti := range p.InstanceTypes {
-		it := &p.InstanceTypes[ti]
+	types := p.PoolTypes(pi)
+	for ti := range types {
+		it := &types[ti]
 		isAllowed, isMatching := false, false
 		for _, o := range it.Offerings {
 			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
@@ -141,7 +142,7 @@ func (s *state) diagnosePool(c *class, pod *Pod, pi int) string {
 		return fmt.Sprintf("NodePool %s allows no instance type offered here (its requirements: %s)", pool.Name, formatRequirements(pool.Requirements))
 	}
 	if len(matching) == 0 {
-		return fmt.Sprintf("none of the %d instance types allowed by NodePool %s matches the pod's %s", len(allowed), pool.Name, s.blockingSelector(pod, pool, pl, allowed))
+		return fmt.Sprintf("none of the %d instance types allowed by NodePool %s matches the pod's %s", len(allowed), pool.Name, s.blockingSelector(pod, pool, pl, types, allowed))
 	}
 	// Every matching type is too small: say for what, and how close the best came.
 	short := make([]bool, MaxResources)
@@ -179,13 +180,13 @@ func (s *state) diagnosePool(c *class, pod *Pod, pi int) string {
 	if len(matching) <= 5 {
 		list := make([]string, len(matching))
 		for i, ti := range matching {
-			list[i] = p.InstanceTypes[ti].Name
+			list[i] = types[ti].Name
 		}
 		sort.Strings(list)
 		names = " (" + strings.Join(list, ", ") + ")"
 	}
 	return fmt.Sprintf("0 of %d %s allowed by NodePool %s%s %s room for %s; the largest, %s, has %s allocatable",
-		len(matching), noun, pool.Name, names, verb, what, p.InstanceTypes[best].Name, p.describeOnly(allocs[best], which))
+		len(matching), noun, pool.Name, names, verb, what, types[best].Name, p.describeOnly(allocs[best], which))
 }
 
 // fitScore is the smallest ratio of allocatable to request over the
@@ -202,10 +203,10 @@ func fitScore(req, alloc Resources) float64 {
 
 // blockingSelector names the pod's first node selector entry or affinity
 // requirement that none of the allowed types satisfies.
-func (s *state) blockingSelector(pod *Pod, pool *Pool, pl map[string]string, allowed []int) string {
+func (s *state) blockingSelector(pod *Pod, pool *Pool, pl map[string]string, types []InstanceType, allowed []int) string {
 	satisfiable := func(test func(Labels) bool) bool {
 		for _, ti := range allowed {
-			it := &s.p.InstanceTypes[ti]
+			it := &types[ti]
 			for _, o := range it.Offerings {
 				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
 				if allMatch(pool.Requirements, labels) && test(labels) {
@@ -256,7 +257,9 @@ func formatRequirements(reqs []Requirement) string {
 // and the pod's own constraints kept.
 func (s *state) cheapestAnywhere(c *class, pod *Pod) string {
 	p := s.p
-	pool := &p.Pools[p.poolOrder()[0]]
+	first := p.poolOrder()[0]
+	pool := &p.Pools[first]
+	types := p.PoolTypes(first)
 	pl := poolLabels(pool)
 	var offeringReqs []Requirement
 	for _, r := range pool.Requirements {
@@ -265,8 +268,8 @@ func (s *state) cheapestAnywhere(c *class, pod *Pod) string {
 		}
 	}
 	bestType, bestOff := -1, -1
-	for ti := range p.InstanceTypes {
-		it := &p.InstanceTypes[ti]
+	for ti := range types {
+		it := &types[ti]
 		for oi, o := range it.Offerings {
 			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
 			if !allMatch(offeringReqs, labels) || !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
@@ -275,7 +278,7 @@ func (s *state) cheapestAnywhere(c *class, pod *Pod) string {
 			if !c.req.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
 				continue
 			}
-			if bestType < 0 || o.Price < p.InstanceTypes[bestType].Offerings[bestOff].Price {
+			if bestType < 0 || o.Price < types[bestType].Offerings[bestOff].Price {
 				bestType, bestOff = ti, oi
 			}
 		}
@@ -283,7 +286,7 @@ func (s *state) cheapestAnywhere(c *class, pod *Pod) string {
 	if bestType < 0 {
 		return "no instance type in the catalog has room for " + p.describe(c.req)
 	}
-	it := &p.InstanceTypes[bestType]
+	it := &types[bestType]
 	o := it.Offerings[bestOff]
 	return fmt.Sprintf("the cheapest instance type that would fit, if a NodePool allowed it, is %s (%s, $%.4f/h)", it.Name, o.CapacityType, o.Price)
 }
@@ -326,7 +329,7 @@ func (s *state) placementReason(n plannedNode) string {
 	}
 	pool := &s.p.Pools[k.pool]
 	msg := fmt.Sprintf("%s is the cheapest allowed type that holds these %d pods in NodePool %s (%s requested, %s allocatable: %.0f%% CPU, %.0f%% memory)",
-		s.p.InstanceTypes[k.typ].Name, pods, pool.Name, s.p.describeOnly(req, []int{CPU, Memory}), s.p.describeOnly(k.alloc, []int{CPU, Memory}),
+		s.p.PoolTypes(k.pool)[k.typ].Name, pods, pool.Name, s.p.describeOnly(req, []int{CPU, Memory}), s.p.describeOnly(k.alloc, []int{CPU, Memory}),
 		percent(req[CPU], k.alloc[CPU]), percent(req[Memory], k.alloc[Memory]))
 	if len(s.p.Pools) > 1 {
 		msg += fmt.Sprintf("; the pool has weight %d", pool.Weight)

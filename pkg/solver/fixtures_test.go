@@ -69,6 +69,16 @@ func onDemandPool(name string) Pool {
 	return Pool{Name: name, Requirements: []Requirement{{Key: LabelCapacityType, Operator: OpIn, Values: []string{"on-demand"}}}}
 }
 
+// kubeletTypes returns types as a pool with kubelet settings sees them: at
+// most maxPods pods, and reserved more memory kept back.
+func kubeletTypes(types []InstanceType, maxPods, reserved int64) []InstanceType {
+	for i := range types {
+		types[i].Capacity[Pods] = min(types[i].Capacity[Pods], maxPods)
+		types[i].Overhead[Memory] += reserved
+	}
+	return types
+}
+
 // pods makes n pods of one shape owned by a workload.
 func pods(workload string, n int, req Resources) []Pod {
 	out := make([]Pod, n)

@@ -50,6 +50,11 @@ func randomProblem(rng *rand.Rand, n int) *Problem {
 		if rng.IntN(4) == 0 {
 			pool.Labels = map[string]string{"team": string(rune('a' + rng.IntN(2)))}
 		}
+		if rng.IntN(3) == 0 {
+			// Kubelet settings of the pool's node class: fewer pods and
+			// more reserved memory on its own copy of the types.
+			pool.InstanceTypes = kubeletTypes(testTypes(), int64(1+rng.IntN(8)), int64(rng.IntN(4))*gi)
+		}
 		p.Pools = append(p.Pools, pool)
 	}
 	if rng.IntN(2) == 0 {

@@ -53,7 +53,7 @@ func (s *state) cheapestHolding(takes []take, count int, weight int32, freed []R
 		if s.p.Pools[k.pool].Weight != weight || !s.holds(k, takes, req) {
 			continue
 		}
-		after := s.used[k.pool].Sub(freed[k.pool]).Add(s.p.InstanceTypes[k.typ].Capacity.Scale(int64(count)))
+		after := s.used[k.pool].Sub(freed[k.pool]).Add(s.p.PoolTypes(k.pool)[k.typ].Capacity.Scale(int64(count)))
 		if !withinLimits(&s.p.Pools[k.pool], after) {
 			continue
 		}
@@ -65,8 +65,8 @@ func (s *state) cheapestHolding(takes []take, count int, weight int32, freed []R
 // moveTo switches count nodes from kind from to kind to in the pools' usage.
 func (s *state) moveTo(from, to, count int) {
 	a, b := s.kinds[from], s.kinds[to]
-	s.used[a.pool] = s.used[a.pool].Sub(s.p.InstanceTypes[a.typ].Capacity.Scale(int64(count)))
-	s.used[b.pool] = s.used[b.pool].Add(s.p.InstanceTypes[b.typ].Capacity.Scale(int64(count)))
+	s.used[a.pool] = s.used[a.pool].Sub(s.p.PoolTypes(a.pool)[a.typ].Capacity.Scale(int64(count)))
+	s.used[b.pool] = s.used[b.pool].Add(s.p.PoolTypes(b.pool)[b.typ].Capacity.Scale(int64(count)))
 }
 
 // downsize moves every planned node to the cheapest kind that still holds its
@@ -79,7 +79,7 @@ func (s *state) downsize(deadline time.Time) {
 		}
 		n := &s.nodes[ni]
 		cur := s.kinds[n.kind]
-		freed[cur.pool] = s.p.InstanceTypes[cur.typ].Capacity.Scale(int64(n.count))
+		freed[cur.pool] = s.p.PoolTypes(cur.pool)[cur.typ].Capacity.Scale(int64(n.count))
 		if best := s.cheapestHolding(n.takes, n.count, s.p.Pools[cur.pool].Weight, freed, cur.price); best >= 0 {
 			s.moveTo(n.kind, best, n.count)
 			n.kind = best
@@ -137,17 +137,17 @@ func (s *state) mergePairs(deadline time.Time) {
 					continue
 				}
 				merged := mergeTakes(a.takes, b.takes)
-				freed[ka.pool] = freed[ka.pool].Add(s.p.InstanceTypes[ka.typ].Capacity)
-				freed[kb.pool] = freed[kb.pool].Add(s.p.InstanceTypes[kb.typ].Capacity)
+				freed[ka.pool] = freed[ka.pool].Add(s.p.PoolTypes(ka.pool)[ka.typ].Capacity)
+				freed[kb.pool] = freed[kb.pool].Add(s.p.PoolTypes(kb.pool)[kb.typ].Capacity)
 				best := s.cheapestHolding(merged, 1, s.p.Pools[ka.pool].Weight, freed, ka.price+kb.price-1e-9)
 				freed[ka.pool], freed[kb.pool] = Resources{}, Resources{}
 				if best < 0 {
 					continue
 				}
-				s.used[ka.pool] = s.used[ka.pool].Sub(s.p.InstanceTypes[ka.typ].Capacity)
-				s.used[kb.pool] = s.used[kb.pool].Sub(s.p.InstanceTypes[kb.typ].Capacity)
+				s.used[ka.pool] = s.used[ka.pool].Sub(s.p.PoolTypes(ka.pool)[ka.typ].Capacity)
+				s.used[kb.pool] = s.used[kb.pool].Sub(s.p.PoolTypes(kb.pool)[kb.typ].Capacity)
 				k := s.kinds[best]
-				s.used[k.pool] = s.used[k.pool].Add(s.p.InstanceTypes[k.typ].Capacity)
+				s.used[k.pool] = s.used[k.pool].Add(s.p.PoolTypes(k.pool)[k.typ].Capacity)
 				*a = plannedNode{kind: best, takes: merged, count: 1}
 				dead[j] = true
 				improved = true
@@ -279,7 +279,7 @@ func (s *state) backfill(deadline time.Time) {
 	for _, n := range nodes {
 		if len(n.takes) == 0 {
 			k := s.kinds[n.kind]
-			s.used[k.pool] = s.used[k.pool].Sub(s.p.InstanceTypes[k.typ].Capacity)
+			s.used[k.pool] = s.used[k.pool].Sub(s.p.PoolTypes(k.pool)[k.typ].Capacity)
 			continue
 		}
 		kept = append(kept, n)

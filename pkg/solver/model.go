@@ -247,6 +247,12 @@ type Pool struct {
 	Used     Resources          `json:"used"` // capacity of the pool's existing nodes
 	// Consolidation is the pool's disruption policy.
 	Consolidation Consolidation `json:"consolidation"`
+	// InstanceTypes, when non-nil, are the types the pool's nodes may be,
+	// in place of Problem.InstanceTypes: a pool whose node class changes
+	// what a node can give to pods (kubelet settings such as maxPods or
+	// kubeReserved) has its own copy of the types with its allocatable.
+	// The solver treats the list as it does Problem.InstanceTypes.
+	InstanceTypes []InstanceType `json:"instanceTypes,omitempty"`
 }
 
 // Consolidation policies.
@@ -336,6 +342,26 @@ type Problem struct {
 	Nodes             []Node         `json:"nodes,omitempty"`
 	PDBs              []PDB          `json:"pdbs,omitempty"`
 	Options           Options        `json:"-"`
+}
+
+// PoolTypes returns the instance types the nodes of pool pi may be: the
+// pool's own InstanceTypes when set, else the problem's.
+func (p *Problem) PoolTypes(pi int) []InstanceType {
+	if t := p.Pools[pi].InstanceTypes; t != nil {
+		return t
+	}
+	return p.InstanceTypes
+}
+
+// typeLists returns the problem's instance types and every pool's own.
+func (p *Problem) typeLists() [][]InstanceType {
+	lists := [][]InstanceType{p.InstanceTypes}
+	for i := range p.Pools {
+		if p.Pools[i].InstanceTypes != nil {
+			lists = append(lists, p.Pools[i].InstanceTypes)
+		}
+	}
+	return lists
 }
 
 // ResourceName returns the Kubernetes name of resource index i.

@@ -176,10 +176,12 @@ func (p *Problem) validate() error {
 			}
 		}
 	}
-	for i := range p.InstanceTypes {
-		for _, o := range p.InstanceTypes[i].Offerings {
-			if !(o.Price >= 0) || math.IsInf(o.Price, 0) {
-				return fmt.Errorf("instance type %s: offering %s/%s has invalid price %v", p.InstanceTypes[i].Name, o.Zone, o.CapacityType, o.Price)
+	for _, types := range p.typeLists() {
+		for i := range types {
+			for _, o := range types[i].Offerings {
+				if !(o.Price >= 0) || math.IsInf(o.Price, 0) {
+					return fmt.Errorf("instance type %s: offering %s/%s has invalid price %v", types[i].Name, o.Zone, o.CapacityType, o.Price)
+				}
 			}
 		}
 	}
@@ -356,8 +358,9 @@ func (s *state) buildKinds() {
 	for _, pi := range p.poolOrder() {
 		pool := &p.Pools[pi]
 		pl := poolLabels(pool)
-		for ti := range p.InstanceTypes {
-			it := &p.InstanceTypes[ti]
+		types := p.PoolTypes(pi)
+		for ti := range types {
+			it := &types[ti]
 			base := it.Allocatable()
 			for oi, o := range it.Offerings {
 				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
@@ -438,7 +441,7 @@ func (s *state) pruneDominated() {
 		dominated := false
 		for _, o := range keep {
 			if o.pool == k.pool && o.price <= k.price && k.compat.subsetOf(o.compat) && k.alloc.Fits(o.alloc) &&
-				s.p.InstanceTypes[o.typ].Capacity.Fits(s.p.InstanceTypes[k.typ].Capacity) {
+				s.p.PoolTypes(o.pool)[o.typ].Capacity.Fits(s.p.PoolTypes(k.pool)[k.typ].Capacity) {
 				dominated = true
 				break
 			}
@@ -656,7 +659,7 @@ func (s *state) poolHasRoom(pk poolKinds) bool {
 // limitRoom is how many more nodes of kind k its pool's limits allow.
 func (s *state) limitRoom(k *kind) int {
 	pool := &s.p.Pools[k.pool]
-	capacity := s.p.InstanceTypes[k.typ].Capacity
+	capacity := s.p.PoolTypes(k.pool)[k.typ].Capacity
 	room := math.MaxInt
 	for r := range capacity {
 		if !pool.HasLimit[r] || capacity[r] == 0 {
@@ -968,7 +971,7 @@ func (s *state) greedy(kinds []int, mode fillMode) {
 		for _, t := range best {
 			s.rem[t.class] -= t.n * copies
 		}
-		s.used[k.pool] = s.used[k.pool].Add(s.p.InstanceTypes[k.typ].Capacity.Scale(int64(copies)))
+		s.used[k.pool] = s.used[k.pool].Add(s.p.PoolTypes(k.pool)[k.typ].Capacity.Scale(int64(copies)))
 		s.nodes = append(s.nodes, plannedNode{kind: bestKind, takes: slices.Clone(best), count: copies})
 		exhausted := false
 		for _, t := range best {
@@ -1010,7 +1013,7 @@ func (s *state) emit() {
 	next := slices.Clone(s.start) // pods of each class handed out so far
 	for _, n := range s.nodes {
 		k := s.kinds[n.kind]
-		it := &s.p.InstanceTypes[k.typ]
+		it := &s.p.PoolTypes(k.pool)[k.typ]
 		o := it.Offerings[k.offering]
 		reason := s.placementReason(n)
 		for copy := 0; copy < n.count; copy++ {

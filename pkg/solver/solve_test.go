@@ -190,6 +190,41 @@ func TestSolveUsesHigherWeightPoolFirst(t *testing.T) {
 	}
 }
 
+func TestSolvePoolWithOwnTypesSeesItsAllocatable(t *testing.T) {
+	small := pods("web", 40, res(100, gi/8))
+	shared := &Problem{Pods: small, Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
+	sharedPlan := solveChecked(t, shared)
+
+	// The same pool whose node class sets maxPods 5.
+	own := onDemandPool("default")
+	own.InstanceTypes = kubeletTypes(testTypes(), 5, 0)
+	p := &Problem{Pods: small, Pools: []Pool{own}, InstanceTypes: testTypes()}
+	plan := solveChecked(t, p)
+	if len(plan.NewNodes) != 8 {
+		t.Errorf("%d nodes with maxPods 5 for 40 pods, want 8 (shared types: %d)", len(plan.NewNodes), len(sharedPlan.NewNodes))
+	}
+	for _, n := range plan.NewNodes {
+		if len(n.Pods) > 5 || n.Allocatable[Pods] != 5 {
+			t.Errorf("node %s holds %d pods with %d pod slots allocatable, want at most 5 of 5", n.InstanceType, len(n.Pods), n.Allocatable[Pods])
+		}
+	}
+	if len(sharedPlan.NewNodes) >= len(plan.NewNodes) {
+		t.Errorf("shared types need %d nodes, want fewer than the %d with maxPods 5", len(sharedPlan.NewNodes), len(plan.NewNodes))
+	}
+
+	// A second pool without settings, preferred by weight, keeps the
+	// shared types; the first pool's list does not leak into it.
+	other := onDemandPool("other")
+	other.Weight = 10
+	p = &Problem{Pods: small, Pools: []Pool{own, other}, InstanceTypes: testTypes()}
+	plan = solveChecked(t, p)
+	for _, n := range plan.NewNodes {
+		if n.Pool != "other" || n.Allocatable[Pods] <= 5 {
+			t.Errorf("node %s in pool %s with %d pod slots, want pool other with the shared types", n.InstanceType, n.Pool, n.Allocatable[Pods])
+		}
+	}
+}
+
 func TestSolveDaemonSetOverheadOnlyWhereItRuns(t *testing.T) {
 	ds := DaemonSet{Name: "gpu-agent", Requests: res(1500, 1*gi), NodeSelector: map[string]string{"karpenter.k8s.aws/instance-category": "c"}}
 	p := &Problem{Pods: pods("web", 1, res(1000, 1*gi)), DaemonSets: []DaemonSet{ds}, Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}

@@ -122,8 +122,9 @@ func (s *state) eligibleZones(pod *Pod, domains, ignoreAffinity bool) []string {
 			continue
 		}
 		pl := poolLabels(pool)
-		for ti := range s.p.InstanceTypes {
-			it := &s.p.InstanceTypes[ti]
+		types := s.p.PoolTypes(pi)
+		for ti := range types {
+			it := &types[ti]
 			for _, o := range it.Offerings {
 				if zones[o.Zone] {
 					continue

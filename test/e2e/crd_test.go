@@ -113,6 +113,19 @@ spec:
   tags: {Project: ecommerce}
   blockDeviceMappings:
     - {deviceName: /dev/xvda, rootVolume: true, ebs: {volumeSize: 20Gi, volumeType: gp3}}
+  kubelet:
+    maxPods: 110
+    podsPerCore: 10
+    systemReserved: {cpu: 100m, memory: 100Mi, ephemeral-storage: 1Gi, pid: "1000"}
+    kubeReserved: {cpu: 200m, memory: 1.5Gi}
+    evictionHard: {memory.available: 5%, nodefs.available: 10%, imagefs.available: 500Mi}
+    evictionSoft: {memory.available: 750Mi}
+    evictionSoftGracePeriod: {memory.available: 1m30s}
+    evictionMaxPodGracePeriod: 60
+    imageGCHighThresholdPercent: 85
+    imageGCLowThresholdPercent: 80
+    cpuCFSQuota: true
+    clusterDNS: [10.100.0.10]
 `
 	validNodeClaim = `
 apiVersion: rightsize.dev/v1alpha1
@@ -421,6 +434,26 @@ var invalidObjects = []struct {
 		[]string{`spec.subnetSelectorTerms`, "should have at least 1 items"}},
 	{"volume size too big", ec2Class(`blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 100Ti}}]`),
 		[]string{`spec.blockDeviceMappings[0].ebs.volumeSize`, "should match"}},
+	{"kubeReserved gpu", ec2Class(`kubelet: {kubeReserved: {nvidia.com/gpu: "1"}}`),
+		[]string{`spec.kubelet.kubeReserved`, "kubeReserved keys must be cpu, memory, ephemeral-storage or pid"}},
+	{"systemReserved negative", ec2Class(`kubelet: {systemReserved: {memory: -1Gi}}`),
+		[]string{`spec.kubelet.systemReserved.memory`, "should match"}},
+	{"evictionHard bogus signal", ec2Class(`kubelet: {evictionHard: {memory.free: 100Mi}}`),
+		[]string{`spec.kubelet.evictionHard`, "evictionHard keys must be kubelet eviction signals"}},
+	{"evictionHard 150%", ec2Class(`kubelet: {evictionHard: {memory.available: 150%}}`),
+		[]string{`spec.kubelet.evictionHard.memory.available`, "should match"}},
+	{"evictionSoft without grace period", ec2Class(`kubelet: {evictionSoft: {memory.available: 1Gi}}`),
+		[]string{`spec.kubelet`, "every evictionSoft signal needs an evictionSoftGracePeriod"}},
+	{"imageGC high below low", ec2Class(`kubelet: {imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 60}`),
+		[]string{`spec.kubelet`, "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"}},
+	{"imageGC 101", ec2Class(`kubelet: {imageGCHighThresholdPercent: 101}`),
+		[]string{`spec.kubelet.imageGCHighThresholdPercent`, "less than or equal to 100"}},
+	{"SimNodeClass negative maxPods", `
+apiVersion: rightsize.dev/v1alpha1
+kind: SimNodeClass
+metadata: {name: bad}
+spec: {kubelet: {maxPods: -1}}
+`, []string{`spec.kubelet.maxPods`, "greater than or equal to 0"}},
 	{"NodeClaim without nodeClassRef", `
 apiVersion: rightsize.dev/v1alpha1
 kind: NodeClaim

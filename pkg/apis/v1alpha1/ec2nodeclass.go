@@ -96,6 +96,11 @@ type EC2NodeClassSpec struct {
 	// DetailedMonitoring turns on one-minute CloudWatch metrics.
 	// +optional
 	DetailedMonitoring *bool `json:"detailedMonitoring,omitempty"`
+	// Kubelet is the nodes' kubelet configuration (max pods, reserved
+	// resources, eviction thresholds, ...), passed in the user data; the
+	// planner counts what it changes of a node's allocatable.
+	// +optional
+	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
 }
 
 // SubnetSelectorTerm selects subnets by ID or by tags.

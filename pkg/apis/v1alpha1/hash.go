@@ -18,7 +18,8 @@ const (
 
 // Hash returns a hash of the class's static launch settings: the image
 // family, role or instance profile, user data, tags, block devices,
-// metadata options, public IP and monitoring settings. The subnet,
+// metadata options, public IP and monitoring settings, and the kubelet
+// settings (as Karpenter's hash includes spec.kubelet). The subnet,
 // security group and AMI selector terms are left out: what they select
 // changes without the spec changing (a new image published for an alias,
 // a subnet tagged), so drift on them is judged on what they resolve to
@@ -28,15 +29,16 @@ const (
 // do quantities that are equal.
 func (s *EC2NodeClassSpec) Hash() string {
 	return hashOf(struct {
-		AMIFamily                string               `json:"amiFamily,omitempty"`
-		Role                     string               `json:"role,omitempty"`
-		InstanceProfile          string               `json:"instanceProfile,omitempty"`
-		UserData                 string               `json:"userData,omitempty"`
-		Tags                     map[string]string    `json:"tags,omitempty"`
-		BlockDeviceMappings      []BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
-		MetadataOptions          *MetadataOptions     `json:"metadataOptions,omitempty"`
-		AssociatePublicIPAddress *bool                `json:"associatePublicIPAddress,omitempty"`
-		DetailedMonitoring       bool                 `json:"detailedMonitoring,omitempty"`
+		AMIFamily                string                `json:"amiFamily,omitempty"`
+		Role                     string                `json:"role,omitempty"`
+		InstanceProfile          string                `json:"instanceProfile,omitempty"`
+		UserData                 string                `json:"userData,omitempty"`
+		Tags                     map[string]string     `json:"tags,omitempty"`
+		BlockDeviceMappings      []BlockDeviceMapping  `json:"blockDeviceMappings,omitempty"`
+		MetadataOptions          *MetadataOptions      `json:"metadataOptions,omitempty"`
+		AssociatePublicIPAddress *bool                 `json:"associatePublicIPAddress,omitempty"`
+		DetailedMonitoring       bool                  `json:"detailedMonitoring,omitempty"`
+		Kubelet                  *KubeletConfiguration `json:"kubelet,omitempty"`
 	}{
 		AMIFamily:                s.family(),
 		Role:                     s.Role,
@@ -47,18 +49,21 @@ func (s *EC2NodeClassSpec) Hash() string {
 		MetadataOptions:          s.MetadataOptions,
 		AssociatePublicIPAddress: s.AssociatePublicIPAddress,
 		DetailedMonitoring:       s.DetailedMonitoring != nil && *s.DetailedMonitoring,
+		Kubelet:                  s.Kubelet,
 	})
 }
 
 // Hash returns a hash of the class's static launch settings: its tags,
-// which the simulated instances carry as a real cloud's would. The other
+// which the simulated instances carry as a real cloud's would, and its
+// kubelet settings, which size the simulated nodes. The other
 // fields describe the simulated cloud rather than an instance (how long
 // launches take, which offerings are short, the price list), so changing
 // them replaces no node.
 func (s *SimNodeClassSpec) Hash() string {
 	return hashOf(struct {
-		Tags map[string]string `json:"tags,omitempty"`
-	}{Tags: s.Tags})
+		Tags    map[string]string     `json:"tags,omitempty"`
+		Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
+	}{Tags: s.Tags, Kubelet: s.Kubelet})
 }
 
 // hashOf hashes v's JSON encoding, which sorts map keys and writes

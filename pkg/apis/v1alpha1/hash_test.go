@@ -90,6 +90,10 @@ func TestEC2NodeClassHash(t *testing.T) {
 		{"metadata tokens", func(nc *EC2NodeClass) { nc.Spec.MetadataOptions.HTTPTokens = ptr.To("optional") }, true},
 		{"public IP", func(nc *EC2NodeClass) { nc.Spec.AssociatePublicIPAddress = ptr.To(false) }, true},
 		{"detailed monitoring", func(nc *EC2NodeClass) { nc.Spec.DetailedMonitoring = ptr.To(true) }, true},
+		{"kubelet settings added", func(nc *EC2NodeClass) { nc.Spec.Kubelet = &KubeletConfiguration{MaxPods: ptr.To(int32(110))} }, true},
+		{"kubelet settings that change no allocatable", func(nc *EC2NodeClass) {
+			nc.Spec.Kubelet = &KubeletConfiguration{ClusterDNS: []string{"10.0.0.10"}}
+		}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +107,13 @@ func TestEC2NodeClassHash(t *testing.T) {
 				t.Errorf("hash of a copy %s != %s", again, got)
 			}
 		})
+	}
+	withKubelet := hashTestClass()
+	withKubelet.Spec.Kubelet = &KubeletConfiguration{MaxPods: ptr.To(int32(110))}
+	changed := withKubelet.DeepCopy()
+	changed.Spec.Kubelet.MaxPods = ptr.To(int32(58))
+	if withKubelet.Spec.Hash() == changed.Spec.Hash() {
+		t.Errorf("changing kubelet maxPods from 110 to 58 keeps the hash")
 	}
 	unset, empty := hashTestClass(), hashTestClass()
 	unset.Spec.UserData, empty.Spec.UserData = nil, ptr.To("")
@@ -132,6 +143,7 @@ func TestSimNodeClassHash(t *testing.T) {
 		}, false},
 		{"a tag value", func(s *SimNodeClass) { s.Spec.Tags["team"] = "web" }, true},
 		{"tags removed", func(s *SimNodeClass) { s.Spec.Tags = nil }, true},
+		{"kubelet maxPods", func(s *SimNodeClass) { s.Spec.Kubelet = &KubeletConfiguration{MaxPods: ptr.To(int32(5))} }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,6 +51,11 @@ type SimNodeClassSpec struct {
 	// +kubebuilder:validation:MaxProperties=50
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
+	// Kubelet is the simulated nodes' kubelet configuration, as an
+	// EC2NodeClass's: maxPods, podsPerCore, systemReserved, kubeReserved
+	// and evictionHard set the Nodes' pod capacity and allocatable.
+	// +optional
+	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
 }
 
 // SimOffering names offerings of the simulated cloud: an instance type in a

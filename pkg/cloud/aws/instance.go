@@ -87,9 +87,13 @@ func (p *Provider) candidates(claim *v1alpha1.NodeClaim, rc *resolvedClass, mode
 		}
 	}
 	types := p.allInstanceTypes()
+	// The class's kubelet settings size the nodes (Create has checked
+	// that they read).
+	kubelet, _ := cloud.NewKubelet(rc.spec.Kubelet)
 	var out []candidate
 	for i := range types {
 		it := &types[i]
+		it.Kubelet = kubelet
 		im, ok := rc.imageFor(it.Architecture)
 		if !ok && len(rc.images) > 0 {
 			continue
@@ -145,6 +149,9 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 		return p.claimView(claim, existing, p.typeIndex()), nil
 	}
 	bds := blockDevices(rc.family, rc.spec.BlockDeviceMappings)
+	if _, err := cloud.NewKubelet(rc.spec.Kubelet); err != nil {
+		return nil, &cloud.NodeClassNotReadyError{NodeClass: rc.name, Reason: err.Error()}
+	}
 	model := p.opts.NodeModel
 	if root := rootVolumeBytes(bds); root > 0 {
 		model.EphemeralStorage = root
@@ -267,7 +274,7 @@ func (p *Provider) fleetConfigs(ctx context.Context, claim *v1alpha1.NodeClaim, 
 		b := bootstrap{
 			ClusterName: p.opts.ClusterName, ClusterEndpoint: p.opts.ClusterEndpoint, ClusterCABundle: p.opts.ClusterCABundle,
 			ServiceCIDR: p.opts.ClusterServiceCIDR, Labels: claim.Labels, Taints: taints, MaxPods: k.maxPods,
-			Custom: aws.ToString(rc.spec.UserData),
+			Kubelet: rc.spec.Kubelet, Custom: aws.ToString(rc.spec.UserData),
 		}
 		ud, err := b.UserData(rc.family)
 		if err != nil {

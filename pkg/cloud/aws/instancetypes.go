@@ -251,6 +251,10 @@ func (p *Provider) InstanceTypes(ctx context.Context, pool *v1alpha1.NodePool) (
 	if err != nil {
 		return nil, err
 	}
+	kubelet, err := cloud.NewKubelet(rc.spec.Kubelet)
+	if err != nil {
+		return nil, &cloud.NodeClassNotReadyError{NodeClass: ref.Name, Reason: err.Error()}
+	}
 	zones := map[string]bool{}
 	for _, s := range rc.status.Subnets {
 		zones[s.Zone] = true
@@ -262,6 +266,7 @@ func (p *Provider) InstanceTypes(ctx context.Context, pool *v1alpha1.NodePool) (
 			continue
 		}
 		it.Offerings = slices.DeleteFunc(it.Offerings, func(o cloud.Offering) bool { return !zones[o.Zone] })
+		it.Kubelet = kubelet
 		if len(it.Offerings) > 0 {
 			out = append(out, it)
 		}

@@ -761,3 +761,37 @@ func TestSeedAccountServesACatalogRegion(t *testing.T) {
 		t.Errorf("launched %v for %+v", launched, c.Status)
 	}
 }
+
+// TestKubeletSettingsOfTheNodeClass checks that an EC2NodeClass's kubelet
+// settings size the instance types the planner sees, the claim's capacity
+// and the node's user data.
+func TestKubeletSettingsOfTheNodeClass(t *testing.T) {
+	w := newWorld(t)
+	nc := defaultClass()
+	maxPods := int32(8)
+	nc.Spec.Kubelet = &v1alpha1.KubeletConfiguration{MaxPods: &maxPods, KubeReserved: map[string]v1alpha1.ReservedQuantity{"memory": "1Gi"}}
+	w.setClass(nc)
+	ctx := context.Background()
+	pool := &v1alpha1.NodePool{Spec: v1alpha1.NodePoolSpec{Template: v1alpha1.NodeClaimTemplate{Spec: v1alpha1.NodeClaimTemplateSpec{
+		NodeClassRef: v1alpha1.NodeClassReference{Kind: "EC2NodeClass", Name: "default"}}}}}
+	types, err := w.p.InstanceTypes(ctx, pool)
+	if err != nil || len(types) == 0 {
+		t.Fatalf("InstanceTypes: %d types, %v", len(types), err)
+	}
+	for _, it := range types {
+		if pods := w.p.opts.NodeModel.Pods(&it); pods != 8 {
+			t.Errorf("type %s: %d pods, want maxPods 8", it.Name, pods)
+		}
+	}
+	claimed, err := w.p.Create(ctx, claim("default-kubelet", "1", "2Gi", onDemand()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pods := claimed.Status.Capacity.Pods().Value(); pods != 8 {
+		t.Errorf("claim capacity pods %d, want 8", pods)
+	}
+	ud, err := base64.StdEncoding.DecodeString(w.srv.LaunchTemplates()[0].Data.UserData)
+	if err != nil || !strings.Contains(string(ud), "maxPods: 8\n") || !strings.Contains(string(ud), "kubeReserved:\n        memory: \"1Gi\"") {
+		t.Errorf("user data lacks maxPods 8 and kubeReserved memory 1Gi: %v\n%s", err, ud)
+	}
+}

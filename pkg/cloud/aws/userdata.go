@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 )
 
 // bootstrap is what a node needs to join the cluster.
@@ -20,7 +22,12 @@ type bootstrap struct {
 	ServiceCIDR     string
 	Labels          map[string]string
 	Taints          []corev1.Taint
-	MaxPods         int64
+	// MaxPods is the node's pod limit as the planner counts it: the node
+	// class's kubelet maxPods and podsPerCore applied.
+	MaxPods int64
+	// Kubelet is the node class's kubelet settings; MaxPods stands for its
+	// maxPods.
+	Kubelet *v1alpha1.KubeletConfiguration
 	// Custom is the EC2NodeClass's own user data, merged in.
 	Custom string
 }
@@ -46,6 +53,9 @@ func (b *bootstrap) validate() error {
 	}
 	if b.ServiceCIDR != "" && !cidrPattern.MatchString(b.ServiceCIDR) {
 		return fmt.Errorf("service CIDR %q is not a CIDR", b.ServiceCIDR)
+	}
+	if err := validateKubelet(b.Kubelet); err != nil {
+		return err
 	}
 	for k, v := range b.Labels {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
@@ -137,6 +147,7 @@ func (b *bootstrap) al2023() string {
 		b.ClusterName, b.ClusterEndpoint, b.ClusterCABundle, b.ServiceCIDR)
 	nc.WriteString("  kubelet:\n    config:\n")
 	fmt.Fprintf(&nc, "      maxPods: %d\n", b.MaxPods)
+	kubeletConfigYAML(&nc, "      ", b.Kubelet)
 	if len(b.Taints) > 0 {
 		nc.WriteString("      registerWithTaints:\n")
 	}
@@ -164,7 +175,12 @@ func (b *bootstrap) al2() string {
 	var sh strings.Builder
 	sh.WriteString("#!/bin/bash -xe\nexec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n")
 	fmt.Fprintf(&sh, "/etc/eks/bootstrap.sh '%s' --apiserver-endpoint '%s' --b64-cluster-ca '%s' --use-max-pods false", b.ClusterName, b.ClusterEndpoint, b.ClusterCABundle)
+	if b.Kubelet != nil && len(b.Kubelet.ClusterDNS) > 0 {
+		// bootstrap.sh takes one cluster DNS address.
+		fmt.Fprintf(&sh, " --dns-cluster-ip '%s'", b.Kubelet.ClusterDNS[0])
+	}
 	extra := []string{"--max-pods=" + strconv.FormatInt(b.MaxPods, 10)}
+	extra = append(extra, kubeletFlags(b.Kubelet)...)
 	if labels := kubeletLabels(b.Labels); len(labels) > 0 {
 		extra = append(extra, "--node-labels="+strings.Join(labels, ","))
 	}
@@ -191,6 +207,7 @@ func (b *bootstrap) bottlerocket() string {
 	fmt.Fprintf(&t, "settings.kubernetes.api-server = %q\n", b.ClusterEndpoint)
 	fmt.Fprintf(&t, "settings.kubernetes.cluster-certificate = %q\n", b.ClusterCABundle)
 	fmt.Fprintf(&t, "settings.kubernetes.max-pods = %d\n", b.MaxPods)
+	bottlerocketKubelet(&t, b.Kubelet)
 	for _, kv := range kubeletLabels(b.Labels) {
 		k, v, _ := strings.Cut(kv, "=")
 		fmt.Fprintf(&t, "settings.kubernetes.node-labels.%q = %q\n", k, v)

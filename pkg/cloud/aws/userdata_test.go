@@ -2,10 +2,17 @@ package aws
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 )
 
 func testBootstrap() bootstrap {
@@ -142,4 +149,117 @@ func TestParsePriceListItem(t *testing.T) {
 	if _, _, err := parsePriceListItem(`{"product":`); err == nil {
 		t.Error("malformed document accepted")
 	}
+}
+
+func testKubelet() *v1alpha1.KubeletConfiguration {
+	return &v1alpha1.KubeletConfiguration{
+		MaxPods:                     ptr.To(int32(110)),
+		PodsPerCore:                 ptr.To(int32(10)),
+		SystemReserved:              map[string]v1alpha1.ReservedQuantity{"cpu": "100m", "memory": "100Mi"},
+		KubeReserved:                map[string]v1alpha1.ReservedQuantity{"cpu": "200m", "memory": "1Gi"},
+		EvictionHard:                map[string]v1alpha1.EvictionThreshold{"memory.available": "5%", "nodefs.available": "10%"},
+		EvictionSoft:                map[string]v1alpha1.EvictionThreshold{"memory.available": "1Gi"},
+		EvictionSoftGracePeriod:     map[string]metav1.Duration{"memory.available": {Duration: 90 * time.Second}},
+		EvictionMaxPodGracePeriod:   ptr.To(int32(60)),
+		ImageGCHighThresholdPercent: ptr.To(int32(85)),
+		ImageGCLowThresholdPercent:  ptr.To(int32(80)),
+		CPUCFSQuota:                 ptr.To(false),
+		ClusterDNS:                  []string{"10.100.0.10"},
+	}
+}
+
+func decodedUserData(t *testing.T, b bootstrap, family string) string {
+	t.Helper()
+	enc, err := b.UserData(family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// TestUserDataCarriesKubeletSettings checks that a node class's kubelet
+// settings reach the node in each family's own format. MaxPods is the
+// planner's figure (maxPods 110 capped by podsPerCore 10 on 2 vCPUs).
+func TestUserDataCarriesKubeletSettings(t *testing.T) {
+	b := testBootstrap()
+	b.MaxPods, b.Kubelet = 20, testKubelet()
+
+	t.Run("AL2023 NodeConfig kubelet config", func(t *testing.T) {
+		raw := decodedUserData(t, b, FamilyAL2023)
+		start := strings.Index(raw, "apiVersion: node.eks.aws/v1alpha1")
+		end := strings.Index(raw[start:], "\n--"+mimeBoundary)
+		if start < 0 || end < 0 {
+			t.Fatalf("no NodeConfig part:\n%s", raw)
+		}
+		var nc struct {
+			Spec struct {
+				Kubelet struct {
+					Config map[string]any `json:"config"`
+				} `json:"kubelet"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(raw[start:start+end]), &nc); err != nil {
+			t.Fatalf("NodeConfig is not YAML: %v\n%s", err, raw[start:start+end])
+		}
+		got, err := json.Marshal(nc.Spec.Kubelet.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			`"maxPods":20`, `"podsPerCore":10`, `"kubeReserved":{"cpu":"200m","memory":"1Gi"}`, `"systemReserved":{"cpu":"100m","memory":"100Mi"}`,
+			`"evictionHard":{"memory.available":"5%","nodefs.available":"10%"}`, `"evictionSoft":{"memory.available":"1Gi"}`,
+			`"evictionSoftGracePeriod":{"memory.available":"1m30s"}`, `"evictionMaxPodGracePeriod":60`,
+			`"imageGCHighThresholdPercent":85`, `"imageGCLowThresholdPercent":80`, `"cpuCFSQuota":false`, `"clusterDNS":["10.100.0.10"]`,
+		} {
+			if !strings.Contains(string(got), want) {
+				t.Errorf("kubelet config %s lacks %s", got, want)
+			}
+		}
+	})
+	t.Run("AL2 bootstrap.sh flags", func(t *testing.T) {
+		raw := decodedUserData(t, b, FamilyAL2)
+		for _, want := range []string{
+			"--use-max-pods false --dns-cluster-ip '10.100.0.10' --kubelet-extra-args '--max-pods=20 --pods-per-core=10 " +
+				"--system-reserved=cpu=100m,memory=100Mi --kube-reserved=cpu=200m,memory=1Gi " +
+				"--eviction-hard=memory.available<5%,nodefs.available<10% --eviction-soft=memory.available<1Gi " +
+				"--eviction-soft-grace-period=memory.available=1m30s --eviction-max-pod-grace-period=60 " +
+				"--image-gc-high-threshold=85 --image-gc-low-threshold=80 --cpu-cfs-quota=false --node-labels=",
+		} {
+			if !strings.Contains(raw, want) {
+				t.Errorf("user data lacks %q:\n%s", want, raw)
+			}
+		}
+	})
+	t.Run("Bottlerocket settings", func(t *testing.T) {
+		raw := decodedUserData(t, b, FamilyBottlerocket)
+		for _, want := range []string{
+			`settings.kubernetes.max-pods = 20`,
+			`settings.kubernetes.kube-reserved."memory" = "1Gi"`, `settings.kubernetes.system-reserved."cpu" = "100m"`,
+			`settings.kubernetes.eviction-hard."memory.available" = "5%"`, `settings.kubernetes.eviction-soft."memory.available" = "1Gi"`,
+			`settings.kubernetes.eviction-soft-grace-period."memory.available" = "1m30s"`,
+			`settings.kubernetes.eviction-max-pod-grace-period = 60`, `settings.kubernetes.image-gc-high-threshold-percent = 85`,
+			`settings.kubernetes.cpu-cfs-quota-enforced = false`, `settings.kubernetes.cluster-dns-ip = ["10.100.0.10"]`,
+		} {
+			if !strings.Contains(raw, want) {
+				t.Errorf("user data lacks %q:\n%s", want, raw)
+			}
+		}
+	})
+	t.Run("values that would break quoting are refused", func(t *testing.T) {
+		for _, k := range []*v1alpha1.KubeletConfiguration{
+			{KubeReserved: map[string]v1alpha1.ReservedQuantity{"memory": "1Gi' ; curl evil"}},
+			{EvictionHard: map[string]v1alpha1.EvictionThreshold{"memory.available\"\nx": "1Gi"}},
+			{ClusterDNS: []string{"10.0.0.1' --x"}},
+		} {
+			b := testBootstrap()
+			b.Kubelet = k
+			if _, err := b.UserData(FamilyAL2); err == nil {
+				t.Errorf("user data made with kubelet %+v; want an error", k)
+			}
+		}
+	})
 }

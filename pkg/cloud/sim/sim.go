@@ -159,6 +159,9 @@ type class struct {
 	tags  map[string]string
 	// hash is the SimNodeClass's static hash; "" for other kinds.
 	hash string
+	// kubelet is the SimNodeClass's kubelet settings that change
+	// allocatable; nil when it sets none.
+	kubelet *cloud.Kubelet
 }
 
 // class resolves a node class reference. Only SimNodeClasses carry
@@ -186,6 +189,11 @@ func (p *Provider) class(ctx context.Context, ref v1alpha1.NodeClassReference) (
 	c.ice = append(slices.Clone(c.ice), snc.Spec.InsufficientCapacity...)
 	c.tags = snc.Spec.Tags
 	c.hash = snc.Spec.Hash()
+	k, err := cloud.NewKubelet(snc.Spec.Kubelet)
+	if err != nil {
+		return c, &cloud.NodeClassNotReadyError{NodeClass: "SimNodeClass/" + ref.Name, Reason: err.Error()}
+	}
+	c.kubelet = k
 	return c, nil
 }
 
@@ -203,6 +211,7 @@ func (p *Provider) InstanceTypes(ctx context.Context, pool *v1alpha1.NodePool) (
 	for i, t := range types {
 		out[i] = t
 		out[i].Offerings = slices.Clone(t.Offerings)
+		out[i].Kubelet = c.kubelet
 	}
 	return out, nil
 }
@@ -223,6 +232,14 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 	types, err := p.types(c.file)
 	if err != nil {
 		return nil, &cloud.NodeClassNotReadyError{NodeClass: claim.Spec.NodeClassRef.Name, Reason: err.Error()}
+	}
+	if c.kubelet != nil {
+		// The class's kubelet settings size the node, as a kubelet
+		// started with them would.
+		types = slices.Clone(types)
+		for i := range types {
+			types[i].Kubelet = c.kubelet
+		}
 	}
 	it, off, err := p.choose(claim, types, c.ice)
 	if err != nil {

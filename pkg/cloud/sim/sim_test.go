@@ -113,6 +113,45 @@ func TestInsufficientCapacityFromTheNodeClass(t *testing.T) {
 	}
 }
 
+// TestKubeletSettingsSizeTheNodes checks that a SimNodeClass's kubelet
+// settings reach the instance types the planner sees and the Node a launch
+// registers: an m5.large (29 pods by its ENIs) with maxPods 5 and 1Gi of
+// kube-reserved memory.
+func TestKubeletSettingsSizeTheNodes(t *testing.T) {
+	ctx := context.Background()
+	maxPods := int32(5)
+	p, c := newProvider(t, &v1alpha1.SimNodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "sim"},
+		Spec: v1alpha1.SimNodeClassSpec{Kubelet: &v1alpha1.KubeletConfiguration{
+			MaxPods: &maxPods, KubeReserved: map[string]v1alpha1.ReservedQuantity{"memory": "1Gi"},
+		}},
+	})
+	pool := &v1alpha1.NodePool{Spec: v1alpha1.NodePoolSpec{Template: v1alpha1.NodeClaimTemplate{Spec: v1alpha1.NodeClaimTemplateSpec{
+		NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "sim"}}}}}
+	types, err := p.InstanceTypes(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range types {
+		if it.Kubelet == nil || !it.Kubelet.MaxPods.Set || it.Kubelet.MaxPods.Value != 5 {
+			t.Fatalf("type %s offered with kubelet %+v, want maxPods 5", it.Name, it.Kubelet)
+		}
+	}
+	if _, err := p.Create(ctx, claim("a", in(corev1.LabelInstanceTypeStable, "m5.large"), in(v1alpha1.LabelCapacityType, "on-demand"))); err != nil {
+		t.Fatal(err)
+	}
+	var node corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: "a"}, &node); err != nil {
+		t.Fatal(err)
+	}
+	// Memory: 8192Mi less 7.5 % (615Mi) less 1Gi kube-reserved and 100Mi eviction.
+	wantMem := resource.MustParse("6453Mi")
+	if node.Status.Capacity.Pods().Value() != 5 || node.Status.Allocatable.Pods().Value() != 5 || !node.Status.Allocatable.Memory().Equal(wantMem) {
+		t.Errorf("node capacity pods %v, allocatable pods %v memory %v; want 5, 5 and %v",
+			node.Status.Capacity.Pods(), node.Status.Allocatable.Pods(), node.Status.Allocatable.Memory(), &wantMem)
+	}
+}
+
 func TestMissingSimNodeClassIsNotReady(t *testing.T) {
 	p, _ := newProvider(t)
 	_, err := p.Create(context.Background(), claim("a"))

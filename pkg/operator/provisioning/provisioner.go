@@ -223,7 +223,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 			}
 			continue
 		}
-		if typ := b.types[n.InstanceType]; typ != nil {
+		if typ := b.typesOf(np.Name)[n.InstanceType]; typ != nil {
 			b.usage[np.Name] = b.usage[np.Name].Add(typ.Capacity)
 		}
 		launches = append(launches, &launch{node: n, pool: np})
@@ -340,7 +340,7 @@ func (b *batch) tell(p *Provisioner, pi int, reason string) {
 // overLimit checks, with every NodeClaim counted (cached, just created and
 // this batch's), that the node fits the pool's limits; it returns why not.
 func (p *Provisioner) overLimit(b *batch, np *v1alpha1.NodePool, n *solver.NewNode) string {
-	typ := b.types[n.InstanceType]
+	typ := b.typesOf(np.Name)[n.InstanceType]
 	if typ == nil || len(np.Spec.Limits) == 0 {
 		return ""
 	}

@@ -47,6 +47,9 @@ type batch struct {
 	usage map[string]solver.Resources
 	// types are the instance types offered, by name.
 	types map[string]*solver.InstanceType
+	// poolTypes are, for the pools whose node class has kubelet settings,
+	// their own instance types (sized by those settings), by pool and name.
+	poolTypes map[string]map[string]*solver.InstanceType
 	// skippedPools explains pools left out of the plan.
 	skippedPools map[string]string
 	// lapse is when the first nomination that kept pods out of this
@@ -101,7 +104,8 @@ func (p *Provisioner) snapshot(ctx context.Context, plan bool) (*batch, error) {
 		byName[c.Name] = c
 	}
 	b := &batch{pools: map[string]*v1alpha1.NodePool{}, claims: map[string]*v1alpha1.NodeClaim{}, usage: map[string]solver.Resources{},
-		types: map[string]*solver.InstanceType{}, skippedPools: map[string]string{}, moving: map[types.UID]bool{}}
+		types: map[string]*solver.InstanceType{}, poolTypes: map[string]map[string]*solver.InstanceType{}, skippedPools: map[string]string{},
+		moving: map[types.UID]bool{}}
 	nodeByProviderID := map[string]*corev1.Node{}
 	for i := range nodes.Items {
 		if id := nodes.Items[i].Spec.ProviderID; id != "" {
@@ -149,6 +153,8 @@ func (p *Provisioner) snapshot(ctx context.Context, plan bool) (*batch, error) {
 	// Pools whose node class resolves, and the instance types they offer.
 	cloudTypes := map[string]cloud.InstanceType{}
 	poolTypes := map[string][]string{}
+	// Pools whose node class has kubelet settings get their own types.
+	kubeletTypes := map[string][]cloud.InstanceType{}
 	for i := range npList.Items {
 		np := &npList.Items[i]
 		if np.DeletionTimestamp != nil {
@@ -166,6 +172,10 @@ func (p *Provisioner) snapshot(ctx context.Context, plan bool) (*batch, error) {
 		}
 		b.pools[np.Name] = np
 		objs.NodePools = append(objs.NodePools, raw)
+		if slices.ContainsFunc(ts, func(t cloud.InstanceType) bool { return t.Kubelet != nil }) {
+			kubeletTypes[np.Name] = ts
+			continue
+		}
 		for _, t := range ts {
 			if _, ok := cloudTypes[t.Name]; !ok {
 				cloudTypes[t.Name] = t
@@ -210,9 +220,18 @@ func (p *Provisioner) snapshot(ctx context.Context, plan bool) (*batch, error) {
 		b.types[instanceTypes[i].Name] = &instanceTypes[i]
 	}
 	// A pool whose node class offers fewer types than the union may use
-	// only its own.
+	// only its own; one with kubelet settings has its own list.
 	for pi := range cl.Pools {
 		pool := &cl.Pools[pi]
+		if ts, ok := kubeletTypes[pool.Name]; ok {
+			pool.InstanceTypes = p.solverTypes(ts)
+			byName := make(map[string]*solver.InstanceType, len(pool.InstanceTypes))
+			for i := range pool.InstanceTypes {
+				byName[pool.InstanceTypes[i].Name] = &pool.InstanceTypes[i]
+			}
+			b.poolTypes[pool.Name] = byName
+			continue
+		}
 		if names := poolTypes[pool.Name]; len(names) < len(cloudTypes) {
 			pool.Requirements = append(pool.Requirements, solver.Requirement{Key: solver.LabelInstanceType, Operator: solver.OpIn, Values: names})
 		}
@@ -241,7 +260,7 @@ func (p *Provisioner) snapshot(ctx context.Context, plan bool) (*batch, error) {
 	}
 	for _, c := range claims {
 		pool := nodeclaim.Pool(c)
-		capacity, alloc, typ := p.claimResources(c, cl.ExtendedResources, b.types)
+		capacity, alloc, typ := p.claimResources(c, cl.ExtendedResources, b.typesOf(pool))
 		b.usage[pool] = b.usage[pool].Add(capacity)
 		var node *corev1.Node
 		if c.Status.ProviderID != "" {
@@ -391,6 +410,31 @@ func (p *Provisioner) claimResources(c *v1alpha1.NodeClaim, extended []string, t
 		alloc = toSolver(c.Status.Allocatable, extended)
 	}
 	return capacity, alloc, typ
+}
+
+// typesOf returns the instance types of a pool by name: its own when its
+// node class has kubelet settings, else the shared ones.
+func (b *batch) typesOf(pool string) map[string]*solver.InstanceType {
+	if t, ok := b.poolTypes[pool]; ok {
+		return t
+	}
+	return b.types
+}
+
+// solverTypes converts a pool's own instance types for the solver, without
+// the offerings marked unavailable.
+func (p *Provisioner) solverTypes(ts []cloud.InstanceType) []solver.InstanceType {
+	out := make([]solver.InstanceType, 0, len(ts))
+	for i := range ts {
+		st := p.opts.Model.SolverType(&ts[i], p.opts.Region)
+		st.Offerings = slices.DeleteFunc(st.Offerings, func(o solver.Offering) bool {
+			return p.unavailable.Has(st.Name, o.Zone, o.CapacityType)
+		})
+		if len(st.Offerings) > 0 {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // requirementValue returns the single value an In requirement on key pins,

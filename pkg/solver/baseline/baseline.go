@@ -74,8 +74,9 @@ func newEnv(p *solver.Problem) *env {
 	})
 	for pi := range p.Pools {
 		pool := &p.Pools[pi]
-		for ti := range p.InstanceTypes {
-			it := &p.InstanceTypes[ti]
+		types := p.PoolTypes(pi)
+		for ti := range types {
+			it := &types[ti]
 			for _, o := range it.Offerings {
 				labels := make(map[string]string, len(it.Labels)+len(pool.Labels)+3)
 				for k, v := range it.Labels {
@@ -216,7 +217,7 @@ func (e *env) withinLimits(k int) bool {
 // launch adds a new node of kind k with pods to the plan.
 func (e *env) launch(k int, pods []int) {
 	kd := &e.kinds[k]
-	n := solver.NewNode{Pool: e.p.Pools[kd.pool].Name, InstanceType: e.p.InstanceTypes[kd.typ].Name, Zone: kd.zone,
+	n := solver.NewNode{Pool: e.p.Pools[kd.pool].Name, InstanceType: e.p.PoolTypes(kd.pool)[kd.typ].Name, Zone: kd.zone,
 		CapacityType: kd.ct, Price: kd.price, Pods: slices.Clone(pods), Allocatable: kd.alloc}
 	for _, pi := range pods {
 		n.Requested = n.Requested.Add(e.req[pi])

@@ -139,11 +139,12 @@ func Cost(p *solver.Problem, plan *solver.Plan) float64 {
 	total := 0.0
 	for _, n := range plan.NewNodes {
 		price := -1.0
-		for i := range p.InstanceTypes {
-			if p.InstanceTypes[i].Name != n.InstanceType {
+		types := poolTypes(p, n.Pool)
+		for i := range types {
+			if types[i].Name != n.InstanceType {
 				continue
 			}
-			for _, o := range p.InstanceTypes[i].Offerings {
+			for _, o := range types[i].Offerings {
 				if o.Zone == n.Zone && o.CapacityType == n.CapacityType && (price < 0 || o.Price < price) {
 					price = o.Price
 				}
@@ -152,6 +153,17 @@ func Cost(p *solver.Problem, plan *solver.Plan) float64 {
 		total += max(price, 0)
 	}
 	return total
+}
+
+// poolTypes returns the instance types of the named pool: its own when it
+// has them, else the problem's.
+func poolTypes(p *solver.Problem, pool string) []solver.InstanceType {
+	for i := range p.Pools {
+		if p.Pools[i].Name == pool {
+			return p.PoolTypes(i)
+		}
+	}
+	return p.InstanceTypes
 }
 
 // lookup finds a planned node's pool and instance type.
@@ -163,9 +175,10 @@ func lookup(p *solver.Problem, n *solver.NewNode) (*solver.Pool, *solver.Instanc
 		}
 	}
 	var it *solver.InstanceType
-	for i := range p.InstanceTypes {
-		if p.InstanceTypes[i].Name == n.InstanceType {
-			it = &p.InstanceTypes[i]
+	types := poolTypes(p, n.Pool)
+	for i := range types {
+		if types[i].Name == n.InstanceType {
+			it = &types[i]
 		}
 	}
 	if pool == nil || it == nil {

@@ -250,6 +250,9 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cat.ApplyKubelets(prob, m.Kubelets); err != nil {
+		return nil, err
+	}
 	prices := explain.NewPriceList(types)
 	if cl != nil {
 		prob.Nodes, prob.PDBs = slices.Clone(cl.Nodes), cl.PDBs
@@ -301,6 +304,9 @@ func (p *Planner) baseline(in Input, m *snapshot.Manifests, cl *snapshot.Cluster
 	}
 	prob, err := explain.Problem(m, types, in.Default)
 	if err != nil {
+		return 0, err
+	}
+	if err := cat.ApplyKubelets(prob, m.Kubelets); err != nil {
 		return 0, err
 	}
 	if cl != nil {
