@@ -18,12 +18,16 @@ var (
 	RightsizeSimNodeClasses = v1alpha1.SchemeGroupVersion.WithResource("simnodeclasses")
 )
 
-// classResources are the node class resources ReadCluster lists, of
-// kinds classKinds.
+// classResources are the node class resources ReadCluster lists (and
+// watchers watch: NodeClassResources), of kinds classKinds.
 var (
 	classResources = [3]schema.GroupVersionResource{KarpenterEC2NodeClasses, RightsizeEC2NodeClasses, RightsizeSimNodeClasses}
 	classKinds     = [3]string{"EC2NodeClass", "EC2NodeClass", "SimNodeClass"}
 )
+
+// NodeClassResources returns the node class resources whose kubelet
+// settings a plan uses, for watchers that fill Objects.NodeClasses.
+func NodeClassResources() []schema.GroupVersionResource { return classResources[:] }
 
 // kubeletSources records, while pools and node classes are read, where
 // each pool's kubelet settings may come from; resolveKubelets turns them

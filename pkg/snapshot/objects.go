@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 )
@@ -31,6 +32,9 @@ type Objects struct {
 	RightsizeNodePools []*v1alpha1.NodePool
 	NodeClaims         []*v1alpha1.NodeClaim
 	RightsizeInstalled bool
+	// NodeClasses are the node classes (as JSON) of each of
+	// NodeClassResources, for the pools' kubelet settings.
+	NodeClasses map[schema.GroupVersionResource][]json.RawMessage
 }
 
 // FromObjects converts objects already read (for example by informers) the
@@ -63,6 +67,10 @@ func FromObjects(o *Objects) *Cluster {
 	}
 	cl.Rightsize.Installed = o.RightsizeInstalled
 	cl.addRightsizePools(o.RightsizeNodePools)
+	for i, gvr := range classResources {
+		cl.addLiveClasses(gvr, classKinds[i], o.NodeClasses[gvr])
+	}
+	cl.resolveKubelets()
 	for _, d := range o.DaemonSets {
 		ds := daemonSet{namespace: d.Namespace, name: d.Name, spec: d.Spec.Template.Spec}
 		cl.addDaemonSet(&ds)

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
@@ -29,6 +31,7 @@ type store struct {
 	pdbs       map[string]*policyv1.PodDisruptionBudget
 	pools      map[string]*unstructured.Unstructured // "group/name"
 	claims     map[string]*unstructured.Unstructured
+	classes    map[string]*unstructured.Unstructured // "group/resource/name"
 	karpenter  bool
 	claimCRD   bool
 }
@@ -37,6 +40,7 @@ func newStore() *store {
 	return &store{
 		pods: map[string]*corev1.Pod{}, nodes: map[string]*corev1.Node{}, daemonSets: map[string]*appsv1.DaemonSet{},
 		pdbs: map[string]*policyv1.PodDisruptionBudget{}, pools: map[string]*unstructured.Unstructured{}, claims: map[string]*unstructured.Unstructured{},
+		classes: map[string]*unstructured.Unstructured{},
 	}
 }
 
@@ -61,6 +65,8 @@ func (s *store) apply(b watch.Batch) {
 		case watch.NodeClaim:
 			put(s.claims, e)
 			s.claimCRD = true
+		case watch.NodeClass:
+			put(s.classes, e)
 		}
 	}
 }
@@ -90,6 +96,18 @@ func (s *store) objects() *snapshot.Objects {
 			o.NodePools = append(o.NodePools, j)
 		}
 		o.RightsizeInstalled = o.RightsizeInstalled || strings.HasPrefix(s.pools[k].GetAPIVersion(), v1alpha1.Group+"/")
+	}
+	// Node classes, for the pools' kubelet settings.
+	for _, k := range sortedKeys(s.classes) {
+		group, rest, _ := strings.Cut(k, "/")
+		resource, _, _ := strings.Cut(rest, "/")
+		gvr := schema.GroupVersionResource{Group: group, Version: s.classes[k].GroupVersionKind().Version, Resource: resource}
+		if j, err := s.classes[k].MarshalJSON(); err == nil {
+			if o.NodeClasses == nil {
+				o.NodeClasses = map[schema.GroupVersionResource][]json.RawMessage{}
+			}
+			o.NodeClasses[gvr] = append(o.NodeClasses[gvr], j)
+		}
 	}
 	// Typed NodeClaims give explain's consolidation the operator's view:
 	// node prices, pools, and nodes still initializing.

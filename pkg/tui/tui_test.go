@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,9 +13,11 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
 
 // screen is the plain text of the model's screen.
@@ -346,4 +349,42 @@ func TestProgramLaunchesThroughTheRealEventLoop(t *testing.T) {
 		t.Errorf("final model has %d launches", len(final.launches))
 	}
 	_, _ = io.ReadAll(tm.FinalOutput(t))
+}
+
+// TestLivePlanHonoursTheNodeClassKubeletSettings: a Karpenter NodePool
+// whose EC2NodeClass caps pods per node plans more nodes for tiny pods
+// once the watcher delivers the class, as explain does.
+func TestLivePlanHonoursTheNodeClassKubeletSettings(t *testing.T) {
+	pool := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": map[string]any{"name": "tiny"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "capped"},
+			"requirements": []any{map[string]any{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": []any{"m5.large"}}},
+		}}},
+	}}
+	class := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": map[string]any{"name": "capped"},
+		"spec": map[string]any{"kubelet": map[string]any{"maxPods": int64(4)}},
+	}}
+	nodesFor := func(withClass bool) int {
+		m := New(Options{Launcher: &recordingLauncher{}, Context: "test-ctx", Catalog: explain.Catalog{Region: "us-east-1"},
+			Debounce: time.Millisecond, Now: func() time.Time { return now }})
+		b := watch.Batch{Events: []watch.Event{{Kind: watch.KarpenterNodePool, Key: "tiny", Obj: pool}}}
+		if withClass {
+			b.Events = append(b.Events, watch.Event{Kind: watch.NodeClass, Key: "karpenter.k8s.aws/ec2nodeclasses/capped", Obj: class})
+		}
+		for i := range 12 {
+			name := fmt.Sprintf("tiny-%d", i)
+			b.Events = append(b.Events, watch.Event{Kind: watch.Pod, Key: "default/" + name, Obj: pod(name, "tiny", "", "10m", "16Mi")})
+		}
+		drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 30}, b, watch.Synced{KarpenterNodePools: true})
+		if m.rep == nil {
+			t.Fatalf("no plan: %v", m.planErr)
+		}
+		return len(m.rep.Plan.NewNodes)
+	}
+	without, with := nodesFor(false), nodesFor(true)
+	if with != 3 || without >= with {
+		t.Errorf("12 tiny pods on m5.large: %d nodes with maxPods 4 in the class (want 3), %d without it (want fewer)", with, without)
+	}
 }

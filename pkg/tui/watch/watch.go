@@ -1,6 +1,7 @@
 // Package watch keeps the TUI up to date with a live cluster: client-go
 // informers on pods, nodes, DaemonSets, PodDisruptionBudgets, NodePools
-// (Karpenter's and ours, when their CRDs exist) and NodeClaims. Every change
+// (Karpenter's and ours, when their CRDs exist), NodeClaims and node
+// classes (for their kubelet settings). Every change
 // becomes an Event; events are batched (a burst of thousands at start-up is
 // one message, not thousands) and handed to a send function, which in the
 // TUI is tea.Program.Send. Nothing here is shared with the UI: the program
@@ -44,6 +45,9 @@ const (
 	KarpenterNodePool
 	NodePool
 	NodeClaim
+	// NodeClass events are keyed "group/resource/name" (snapshot's
+	// NodeClassResources).
+	NodeClass
 )
 
 // Event is one object added, changed (Obj is the new object) or deleted
@@ -120,6 +124,13 @@ func (w *Watcher) run(ctx context.Context) {
 				synced = append(synced, w.add(w.dynF.ForResource(r.gvr).Informer(), r.kind, r.gvr.Resource+"."+r.gvr.Group))
 			}
 		}
+		for _, gvr := range snapshot.NodeClassResources() {
+			// Optional: without them the pools plan with default kubelets.
+			if ok, err := w.served(gvr); err == nil && ok {
+				w.dynamic[gvr] = true
+				synced = append(synced, w.addKeyed(w.dynF.ForResource(gvr).Informer(), NodeClass, gvr.Resource+"."+gvr.Group, gvr.Group+"/"+gvr.Resource+"/"))
+			}
+		}
 		w.dynF.Start(ctx.Done())
 	}
 	w.mu.Unlock()
@@ -180,6 +191,11 @@ func (w *Watcher) served(gvr schema.GroupVersionResource) (bool, error) {
 
 // add registers the event handlers of one informer.
 func (w *Watcher) add(inf cache.SharedIndexInformer, kind Kind, what string) cache.InformerSynced {
+	return w.addKeyed(inf, kind, what, "")
+}
+
+// addKeyed is add with every event key prefixed.
+func (w *Watcher) addKeyed(inf cache.SharedIndexInformer, kind Kind, what, prefix string) cache.InformerSynced {
 	_ = inf.SetTransform(stripManagedFields)
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 		w.send(Error{fmt.Errorf("watching %s: %w", what, err)})
@@ -187,7 +203,7 @@ func (w *Watcher) add(inf cache.SharedIndexInformer, kind Kind, what string) cac
 	put := func(obj any) {
 		key, err := cache.MetaNamespaceKeyFunc(obj)
 		if err == nil {
-			w.emit(Event{Kind: kind, Key: key, Obj: obj})
+			w.emit(Event{Kind: kind, Key: prefix + key, Obj: obj})
 		}
 	}
 	reg, _ := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -196,7 +212,7 @@ func (w *Watcher) add(inf cache.SharedIndexInformer, kind Kind, what string) cac
 		DeleteFunc: func(obj any) {
 			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 			if err == nil {
-				w.emit(Event{Kind: kind, Key: key})
+				w.emit(Event{Kind: kind, Key: prefix + key})
 			}
 		},
 	})
