@@ -292,8 +292,15 @@ func (d *disruptionEnv) testSeedStep4(t *testing.T) {
 	if took < after {
 		t.Errorf("node gone after %s, before consolidateAfter %s", took, after)
 	}
-	if len(d.claims(t, poolName)) != 0 {
-		t.Errorf("NodeClaims left: %d", len(d.claims(t, poolName)))
+	// The node goes with the instance, a moment before the claim's
+	// finalizer lets the claim go.
+	var left []v1alpha1.NodeClaim
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		left = d.claims(t, poolName)
+		return len(left) == 0, nil
+	})
+	if len(left) != 0 {
+		t.Errorf("NodeClaims left 10 s after their node went: %v", names(left))
 	}
 }
 
@@ -607,8 +614,14 @@ func (d *disruptionEnv) testReplacementICE(t *testing.T) {
 			t.Errorf("pod %s was evicted or moved", uid)
 		}
 	}
-	if len(d.claims(t, pool)) != 1 {
-		t.Errorf("%d NodeClaims in the pool, want only the old node's", len(d.claims(t, pool)))
+	// A refused replacement's claim may still be finishing its finalizer.
+	var claims []v1alpha1.NodeClaim
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		claims = d.claims(t, pool)
+		return len(claims) == 1, nil
+	})
+	if len(claims) != 1 {
+		t.Errorf("NodeClaims in the pool %v, want only the old node's", names(claims))
 	}
 	if evicted > 0 {
 		t.Errorf("%d pods evicted", evicted)
