@@ -270,9 +270,45 @@ func plan(p *Problem, now time.Time, mergeFirst bool) (*ConsolidationPlan, error
 		}
 		out.Blocked = append(out.Blocked, NodeBlock{Node: n.Name, Reason: c.blockReason(n)})
 	}
-	out.Actions = c.actions
-	sort.SliceStable(out.Actions, func(a, b int) bool {
-		x, y := &out.Actions[a], &out.Actions[b]
+	out.Actions = orderActions(c.actions, movedPods(p))
+	for i := range out.Actions {
+		out.Saving += out.Actions[i].Saving
+	}
+	out.CurrentPrice, out.Saving = round6(out.CurrentPrice), round6(out.Saving)
+	return out, nil
+}
+
+// orderActions sorts the actions best first (saving per pod moved, then
+// saving, then name) without putting an action ahead of an earlier-planned
+// one it depends on. Each action was planned on the cluster as the earlier
+// ones left it. For capacity that order does not matter (an action's
+// replacements take no other pods, and two actions moving pods onto one
+// node fit together), but for topology it does: counts of pods per zone or
+// node move with every action, so an action whose moved pods' topology
+// spread or pod (anti-)affinity selects pods an earlier action moved, or
+// the other way round, keeps its place after that action.
+func orderActions(actions []Action, pods map[string]*Pod) []Action {
+	moved := make([][]*Pod, len(actions))
+	for i := range actions {
+		for _, m := range actions[i].Moves {
+			if pod := pods[m.Pod]; pod != nil {
+				moved[i] = append(moved[i], pod)
+			}
+		}
+	}
+	// deps[i] counts the earlier actions action i must follow; after[j]
+	// lists the later ones that follow j.
+	deps := make([]int, len(actions))
+	after := make([][]int, len(actions))
+	for i := range actions {
+		for j := range i {
+			if topologyLinked(moved[i], moved[j]) {
+				deps[i]++
+				after[j] = append(after[j], i)
+			}
+		}
+	}
+	better := func(x, y *Action) bool {
 		px, py := savingPerMove(x), savingPerMove(y)
 		if px != py {
 			return px > py
@@ -281,12 +317,68 @@ func plan(p *Problem, now time.Time, mergeFirst bool) (*ConsolidationPlan, error
 			return x.Saving > y.Saving
 		}
 		return x.Nodes[0] < y.Nodes[0]
-	})
-	for i := range out.Actions {
-		out.Saving += out.Actions[i].Saving
 	}
-	out.CurrentPrice, out.Saving = round6(out.CurrentPrice), round6(out.Saving)
-	return out, nil
+	out := make([]Action, 0, len(actions))
+	done := make([]bool, len(actions))
+	for range actions {
+		best := -1
+		for i := range actions {
+			if !done[i] && deps[i] == 0 && (best < 0 || better(&actions[i], &actions[best])) {
+				best = i
+			}
+		}
+		done[best] = true
+		out = append(out, actions[best])
+		for _, i := range after[best] {
+			deps[i]--
+		}
+	}
+	return out
+}
+
+// topologyLinked reports whether a hard topology constraint (DoNotSchedule
+// spread, required pod affinity or anti-affinity) of a pod in one set
+// selects a pod of the other.
+func topologyLinked(a, b []*Pod) bool {
+	selects := func(from, to []*Pod) bool {
+		for _, p := range from {
+			for i := range p.Spread {
+				if p.Spread[i].WhenUnsatisfiable == DoNotSchedule && selectsAny(&p.Spread[i].Selector, to) {
+					return true
+				}
+			}
+			for _, terms := range [][]PodAffinityTerm{p.PodAffinity, p.PodAntiAffinity} {
+				for i := range terms {
+					if selectsAny(&terms[i].Selector, to) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	return selects(a, b) || selects(b, a)
+}
+
+func selectsAny(sel *Selector, pods []*Pod) bool {
+	for _, p := range pods {
+		if sel.Matches(p.Labels) {
+			return true
+		}
+	}
+	return false
+}
+
+// movedPods indexes the pods of the problem's nodes by key.
+func movedPods(p *Problem) map[string]*Pod {
+	out := map[string]*Pod{}
+	for i := range p.Nodes {
+		for j := range p.Nodes[i].Pods {
+			pod := &p.Nodes[i].Pods[j]
+			out[pod.Key()] = pod
+		}
+	}
+	return out
 }
 
 func savingPerMove(a *Action) float64 {
