@@ -294,14 +294,21 @@ func (d *disruptionEnv) testSeedStep4(t *testing.T) {
 	}
 	// The node goes with the instance, a moment before the claim's
 	// finalizer lets the claim go.
-	var left []v1alpha1.NodeClaim
-	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		left = d.claims(t, poolName)
-		return len(left) == 0, nil
-	})
-	if len(left) != 0 {
+	if left := d.waitClaims(t, poolName, 0); len(left) != 0 {
 		t.Errorf("NodeClaims left 10 s after their node went: %v", names(left))
 	}
+}
+
+// waitClaims waits up to 10 s for a pool to have want NodeClaims (claims
+// being deleted finish their finalizer first) and returns them.
+func (d *disruptionEnv) waitClaims(t *testing.T, pool string, want int) []v1alpha1.NodeClaim {
+	t.Helper()
+	var claims []v1alpha1.NodeClaim
+	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		claims = d.claims(t, pool)
+		return len(claims) == want, nil
+	})
+	return claims
 }
 
 func (d *disruptionEnv) testRepack(t *testing.T) {
@@ -615,12 +622,7 @@ func (d *disruptionEnv) testReplacementICE(t *testing.T) {
 		}
 	}
 	// A refused replacement's claim may still be finishing its finalizer.
-	var claims []v1alpha1.NodeClaim
-	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		claims = d.claims(t, pool)
-		return len(claims) == 1, nil
-	})
-	if len(claims) != 1 {
+	if claims := d.waitClaims(t, pool, 1); len(claims) != 1 {
 		t.Errorf("NodeClaims in the pool %v, want only the old node's", names(claims))
 	}
 	if evicted > 0 {

@@ -27,18 +27,8 @@ import (
 // launched.
 func (e *opEnv) testLeavingNode(t *testing.T) {
 	ctx := context.Background()
-	ns := e.namespace(t, "leaving")
-	e.nodePool(t, "leaving", 0, nil, req(v1alpha1.LabelCapacityType, "on-demand"), req("karpenter.k8s.aws/instance-family", "m6i"))
-	t.Cleanup(func() { e.forceCleanup(t, ns, "leaving") })
-	op := e.startOperator(t, "leaving", nil, "--leader-elect=false", "--disruption=false")
+	ns, op := e.webOnOwnPool(t, "leaving", 2)
 	defer op.stop()
-
-	web := deployment("web", 2, "1", "1Gi")
-	web.Namespace = ns
-	if err := e.c.Create(ctx, web); err != nil {
-		t.Fatal(err)
-	}
-	e.waitRunning(t, ns, 2, 60*time.Second)
 	before := e.claims(t, "leaving")
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
@@ -119,6 +109,25 @@ func (e *opEnv) testLeavingNode(t *testing.T) {
 		replacement.Name, replacement.Status.InstanceType, launchedAfter.Round(time.Millisecond), movedAfter.Round(time.Millisecond))
 }
 
+// webOnOwnPool sets up a scenario: a namespace and an on-demand m6i
+// NodePool named name (both cleaned up after the test), an operator
+// without disruption (and args), and a Deployment "web" of replicas pods
+// of 1 CPU, Running.
+func (e *opEnv) webOnOwnPool(t *testing.T, name string, replicas int32, args ...string) (string, *operatorProc) {
+	t.Helper()
+	ns := e.namespace(t, name)
+	e.nodePool(t, name, 0, nil, req(v1alpha1.LabelCapacityType, "on-demand"), req("karpenter.k8s.aws/instance-family", "m6i"))
+	t.Cleanup(func() { e.forceCleanup(t, ns, name) })
+	op := e.startOperator(t, name, nil, append([]string{"--leader-elect=false", "--disruption=false"}, args...)...)
+	web := deployment("web", replicas, "1", "1Gi")
+	web.Namespace = ns
+	if err := e.c.Create(context.Background(), web); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRunning(t, ns, int(replicas), 60*time.Second)
+	return ns, op
+}
+
 func names(claims []v1alpha1.NodeClaim) []string {
 	var out []string
 	for _, c := range claims {
@@ -146,18 +155,8 @@ func sameKeys[V any](a, b map[string]V) bool {
 // evictions, and its pod runs on a new node.
 func (e *opEnv) testNodeRepair(t *testing.T) {
 	ctx := context.Background()
-	ns := e.namespace(t, "repair")
-	e.nodePool(t, "repair", 0, nil, req(v1alpha1.LabelCapacityType, "on-demand"), req("karpenter.k8s.aws/instance-family", "m6i"))
-	t.Cleanup(func() { e.forceCleanup(t, ns, "repair") })
-	op := e.startOperator(t, "repair", nil, "--leader-elect=false", "--disruption=false", "--node-repair-toleration", "3s")
+	ns, op := e.webOnOwnPool(t, "repair", 1, "--node-repair-toleration", "3s")
 	defer op.stop()
-
-	web := deployment("web", 1, "1", "1Gi")
-	web.Namespace = ns
-	if err := e.c.Create(ctx, web); err != nil {
-		t.Fatal(err)
-	}
-	e.waitRunning(t, ns, 1, 60*time.Second)
 	before := e.claims(t, "repair")
 	if len(before) != 1 || before[0].Status.NodeName == "" {
 		t.Fatalf("NodeClaims %v: want one with its node", names(before))

@@ -89,7 +89,7 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		})).
 		Watches(&v1alpha1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfClass("EC2NodeClass")), builder.WithPredicates(classes)).
 		Watches(&v1alpha1.SimNodeClass{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfClass("SimNodeClass")), builder.WithPredicates(classes)).
-		Watches(&v1alpha1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfPool), builder.WithPredicates(classes)).
+		Watches(&v1alpha1.NodePool{}, handler.EnqueueRequestsFromMapFunc(nodeclaim.OfPool(c.client)), builder.WithPredicates(classes)).
 		Complete(c)
 }
 
@@ -118,20 +118,6 @@ func (c *Controller) claimsOfClass(kind string) handler.MapFunc {
 		}
 		return out
 	}
-}
-
-// claimsOfPool maps a NodePool to its claims.
-func (c *Controller) claimsOfPool(ctx context.Context, o client.Object) []reconcile.Request {
-	var claims v1alpha1.NodeClaimList
-	if err := c.client.List(ctx, &claims, client.MatchingLabels{v1alpha1.LabelNodePool: o.GetName()}); err != nil {
-		logr.FromContextOrDiscard(ctx).Error(err, "listing NodeClaims for a NodePool change", "nodepool", o.GetName())
-		return nil
-	}
-	out := make([]reconcile.Request, len(claims.Items))
-	for i := range claims.Items {
-		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])}
-	}
-	return out
 }
 
 // Reconcile checks one NodeClaim for drift and records the answer in its

@@ -154,26 +154,9 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeclaim.lifecycle").
 		For(&v1alpha1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfNode)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeclaim.OfNode(c.client))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
 		Complete(c)
-}
-
-// claimsOfNode maps a Node to the NodeClaim with its providerID.
-func (c *Controller) claimsOfNode(ctx context.Context, o client.Object) []reconcile.Request {
-	id := o.(*corev1.Node).Spec.ProviderID
-	if id == "" {
-		return nil
-	}
-	var claims v1alpha1.NodeClaimList
-	if err := c.client.List(ctx, &claims, client.MatchingFields{nodeclaim.IndexClaimProviderID: id}); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, len(claims.Items))
-	for i := range claims.Items {
-		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])}
-	}
-	return out
 }
 
 // Reconcile moves one NodeClaim along its lifecycle.
