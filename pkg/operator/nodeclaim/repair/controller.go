@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -178,7 +179,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		claim.Annotations = map[string]string{}
 	}
 	claim.Annotations[v1alpha1.AnnotationDeletionReason] = metrics.ReasonRepair
-	if err := c.client.Patch(ctx, &claim, client.MergeFrom(orig)); err != nil {
+	// Guarded by the resourceVersion: a reconcile on a cached claim that
+	// another one already repaired gets a conflict, not a second repair.
+	if err := c.client.Patch(ctx, &claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{Requeue: true}, nil
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if err := c.client.Delete(ctx, &claim); err != nil {
