@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -131,4 +132,64 @@ func (r *Rightsize) InFlightClaims() []string {
 		}
 	}
 	return out
+}
+
+// decodeRightsize reads this project's own NodePool, EC2NodeClass and
+// SimNodeClass from manifests, strictly (an unknown field is an error, as
+// the API server's schema makes it one): a NodePool plans as its live twin
+// does, with the labels every node of the pool carries; a node class gives
+// the pools that reference it its kubelet settings.
+func (m *Manifests) decodeRightsize(where, kind string, j []byte, generic any) error {
+	var (
+		name    string
+		kubelet *v1alpha1.KubeletConfiguration
+	)
+	switch kind {
+	case "NodePool":
+		var np v1alpha1.NodePool
+		if err := decodeStrict(j, &np, generic); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(&np)
+		if err != nil {
+			return err
+		}
+		var o karpenterPool
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return err
+		}
+		n := len(m.Pools)
+		if err := m.addPool(where, kind, &o); err != nil {
+			return err
+		}
+		maps.Copy(m.Pools[n].Labels, np.NodeLabels())
+		return nil
+	case "EC2NodeClass":
+		var c v1alpha1.EC2NodeClass
+		if err := decodeStrict(j, &c, generic); err != nil {
+			return err
+		}
+		name, kubelet = c.Name, c.Spec.Kubelet
+	default:
+		var c v1alpha1.SimNodeClass
+		if err := decodeStrict(j, &c, generic); err != nil {
+			return err
+		}
+		name, kubelet = c.Name, c.Spec.Kubelet
+	}
+	if name == "" {
+		return errors.New("metadata.name is required")
+	}
+	var raw json.RawMessage
+	if kubelet != nil {
+		var err error
+		if raw, err = json.Marshal(kubelet); err != nil {
+			return err
+		}
+	}
+	if err := m.setClassKubelet(where, classKey{v1alpha1.Group, kind, name}, raw); err != nil {
+		return err
+	}
+	m.NodeClasses = append(m.NodeClasses, name)
+	return nil
 }

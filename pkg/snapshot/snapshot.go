@@ -424,9 +424,14 @@ var kinds = map[string][]string{
 	"Job":                   {"batch/v1"},
 	"CronJob":               {"batch/v1"},
 	"Provisioner":           {"karpenter.sh/v1alpha5"},
-	"NodePool":              {"karpenter.sh/v1", "karpenter.sh/v1beta1"},
-	"EC2NodeClass":          {"karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1", "karpenter.sh/v1alpha5"},
+	"NodePool":              {"karpenter.sh/v1", "karpenter.sh/v1beta1", rightsizeAPIVersion},
+	"EC2NodeClass":          {"karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1", "karpenter.sh/v1alpha5", rightsizeAPIVersion},
+	"SimNodeClass":          {rightsizeAPIVersion},
 }
+
+// rightsizeAPIVersion is this project's own API: its NodePools and node
+// classes plan offline as they do live.
+var rightsizeAPIVersion = v1alpha1.SchemeGroupVersion.String()
 
 func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic any) error {
 	switch kind {
@@ -446,10 +451,16 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 			}
 		}
 		return nil
-	case "Provisioner", "NodePool":
+	case "NodePool", "EC2NodeClass", "SimNodeClass":
+		if apiVersion == rightsizeAPIVersion {
+			return m.decodeRightsize(where, kind, j, generic)
+		}
+		if kind == "EC2NodeClass" {
+			return m.decodeNodeClass(where, apiVersion, j, generic)
+		}
 		return m.decodePool(where, kind, j, generic)
-	case "EC2NodeClass":
-		return m.decodeNodeClass(where, apiVersion, j, generic)
+	case "Provisioner":
+		return m.decodePool(where, kind, j, generic)
 	default:
 		return m.decodeWorkload(where, kind, j, generic)
 	}

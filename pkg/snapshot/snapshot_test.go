@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -542,6 +543,32 @@ spec:
 			HasLimit:      [solver.MaxResources]bool{solver.CPU: true},
 			Consolidation: solver.Consolidation{Policy: solver.WhenEmptyOrUnderutilized, NodesAllowed: -1},
 		}, classes: []string{"default"}},
+		{name: "rightsize.dev NodePool and its node class", in: `
+apiVersion: rightsize.dev/v1alpha1
+kind: NodePool
+metadata: {name: ours}
+spec:
+  template:
+    metadata:
+      labels: {team: a}
+    spec:
+      nodeClassRef: {group: rightsize.dev, kind: SimNodeClass, name: sim}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
+  disruption:
+    consolidateAfter: 30s
+    minSaving: {perHour: "0.05"}
+---
+apiVersion: rightsize.dev/v1alpha1
+kind: SimNodeClass
+metadata: {name: sim}
+spec:
+  kubelet: {maxPods: 8}
+`, want: solver.Pool{
+			Name:          "ours",
+			Requirements:  []solver.Requirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"spot"}}},
+			Labels:        map[string]string{"team": "a", LabelNodePool: "ours", v1alpha1.LabelNodePool: "ours"},
+			Consolidation: solver.Consolidation{Policy: solver.WhenEmptyOrUnderutilized, After: 30 * time.Second, NodesAllowed: -1, MinSaving: 0.05, MinSavingSet: true},
+		}, classes: []string{"sim"}},
 		{name: "v1alpha5 Provisioner, flat layout", in: `
 apiVersion: karpenter.sh/v1alpha5
 kind: Provisioner
@@ -582,6 +609,9 @@ spec:
 			if !reflect.DeepEqual(m.Pools[0], tt.want) {
 				t.Errorf("pool =\n%+v\nwant\n%+v", m.Pools[0], tt.want)
 			}
+			if k := m.Kubelets[tt.want.Name]; tt.want.Name == "ours" && (k == nil || k.MaxPods == nil || *k.MaxPods != 8) {
+				t.Errorf("pool ours kubelet = %+v, want the SimNodeClass's maxPods 8", k)
+			}
 			if !reflect.DeepEqual(m.NodeClasses, tt.classes) {
 				t.Errorf("classes = %v, want %v", m.NodeClasses, tt.classes)
 			}
@@ -613,6 +643,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"kind not a string", "apiVersion: v1\nkind: [Pod]\n", "kind: expected a string, got a list"},
 		{"unknown field", pod + "# comment\n\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replica: 3\n  template: {spec: {containers: [{name: c}]}}\n",
 			`document 2 (line 8): Deployment "web": unknown field "spec.replica"`},
+		{"unknown field of our NodePool", "apiVersion: rightsize.dev/v1alpha1\nkind: NodePool\nmetadata: {name: x}\nspec: {bogus: 1}\n", `NodePool "x": unknown field "spec.bogus"`},
 		{"wrong case field", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  Replicas: 3\n", `unknown field "spec.Replicas"`},
 		{"bad quantity", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: 2 cores}}\n",
 			`document 1 (line 1): Pod "p": spec.containers[0].resources.requests.cpu: invalid quantity "2 cores"`},
