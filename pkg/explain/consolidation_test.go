@@ -25,17 +25,7 @@ import (
 // elsewhere is planned after the empty node, one action at a time.
 func TestConsolidationOperatorGuards(t *testing.T) {
 	now := time.Now()
-	pool := &v1alpha1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: v1alpha1.NodePoolSpec{
-			Template: v1alpha1.NodeClaimTemplate{Spec: v1alpha1.NodeClaimTemplateSpec{
-				NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"},
-				Requirements: []v1alpha1.NodeSelectorRequirement{{Key: "karpenter.k8s.aws/instance-family", Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"m7i"}}},
-			}},
-			Disruption: v1alpha1.Disruption{ConsolidationPolicy: v1alpha1.ConsolidationPolicyWhenEmptyOrUnderutilized, ConsolidateAfter: "0s",
-				Budgets: []v1alpha1.Budget{{Nodes: "100%"}}},
-		},
-	}
+	pool := webPool("0s")
 	objs := snapshot.Objects{RightsizeInstalled: true, RightsizeNodePools: []*v1alpha1.NodePool{pool}}
 	node := func(name string, owned bool, annotations map[string]string) {
 		labels := map[string]string{solver.LabelInstanceType: "m7i.xlarge", solver.LabelZone: "us-east-1a", solver.LabelCapacityType: "on-demand",
@@ -161,17 +151,7 @@ func TestConsolidationCountsFromLastPodEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pool := &v1alpha1.NodePool{
-				ObjectMeta: metav1.ObjectMeta{Name: "web"},
-				Spec: v1alpha1.NodePoolSpec{
-					Template: v1alpha1.NodeClaimTemplate{Spec: v1alpha1.NodeClaimTemplateSpec{
-						NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"},
-						Requirements: []v1alpha1.NodeSelectorRequirement{{Key: "karpenter.k8s.aws/instance-family", Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"m7i"}}},
-					}},
-					Disruption: v1alpha1.Disruption{ConsolidationPolicy: v1alpha1.ConsolidationPolicyWhenEmptyOrUnderutilized, ConsolidateAfter: "1m",
-						Budgets: []v1alpha1.Budget{{Nodes: "100%"}}},
-				},
-			}
+			pool := webPool("1m")
 			objs := snapshot.Objects{RightsizeInstalled: true, RightsizeNodePools: []*v1alpha1.NodePool{pool}}
 			list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
 			hourAgo := metav1.NewTime(now.Add(-time.Hour))
@@ -235,5 +215,22 @@ func TestConsolidationCountsFromLastPodEvent(t *testing.T) {
 				t.Errorf("idle: %+v, want %s and a reason naming %q", got, tt.verdict, tt.reason)
 			}
 		})
+	}
+}
+
+// webPool is the rightsize NodePool "web" of these tests: m7i on a
+// SimNodeClass, consolidating when empty or underutilized after
+// consolidateAfter, any number of nodes at a time.
+func webPool(consolidateAfter string) *v1alpha1.NodePool {
+	return &v1alpha1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: v1alpha1.NodePoolSpec{
+			Template: v1alpha1.NodeClaimTemplate{Spec: v1alpha1.NodeClaimTemplateSpec{
+				NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"},
+				Requirements: []v1alpha1.NodeSelectorRequirement{{Key: "karpenter.k8s.aws/instance-family", Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"m7i"}}},
+			}},
+			Disruption: v1alpha1.Disruption{ConsolidationPolicy: v1alpha1.ConsolidationPolicyWhenEmptyOrUnderutilized,
+				ConsolidateAfter: v1alpha1.NillableDuration(consolidateAfter), Budgets: []v1alpha1.Budget{{Nodes: "100%"}}},
+		},
 	}
 }

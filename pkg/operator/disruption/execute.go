@@ -21,7 +21,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/lifecycle"
 )
 
 // Rollback reasons, for the metric.
@@ -172,7 +171,7 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 			case claim.DeletionTimestamp != nil:
 				why := c.failure(ctx, want.Name)
 				if why == "" {
-					why = strings.ReplaceAll(claim.Annotations[lifecycle.AnnotationDeletionReason], "_", " ")
+					why = strings.ReplaceAll(claim.Annotations[v1alpha1.AnnotationDeletionReason], "_", " ")
 				}
 				return fmt.Sprintf("replacement NodeClaim %s failed before its node initialized: %s", want.Name, why)
 			case !nodeclaim.IsTrue(&claim, v1alpha1.ConditionInitialized):
@@ -261,7 +260,7 @@ func (c *Controller) deleteClaim(ctx context.Context, claim *v1alpha1.NodeClaim)
 	if claim.Annotations == nil {
 		claim.Annotations = map[string]string{}
 	}
-	claim.Annotations[lifecycle.AnnotationDeletionReason] = metrics.ReasonDisruption
+	claim.Annotations[v1alpha1.AnnotationDeletionReason] = metrics.ReasonDisruption
 	if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 		return client.IgnoreNotFound(err)
 	}

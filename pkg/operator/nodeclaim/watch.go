@@ -2,6 +2,7 @@ package nodeclaim
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,4 +44,21 @@ func requests(ctx context.Context, c client.Reader, match client.ListOption) []r
 		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])}
 	}
 	return out
+}
+
+// NodeOf returns the Node of a claim's instance (through
+// IndexNodeProviderID), or nil when the claim has no instance yet or its
+// Node has not registered.
+func NodeOf(ctx context.Context, c client.Reader, claim *v1alpha1.NodeClaim) (*corev1.Node, error) {
+	if claim.Status.ProviderID == "" {
+		return nil, nil
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes, client.MatchingFields{IndexNodeProviderID: claim.Status.ProviderID}); err != nil {
+		return nil, fmt.Errorf("finding the node of %s: %w", claim.Name, err)
+	}
+	if len(nodes.Items) == 0 {
+		return nil, nil
+	}
+	return &nodes.Items[0], nil
 }

@@ -47,7 +47,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/lifecycle"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -191,7 +190,7 @@ func (g *Collector) Collect(ctx context.Context) error {
 		if c.Annotations == nil {
 			c.Annotations = map[string]string{}
 		}
-		c.Annotations[lifecycle.AnnotationDeletionReason] = metrics.ReasonInstanceGone
+		c.Annotations[v1alpha1.AnnotationDeletionReason] = metrics.ReasonInstanceGone
 		if err := g.client.Patch(ctx, c, client.MergeFrom(orig)); err != nil {
 			continue
 		}

@@ -44,9 +44,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
 )
 
-// AnnotationDeletionReason records why the operator deleted a NodeClaim.
-const AnnotationDeletionReason = v1alpha1.AnnotationDeletionReason
-
 // Options tune the lifecycle controller.
 type Options struct {
 	// LaunchTimeout and RegistrationTimeout are the liveness limits: a
@@ -269,11 +266,11 @@ func (c *Controller) setLaunchFailed(ctx context.Context, claim *v1alpha1.NodeCl
 
 // register matches the claim's Node and makes it schedulable.
 func (c *Controller) register(ctx context.Context, claim *v1alpha1.NodeClaim) (reconcile.Result, error) {
-	var nodes corev1.NodeList
-	if err := c.client.List(ctx, &nodes, client.MatchingFields{nodeclaim.IndexNodeProviderID: claim.Status.ProviderID}); err != nil {
+	node, err := nodeclaim.NodeOf(ctx, c.client, claim)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if len(nodes.Items) == 0 {
+	if node == nil {
 		launched := nodeclaim.TransitionTime(claim, v1alpha1.ConditionLaunched)
 		left := c.opts.RegistrationTimeout - time.Since(launched)
 		if left <= 0 {
@@ -282,7 +279,6 @@ func (c *Controller) register(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 		}
 		return reconcile.Result{RequeueAfter: left}, nil
 	}
-	node := &nodes.Items[0]
 	orig := node.DeepCopy()
 	nodeclaim.ApplyToNode(claim, node, true)
 	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -625,7 +621,7 @@ func (c *Controller) remove(ctx context.Context, claim *v1alpha1.NodeClaim, reas
 	if claim.Annotations == nil {
 		claim.Annotations = map[string]string{}
 	}
-	claim.Annotations[AnnotationDeletionReason] = reason
+	claim.Annotations[v1alpha1.AnnotationDeletionReason] = reason
 	if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -647,15 +643,9 @@ func (c *Controller) finalize(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 		return reconcile.Result{}, nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	var node *corev1.Node
-	if claim.Status.ProviderID != "" {
-		var nodes corev1.NodeList
-		if err := c.client.List(ctx, &nodes, client.MatchingFields{nodeclaim.IndexNodeProviderID: claim.Status.ProviderID}); err != nil {
-			return reconcile.Result{}, err
-		}
-		if len(nodes.Items) > 0 {
-			node = &nodes.Items[0]
-		}
+	node, err := nodeclaim.NodeOf(ctx, c.client, claim)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	if node != nil && node.DeletionTimestamp == nil {
 		if err := c.drain(ctx, claim, node); err != nil {
@@ -681,7 +671,7 @@ func (c *Controller) finalize(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 	if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	reason := claim.Annotations[AnnotationDeletionReason]
+	reason := claim.Annotations[v1alpha1.AnnotationDeletionReason]
 	if reason == "" {
 		reason = metrics.ReasonDeleted
 	}
@@ -707,7 +697,7 @@ func (c *Controller) drain(ctx context.Context, claim *v1alpha1.NodeClaim, node 
 		ErrOut:              io.Discard,
 	}
 	switch {
-	case claim.Annotations[AnnotationDeletionReason] == metrics.ReasonRepair:
+	case claim.Annotations[v1alpha1.AnnotationDeletionReason] == metrics.ReasonRepair:
 		// A broken node runs no graceful shutdown: its pods are
 		// deleted at once, so that their controllers replace them.
 		h.DisableEviction, h.GracePeriodSeconds = true, 0

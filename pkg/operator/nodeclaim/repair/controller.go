@@ -149,7 +149,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if claim.DeletionTimestamp != nil || !nodeclaim.IsTrue(&claim, v1alpha1.ConditionInitialized) {
 		return reconcile.Result{}, nil // not yet a node to repair, or already going
 	}
-	node, err := c.node(ctx, &claim)
+	node, err := nodeclaim.NodeOf(ctx, c.client, &claim)
 	if node == nil || err != nil {
 		return reconcile.Result{}, err
 	}
@@ -197,21 +197,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// node returns the Node of a claim's instance, or nil.
-func (c *Controller) node(ctx context.Context, claim *v1alpha1.NodeClaim) (*corev1.Node, error) {
-	if claim.Status.ProviderID == "" {
-		return nil, nil
-	}
-	var nodes corev1.NodeList
-	if err := c.client.List(ctx, &nodes, client.MatchingFields{nodeclaim.IndexNodeProviderID: claim.Status.ProviderID}); err != nil {
-		return nil, fmt.Errorf("finding the node of %s: %w", claim.Name, err)
-	}
-	if len(nodes.Items) == 0 {
-		return nil, nil
-	}
-	return &nodes.Items[0], nil
-}
-
 // poolHealth counts the nodes of a pool's initialized claims, and those
 // unhealthy past their toleration.
 func (c *Controller) poolHealth(ctx context.Context, pool string, now time.Time) (unhealthy, total int, err error) {
@@ -224,7 +209,7 @@ func (c *Controller) poolHealth(ctx context.Context, pool string, now time.Time)
 		if !nodeclaim.IsTrue(claim, v1alpha1.ConditionInitialized) {
 			continue
 		}
-		node, err := c.node(ctx, claim)
+		node, err := nodeclaim.NodeOf(ctx, c.client, claim)
 		if err != nil {
 			return 0, 0, err
 		}
