@@ -703,10 +703,8 @@ func (r *judgeRun) release(ctx context.Context, board *podBoard, c *judgeCase) (
 	for _, i := range c.order {
 		placed[i] = true
 	}
-	var pending []int
 	for i := range c.p.Pods {
 		if !placed[i] {
-			pending = append(pending, i)
 			ns := c.namespace(c.p.Pods[i].Namespace)
 			if _, err := r.client.CoreV1().Pods(ns).Patch(ctx, c.p.Pods[i].Name, types.JSONPatchType, ungate, metav1.PatchOptions{}); err != nil {
 				return nil, fmt.Errorf("judge: %s: ungate %s/%s: %w", c.name, ns, c.p.Pods[i].Name, err)
@@ -714,31 +712,24 @@ func (r *judgeRun) release(ctx context.Context, board *podBoard, c *judgeCase) (
 		}
 	}
 	key := func(i int) string { return c.namespace(c.p.Pods[i].Namespace) + "/" + c.p.Pods[i].Name }
-	// Settled: every placed pod bound, every pending pod tried at least once
-	// (the pending ones are released last, with the lowest priority, so
-	// their first try sees every placed pod). A placed pod the scheduler
-	// refused is given until the deadline to be bound after all.
+	// Settled: every pod bound or refused at least once (the pending ones
+	// are released last, with the lowest priority, so their first try sees
+	// every placed pod), then a short grace for a retry to change that.
 	deadline := time.Now().Add(45 * time.Second)
 	var settledAt time.Time
 	for {
 		time.Sleep(300 * time.Millisecond)
 		snap := board.snapshot()
 		done := true
-		for _, i := range c.order {
-			if snap[key(i)].node == "" {
-				done = false
-			}
-		}
-		for _, i := range pending {
+		for i := range c.p.Pods {
 			if st := snap[key(i)]; st.node == "" && st.reason != corev1.PodReasonUnschedulable {
 				done = false
 			}
 		}
 		if done && settledAt.IsZero() {
-			// A short grace for a pending pod's retry.
 			settledAt = time.Now()
 		}
-		if (!settledAt.IsZero() && time.Since(settledAt) > 1500*time.Millisecond) || time.Now().After(deadline) || ctx.Err() != nil {
+		if (!settledAt.IsZero() && time.Since(settledAt) > 2*time.Second) || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
 	}
