@@ -8,8 +8,9 @@
 // Manifests are not defaulted or validated by an API server, so the reader
 // applies the API server's defaulting where it changes the answer (requests
 // default to limits) and rejects input it cannot read faithfully: malformed
-// YAML, unknown fields of known kinds, bad quantities. Kinds it does not use
-// (Service, ConfigMap, ...) are skipped with a warning.
+// YAML, bad quantities. Unknown fields of known kinds are warnings, as
+// kubectl's warn field validation (errors with Strict). Kinds it does not
+// use (Service, ConfigMap, ...) are skipped with a warning.
 package snapshot
 
 import (
@@ -55,7 +56,12 @@ type Manifests struct {
 	// Warnings are one line each, e.g.
 	// "deploy.yaml: document 3: kind Service skipped: not supported".
 	Warnings []string
+	// Strict makes unknown, duplicate and miscased fields of known kinds
+	// errors (--strict); by default each is a warning and the rest of the
+	// object is read, as kubectl's warn field validation applies it.
+	Strict bool
 
+	object    string     // "file: document N: Kind "name"" of the object being decoded, for field warnings
 	documents int        // non-empty documents seen
 	workloads int        // pod and workload documents seen, even with 0 replicas
 	classRefs []classRef // nodeClassRefs to check once everything is read
@@ -132,12 +138,23 @@ func readInputs(paths []string, stdin io.Reader, read func(name string, data []b
 	return nil
 }
 
+// ReadOptions change how Read reads.
+type ReadOptions struct {
+	// Strict makes unknown fields errors rather than warnings.
+	Strict bool
+}
+
 // Read reads every path: a file, a directory (recursively, its *.yaml, *.yml
 // and *.json files in lexical order) or "-" for stdin. It fails if the input
 // holds no pod or workload, and warns about pools whose nodeClassRef names a
-// node class that is not in the input.
+// node class that is not in the input, and about unknown fields.
 func Read(paths []string, stdin io.Reader) (*Manifests, error) {
-	m := &Manifests{}
+	return ReadWith(paths, stdin, ReadOptions{})
+}
+
+// ReadWith is Read with options.
+func ReadWith(paths []string, stdin io.Reader, opts ReadOptions) (*Manifests, error) {
+	m := &Manifests{Strict: opts.Strict}
 	if err := readInputs(paths, stdin, func(name string, data []byte) error { return Decode(name, data, m) }); err != nil {
 		return nil, err
 	}
@@ -403,6 +420,9 @@ func (m *Manifests) decodeObject(where string, j []byte, inList bool) error {
 		m.warnf(where, "%s skipped: apiVersion %s is not supported (want %s)", label, apiVersion, strings.Join(want, " or "))
 		return nil
 	}
+	outer := m.object
+	m.object = where + ": " + label
+	defer func() { m.object = outer }()
 	if err := m.decodeKind(where, kind, apiVersion, j, generic); err != nil {
 		if kind == "List" {
 			return err // items[i]: Kind "name": ...
@@ -442,7 +462,7 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 			Metadata   json.RawMessage   `json:"metadata,omitempty"`
 			Items      []json.RawMessage `json:"items"`
 		}
-		if err := decodeStrict(j, &list, generic); err != nil {
+		if err := m.decodeFields(j, &list, generic); err != nil {
 			return err
 		}
 		for i, item := range list.Items {
@@ -470,7 +490,12 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 // case mismatches and bad quantities. generic is j decoded into an any, used
 // to say where a bad quantity is.
 func decodeStrict(j []byte, v any, generic any) error {
-	err := strictjson.Decode(j, v)
+	return explainValueError(strictjson.Decode(j, v), generic)
+}
+
+// explainValueError names the path of a bad quantity when err is a
+// *strictjson.ValueError caused by one.
+func explainValueError(err error, generic any) error {
 	var ve *strictjson.ValueError
 	if errors.As(err, &ve) {
 		if path, value, ok := findBadQuantity(generic, ""); ok {

@@ -684,7 +684,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Decode("in.yaml", []byte(tt.in), &Manifests{})
+			err := Decode("in.yaml", []byte(tt.in), &Manifests{Strict: true})
 			if err == nil {
 				t.Fatalf("no error, want %q", tt.want)
 			}
@@ -695,6 +695,72 @@ func TestDecodeErrors(t *testing.T) {
 			}
 			if strings.Contains(msg, "\n") {
 				t.Errorf("error has several lines: %q", msg)
+			}
+		})
+	}
+}
+
+func TestUnknownFieldsWarn(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		warnings []string // each is contained in one warning, in order
+		pods     int
+		check    func(*testing.T, *Manifests)
+	}{
+		{"misspelt replicas plans one", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replica: 3\n  template: {spec: {containers: [{name: c}]}}\n",
+			[]string{`in.yaml: document 1: Deployment "web": unknown field "spec.replica" ignored (--strict rejects it); did you mean replicas? without it 1 replica is planned`}, 1, nil},
+		{"misspelt requests", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requets: {cpu: 2}}\n",
+			[]string{`Pod "p": unknown field "spec.containers[0].resources.requets" ignored (--strict rejects it); did you mean requests? without it the container requests no CPU or memory`}, 1,
+			func(t *testing.T, m *Manifests) {
+				if got := m.Pods[0].Requests[solver.CPU]; got != 0 {
+					t.Errorf("cpu request %d, want 0: the misspelt field is ignored", got)
+				}
+			}},
+		{"wrong case", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  Replicas: 3\n  template: {spec: {containers: [{name: c}]}}\n",
+			[]string{`unknown field "spec.Replicas" ignored (--strict rejects it); did you mean replicas?`}, 1, nil},
+		{"unrelated field has no hint", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, imagePolicy: x}]\n",
+			[]string{`Pod "p": unknown field "spec.containers[0].imagePolicy" ignored (--strict rejects it)`}, 1,
+			func(t *testing.T, m *Manifests) {
+				if strings.Contains(m.Warnings[0], "did you mean") {
+					t.Errorf("hint on an unrelated field: %s", m.Warnings[0])
+				}
+			}},
+		{"pool typo keeps the pool", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n  template: {spec: {requirments: [], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n",
+			[]string{`NodePool "np": unknown field "spec.template.spec.requirments" ignored (--strict rejects it); did you mean requirements? without it the pool allows every instance type`}, 1,
+			func(t *testing.T, m *Manifests) {
+				if len(m.Pools) != 1 {
+					t.Errorf("%d pools, want 1", len(m.Pools))
+				}
+			}},
+		{"list item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {foo: 1, containers: [{name: c}]}\n",
+			[]string{`in.yaml: document 1: items[0]: Pod "p": unknown field "spec.foo" ignored`}, 1, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &Manifests{}
+			if err := Decode("in.yaml", []byte(tt.in), m); err != nil {
+				t.Fatalf("error %v, want warnings only", err)
+			}
+			var fieldWarnings []string
+			for _, w := range m.Warnings {
+				if strings.Contains(w, "field") {
+					fieldWarnings = append(fieldWarnings, w)
+				}
+			}
+			if len(fieldWarnings) != len(tt.warnings) {
+				t.Fatalf("warnings %q, want %d about fields", m.Warnings, len(tt.warnings))
+			}
+			for i, want := range tt.warnings {
+				if !strings.Contains(fieldWarnings[i], want) {
+					t.Errorf("warning %q\nwant it to contain %q", fieldWarnings[i], want)
+				}
+			}
+			if len(m.Pods) != tt.pods {
+				t.Errorf("%d pods, want %d", len(m.Pods), tt.pods)
+			}
+			if tt.check != nil {
+				tt.check(t, m)
 			}
 		})
 	}

@@ -64,7 +64,7 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 	default:
 		return fmt.Errorf("kind %s is not a workload", kind)
 	}
-	if err := decodeStrict(j, obj, generic); err != nil {
+	if err := m.decodeFields(j, obj, generic); err != nil {
 		return err
 	}
 	if w.meta.Name == "" {
