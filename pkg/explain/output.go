@@ -189,9 +189,13 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		}
 	}
 	tw := printers.GetNewTabWriter(w)
-	if len(r.Nodes) == 0 {
+	switch {
+	case len(r.Nodes) == 0 && len(r.Unschedulable) > 0:
+		// Never "no new nodes needed" while pods cannot be placed.
+		fmt.Fprintf(tw, "No new node can be proposed: %d pod(s) cannot be placed (see below).\n", len(r.Unschedulable))
+	case len(r.Nodes) == 0:
 		fmt.Fprintln(tw, "No new nodes needed.")
-	} else {
+	default:
 		fmt.Fprintln(tw, "NODEPOOL\tINSTANCE TYPE\tCAPACITY\tZONE\tNODES\tPODS\t$/HOUR\t$/MONTH")
 		for _, g := range groupNodes(r.Nodes) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.4f\t%.2f\n", g.NodePool, g.InstanceType, g.CapacityType, g.Zone,
