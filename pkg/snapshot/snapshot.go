@@ -62,6 +62,7 @@ type Manifests struct {
 	Strict bool
 
 	object    string     // "file: document N: Kind "name"" of the object being decoded, for field warnings
+	skipped   skipped    // objects not planned, summed up at the end of Read
 	documents int        // non-empty documents seen
 	workloads int        // pod and workload documents seen, even with 0 replicas
 	classRefs []classRef // nodeClassRefs to check once everything is read
@@ -183,6 +184,7 @@ func ReadWith(paths []string, stdin io.Reader, opts ReadOptions) (*Manifests, er
 	}
 	m.classRefs = nil
 	m.resolveKubelets()
+	m.Warnings = append(m.Warnings, m.skipped.summary()...)
 	return m, nil
 }
 
@@ -413,7 +415,7 @@ func (m *Manifests) decodeObject(where string, j []byte, inList bool) error {
 	}
 	want, known := kinds[kind]
 	if !known {
-		m.warnf(where, "kind %s skipped: not supported", kind)
+		m.skip(where, kind, label)
 		return nil
 	}
 	if !slices.Contains(want, apiVersion) {

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -269,8 +270,8 @@ spec:
     resources: {limits: {vendor.com/fpga: 2, example.com/dongle: 1}}
 `, pods: []pod{{"default/p", "Pod/p", res(0, 0, solver.NumFixedResources, 1, solver.NumFixedResources+1, 2)}}},
 		{name: "unknown kinds and apiVersions are skipped", in: `
-apiVersion: v1
-kind: Service
+apiVersion: example.com/v1
+kind: Widget
 metadata: {name: s}
 ---
 apiVersion: extensions/v1beta1
@@ -281,7 +282,7 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: c}
 data: {a: b}
-`, warnings: []string{"document 1: kind Service skipped: not supported", `document 2: Deployment "old" skipped: apiVersion extensions/v1beta1 is not supported`, "document 3: kind ConfigMap skipped"}},
+`, warnings: []string{"document 1: kind Widget skipped: not supported", `document 2: Deployment "old" skipped: apiVersion extensions/v1beta1 is not supported`}},
 		{name: "list", in: `
 apiVersion: v1
 kind: List
@@ -291,10 +292,10 @@ items:
   kind: Pod
   metadata: {name: a}
   spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}
-- apiVersion: v1
-  kind: Service
+- apiVersion: example.com/v1
+  kind: Widget
   metadata: {name: s}
-`, pods: []pod{{"default/a", "Pod/a", res(1000, 0)}}, warnings: []string{"document 1: items[1]: kind Service skipped"}},
+`, pods: []pod{{"default/a", "Pod/a", res(1000, 0)}}, warnings: []string{"document 1: items[1]: kind Widget skipped"}},
 		{name: "json stream", in: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}}
 {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b"}, "spec": {"containers": [{"name": "c"}]}}`,
 			pods: []pod{{"default/a", "Pod/a", res(0, 0)}, {"default/b", "Pod/b", res(0, 0)}}},
@@ -697,6 +698,37 @@ func TestDecodeErrors(t *testing.T) {
 				t.Errorf("error has several lines: %q", msg)
 			}
 		})
+	}
+}
+
+func TestSkippedObjectsSummed(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "app.yaml")
+	doc := func(apiVersion, kind, name string) string {
+		return fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata: {name: %s}\n---\n", apiVersion, kind, name)
+	}
+	data := doc("v1", "Service", "a") + doc("v1", "Service", "b") + doc("v1", "ConfigMap", "c") + doc("rbac.authorization.k8s.io/v1", "ClusterRole", "d") +
+		doc("monitoring.coreos.com/v1", "Prometheus", "k8s") + doc("monitoring.coreos.com/v1", "Alertmanager", "main") + doc("example.com/v1", "Widget", "w") +
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n"
+	if err := os.WriteFile(in, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Read([]string{in}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		in + ": document 7: kind Widget skipped: not supported",
+		"skipped 4 object(s) of 3 kind(s) that do not schedule pods (ClusterRole, ConfigMap, Service)",
+		`not planned: Prometheus "k8s", Alertmanager "main" run pods through an operator`,
+	}
+	if len(m.Warnings) != len(want) {
+		t.Fatalf("warnings %q, want %d", m.Warnings, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(m.Warnings[i], w) {
+			t.Errorf("warning %d %q, want it to contain %q", i, m.Warnings[i], w)
+		}
 	}
 }
 
