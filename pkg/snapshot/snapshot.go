@@ -252,27 +252,25 @@ func Decode(name string, data []byte, m *Manifests) error {
 }
 
 // splitJSON splits a stream that starts with '{' or '[' into its JSON
-// values. It fails if the stream does not look like JSON or the first value
-// is not valid JSON, so that the caller can read it as YAML instead; later
-// syntax errors become a document that fails to decode.
+// values, which may be separated by "---" lines as kubectl apply accepts. It
+// fails if the stream does not look like JSON or the first value is not
+// valid JSON, so that the caller can read it as YAML instead; later syntax
+// errors become a document that fails to decode.
 func splitJSON(data []byte) ([]document, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
 		return nil, errors.New("not JSON")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
 	var docs []document
-	line, counted := 1, 0 // line is the line of data[counted]
+	line, counted, start := 1, 0, 0 // line is the line of data[counted]
 	for {
-		start := int(dec.InputOffset())
-		for start < len(data) && strings.IndexByte(" \t\r\n", data[start]) >= 0 {
-			start++
-		}
+		start = skipSeparators(data, start)
 		if start == len(data) {
 			return docs, nil
 		}
 		line += bytes.Count(data[counted:start], []byte("\n"))
 		counted = start
+		dec := json.NewDecoder(bytes.NewReader(data[start:]))
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			if len(docs) == 0 {
@@ -282,7 +280,32 @@ func splitJSON(data []byte) ([]document, error) {
 			return append(docs, document{index: len(docs) + 1, line: line, first: line, data: data[start:], json: true}), nil
 		}
 		docs = append(docs, document{index: len(docs) + 1, line: line, first: line, data: raw, json: true})
+		start += int(dec.InputOffset())
 	}
+}
+
+// skipSeparators returns the offset of the first byte at or after i that is
+// neither white space nor part of a "---" document separator line.
+func skipSeparators(data []byte, i int) int {
+	for i < len(data) {
+		switch {
+		case strings.IndexByte(" \t\r\n", data[i]) >= 0:
+			i++
+		case bytes.HasPrefix(data[i:], []byte("---")) && (i == 0 || data[i-1] == '\n'):
+			rest := data[i+3:]
+			end := bytes.IndexByte(rest, '\n')
+			if end < 0 {
+				end = len(rest)
+			}
+			if len(bytes.TrimSpace(rest[:end])) > 0 {
+				return i // "---" followed by content on its line is not a separator
+			}
+			i += 3 + end
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 // splitYAML splits a YAML stream at "---" and "..." lines. Only documents

@@ -296,6 +296,12 @@ items:
   kind: Widget
   metadata: {name: s}
 `, pods: []pod{{"default/a", "Pod/a", res(1000, 0)}}, warnings: []string{"document 1: items[1]: kind Widget skipped"}},
+		{name: "json documents separated by ---", in: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}}
+---
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b"}, "spec": {"containers": [{"name": "c"}]}}
+---
+`,
+			pods: []pod{{"default/a", "Pod/a", res(0, 0)}, {"default/b", "Pod/b", res(0, 0)}}},
 		{name: "json stream", in: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}}
 {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b"}, "spec": {"containers": [{"name": "c"}]}}`,
 			pods: []pod{{"default/a", "Pod/a", res(0, 0)}, {"default/b", "Pod/b", res(0, 0)}}},
