@@ -389,12 +389,16 @@ func (doc document) toJSON() ([]byte, error) {
 }
 
 // decodeDocument decodes one document and adds what it holds to m.
+// A document that fails and holds "{{" is taken for a Helm template.
 func (m *Manifests) decodeDocument(where string, doc document) error {
 	j, err := doc.toJSON()
-	if err != nil {
-		return err
+	if err == nil {
+		err = m.decodeObject(where, j, false)
 	}
-	return m.decodeObject(where, j, false)
+	if err != nil && bytes.Contains(doc.data, []byte("{{")) {
+		return fmt.Errorf("%w; this looks like a Helm template: render it first: helm template RELEASE CHART | kubectl rightsize explain -f -", err)
+	}
+	return err
 }
 
 // decodeObject dispatches one JSON object (a document or, when inList, a

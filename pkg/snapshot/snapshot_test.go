@@ -643,6 +643,10 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"malformed YAML", pod + "apiVersion: v1\nkind: Pod\n  bad: [\n", "document 2 (line 6): invalid YAML: yaml: line 8:"},
 		{"malformed JSON", `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": []}}` + "\n{\"kind\": ", "document 2 (line 2): invalid JSON"},
+		{"helm template", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: {{ .Values.replicaCount }}\n",
+			"document 1 (line 1): invalid YAML: yaml: invalid map key: map[interface {}]interface {}{\".Values.replicaCount\":interface {}(nil)}; this looks like a Helm template: render it first: helm template RELEASE CHART | kubectl rightsize explain -f -"},
+		{"helm template that parses", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: \"{{ .Values.cpu }}\"}}\n",
+			`invalid quantity "{{ .Values.cpu }}"; this looks like a Helm template: render it first`},
 		{"duplicate key", "apiVersion: v1\nkind: Pod\nkind: Pod\n", "document 1 (line 1): invalid YAML"},
 		{"not an object", "- a\n- b\n", "document 1 (line 1): expected a Kubernetes object, got a list"},
 		{"missing kind", "apiVersion: v1\nmetadata: {name: a}\n", "document 1 (line 1): kind is missing"},
