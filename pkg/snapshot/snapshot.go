@@ -61,12 +61,13 @@ type Manifests struct {
 	// object is read, as kubectl's warn field validation applies it.
 	Strict bool
 
-	object    string     // "file: document N: Kind "name"" of the object being decoded, for field warnings
-	skipped   skipped    // objects not planned, summed up at the end of Read
-	documents int        // non-empty documents seen
-	workloads int        // pod and workload documents seen, even with 0 replicas
-	classRefs []classRef // nodeClassRefs to check once everything is read
-	kubelets  kubeletSources
+	object      string       // "file: document N: Kind "name"" of the object being decoded, for field warnings
+	skipped     skipped      // objects not planned, summed up at the end of Read
+	autoscalers []autoscaler // HorizontalPodAutoscalers, applied at the end of Read
+	documents   int          // non-empty documents seen
+	workloads   int          // pod and workload documents seen, even with 0 replicas
+	classRefs   []classRef   // nodeClassRefs to check once everything is read
+	kubelets    kubeletSources
 }
 
 // classRef is a pool's reference to a node class, checked by Read.
@@ -184,6 +185,7 @@ func ReadWith(paths []string, stdin io.Reader, opts ReadOptions) (*Manifests, er
 	}
 	m.classRefs = nil
 	m.resolveKubelets()
+	m.applyAutoscalers()
 	m.Warnings = append(m.Warnings, m.skipped.summary()...)
 	return m, nil
 }
@@ -463,19 +465,20 @@ func (m *Manifests) decodeObject(where string, j []byte, inList bool) error {
 
 // kinds maps each kind read to the apiVersions it is read from.
 var kinds = map[string][]string{
-	"List":                  {"v1"},
-	"Pod":                   {"v1"},
-	"ReplicationController": {"v1"},
-	"Deployment":            {"apps/v1"},
-	"StatefulSet":           {"apps/v1"},
-	"ReplicaSet":            {"apps/v1"},
-	"DaemonSet":             {"apps/v1"},
-	"Job":                   {"batch/v1"},
-	"CronJob":               {"batch/v1"},
-	"Provisioner":           {"karpenter.sh/v1alpha5"},
-	"NodePool":              {"karpenter.sh/v1", "karpenter.sh/v1beta1", rightsizeAPIVersion},
-	"EC2NodeClass":          {"karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1", "karpenter.sh/v1alpha5", rightsizeAPIVersion},
-	"SimNodeClass":          {rightsizeAPIVersion},
+	"List":                    {"v1"},
+	"Pod":                     {"v1"},
+	"ReplicationController":   {"v1"},
+	"Deployment":              {"apps/v1"},
+	"StatefulSet":             {"apps/v1"},
+	"ReplicaSet":              {"apps/v1"},
+	"DaemonSet":               {"apps/v1"},
+	"Job":                     {"batch/v1"},
+	"CronJob":                 {"batch/v1"},
+	"Provisioner":             {"karpenter.sh/v1alpha5"},
+	"NodePool":                {"karpenter.sh/v1", "karpenter.sh/v1beta1", rightsizeAPIVersion},
+	"EC2NodeClass":            {"karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1", "karpenter.sh/v1alpha5", rightsizeAPIVersion},
+	"SimNodeClass":            {rightsizeAPIVersion},
+	"HorizontalPodAutoscaler": {"autoscaling/v2", "autoscaling/v1"},
 }
 
 // rightsizeAPIVersion is this project's own API: its NodePools and node
@@ -510,6 +513,8 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 		return m.decodePool(where, kind, j, generic)
 	case "Provisioner":
 		return m.decodePool(where, kind, j, generic)
+	case "HorizontalPodAutoscaler":
+		return m.decodeAutoscaler(where, j, generic)
 	default:
 		return m.decodeWorkload(where, kind, j, generic)
 	}
