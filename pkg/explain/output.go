@@ -27,6 +27,9 @@ type Result struct {
 	TotalPricePerHour      float64             `json:"totalPricePerHour"`
 	TotalPricePerMonth     float64             `json:"totalPricePerMonth"`
 	LowerBoundPricePerHour float64             `json:"lowerBoundPricePerHour"`
+	// BestEffortPods counts the planned pods that request no CPU and no
+	// memory: they are planned as taking none, so the plan is a floor.
+	BestEffortPods int `json:"bestEffortPods,omitempty"`
 	// LiveResult is set when a live cluster was read; its fields are
 	// inlined in JSON and YAML.
 	*LiveResult
@@ -161,6 +164,11 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
 	for _, u := range plan.Unschedulable {
 		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: p.Pods[u.Pod].Key(), Owner: p.Pods[u.Pod].Owner, Reason: u.Reason})
 	}
+	for i := range p.Pods {
+		if q := &p.Pods[i].Requests; q[solver.CPU] == 0 && q[solver.Memory] == 0 {
+			r.BestEffortPods++
+		}
+	}
 	return r
 }
 
@@ -208,6 +216,9 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 	}
 	if len(r.Nodes) > 0 && r.LowerBoundPricePerHour > 0 {
 		fmt.Fprintf(w, "\nLower bound: $%.4f/h; this plan costs %.3f× the bound.\n", r.LowerBoundPricePerHour, r.TotalPricePerHour/r.LowerBoundPricePerHour)
+	}
+	if r.BestEffortPods > 0 {
+		fmt.Fprintf(w, "\n%d pod(s) request no CPU or memory; they are planned as taking none, so this plan is a floor.\n", r.BestEffortPods)
 	}
 	if wide && len(r.Nodes) > 0 {
 		fmt.Fprintln(w)
