@@ -9,6 +9,13 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
+// Stamped at release time with -ldflags "-X main.version=… -X main.commit=… -X main.date=…".
+var (
+	version = ""
+	commit  = ""
+	date    = ""
+)
+
 func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	if err := NewCmdRoot(streams).Execute(); err != nil {

@@ -6,6 +6,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/completion"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/importcmd"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/operator"
+	cmdversion "github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/version"
 )
 
 // NewCmdRoot builds the `kubectl rightsize` command tree.
@@ -27,10 +32,11 @@ with an embedded AWS price catalog.`,
 	cmd.SetErr(streams.ErrOut)
 	config := genericclioptions.NewConfigFlags(true)
 	config.AddFlags(cmd.PersistentFlags())
-	op := NewCmdOperator(streams)
-	op.AddCommand(NewCmdOperatorInstall(streams, config))
-	cmd.AddCommand(NewCmdExplain(streams, config), NewCmdVersion(streams), NewCmdImport(streams), NewCmdTUI(streams, config), op)
-	registerCompletions(cmd, config)
+	stamped := cmdversion.Info{Version: version, Commit: commit, Date: date}
+	op := operator.NewCmdOperator(streams, config, nil)
+	op.AddCommand(operator.NewCmdOperatorInstall(streams, config, cmdversion.Current(stamped).Version, nil))
+	cmd.AddCommand(NewCmdExplain(streams, config), cmdversion.NewCmdVersion(streams, stamped, nil), importcmd.NewCmdImport(streams, nil), NewCmdTUI(streams, config), op)
+	completion.Register(cmd, config)
 	return cmd
 }
 

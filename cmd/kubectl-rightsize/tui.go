@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/cloudprovider"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
@@ -34,11 +35,11 @@ const tuiExample = `  # Pending pods, proposed nodes, current nodes and consolid
 func NewCmdTUI(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter) *cobra.Command {
 	o := &tui.CmdOptions{IOStreams: streams, Cluster: cluster, OperatorLease: operator.DefaultLeaderElectionID}
 	o.NewCloud = func(ctx context.Context, region string, cfg *rest.Config, c client.Client) (cloud.CloudProvider, error) {
-		co := cloudOptions{
+		co := cloudprovider.Options{
 			Cloud: o.Cloud, ClusterName: o.ClusterName, Region: region,
 			InstanceTypesFile: o.Catalog.InstanceTypesFile, Model: o.Catalog.Model, Logger: logr.Discard(),
 		}
-		return newCloudProvider(ctx, co, cfg, c)
+		return cloudprovider.New(ctx, co, cfg, c)
 	}
 	cmd := &cobra.Command{
 		Use:   "tui [-f FILENAME]",
