@@ -24,7 +24,7 @@ func (o *Options) runLive(ctx context.Context) error {
 	if o.AllNamespaces {
 		scope = ""
 	}
-	cl, err := snapshot.ReadCluster(ctx, clients, snapshot.ClusterOptions{
+	cl, err := readCluster(ctx, clients, snapshot.ClusterOptions{
 		Namespace: scope,
 		Host:      o.RESTConfig.Host,
 		Timeout:   o.RESTConfig.Timeout,
@@ -57,7 +57,7 @@ func (o *Options) runLive(ctx context.Context) error {
 			p.Nodes[i].Price, _ = prices.price(&p.Nodes[i])
 		}
 	}
-	plan, err := o.solve(p)
+	plan, err := o.solve(ctx, p)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,8 @@ type Options struct {
 	target *workload
 }
 
-// Run reads the manifests or the cluster, solves and prints.
+// Run reads the manifests or the cluster, solves and prints. It returns
+// early with ctx's error when ctx ends first.
 func (o *Options) Run(ctx context.Context) error {
 	if o.Workload != "" {
 		w, err := parseWorkload(o.Workload)
@@ -85,7 +86,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := o.Catalog.ApplyKubelets(p, m.Kubelets); err != nil {
 		return err
 	}
-	plan, err := o.solve(p)
+	plan, err := o.solve(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -98,15 +99,57 @@ func (o *Options) warn(warnings []string) {
 	}
 }
 
-func (o *Options) solve(p *solver.Problem) (*solver.Plan, error) {
+// solve runs the solver until it finishes or ctx ends. The solver takes no
+// context (it is pure and stops only at Options.Deadline), so on
+// cancellation it is left to finish in the background and its plan dropped:
+// the command is exiting.
+func (o *Options) solve(ctx context.Context, p *solver.Problem) (*solver.Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("planning: %w", err)
+	}
 	if o.Timeout > 0 {
 		p.Options.Deadline = time.Now().Add(o.Timeout)
 	}
-	plan, err := solver.Solve(p)
-	if err != nil {
-		return nil, fmt.Errorf("planning: %w", err)
+	type solved struct {
+		plan *solver.Plan
+		err  error
 	}
-	return plan, nil
+	done := make(chan solved, 1)
+	go func() {
+		plan, err := solver.Solve(p)
+		done <- solved{plan, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("planning: %w", ctx.Err())
+	case s := <-done:
+		if s.err != nil {
+			return nil, fmt.Errorf("planning: %w", s.err)
+		}
+		return s.plan, nil
+	}
+}
+
+// readCluster is snapshot.ReadCluster returning as soon as ctx ends. Not
+// every read it makes takes a context (discovery of the NodePool and node
+// class CRDs does not), so on cancellation those requests are left to end
+// at their request timeout in the background.
+func readCluster(ctx context.Context, c snapshot.ClusterClients, opts snapshot.ClusterOptions) (*snapshot.Cluster, error) {
+	type read struct {
+		cl  *snapshot.Cluster
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		cl, err := snapshot.ReadCluster(ctx, c, opts)
+		done <- read{cl, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reading the cluster: %w", ctx.Err())
+	case r := <-done:
+		return r.cl, r.err
+	}
 }
 
 func (o *Options) print(result *Result) error {

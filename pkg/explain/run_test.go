@@ -3,6 +3,7 @@ package explain
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,6 +173,20 @@ func TestExplainBadInput(t *testing.T) {
 				t.Errorf("error %q: want one line containing %q", msg, tc.want)
 			}
 		})
+	}
+}
+
+func TestExplainRunStopsWhenTheContextEnds(t *testing.T) {
+	streams, _, out, _ := genericiooptions.NewTestIOStreams()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := Options{Filenames: []string{"../../examples/flash-sale.yaml"}, Catalog: Catalog{Region: "us-east-1"}, IOStreams: streams}
+	err := o.Run(ctx)
+	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "planning: ") {
+		t.Fatalf("error %v, want planning: context canceled", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed a report:\n%s", out.String())
 	}
 }
 

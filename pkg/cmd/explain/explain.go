@@ -152,6 +152,8 @@ func (o *ExplainOptions) Validate() error {
 }
 
 // Run reads the manifests or the cluster, solves and prints the report.
+// When ctx ends first (Ctrl-C), it returns promptly with an error that
+// says so, and prints no report.
 func (o *ExplainOptions) Run(ctx context.Context) error {
 	r := report.Options{
 		Filenames: o.Filenames, Output: o.Output, Catalog: o.Planning.Catalog, Default: o.Planning.Default,
@@ -161,5 +163,9 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if o.cluster != nil {
 		r.RESTConfig, r.Namespace = o.cluster.RESTConfig, o.cluster.Namespace
 	}
-	return r.Run(ctx)
+	err := r.Run(ctx)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("interrupted before the report was ready, nothing printed: %w", err)
+	}
+	return err
 }

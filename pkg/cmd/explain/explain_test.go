@@ -2,6 +2,10 @@ package explain
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +124,61 @@ func TestExplainRunPrintsTheReport(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+func TestExplainStopsWhenTheContextEnds(t *testing.T) {
+	// A cluster that accepts requests and never answers: only the
+	// context can end the read (the request timeout is 30s).
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(stop) }) // first: Close waits for the handlers
+	cfg := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(cfg, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \""+hang.URL+"\"}\n"+
+		"users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: c\n  context: {cluster: c, user: u, namespace: default}\ncurrent-context: c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		cluster genericclioptions.RESTClientGetter
+		args    []string
+		cancel  time.Duration // after Run starts; negative: before
+	}{
+		{"offline, cancelled before the solve", nil, []string{"-f", flashSale}, -1},
+		{"live, cancelled while reading the cluster", kubeconfig(cfg), nil, 200 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parse(t, tc.cluster, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			streams, _, out, _ := genericiooptions.NewTestIOStreams()
+			o.IOStreams = streams
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel < 0 {
+				cancel()
+			} else {
+				time.AfterFunc(tc.cancel, cancel)
+			}
+			start := time.Now()
+			err = o.Run(ctx)
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("Run took %s after the context ended", took)
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), "interrupted before the report was ready, nothing printed: ") || !strings.Contains(err.Error(), "context canceled") {
+				t.Errorf("error %v, want one saying it was interrupted", err)
+			}
+			if out.Len() != 0 {
+				t.Errorf("printed a report:\n%s", out.String())
+			}
+		})
 	}
 }

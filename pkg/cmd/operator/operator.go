@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -96,7 +94,8 @@ type OperatorOptions struct {
 // command's --kubeconfig and --context) when it is given, else from
 // KUBECONFIG, ~/.kube/config or the in-cluster service account. The
 // command only parses: it runs runF when given (tests), else
-// OperatorOptions.Run, until SIGINT or SIGTERM.
+// OperatorOptions.Run, until the context (cancelled by main on SIGINT and
+// SIGTERM) ends.
 func NewCmdOperator(streams genericiooptions.IOStreams, cluster *genericclioptions.ConfigFlags, runF func(context.Context, *OperatorOptions) error) *cobra.Command {
 	o := &OperatorOptions{IOStreams: streams}
 	cmd := &cobra.Command{
@@ -136,12 +135,10 @@ playground.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			if runF != nil {
-				return runF(ctx, o)
+				return runF(cmd.Context(), o)
 			}
-			return o.Run(ctx)
+			return o.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
