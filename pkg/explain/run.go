@@ -21,9 +21,9 @@ const DefaultRegion = "us-east-1"
 // Options are the inputs of one explain report. The explain command
 // (pkg/cmd/explain) fills them from its validated flags.
 type Options struct {
-	// Filenames are files, directories or "-" to read manifests from. When
-	// empty, explain reads the live cluster of RESTConfig.
-	Filenames []string
+	// Input names the manifests to read. When none are given, explain reads
+	// the live cluster of RESTConfig.
+	Input snapshot.Input
 	// Output is "", "wide", "json" or "yaml".
 	Output  string
 	Catalog Catalog
@@ -40,7 +40,7 @@ type Options struct {
 	// a pod, "TYPE/NAME" for a controller (deployment/web). The plan still
 	// considers every pending pod.
 	Workload string
-	// RESTConfig is the live cluster's, read when Filenames is empty.
+	// RESTConfig is the live cluster's, read when Input names no manifests.
 	RESTConfig *rest.Config
 	// Namespace is the namespace whose pending pods are reported.
 	Namespace string
@@ -61,13 +61,13 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		o.target = w
 	}
-	if len(o.Filenames) == 0 {
+	if !o.Input.Given() {
 		if o.RESTConfig == nil {
 			return errors.New("explain: neither manifests nor a cluster to read")
 		}
 		return o.runLive(ctx)
 	}
-	m, err := snapshot.Read(o.Filenames, o.In)
+	m, err := o.Input.Read(o.In)
 	if err != nil {
 		return err
 	}
