@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 func TestParseWorkload(t *testing.T) {
@@ -60,33 +58,6 @@ func TestWorkloadMatches(t *testing.T) {
 		}
 		if got := w.matches(tc.pod, tc.owner); got != tc.want {
 			t.Errorf("%s matches %s (%s) = %v, want %v", tc.workload, tc.pod, tc.owner, got, tc.want)
-		}
-	}
-}
-
-func TestExistingNodePrice(t *testing.T) {
-	prices := newPriceList([]solver.InstanceType{{Name: "m7i.large", Offerings: []solver.Offering{
-		{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.1008},
-		{Zone: "us-east-1a", CapacityType: "spot", Price: 0.04},
-		{Zone: "us-east-1b", CapacityType: "spot", Price: 0.05},
-	}}})
-	tests := []struct {
-		name  string
-		node  solver.Node
-		want  float64
-		known bool
-	}{
-		{"zone and capacity type", solver.Node{InstanceType: "m7i.large", Zone: "us-east-1b", CapacityType: "spot"}, 0.05, true},
-		{"no capacity type is on-demand", solver.Node{InstanceType: "m7i.large", Zone: "us-east-1a"}, 0.1008, true},
-		{"zone not in the catalog", solver.Node{InstanceType: "m7i.large", Zone: "us-east-1f", CapacityType: "spot"}, 0.04, true},
-		{"unknown type", solver.Node{InstanceType: "kwok", Zone: "us-east-1a"}, 0, false},
-		{"no type label", solver.Node{}, 0, false},
-		{"capacity type not offered", solver.Node{InstanceType: "m7i.large", CapacityType: "reserved"}, 0, false},
-	}
-	for _, tc := range tests {
-		got, known := prices.price(&tc.node)
-		if got != tc.want || known != tc.known {
-			t.Errorf("%s: %v %v, want %v %v", tc.name, got, known, tc.want, tc.known)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -21,7 +22,7 @@ const DefaultRequestTimeout = 30 * time.Second
 
 // DefaultRegion is the catalog region used when neither --region nor the
 // nodes' topology.kubernetes.io/region label says otherwise.
-const DefaultRegion = "us-east-1"
+const DefaultRegion = plan.DefaultRegion
 
 // defaultHost is where client-go points when no kubeconfig exists.
 const defaultHost = "http://localhost:8080"
@@ -147,22 +148,20 @@ func (o *Options) Run() error {
 	if o.Catalog.Region == "" {
 		o.Catalog.Region = DefaultRegion
 	}
-	types, source, err := o.Catalog.instanceTypes()
+	types, source, err := o.Catalog.InstanceTypes()
 	if err != nil {
 		return err
 	}
-	p, err := Problem(m, types, o.Default)
+	built, err := plan.Build(plan.Input{Manifests: m, InstanceTypes: types, Catalog: &o.Catalog, Default: &o.Default})
 	if err != nil {
 		return err
 	}
-	if err := o.Catalog.ApplyKubelets(p, m.Kubelets); err != nil {
-		return err
-	}
-	plan, err := o.solve(p)
+	p := built.Problem
+	solved, err := o.solve(p)
 	if err != nil {
 		return err
 	}
-	return o.print(NewResult(p, plan, source))
+	return o.print(NewResult(p, solved, source))
 }
 
 func (o *Options) warn(warnings []string) {
