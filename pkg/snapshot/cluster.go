@@ -263,7 +263,7 @@ type reader struct {
 	opts ClusterOptions
 }
 
-// daemonSet is the part of a DaemonSet ReadCluster keeps.
+// daemonSet is the part of a DaemonSet the conversion reads.
 type daemonSet struct {
 	namespace, name string
 	spec            corev1.PodSpec
