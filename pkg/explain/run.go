@@ -10,13 +10,14 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 // DefaultRegion is the catalog region used when neither --region nor the
 // nodes' topology.kubernetes.io/region label says otherwise.
-const DefaultRegion = "us-east-1"
+const DefaultRegion = plan.DefaultRegion
 
 // Options are the inputs of one explain report. The explain command
 // (pkg/cmd/explain) fills them from its validated flags.
@@ -75,22 +76,20 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Catalog.Region == "" {
 		o.Catalog.Region = DefaultRegion
 	}
-	types, source, err := o.Catalog.instanceTypes()
+	types, source, err := o.Catalog.InstanceTypes()
 	if err != nil {
 		return err
 	}
-	p, err := Problem(m, types, o.Default)
+	built, err := plan.Build(plan.Input{Manifests: m, InstanceTypes: types, Catalog: &o.Catalog, Default: &o.Default})
 	if err != nil {
 		return err
 	}
-	if err := o.Catalog.ApplyKubelets(p, m.Kubelets); err != nil {
-		return err
-	}
-	plan, err := o.solve(ctx, p)
+	p := built.Problem
+	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err
 	}
-	return o.print(NewResult(p, plan, source))
+	return o.print(NewResult(p, solved, source))
 }
 
 func (o *Options) warn(warnings []string) {

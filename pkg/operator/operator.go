@@ -65,7 +65,7 @@ import (
 )
 
 // DefaultLeaderElectionID is the name of the Lease replicas compete for.
-const DefaultLeaderElectionID = "rightsize-operator"
+const DefaultLeaderElectionID = v1alpha1.OperatorLeaseName
 
 // CloudFactory builds the cloud provider. The client it gets reads the API
 // server directly (not the cache), so that idempotency checks see the

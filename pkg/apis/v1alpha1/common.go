@@ -174,3 +174,8 @@ func (np *NodePool) NodeLabels() map[string]string {
 	labels[KarpenterLabelNodePool] = np.Name
 	return labels
 }
+
+// OperatorLeaseName is the default name of the leader-election Lease the
+// operator's replicas compete for; the TUI reads it to tell whether an
+// operator runs.
+const OperatorLeaseName = "rightsize-operator"

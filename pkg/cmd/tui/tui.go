@@ -22,7 +22,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/cloudprovider"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	program "github.com/rightsize-dev/kubectl-rightsize/pkg/tui"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
@@ -78,7 +77,7 @@ type TUIOptions struct {
 // flags of the root command. The command only parses: it runs runF when
 // given (tests), else TUIOptions.Run.
 func NewCmdTUI(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter, runF func(context.Context, *TUIOptions) error) *cobra.Command {
-	o := &TUIOptions{IOStreams: streams, Cluster: cluster, OperatorLease: operator.DefaultLeaderElectionID}
+	o := &TUIOptions{IOStreams: streams, Cluster: cluster, OperatorLease: v1alpha1.OperatorLeaseName}
 	o.NewCloud = func(ctx context.Context, region string, cfg *rest.Config, c client.Client) (cloud.CloudProvider, error) {
 		co := cloudprovider.Options{
 			Cloud: o.Cloud, ClusterName: o.ClusterName, Region: region,

@@ -6,7 +6,6 @@ package nodeclaim
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"time"
 
@@ -76,11 +75,10 @@ func TransitionTime(claim *v1alpha1.NodeClaim, condition string) time.Time {
 	return time.Time{}
 }
 
-// SetCondition sets a condition; it reports whether anything changed.
+// SetCondition sets a condition; it reports whether anything changed
+// (v1alpha1.NodeClaim.SetCondition).
 func SetCondition(claim *v1alpha1.NodeClaim, condition string, status metav1.ConditionStatus, reason, message string) bool {
-	return meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{
-		Type: condition, Status: status, Reason: reason, Message: message, ObservedGeneration: claim.Generation,
-	})
+	return claim.SetCondition(condition, status, reason, message)
 }
 
 // Price returns the claim's hourly price, 0 when unknown.
@@ -97,49 +95,16 @@ func Pool(claim *v1alpha1.NodeClaim) string {
 	return claim.Labels[v1alpha1.LabelNodePool]
 }
 
-// ApplyToNode puts the claim's labels and taints on its registered node,
-// and, when owned, an owner reference to the claim, so that deleting the
-// claim's object collects the Node. It changes node in place.
+// ApplyToNode puts the claim's labels and taints on its registered node
+// and, when owned, an owner reference to the claim
+// (v1alpha1.NodeClaim.ApplyToNode).
 func ApplyToNode(claim *v1alpha1.NodeClaim, node *corev1.Node, owned bool) {
-	if node.Labels == nil {
-		node.Labels = map[string]string{}
-	}
-	for k, v := range claim.Labels {
-		node.Labels[k] = v
-	}
-	for _, t := range claim.Spec.Taints {
-		if !slices.ContainsFunc(node.Spec.Taints, func(n corev1.Taint) bool { return n.MatchTaint(&t) }) {
-			node.Spec.Taints = append(node.Spec.Taints, t)
-		}
-	}
-	if owned && claim.UID != "" && !slices.ContainsFunc(node.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == claim.UID }) {
-		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
-			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: claim.Name, UID: claim.UID,
-		})
-	}
+	claim.ApplyToNode(node, owned)
 }
 
 // Usable reports whether a registered claim's node could take pods but for
-// the unregistered taint: Ready, and no not-ready, unreachable or startup
-// taint left.
-func Usable(claim *v1alpha1.NodeClaim, node *corev1.Node) bool {
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			ready = cond.Status == corev1.ConditionTrue
-		}
-	}
-	if !ready {
-		return false
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable ||
-			slices.ContainsFunc(claim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {
-			return false
-		}
-	}
-	return true
-}
+// the unregistered taint (v1alpha1.NodeClaim.UsableOn).
+func Usable(claim *v1alpha1.NodeClaim, node *corev1.Node) bool { return claim.UsableOn(node) }
 
 // ForPool returns a NodeClaim of the pool: owned by it, with its node
 // class, taints, startup taints, expiry and termination grace period, and

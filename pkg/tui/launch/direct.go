@@ -25,7 +25,6 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -186,9 +185,9 @@ func (l *DirectLauncher) Launch(ctx context.Context, req Request) (Launched, err
 	s.ProviderID, s.ImageID = view.Status.ProviderID, view.Status.ImageID
 	s.Capacity, s.Allocatable = view.Status.Capacity, view.Status.Allocatable
 	s.InstanceType, s.Zone, s.CapacityType, s.PricePerHour = view.Status.InstanceType, view.Status.Zone, view.Status.CapacityType, view.Status.PricePerHour
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionLaunched, metav1.ConditionTrue, "Launched", "launched directly on "+l.CloudName+" by "+l.LaunchedBy)
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionRegistered, metav1.ConditionUnknown, "AwaitingRegistration", "waiting for the node to join")
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotRegistered", "the node has not joined yet")
+	claim.SetCondition(v1alpha1.ConditionLaunched, metav1.ConditionTrue, "Launched", "launched directly on "+l.CloudName+" by "+l.LaunchedBy)
+	claim.SetCondition(v1alpha1.ConditionRegistered, metav1.ConditionUnknown, "AwaitingRegistration", "waiting for the node to join")
+	claim.SetCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, "NotRegistered", "the node has not joined yet")
 	out.Direct = claim
 	if out.ClaimInCluster {
 		if err := l.recordLaunch(ctx, orig, claim); err != nil {
@@ -351,7 +350,7 @@ func (l *DirectLauncher) Register(ctx context.Context, launched Launched, nodeNa
 		return false, errors.New("register: not a direct launch")
 	}
 	node, err := l.updateNode(ctx, claim, nodeName, func(n *corev1.Node) {
-		nodeclaim.ApplyToNode(claim, n, launched.ClaimInCluster)
+		claim.ApplyToNode(n, launched.ClaimInCluster)
 	})
 	if node == nil || err != nil {
 		if err != nil {
@@ -359,13 +358,13 @@ func (l *DirectLauncher) Register(ctx context.Context, launched Launched, nodeNa
 		}
 		return false, err
 	}
-	usable := nodeclaim.Usable(claim, node)
+	usable := claim.UsableOn(node)
 	if launched.ClaimInCluster {
 		err := l.recordConditions(ctx, claim.Name, func(c *v1alpha1.NodeClaim) {
 			c.Status.NodeName = node.Name
-			nodeclaim.SetCondition(c, v1alpha1.ConditionRegistered, metav1.ConditionTrue, "Registered", "")
+			c.SetCondition(v1alpha1.ConditionRegistered, metav1.ConditionTrue, "Registered", "")
 			if !meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionInitialized) {
-				nodeclaim.SetCondition(c, v1alpha1.ConditionInitialized, metav1.ConditionUnknown, "AwaitingInitialization", "waiting for the node to be Ready")
+				c.SetCondition(v1alpha1.ConditionInitialized, metav1.ConditionUnknown, "AwaitingInitialization", "waiting for the node to be Ready")
 			}
 		})
 		if err != nil {
@@ -409,8 +408,8 @@ func (l *DirectLauncher) Open(ctx context.Context, launched Launched, nodeName s
 		return nil
 	}
 	return l.recordConditions(ctx, claim.Name, func(c *v1alpha1.NodeClaim) {
-		nodeclaim.SetCondition(c, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
-		nodeclaim.SetCondition(c, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
+		c.SetCondition(v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
+		c.SetCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
 	})
 }
 
