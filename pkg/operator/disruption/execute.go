@@ -20,7 +20,6 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 )
 
 // Rollback reasons, for the metric.
@@ -171,10 +170,10 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 			case claim.DeletionTimestamp != nil:
 				why := c.failure(ctx, want.Name)
 				if why == "" {
-					why = strings.ReplaceAll(claim.Annotations[v1alpha1.AnnotationDeletionReason], "_", " ")
+					why = strings.ReplaceAll(string(claim.DeletionReason()), "_", " ")
 				}
 				return fmt.Sprintf("replacement NodeClaim %s failed before its node initialized: %s", want.Name, why)
-			case !nodeclaim.IsTrue(&claim, v1alpha1.ConditionInitialized):
+			case !claim.IsInitialized():
 				still = append(still, want)
 			}
 		}
@@ -257,10 +256,7 @@ func (c *Controller) drain(ctx context.Context, v *view, nodes []string) (map[st
 // terminates its instance and deletes the Node.
 func (c *Controller) deleteClaim(ctx context.Context, claim *v1alpha1.NodeClaim) error {
 	orig := claim.DeepCopy()
-	if claim.Annotations == nil {
-		claim.Annotations = map[string]string{}
-	}
-	claim.Annotations[v1alpha1.AnnotationDeletionReason] = metrics.ReasonDisruption
+	claim.SetDeletionReason(v1alpha1.DeletionReasonDisruption)
 	if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 		return client.IgnoreNotFound(err)
 	}

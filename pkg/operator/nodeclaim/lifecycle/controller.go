@@ -63,7 +63,7 @@ type Options struct {
 	NominatedPods func(claim string) []types.NamespacedName
 	// GangWait bounds how long a usable node waits for the other nodes of
 	// its provisioning decision (NodeClaims with the same
-	// nodeclaim.AnnotationBatch) before it opens without them (10 s when
+	// v1alpha1.AnnotationBatch) before it opens without them (10 s when
 	// zero). Opening them together is what lets the scheduler place pods as
 	// the plan packed them: each node's opening makes the scheduler retry
 	// every pending pod, and a pod whose nominated node is still closed at
@@ -162,25 +162,25 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.client.Get(ctx, req.NamespacedName, &claim); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	log := logr.FromContextOrDiscard(ctx).WithValues("nodeclaim", claim.Name, "nodepool", nodeclaim.Pool(&claim))
+	log := logr.FromContextOrDiscard(ctx).WithValues("nodeclaim", claim.Name, "nodepool", claim.NodePool())
 	ctx = logr.NewContext(ctx, log)
 	if claim.DeletionTimestamp != nil {
 		return c.finalize(ctx, &claim)
 	}
-	if !controllerutil.ContainsFinalizer(&claim, nodeclaim.Finalizer) {
+	if !controllerutil.ContainsFinalizer(&claim, v1alpha1.TerminationFinalizer) {
 		orig := claim.DeepCopy()
-		controllerutil.AddFinalizer(&claim, nodeclaim.Finalizer)
+		controllerutil.AddFinalizer(&claim, v1alpha1.TerminationFinalizer)
 		if err := c.client.Patch(ctx, &claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
-	if !nodeclaim.IsTrue(&claim, v1alpha1.ConditionLaunched) {
+	if !claim.IsLaunched() {
 		return c.launch(ctx, &claim)
 	}
-	if !nodeclaim.IsTrue(&claim, v1alpha1.ConditionRegistered) {
+	if !claim.IsRegistered() {
 		return c.register(ctx, &claim)
 	}
-	if !nodeclaim.IsTrue(&claim, v1alpha1.ConditionInitialized) {
+	if !claim.IsInitialized() {
 		return c.initialize(ctx, &claim)
 	}
 	return reconcile.Result{}, nil
@@ -190,7 +190,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (c *Controller) launch(ctx context.Context, claim *v1alpha1.NodeClaim) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	if age := time.Since(claim.CreationTimestamp.Time); age > c.opts.LaunchTimeout {
-		return reconcile.Result{}, c.remove(ctx, claim, metrics.ReasonLaunchTimeout,
+		return reconcile.Result{}, c.remove(ctx, claim, v1alpha1.DeletionReasonLaunchTimeout,
 			fmt.Sprintf("not launched within %s; deleting it so its pods are planned again", c.opts.LaunchTimeout))
 	}
 	view, err := c.cloud.Create(ctx, claim)
@@ -204,12 +204,12 @@ func (c *Controller) launch(ctx context.Context, claim *v1alpha1.NodeClaim) (rec
 			}
 			c.recorder.Eventf(claim, nil, corev1.EventTypeWarning, "InsufficientCapacity", "Launch", "%v; planning its pods again without those offerings", err)
 			log.Info("insufficient capacity; replanning", "offerings", ice.Offerings)
-			return reconcile.Result{}, c.remove(ctx, claim, metrics.ReasonInsufficientCapacity, err.Error())
+			return reconcile.Result{}, c.remove(ctx, claim, v1alpha1.DeletionReasonInsufficientCapacity, err.Error())
 		case errors.As(err, &notReady):
-			c.setLaunchFailed(ctx, claim, "NodeClassNotReady", notReady.Error())
+			c.setLaunchFailed(ctx, claim, v1alpha1.ReasonNodeClassNotReady, notReady.Error())
 			return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
 		}
-		c.setLaunchFailed(ctx, claim, "LaunchFailed", err.Error())
+		c.setLaunchFailed(ctx, claim, v1alpha1.ReasonLaunchFailed, err.Error())
 		return reconcile.Result{}, fmt.Errorf("launching: %w", err)
 	}
 	if c.opts.AfterLaunch != nil {
@@ -243,13 +243,11 @@ func (c *Controller) launch(ctx context.Context, claim *v1alpha1.NodeClaim) (rec
 	s.ProviderID, s.ImageID = view.Status.ProviderID, view.Status.ImageID
 	s.Capacity, s.Allocatable = view.Status.Capacity, view.Status.Allocatable
 	s.InstanceType, s.Zone, s.CapacityType, s.PricePerHour = view.Status.InstanceType, view.Status.Zone, view.Status.CapacityType, view.Status.PricePerHour
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionLaunched, metav1.ConditionTrue, "Launched", "")
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionRegistered, metav1.ConditionUnknown, "AwaitingRegistration", "waiting for the node to join")
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotRegistered", "the node has not joined yet")
+	claim.SetLaunched(v1alpha1.ReasonLaunched, "")
 	if err := c.client.Status().Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	metrics.NodeClaimsLaunched.WithLabelValues(nodeclaim.Pool(claim)).Inc()
+	metrics.NodeClaimsLaunched.WithLabelValues(claim.NodePool()).Inc()
 	log.Info("launched", "providerID", s.ProviderID, "instanceType", s.InstanceType, "zone", s.Zone, "capacityType", s.CapacityType, "pricePerHour", s.PricePerHour)
 	c.recorder.Eventf(claim, nil, corev1.EventTypeNormal, "Launched", "Launch", "launched %s: %s %s %s $%s/h", s.ProviderID, s.InstanceType, s.CapacityType, s.Zone, s.PricePerHour)
 	return c.register(ctx, claim)
@@ -258,7 +256,7 @@ func (c *Controller) launch(ctx context.Context, claim *v1alpha1.NodeClaim) (rec
 // setLaunchFailed records a failed launch on the Launched condition.
 func (c *Controller) setLaunchFailed(ctx context.Context, claim *v1alpha1.NodeClaim, reason, message string) {
 	orig := claim.DeepCopy()
-	if nodeclaim.SetCondition(claim, v1alpha1.ConditionLaunched, metav1.ConditionFalse, reason, message) {
+	if claim.SetLaunchFailed(reason, message) {
 		_ = c.client.Status().Patch(ctx, claim, client.MergeFrom(orig))
 		c.recorder.Eventf(claim, nil, corev1.EventTypeWarning, reason, "Launch", "%s", message)
 	}
@@ -271,16 +269,16 @@ func (c *Controller) register(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 		return reconcile.Result{}, err
 	}
 	if node == nil {
-		launched := nodeclaim.TransitionTime(claim, v1alpha1.ConditionLaunched)
+		launched := claim.TransitionTime(v1alpha1.ConditionLaunched)
 		left := c.opts.RegistrationTimeout - time.Since(launched)
 		if left <= 0 {
-			return reconcile.Result{}, c.remove(ctx, claim, metrics.ReasonRegistrationTimeout,
+			return reconcile.Result{}, c.remove(ctx, claim, v1alpha1.DeletionReasonRegistrationTimeout,
 				fmt.Sprintf("its node did not register within %s; deleting it so its pods are planned again", c.opts.RegistrationTimeout))
 		}
 		return reconcile.Result{RequeueAfter: left}, nil
 	}
 	orig := node.DeepCopy()
-	nodeclaim.ApplyToNode(claim, node, true)
+	claim.ApplyToNode(node, true)
 	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{Requeue: true}, nil
@@ -288,13 +286,11 @@ func (c *Controller) register(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	origClaim := claim.DeepCopy()
-	claim.Status.NodeName = node.Name
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionRegistered, metav1.ConditionTrue, "Registered", "")
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionInitialized, metav1.ConditionUnknown, "AwaitingInitialization", "waiting for the node to be Ready")
+	claim.SetRegistered(node.Name)
 	if err := c.client.Status().Patch(ctx, claim, client.MergeFrom(origClaim)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	metrics.NodeClaimsRegistered.WithLabelValues(nodeclaim.Pool(claim)).Inc()
+	metrics.NodeClaimsRegistered.WithLabelValues(claim.NodePool()).Inc()
 	logr.FromContextOrDiscard(ctx).Info("registered", "node", node.Name)
 	return c.initialize(ctx, claim)
 }
@@ -318,7 +314,7 @@ func (c *Controller) initialize(ctx context.Context, claim *v1alpha1.NodeClaim) 
 		}
 		return reconcile.Result{}, err
 	}
-	if !nodeclaim.Usable(claim, &node) {
+	if !claim.Usable(&node) {
 		return reconcile.Result{}, nil // the Node's update brings us back
 	}
 	now := time.Now()
@@ -330,7 +326,7 @@ func (c *Controller) initialize(ctx context.Context, claim *v1alpha1.NodeClaim) 
 	}
 	c.mu.Unlock()
 	members := []member{{claim: claim, node: &node}}
-	if batch := claim.Annotations[nodeclaim.AnnotationBatch]; batch != "" {
+	if batch := claim.Annotations[v1alpha1.AnnotationBatch]; batch != "" {
 		var waiting int
 		var err error
 		if members, waiting, err = c.gang(ctx, claim, &node, batch); err != nil {
@@ -357,21 +353,21 @@ func (c *Controller) gang(ctx context.Context, claim *v1alpha1.NodeClaim, node *
 	seen, waiting := 0, 0
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Annotations[nodeclaim.AnnotationBatch] != batch {
+		if s.Annotations[v1alpha1.AnnotationBatch] != batch {
 			continue
 		}
 		seen++
-		if s.Name == claim.Name || s.DeletionTimestamp != nil || nodeclaim.IsTrue(s, v1alpha1.ConditionInitialized) || c.isOpened(s.Name) {
+		if s.Name == claim.Name || s.DeletionTimestamp != nil || s.IsInitialized() || c.isOpened(s.Name) {
 			continue
 		}
 		var n corev1.Node
-		if s.Status.NodeName == "" || c.client.Get(ctx, client.ObjectKey{Name: s.Status.NodeName}, &n) != nil || !nodeclaim.Usable(s, &n) {
+		if s.Status.NodeName == "" || c.client.Get(ctx, client.ObjectKey{Name: s.Status.NodeName}, &n) != nil || !s.Usable(&n) {
 			waiting++
 			continue
 		}
 		members = append(members, member{claim: s, node: &n})
 	}
-	if size, err := strconv.Atoi(claim.Annotations[nodeclaim.AnnotationBatchSize]); err == nil && seen < size {
+	if size, err := strconv.Atoi(claim.Annotations[v1alpha1.AnnotationBatchSize]); err == nil && seen < size {
 		waiting += size - seen
 	}
 	return members, waiting, nil
@@ -416,8 +412,7 @@ func (c *Controller) open(ctx context.Context, members []member) error {
 		wg.Go(func() {
 			claim := members[i].claim
 			orig := claim.DeepCopy()
-			nodeclaim.SetCondition(claim, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
-			nodeclaim.SetCondition(claim, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
+			claim.SetInitialized()
 			errs[i] = client.IgnoreNotFound(c.client.Status().Patch(ctx, claim, client.MergeFrom(orig)))
 		})
 	}
@@ -616,16 +611,13 @@ func (c *Controller) keep(ctx context.Context, pods []*plannedPod) {
 }
 
 // remove deletes a claim for a reason the operator found.
-func (c *Controller) remove(ctx context.Context, claim *v1alpha1.NodeClaim, reason, message string) error {
+func (c *Controller) remove(ctx context.Context, claim *v1alpha1.NodeClaim, reason v1alpha1.DeletionReason, message string) error {
 	orig := claim.DeepCopy()
-	if claim.Annotations == nil {
-		claim.Annotations = map[string]string{}
-	}
-	claim.Annotations[v1alpha1.AnnotationDeletionReason] = reason
+	claim.SetDeletionReason(reason)
 	if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if reason != metrics.ReasonInsufficientCapacity {
+	if reason != v1alpha1.DeletionReasonInsufficientCapacity {
 		c.recorder.Eventf(claim, nil, corev1.EventTypeWarning, "Deleting", "Delete", "%s", message)
 	}
 	logr.FromContextOrDiscard(ctx).Info("deleting NodeClaim", "reason", reason, "message", message)
@@ -639,7 +631,7 @@ func (c *Controller) remove(ctx context.Context, claim *v1alpha1.NodeClaim, reas
 // finalize drains the claim's node, terminates the instance, deletes the
 // Node and lets the claim go.
 func (c *Controller) finalize(ctx context.Context, claim *v1alpha1.NodeClaim) (reconcile.Result, error) {
-	if !controllerutil.ContainsFinalizer(claim, nodeclaim.Finalizer) {
+	if !controllerutil.ContainsFinalizer(claim, v1alpha1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
@@ -654,7 +646,7 @@ func (c *Controller) finalize(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 			return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 		}
 	}
-	if claim.Status.ProviderID != "" || !nodeclaim.IsTrue(claim, v1alpha1.ConditionLaunched) {
+	if claim.Status.ProviderID != "" || !claim.IsLaunched() {
 		// An unlaunched claim may still have an instance if a launch
 		// raced the deletion; the provider finds it by the claim's name.
 		if err := c.cloud.Delete(ctx, claim); err != nil && !cloud.IsNotFound(err) {
@@ -667,15 +659,12 @@ func (c *Controller) finalize(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 		}
 	}
 	orig := claim.DeepCopy()
-	controllerutil.RemoveFinalizer(claim, nodeclaim.Finalizer)
+	controllerutil.RemoveFinalizer(claim, v1alpha1.TerminationFinalizer)
 	if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	reason := claim.Annotations[v1alpha1.AnnotationDeletionReason]
-	if reason == "" {
-		reason = metrics.ReasonDeleted
-	}
-	metrics.NodeClaimsDeleted.WithLabelValues(nodeclaim.Pool(claim), reason).Inc()
+	reason := claim.DeletionReason()
+	metrics.NodeClaimsDeleted.WithLabelValues(claim.NodePool(), string(reason)).Inc()
 	log.Info("terminated", "reason", reason, "providerID", claim.Status.ProviderID)
 	return reconcile.Result{}, nil
 }
@@ -697,7 +686,7 @@ func (c *Controller) drain(ctx context.Context, claim *v1alpha1.NodeClaim, node 
 		ErrOut:              io.Discard,
 	}
 	switch {
-	case claim.Annotations[v1alpha1.AnnotationDeletionReason] == metrics.ReasonRepair:
+	case !claim.DeletionReason().Graceful():
 		// A broken node runs no graceful shutdown: its pods are
 		// deleted at once, so that their controllers replace them.
 		h.DisableEviction, h.GracePeriodSeconds = true, 0

@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 )
 
@@ -146,7 +145,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.client.Get(ctx, req.NamespacedName, &claim); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if claim.DeletionTimestamp != nil || !nodeclaim.IsTrue(&claim, v1alpha1.ConditionInitialized) {
+	if claim.DeletionTimestamp != nil || !claim.IsInitialized() {
 		return reconcile.Result{}, nil // not yet a node to repair, or already going
 	}
 	node, err := nodeclaim.NodeOf(ctx, c.client, &claim)
@@ -161,7 +160,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if wait := broken.Due.Sub(now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	pool := nodeclaim.Pool(&claim)
+	pool := claim.NodePool()
 	unhealthy, total, err := c.poolHealth(ctx, pool, now)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -175,10 +174,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	why := fmt.Sprintf("node %s has had %s=%s for %s (tolerated: %s): terminating it without draining and replacing it",
 		node.Name, broken.Policy.Condition, broken.Policy.Status, now.Sub(broken.Since).Round(time.Second), broken.Policy.Toleration)
 	orig := claim.DeepCopy()
-	if claim.Annotations == nil {
-		claim.Annotations = map[string]string{}
-	}
-	claim.Annotations[v1alpha1.AnnotationDeletionReason] = metrics.ReasonRepair
+	claim.SetDeletionReason(v1alpha1.DeletionReasonRepair)
 	// Guarded by the resourceVersion: a reconcile on a cached claim that
 	// another one already repaired gets a conflict, not a second repair.
 	if err := c.client.Patch(ctx, &claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -206,7 +202,7 @@ func (c *Controller) poolHealth(ctx context.Context, pool string, now time.Time)
 	}
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		if !nodeclaim.IsTrue(claim, v1alpha1.ConditionInitialized) {
+		if !claim.IsInitialized() {
 			continue
 		}
 		node, err := nodeclaim.NodeOf(ctx, c.client, claim)

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 )
 
@@ -100,7 +99,7 @@ func TestReconcileRepairsOnlyPastTheTolerationAndNotAWiderFailure(t *testing.T) 
 					ready = cond(corev1.NodeReady, corev1.ConditionFalse, ago)
 				}
 				n := node(name, ready)
-				claim := &v1alpha1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelNodePool: "pool"}, Finalizers: []string{nodeclaim.Finalizer}},
+				claim := &v1alpha1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelNodePool: "pool"}, Finalizers: []string{v1alpha1.TerminationFinalizer}},
 					Status: v1alpha1.NodeClaimStatus{ProviderID: n.Spec.ProviderID, Conditions: []metav1.Condition{
 						{Type: v1alpha1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(now.Add(-3 * time.Hour))}}}}
 				objs = append(objs, n, claim)
@@ -123,8 +122,8 @@ func TestReconcileRepairsOnlyPastTheTolerationAndNotAWiderFailure(t *testing.T) 
 			if deleted := claim.DeletionTimestamp != nil; deleted != tt.wantDeleted {
 				t.Errorf("claim deleted %v, want %v", deleted, tt.wantDeleted)
 			}
-			if tt.wantDeleted && claim.Annotations[v1alpha1.AnnotationDeletionReason] != metrics.ReasonRepair {
-				t.Errorf("deletion reason %q, want %q", claim.Annotations[v1alpha1.AnnotationDeletionReason], metrics.ReasonRepair)
+			if tt.wantDeleted && claim.DeletionReason() != v1alpha1.DeletionReasonRepair {
+				t.Errorf("deletion reason %q, want %q", claim.DeletionReason(), v1alpha1.DeletionReasonRepair)
 			}
 			if res.RequeueAfter != tt.wantRequeue {
 				t.Errorf("requeue after %s, want %s", res.RequeueAfter, tt.wantRequeue)
