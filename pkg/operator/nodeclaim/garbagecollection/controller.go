@@ -39,6 +39,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -61,6 +62,9 @@ type Options struct {
 	// Recorder, when set, records an event on each NodeClaim adopted and
 	// on the Node of each instance that cannot be adopted yet.
 	Recorder events.EventRecorder
+	// Clock tells the time of the grace period and the listing interval;
+	// the real clock when nil.
+	Clock clock.WithTicker
 }
 
 // Collector is a leader-only manager.Runnable.
@@ -92,6 +96,9 @@ func New(reader client.Reader, c client.Client, cp cloud.CloudProvider, log logr
 	if opts.Interval <= 0 {
 		opts.Interval = min(10*time.Second, max(opts.GracePeriod/2, time.Second))
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	if opts.Replan == nil {
 		opts.Replan = func() {}
 	}
@@ -103,7 +110,7 @@ func (g *Collector) NeedLeaderElection() bool { return true }
 
 // Start collects every Interval until ctx ends.
 func (g *Collector) Start(ctx context.Context) error {
-	t := time.NewTicker(g.opts.Interval)
+	t := g.opts.Clock.NewTicker(g.opts.Interval)
 	defer t.Stop()
 	for {
 		if err := g.Collect(ctx); err != nil && ctx.Err() == nil {
@@ -112,7 +119,7 @@ func (g *Collector) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -141,7 +148,7 @@ func (g *Collector) Collect(ctx context.Context) error {
 		if byID[inst.Status.ProviderID] || byName[inst.Name] {
 			continue
 		}
-		age := time.Since(inst.CreationTimestamp.Time)
+		age := g.opts.Clock.Since(inst.CreationTimestamp.Time)
 		if age < g.opts.GracePeriod {
 			continue
 		}
@@ -176,7 +183,7 @@ func (g *Collector) Collect(ctx context.Context) error {
 		if id == "" || alive[id] || c.DeletionTimestamp != nil || !c.IsLaunched() {
 			continue
 		}
-		if time.Since(c.TransitionTime(v1alpha1.ConditionLaunched)) < 10*time.Second {
+		if g.opts.Clock.Since(c.TransitionTime(v1alpha1.ConditionLaunched)) < 10*time.Second {
 			continue
 		}
 		if _, err := g.cloud.Get(ctx, id); !cloud.IsNotFound(err) {

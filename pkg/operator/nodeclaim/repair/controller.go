@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -69,6 +70,9 @@ type Options struct {
 	Toleration time.Duration
 	// MaxUnhealthyShare (DefaultMaxUnhealthyShare when zero).
 	MaxUnhealthyShare float64
+	// Clock tells the time tolerations are counted to; the real clock when
+	// nil.
+	Clock clock.PassiveClock
 }
 
 // Broken is a policy a node breaks: which condition, since when, and when
@@ -105,7 +109,7 @@ type Controller struct {
 	client   client.Client
 	recorder events.EventRecorder
 	opts     Options
-	now      func() time.Time
+	clock    clock.PassiveClock
 }
 
 // New returns the repair controller.
@@ -116,7 +120,10 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) *Controll
 	if opts.MaxUnhealthyShare <= 0 {
 		opts.MaxUnhealthyShare = DefaultMaxUnhealthyShare
 	}
-	return &Controller{client: c, recorder: recorder, opts: opts, now: time.Now}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Controller{client: c, recorder: recorder, opts: opts, clock: opts.Clock}
 }
 
 // RBAC of the repair controller.
@@ -156,7 +163,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if broken == nil {
 		return reconcile.Result{}, nil
 	}
-	now := c.now()
+	now := c.clock.Now()
 	if wait := broken.Due.Sub(now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
