@@ -36,7 +36,7 @@ const (
 func (c *Controller) execute(ctx context.Context, v *view, cand *candidate) error {
 	a := &cand.action
 	log := c.log.WithValues("action", a.Kind, "reason", cand.reason, "nodes", a.Nodes)
-	start := time.Now()
+	start := c.clock.Now()
 	var tainted []string
 	for _, n := range a.Nodes {
 		if err := c.taintNode(ctx, n); err != nil {
@@ -70,7 +70,7 @@ func (c *Controller) execute(ctx context.Context, v *view, cand *candidate) erro
 			c.rollback(ctx, v, cand, tainted, launched, rollbackReplacement, why)
 			return nil
 		}
-		log.Info("replacements initialized", "took", time.Since(start).Round(time.Millisecond).String())
+		log.Info("replacements initialized", "took", c.clock.Since(start).Round(time.Millisecond).String())
 	}
 
 	evicted, err := c.drain(ctx, v, a.Nodes)
@@ -102,7 +102,7 @@ func (c *Controller) execute(ctx context.Context, v *view, cand *candidate) erro
 		total += k
 	}
 	log.Info("disruption action carried out", "savingPerHour", a.Saving, "evicted", total, "replacements", len(launched),
-		"took", time.Since(start).Round(time.Millisecond).String(), "why", a.Reason)
+		"took", c.clock.Since(start).Round(time.Millisecond).String(), "why", a.Reason)
 	return nil
 }
 
@@ -117,7 +117,7 @@ func (c *Controller) taintNode(ctx context.Context, name string) error {
 			return nil
 		}
 		t := Taint
-		t.TimeAdded = &metav1.Time{Time: time.Now()}
+		t.TimeAdded = &metav1.Time{Time: c.clock.Now()}
 		node.Spec.Taints = append(node.Spec.Taints, t)
 		_, err = c.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		return err
@@ -148,7 +148,7 @@ func (c *Controller) untaint(ctx context.Context, name string) error {
 // it returns why not when one is deleted (e.g. insufficient capacity) or
 // the timeout passes.
 func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.NodeClaim) string {
-	deadline := time.Now().Add(c.opts.ReplacementTimeout)
+	deadline := c.clock.Now().Add(c.opts.ReplacementTimeout)
 	pending := slices.Clone(claims)
 	for len(pending) > 0 {
 		var still []*v1alpha1.NodeClaim
@@ -160,7 +160,7 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 				if why := c.failure(ctx, want.Name); why != "" {
 					return fmt.Sprintf("replacement NodeClaim %s failed before its node initialized: %s", want.Name, why)
 				}
-				if time.Since(want.CreationTimestamp.Time) < 10*time.Second {
+				if c.clock.Since(want.CreationTimestamp.Time) < 10*time.Second {
 					still = append(still, want) // not in the cache yet
 					continue
 				}
@@ -181,13 +181,13 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 		if len(pending) == 0 {
 			return ""
 		}
-		if time.Now().After(deadline) {
+		if c.clock.Now().After(deadline) {
 			return fmt.Sprintf("replacement NodeClaim %s did not initialize within %s", pending[0].Name, c.opts.ReplacementTimeout)
 		}
 		select {
 		case <-ctx.Done():
 			return "the operator is stopping"
-		case <-time.After(500 * time.Millisecond):
+		case <-c.clock.After(500 * time.Millisecond):
 		}
 	}
 	return ""
