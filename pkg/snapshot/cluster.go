@@ -37,8 +37,8 @@ const (
 	LabelPodTemplateHash  = "pod-template-hash"
 	// AnnotationDoNotDisrupt on a pod or node keeps consolidation away;
 	// AnnotationRightsizeDoNotDisrupt is rightsize.dev's name for it.
-	AnnotationDoNotDisrupt          = "karpenter.sh/do-not-disrupt"
-	AnnotationRightsizeDoNotDisrupt = "rightsize.dev/do-not-disrupt"
+	AnnotationDoNotDisrupt          = v1alpha1.KarpenterAnnotationDoNotDisrupt
+	AnnotationRightsizeDoNotDisrupt = v1alpha1.AnnotationDoNotDisrupt
 )
 
 // KarpenterNodePools is the resource of Karpenter's v1 NodePools, read

@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -72,6 +73,11 @@ type Options struct {
 	SolveTimeout time.Duration
 	// Disabled turns the controller off.
 	Disabled bool
+	// Clock tells the time of the intervals, the debounce, the validation
+	// delay, the consolidateAfter deadlines and the replacement and drain
+	// waits; the real clock when nil. The solver's own deadline is always
+	// the wall clock's.
+	Clock clock.WithTicker
 }
 
 // Source is where the controller gets its view of the cluster and launches
@@ -92,6 +98,7 @@ type Controller struct {
 	recorder events.EventRecorder
 	log      logr.Logger
 	opts     Options
+	clock    clock.WithTicker
 	trigger  chan struct{}
 
 	mu sync.Mutex
@@ -123,7 +130,10 @@ func New(c client.Client, kube kubernetes.Interface, source Source, recorder eve
 	if opts.SolveTimeout <= 0 {
 		opts.SolveTimeout = 10 * time.Second
 	}
-	return &Controller{client: c, kube: kube, source: source, recorder: recorder, log: log, opts: opts,
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Controller{client: c, kube: kube, source: source, recorder: recorder, log: log, opts: opts, clock: opts.Clock,
 		trigger: make(chan struct{}, 1), told: map[string]string{}}
 }
 
@@ -212,16 +222,16 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.untaintLeftovers(ctx)
 	next := time.Duration(0)
 	for {
-		wake := time.NewTimer(next)
+		wake := c.clock.NewTimer(next)
 		select {
 		case <-ctx.Done():
 			wake.Stop()
 			return nil
-		case <-wake.C:
+		case <-wake.C():
 		case <-c.trigger:
 			wake.Stop()
 			// Debounce: wait until the cluster has been quiet for a while.
-			quiet := time.NewTimer(c.opts.Debounce)
+			quiet := c.clock.NewTimer(c.opts.Debounce)
 		wait:
 			for {
 				select {
@@ -230,7 +240,7 @@ func (c *Controller) Start(ctx context.Context) error {
 					return nil
 				case <-c.trigger:
 					quiet.Reset(c.opts.Debounce)
-				case <-quiet.C:
+				case <-quiet.C():
 					break wait
 				}
 			}
@@ -273,7 +283,7 @@ func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
 	select {
 	case <-ctx.Done():
 		return 0, nil
-	case <-time.After(c.opts.ValidationDelay):
+	case <-c.clock.After(c.opts.ValidationDelay):
 	}
 	v, plan, err = c.plan(ctx)
 	if err != nil {
@@ -310,7 +320,7 @@ func (c *Controller) plan(ctx context.Context) (*disruption.View, *solver.Consol
 	if err := c.client.List(ctx, &claims); err != nil {
 		return nil, nil, err
 	}
-	now := time.Now()
+	now := c.clock.Now()
 	v, err := disruption.NewView(disruption.Input{Snapshot: snap, Nodes: nodes.Items, Claims: claims.Items,
 		AllowUncontrolled: c.opts.AllowUncontrolled, Now: now})
 	if err != nil {

@@ -21,7 +21,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 )
 
 // Rollback reasons, for the metric.
@@ -38,7 +37,7 @@ const (
 func (c *Controller) execute(ctx context.Context, v *disruption.View, cand *disruption.Candidate) error {
 	a := &cand.Action
 	log := c.log.WithValues("action", a.Kind, "reason", cand.Reason, "nodes", a.Nodes)
-	start := time.Now()
+	start := c.clock.Now()
 	var tainted []string
 	for _, n := range a.Nodes {
 		if err := c.taintNode(ctx, n); err != nil {
@@ -72,7 +71,7 @@ func (c *Controller) execute(ctx context.Context, v *disruption.View, cand *disr
 			c.rollback(ctx, v, cand, tainted, launched, rollbackReplacement, why)
 			return nil
 		}
-		log.Info("replacements initialized", "took", time.Since(start).Round(time.Millisecond).String())
+		log.Info("replacements initialized", "took", c.clock.Since(start).Round(time.Millisecond).String())
 	}
 
 	evicted, err := c.drain(ctx, v, a.Nodes)
@@ -104,7 +103,7 @@ func (c *Controller) execute(ctx context.Context, v *disruption.View, cand *disr
 		total += k
 	}
 	log.Info("disruption action carried out", "savingPerHour", a.Saving, "evicted", total, "replacements", len(launched),
-		"took", time.Since(start).Round(time.Millisecond).String(), "why", a.Reason)
+		"took", c.clock.Since(start).Round(time.Millisecond).String(), "why", a.Reason)
 	return nil
 }
 
@@ -119,7 +118,7 @@ func (c *Controller) taintNode(ctx context.Context, name string) error {
 			return nil
 		}
 		t := disruption.Taint
-		t.TimeAdded = &metav1.Time{Time: time.Now()}
+		t.TimeAdded = &metav1.Time{Time: c.clock.Now()}
 		node.Spec.Taints = append(node.Spec.Taints, t)
 		_, err = c.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		return err
@@ -150,7 +149,7 @@ func (c *Controller) untaint(ctx context.Context, name string) error {
 // it returns why not when one is deleted (e.g. insufficient capacity) or
 // the timeout passes.
 func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.NodeClaim) string {
-	deadline := time.Now().Add(c.opts.ReplacementTimeout)
+	deadline := c.clock.Now().Add(c.opts.ReplacementTimeout)
 	pending := slices.Clone(claims)
 	for len(pending) > 0 {
 		var still []*v1alpha1.NodeClaim
@@ -162,7 +161,7 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 				if why := c.failure(ctx, want.Name); why != "" {
 					return fmt.Sprintf("replacement NodeClaim %s failed before its node initialized: %s", want.Name, why)
 				}
-				if time.Since(want.CreationTimestamp.Time) < 10*time.Second {
+				if c.clock.Since(want.CreationTimestamp.Time) < 10*time.Second {
 					still = append(still, want) // not in the cache yet
 					continue
 				}
@@ -172,10 +171,10 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 			case claim.DeletionTimestamp != nil:
 				why := c.failure(ctx, want.Name)
 				if why == "" {
-					why = strings.ReplaceAll(claim.Annotations[v1alpha1.AnnotationDeletionReason], "_", " ")
+					why = strings.ReplaceAll(string(claim.DeletionReason()), "_", " ")
 				}
 				return fmt.Sprintf("replacement NodeClaim %s failed before its node initialized: %s", want.Name, why)
-			case !nodeclaim.IsTrue(&claim, v1alpha1.ConditionInitialized):
+			case !claim.IsInitialized():
 				still = append(still, want)
 			}
 		}
@@ -183,13 +182,13 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 		if len(pending) == 0 {
 			return ""
 		}
-		if time.Now().After(deadline) {
+		if c.clock.Now().After(deadline) {
 			return fmt.Sprintf("replacement NodeClaim %s did not initialize within %s", pending[0].Name, c.opts.ReplacementTimeout)
 		}
 		select {
 		case <-ctx.Done():
 			return "the operator is stopping"
-		case <-time.After(500 * time.Millisecond):
+		case <-c.clock.After(500 * time.Millisecond):
 		}
 	}
 	return ""
@@ -258,10 +257,7 @@ func (c *Controller) drain(ctx context.Context, v *disruption.View, nodes []stri
 // terminates its instance and deletes the Node.
 func (c *Controller) deleteClaim(ctx context.Context, claim *v1alpha1.NodeClaim) error {
 	orig := claim.DeepCopy()
-	if claim.Annotations == nil {
-		claim.Annotations = map[string]string{}
-	}
-	claim.Annotations[v1alpha1.AnnotationDeletionReason] = metrics.ReasonDisruption
+	claim.SetDeletionReason(v1alpha1.DeletionReasonDisruption)
 	if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
