@@ -147,12 +147,6 @@ type consolidator struct {
 	actions []Action
 	// replacements counts planned nodes, for their working names.
 	replacements int
-	// receiverFloor keeps simulations from moving pods onto candidates
-	// (nodes an action may still remove) used less than it: pods moved
-	// onto a node pin it. Zero lets every node take pods.
-	receiverFloor float64
-	// mergeFirst selects the merge-first search (see plan).
-	mergeFirst bool
 }
 
 // Consolidate plans consolidation actions for the problem's existing nodes:
@@ -199,7 +193,7 @@ func Consolidate(p *Problem) (*ConsolidationPlan, error) {
 		}
 		targetDone <- target{price: plan.TotalPrice}
 	}()
-	out, err := plan(p, now, false)
+	out, err := plan(p, now, deletesFirst)
 	t := <-targetDone
 	if err != nil {
 		return nil, err
@@ -209,7 +203,7 @@ func Consolidate(p *Problem) (*ConsolidationPlan, error) {
 	}
 	out.TargetPrice = t.price
 	if gap := out.CurrentPrice - out.TargetPrice; out.Saving < fallbackCapture*gap && !expired(p.Options.Deadline) {
-		merged, err := plan(p, now, true)
+		merged, err := plan(p, now, mergesFirst)
 		if err != nil {
 			return nil, err
 		}

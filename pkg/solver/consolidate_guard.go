@@ -137,10 +137,6 @@ func (n *consNode) candidate() bool {
 	return n.orig >= 0 && !n.removed && n.blocked == "" && n.pinned == ""
 }
 
-func (c *consolidator) keptOff(n *consNode) bool {
-	return c.receiverFloor > 0 && n.candidate() && n.utilisation() < c.receiverFloor
-}
-
 // blockReason is why a node no action removes stays, in one sentence.
 func (c *consolidator) blockReason(n *consNode) string {
 	switch {

@@ -7,15 +7,25 @@ import (
 	"time"
 )
 
-// plan runs one consolidation search. Without mergeFirst it goes in the
-// order Consolidate documents; with it, merges come right after empty
-// nodes, each grows to the largest group whose merge pays the minimum
-// saving as a whole (Karpenter's multi-node consolidation takes the largest
-// group that consolidates at all), and merged pods go only onto new nodes,
-// nodes no action may remove, and candidates at least as used as every
-// node of the group, so that the emptier nodes stay removable.
-func plan(p *Problem, now time.Time, mergeFirst bool) (*ConsolidationPlan, error) {
-	c := &consolidator{p: p, now: now, pools: map[string]int{}, byName: map[string]*consNode{}, mergeFirst: mergeFirst}
+// searchOrder is the order of one consolidation search's steps.
+type searchOrder int
+
+const (
+	// deletesFirst goes in the order Consolidate documents: empty nodes,
+	// single-node deletes, merges (mergeMarginal), single-node
+	// replacements.
+	deletesFirst searchOrder = iota
+	// mergesFirst puts merges right after empty nodes, each growing to the
+	// largest group whose merge pays the minimum saving as a whole
+	// (mergeWhole; Karpenter's multi-node consolidation takes the largest
+	// group that consolidates at all); then single-node deletes and
+	// replacements.
+	mergesFirst
+)
+
+// plan runs one consolidation search, its steps in the given order.
+func plan(p *Problem, now time.Time, order searchOrder) (*ConsolidationPlan, error) {
+	c := &consolidator{p: p, now: now, pools: map[string]int{}, byName: map[string]*consNode{}}
 	out := &ConsolidationPlan{}
 	if err := c.setup(); err != nil {
 		return nil, err
@@ -23,9 +33,14 @@ func plan(p *Problem, now time.Time, mergeFirst bool) (*ConsolidationPlan, error
 	for _, n := range c.nodes {
 		out.CurrentPrice += n.Price
 	}
-	steps := []func() error{c.deleteEmpty, c.deleteSingles, c.merge, c.replaceSingles}
-	if mergeFirst {
-		steps = []func() error{c.deleteEmpty, c.merge, c.deleteSingles, c.replaceSingles}
+	var steps []func() error
+	switch order {
+	case deletesFirst:
+		steps = []func() error{c.deleteEmpty, c.deleteSingles, func() error { return c.merge(mergeMarginal) }, c.replaceSingles}
+	case mergesFirst:
+		steps = []func() error{c.deleteEmpty, func() error { return c.merge(mergeWhole) }, c.deleteSingles, c.replaceSingles}
+	default:
+		return nil, fmt.Errorf("consolidation search order %d is unknown", order)
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -223,7 +238,7 @@ func (c *consolidator) deleteSingles() error {
 			n.deleteWhy = why
 			continue
 		}
-		sim, err := c.simulate(set, false)
+		sim, err := c.simulate(set, placement{newNodes: false})
 		if err != nil {
 			return err
 		}
@@ -275,7 +290,7 @@ func (c *consolidator) replaceSingles() error {
 			n.replaceWhy = fmt.Sprintf("no replacement saves the %s minimum: no instance type cheaper than %s has room for its pods", formatDollars(floor), formatDollars(bound))
 			continue
 		}
-		sim, err := c.simulate(set, true)
+		sim, err := c.simulate(set, placement{newNodes: true})
 		if err != nil {
 			return err
 		}

@@ -91,10 +91,28 @@ type simulation struct {
 	plan    *Plan
 }
 
+// placement says where a simulation may put the pods of the nodes it
+// removes.
+type placement struct {
+	// newNodes lets the simulation launch new nodes for them; without it
+	// they go only onto the other nodes' free room.
+	newNodes bool
+	// receiverFloor keeps the pods off candidates (nodes an action may
+	// still remove) used less than it: pods moved onto a node pin it.
+	// Zero lets every node take pods.
+	receiverFloor float64
+}
+
+// keptOff reports whether the placement keeps pods off the node.
+func (pl placement) keptOff(n *consNode) bool {
+	return pl.receiverFloor > 0 && n.candidate() && n.utilisation() < pl.receiverFloor
+}
+
 // simulate asks Solve where the pods of the nodes would go if the nodes
 // were removed: onto the other nodes' free room (the fullest first, so that
-// emptier nodes stay removable), and onto new nodes when allowNew.
-func (c *consolidator) simulate(set []*consNode, allowNew bool) (*simulation, error) {
+// emptier nodes stay removable) that the placement allows, and onto new
+// nodes when it allows them.
+func (c *consolidator) simulate(set []*consNode, place placement) (*simulation, error) {
 	p := c.p
 	sim := &simulation{problem: &Problem{ExtendedResources: p.ExtendedResources, DaemonSets: p.DaemonSets, Options: Options{Now: c.now, noBound: true}}}
 	in := map[*consNode]bool{}
@@ -133,7 +151,7 @@ func (c *consolidator) simulate(set []*consNode, allowNew bool) (*simulation, er
 		if n.removed || in[n] {
 			continue
 		}
-		if !n.Unschedulable && minReq.Fits(n.Allocatable.Sub(n.Requested)) && !c.keptOff(n) {
+		if !n.Unschedulable && minReq.Fits(n.Allocatable.Sub(n.Requested)) && !place.keptOff(n) {
 			open = append(open, ranked{n, n.utilisation()})
 		} else {
 			closed = append(closed, n)
@@ -157,15 +175,15 @@ func (c *consolidator) simulate(set []*consNode, allowNew bool) (*simulation, er
 	}
 	for _, n := range closed {
 		// They count for topology as they are; a candidate kept off by
-		// receiverFloor is marked unschedulable so that it takes no pod
+		// the placement's receiverFloor is marked unschedulable so that it takes no pod
 		// (the flag only stops placement).
 		node := n.Node
-		if c.keptOff(n) {
+		if place.keptOff(n) {
 			node.Unschedulable = true
 		}
 		sim.problem.Nodes = append(sim.problem.Nodes, node)
 	}
-	if allowNew {
+	if place.newNodes {
 		sim.problem.InstanceTypes = p.InstanceTypes
 		sim.problem.Pools = make([]Pool, len(p.Pools))
 		copy(sim.problem.Pools, p.Pools)
