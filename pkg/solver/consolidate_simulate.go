@@ -174,9 +174,9 @@ func (c *consolidator) simulate(set []*consNode, place placement) (*simulation, 
 		sim.problem.Nodes = append(sim.problem.Nodes, o.n.Node)
 	}
 	for _, n := range closed {
-		// They count for topology as they are; a candidate kept off by
-		// the placement's receiverFloor is marked unschedulable so that it takes no pod
-		// (the flag only stops placement).
+		// They count for topology as they are; a candidate the placement
+		// keeps off is marked unschedulable so that it takes no pod (the
+		// flag only stops placement).
 		node := n.Node
 		if place.keptOff(n) {
 			node.Unschedulable = true
