@@ -17,16 +17,21 @@ const LabelHostname = "kubernetes.io/hostname"
 //
 //   - Zonal topology spread (DoNotSchedule, and ScheduleAnyway as a
 //     preference), zonal pod anti-affinity against the pod's own group and
-//     zonal self-affinity assign each pod of a group to a zone up front: spread
-//     fills the least-loaded eligible zone first (counting matching pods
-//     already running), anti-affinity allows one pod per zone, self-affinity
-//     puts the group in the zone its running pods are in, or the first
-//     eligible one. Each zone's share becomes its own class, pinned to the
-//     zone by a node requirement.
-//   - Hostname spread caps a class at maxSkew pods per node; hostname
-//     anti-affinity against the pod's own group caps it at one; hostname
-//     anti-affinity against other pods keeps the two classes off the same
-//     node (a conflict) and off existing nodes running matching pods.
+//     zonal self-affinity assign each pod of a group to a zone up front:
+//     spread water-fills every required zonal selector over its eligible
+//     zones, counting every pod it matches (running ones, and pending ones
+//     of any workload, which are assigned zones too when a selector matches
+//     them), anti-affinity allows one pod per zone, self-affinity puts the
+//     group in the zone its running pods are in, or the first eligible one.
+//     Each zone's share becomes its own class, pinned to the zone by a node
+//     requirement. Domains come from the pod's node affinity before
+//     preferences are applied.
+//   - Hostname spread becomes a cap group: on a node running a pod that
+//     carries it, at most maxSkew pods its selector matches, whichever
+//     workload they belong to; hostname anti-affinity against the pod's own
+//     group caps it at one; hostname anti-affinity against other pods keeps
+//     the two classes off the same node (a conflict) and off existing nodes
+//     running matching pods. See caps.go.
 //   - Pod affinity to other pods' zones pins the class to the zones where
 //     matching pods run; to other pods' nodes, to those existing nodes.
 //   - Preferences are treated as requirements, highest weight first, as long
@@ -34,10 +39,8 @@ const LabelHostname = "kubernetes.io/hostname"
 //     none is relaxed (dropped). ScheduleAnyway spread and preferred pod
 //     (anti-)affinity always hold in this way: more nodes or zones satisfy them.
 //
-// Known limits: pods that match a spread selector without carrying the
-// constraint are not counted among the new pods; required hostname
-// self-affinity (all pods on one node) is refused as unsupported rather
-// than planned wrongly.
+// Required hostname self-affinity (all pods on one node) is refused as
+// unsupported rather than planned wrongly.
 
 // Matches reports whether labels satisfy the selector. An empty selector
 // matches everything, as in Kubernetes.
@@ -62,12 +65,21 @@ func (t *PodAffinityTerm) selects(owner, other *Pod) bool {
 	return t.Selector.Matches(other.Labels)
 }
 
-// topologyKey identifies the topology fields of a pod, for grouping.
-func topologyKey(p *Pod) string {
-	if len(p.Spread) == 0 && len(p.PodAffinity) == 0 && len(p.PodAntiAffinity) == 0 && len(p.Preferences) == 0 {
+// hasTopology reports whether the pod has topology constraints or
+// preferences.
+func hasTopology(p *Pod) bool {
+	return len(p.Spread) > 0 || len(p.PodAffinity) > 0 || len(p.PodAntiAffinity) > 0 || len(p.Preferences) > 0
+}
+
+// topologyKey identifies the topology fields of a pod, for grouping. With
+// withLabels (some pod of the problem has topology constraints) every pod's
+// namespace and labels are part of it, since another pod's selector may
+// match them.
+func topologyKey(p *Pod, withLabels bool) string {
+	if !withLabels {
 		return ""
 	}
-	data, _ := json.Marshal([]any{p.Labels, p.Spread, p.PodAffinity, p.PodAntiAffinity, p.Preferences})
+	data, _ := json.Marshal([]any{p.Namespace, p.Labels, p.Spread, p.PodAffinity, p.PodAntiAffinity, p.Preferences})
 	return string(data)
 }
 
@@ -188,28 +200,102 @@ type zonePlan struct {
 	reason string   // why refused pods are refused
 }
 
-// planZones decides each pod's zone for a group with zonal constraints, or
-// returns nil when the group has none.
-func (s *state) planZones(rep *Pod, n int) *zonePlan {
-	selfSpread, selfAnti, selfAff, otherAff := (*TopologySpread)(nil), (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil)
+// zoneSpread is one zonal DoNotSchedule spread constraint of the pending
+// pods, shared by every group carrying it, with the pods its selector
+// matches counted per zone: running ones, and pending ones as they are
+// assigned to zones, whatever workload they belong to.
+type zoneSpread struct {
+	c       TopologySpread
+	ns      string
+	domains []string
+	counts  map[string]int
+}
+
+func (z *zoneSpread) matches(p *Pod) bool {
+	return p.Namespace == z.ns && z.c.Selector.Matches(p.Labels)
+}
+
+// skewAfter is the skew of zone zone once a pod is added there (adding
+// one to the zone's count when the pod matches).
+func (z *zoneSpread) skewAfter(zone string, matches bool) int {
+	add := 0
+	if matches {
+		add = 1
+	}
+	lo := math.MaxInt
+	for _, d := range z.domains {
+		c := z.counts[d]
+		if d == zone {
+			c += add
+		}
+		lo = min(lo, c)
+	}
+	if lo == math.MaxInt || int32(len(z.domains)) < z.c.MinDomains {
+		lo = 0
+	}
+	return z.counts[zone] + add - lo
+}
+
+// collectZoneSpreads gathers the zonal DoNotSchedule spread constraints of
+// the first n groups and counts the running pods each selects.
+func (s *state) collectZoneSpreads(n int) {
+	byKey := map[string]*zoneSpread{}
+	for g := 0; g < n; g++ {
+		rep, orig := s.groups[g].rep, s.groups[g].orig
+		for _, c := range rep.Spread {
+			if c.TopologyKey != LabelZone || c.WhenUnsatisfiable == ScheduleAnyway {
+				continue
+			}
+			domains := s.eligibleZones(orig, true, c.NodeAffinityPolicy == "Ignore")
+			key, _ := json.Marshal([]any{rep.Namespace, c, domains})
+			if _, ok := byKey[string(key)]; ok {
+				continue
+			}
+			z := &zoneSpread{c: c, ns: rep.Namespace, domains: domains, counts: map[string]int{}}
+			for i := range s.p.Nodes {
+				node := &s.p.Nodes[i]
+				for j := range node.Pods {
+					if z.matches(&node.Pods[j]) {
+						z.counts[node.Labels[LabelZone]]++
+					}
+				}
+			}
+			byKey[string(key)] = z
+			s.zoneSpreads = append(s.zoneSpreads, z)
+		}
+	}
+}
+
+// carriedBy reports whether the pod carries constraint z.
+func (z *zoneSpread) carriedBy(p *Pod) bool {
+	return p.Namespace == z.ns && hasSpread(p, &z.c)
+}
+
+// planZones decides each pod's zone for group g of n pods when it has zonal
+// constraints or other pods' zonal spread selects it, or returns nil.
+func (s *state) planZones(g, n int) *zonePlan {
+	rep := s.groups[g].rep
+	var carried, matched []*zoneSpread
+	for _, z := range s.zoneSpreads {
+		if z.carriedBy(rep) {
+			carried = append(carried, z)
+		}
+		if z.matches(rep) {
+			matched = append(matched, z)
+		}
+	}
+	selfAnti, selfAff, otherAff := (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil)
+	var softSpread *TopologySpread
 	for i := range rep.Spread {
-		if rep.Spread[i].TopologyKey == LabelZone && rep.Spread[i].WhenUnsatisfiable != ScheduleAnyway {
-			selfSpread = &rep.Spread[i]
+		if rep.Spread[i].TopologyKey == LabelZone && rep.Spread[i].WhenUnsatisfiable == ScheduleAnyway {
+			softSpread = &rep.Spread[i]
 			break
 		}
 	}
-	if selfSpread == nil {
-		for i := range rep.Spread {
-			if rep.Spread[i].TopologyKey == LabelZone {
-				selfSpread = &rep.Spread[i]
-				break
-			}
-		}
-	}
-	if selfSpread == nil {
+	if softSpread == nil {
 		for _, pref := range rep.Preferences {
 			if pref.Kind == PreferScheduleAnywaySpread && pref.Spread != nil && pref.Spread.TopologyKey == LabelZone {
-				selfSpread = pref.Spread
+				softSpread = pref.Spread
 				break
 			}
 		}
@@ -240,7 +326,7 @@ func (s *state) planZones(rep *Pod, n int) *zonePlan {
 		}
 		break
 	}
-	if selfSpread == nil && selfAnti == nil && selfAff == nil && otherAff == nil {
+	if len(carried) == 0 && len(matched) == 0 && softSpread == nil && selfAnti == nil && selfAff == nil && otherAff == nil {
 		return nil
 	}
 	usable := s.eligibleZones(rep, false, false)
@@ -249,6 +335,21 @@ func (s *state) planZones(rep *Pod, n int) *zonePlan {
 		plan.reason = "no zone has an allowed node for it"
 		return plan
 	}
+	// The pods' zones count in every constraint that selects them
+	// (balanceZones counts as it goes).
+	if selfAnti == nil && selfAff == nil && otherAff == nil && (len(carried) > 0 || softSpread == nil) {
+		s.balanceZones(rep, carried, matched, usable, plan)
+		return plan
+	}
+	defer func() {
+		for _, z := range plan.zones {
+			for _, m := range matched {
+				if z != "" {
+					m.counts[z]++
+				}
+			}
+		}
+	}()
 	switch {
 	case otherAff != nil:
 		counts := s.runningMatches(rep, otherAff)
@@ -291,75 +392,90 @@ func (s *state) planZones(rep *Pod, n int) *zonePlan {
 			plan.reason = fmt.Sprintf("its pod anti-affinity on %s allows one such pod per zone and only %d zone(s) are free", LabelZone, i)
 		}
 	default:
-		s.spreadZones(rep, selfSpread, usable, plan)
+		s.spreadZones(rep, softSpread, usable, plan)
 	}
 	return plan
 }
 
-// spreadZones water-fills the pods over zones: each goes to the usable zone
-// with the fewest matching pods, as long as the skew over all domains stays
-// within maxSkew.
-func (s *state) spreadZones(rep *Pod, c *TopologySpread, usable []string, plan *zonePlan) {
-	domains := s.eligibleZones(rep, true, c.NodeAffinityPolicy == "Ignore")
-	counts := s.zoneCounts(func(p *Pod) bool { return p.Namespace == rep.Namespace && c.Selector.Matches(p.Labels) })
-	skew := max(int(c.MaxSkew), 1)
+// balanceZones assigns the pods one at a time to the usable zone that keeps
+// every spread constraint they carry within its maxSkew, and, among those,
+// the one with the fewest pods matching the constraints that select them
+// (water-filling every selector, whichever workloads it spans). A zone that
+// would push a constraint the pod is merely selected by past its maxSkew is
+// avoided while another is not; the pod itself is refused only when every
+// zone breaks a constraint it carries.
+func (s *state) balanceZones(rep *Pod, carried, matched []*zoneSpread, usable []string, plan *zonePlan) {
+	relevant := slices.Clone(carried)
+	for _, m := range matched {
+		if !slices.Contains(relevant, m) {
+			relevant = append(relevant, m)
+		}
+	}
 	for i := range plan.zones {
-		globalMin := math.MaxInt
-		for _, z := range domains {
-			globalMin = min(globalMin, counts[z])
+		best, bestHard, bestSoft, bestLoad := "", 0, 0, 0
+		for _, z := range usable {
+			hard, soft, load := 0, 0, 0
+			for _, c := range relevant {
+				m := c.matches(rep)
+				if c.skewAfter(z, m) > int(max(c.c.MaxSkew, 1)) {
+					if slices.Contains(carried, c) {
+						hard++
+					} else {
+						soft++
+					}
+				}
+				if m {
+					load += c.counts[z]
+				}
+			}
+			if best == "" || hard < bestHard || hard == bestHard && (soft < bestSoft || soft == bestSoft && load < bestLoad) {
+				best, bestHard, bestSoft, bestLoad = z, hard, soft, load
+			}
 		}
-		if int32(len(domains)) < c.MinDomains {
-			globalMin = 0
+		if bestHard > 0 {
+			var broken *zoneSpread
+			for _, c := range carried {
+				if c.skewAfter(best, c.matches(rep)) > int(max(c.c.MaxSkew, 1)) {
+					broken = c
+					break
+				}
+			}
+			plan.reason = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: zones it may use are full relative to %s", LabelZone, max(broken.c.MaxSkew, 1), strings.Join(broken.domains, ", "))
+			return
 		}
+		plan.zones[i] = best
+		for _, c := range matched {
+			c.counts[best]++
+		}
+	}
+}
+
+// spreadZones water-fills the pods over zones for a ScheduleAnyway spread
+// no pending pod requires: each goes to the usable zone with the fewest
+// matching pods.
+func (s *state) spreadZones(rep *Pod, c *TopologySpread, usable []string, plan *zonePlan) {
+	counts := s.zoneCounts(func(p *Pod) bool { return p.Namespace == rep.Namespace && c.Selector.Matches(p.Labels) })
+	for i := range plan.zones {
 		best := ""
 		for _, z := range usable {
 			if best == "" || counts[z] < counts[best] {
 				best = z
 			}
 		}
-		if c.WhenUnsatisfiable != ScheduleAnyway && counts[best]+1-globalMin > skew {
-			plan.reason = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: zones it may use are full relative to %s", LabelZone, skew, strings.Join(domains, ", "))
-			return
-		}
 		plan.zones[i] = best
 		counts[best]++
 	}
 }
 
-// hostnameRules sets the per-node cap of a class and whether it is refused,
-// from hostname spread and self anti-affinity (required or preferred).
-func hostnameRules(rep *Pod) (perNode int, unsupported string) {
-	for _, c := range rep.Spread {
-		if c.TopologyKey == LabelHostname && c.Selector.Matches(rep.Labels) {
-			perNode = minCap(perNode, max(int(c.MaxSkew), 1))
-		}
-	}
-	for _, pref := range rep.Preferences {
-		if pref.Kind == PreferScheduleAnywaySpread && pref.Spread != nil && pref.Spread.TopologyKey == LabelHostname && pref.Spread.Selector.Matches(rep.Labels) {
-			perNode = minCap(perNode, max(int(pref.Spread.MaxSkew), 1))
-		}
-		if pref.Kind == PreferPodAntiAffinity && pref.PodTerm != nil && pref.PodTerm.TopologyKey == LabelHostname && pref.PodTerm.selects(rep, rep) {
-			perNode = 1
-		}
-	}
-	for _, t := range rep.PodAntiAffinity {
-		if t.TopologyKey == LabelHostname && t.selects(rep, rep) {
-			perNode = 1
-		}
-	}
+// hostnameRefusal says why a class is refused from hostname rules the
+// solver does not plan ("" when none).
+func hostnameRefusal(rep *Pod) string {
 	for _, t := range rep.PodAffinity {
 		if t.TopologyKey == LabelHostname && t.selects(rep, rep) {
-			unsupported = "required pod affinity on " + LabelHostname + " to its own pods (all on one node) is not supported yet"
+			return "required pod affinity on " + LabelHostname + " to its own pods (all on one node) is not supported yet"
 		}
 	}
-	return perNode, unsupported
-}
-
-func minCap(a, b int) int {
-	if a == 0 {
-		return b
-	}
-	return min(a, b)
+	return ""
 }
 
 // hostnameAntiTerms are the pod's hostname anti-affinity terms (required
@@ -391,27 +507,26 @@ func (s *state) applyTopology() {
 	for _, c := range s.classes {
 		groupClasses[c.group] = append(groupClasses[c.group], c)
 	}
-	for g := 0; g < len(s.groups); g++ {
+	ngroups := len(s.groups)
+	for g := 0; g < ngroups; g++ {
+		s.groups[g].rep = s.applyPreferences(s.groups[g].rep)
+	}
+	s.collectZoneSpreads(ngroups)
+	for g := 0; g < ngroups; g++ {
 		cs := groupClasses[g]
 		if len(cs) == 0 {
 			continue
 		}
-		rep := s.applyPreferences(s.groups[g].rep)
-		s.groups[g].rep = rep
-		perNode, unsupported := hostnameRules(rep)
-		capGroup := -1
-		if perNode > 0 {
-			capGroup = len(s.capLimit)
-			s.capLimit = append(s.capLimit, perNode)
-		}
+		rep := s.groups[g].rep
+		unsupported := hostnameRefusal(rep)
 		n := 0
 		for _, c := range cs {
 			n += len(c.pods)
 		}
-		zp := s.planZones(rep, n)
+		zp := s.planZones(g, n)
 		if zp == nil {
 			for _, c := range cs {
-				c.capGroup, c.refused = capGroup, unsupported
+				c.refused = unsupported
 				classes = append(classes, c)
 			}
 			continue
@@ -430,7 +545,7 @@ func (s *state) applyTopology() {
 				}
 				sub, ok := byZone[z]
 				if !ok {
-					sub = &class{req: c.req, group: g, capGroup: capGroup, refused: unsupported}
+					sub = &class{req: c.req, group: g, refused: unsupported}
 					if z == "" {
 						sub.refused = zp.reason
 					} else {
@@ -439,7 +554,7 @@ func (s *state) applyTopology() {
 							pinned := clonePod(rep)
 							pinned.Affinity = withRequirements(pinned.Affinity, Requirement{Key: LabelZone, Operator: OpIn, Values: []string{z}})
 							zg = len(s.groups)
-							s.groups = append(s.groups, group{rep: pinned})
+							s.groups = append(s.groups, group{rep: pinned, orig: s.groups[g].orig, from: g + 1})
 							zoneGroup[z] = zg
 						}
 						sub.group = zg
@@ -455,7 +570,7 @@ func (s *state) applyTopology() {
 		}
 	}
 	s.classes = classes
-	s.capCount = make([]int, len(s.capLimit))
+	s.buildCaps()
 	s.buildConflicts()
 }
 
@@ -467,7 +582,7 @@ func (s *state) buildConflicts() {
 		for _, t := range hostnameAntiTerms(ra) {
 			for b, cb := range s.classes {
 				// A cap group of one pod per node already keeps its classes apart.
-				if a == b || (ca.capGroup >= 0 && ca.capGroup == cb.capGroup && s.capLimit[ca.capGroup] == 1) {
+				if a == b || s.unitCapTogether(ca, cb) {
 					continue
 				}
 				rb := s.groups[cb.group].rep
@@ -485,9 +600,9 @@ func (s *state) buildConflicts() {
 }
 
 // existingRoom is how many pods of the class an existing node may take
-// given topology: its per-node cap less matching pods already there, zero
-// when anti-affinity (either way) or a required affinity to other pods' nodes
-// rules the node out.
+// given hostname (anti-)affinity: zero when anti-affinity (either way) or a
+// required affinity to other pods' nodes rules the node out, else no limit
+// (per-node caps are capRoomOn's).
 func (s *state) existingRoom(c *class, n *Node) int {
 	room := math.MaxInt
 	if !s.hasTopology {
@@ -518,18 +633,6 @@ func (s *state) existingRoom(c *class, n *Node) int {
 				return 0
 			}
 		}
-	}
-	if c.capGroup >= 0 {
-		same := 0
-		for j := range n.Pods {
-			for _, sp := range rep.Spread {
-				if sp.TopologyKey == LabelHostname && n.Pods[j].Namespace == rep.Namespace && sp.Selector.Matches(n.Pods[j].Labels) {
-					same++
-					break
-				}
-			}
-		}
-		room = max(0, s.capLimit[c.capGroup]-same)
 	}
 	return room
 }
@@ -598,7 +701,7 @@ func (s *state) enforceSpread() bool {
 			if c.TopologyKey != LabelZone || c.WhenUnsatisfiable == ScheduleAnyway {
 				continue
 			}
-			s.trimSpread(rep, c, zoneOf, where, removed)
+			s.trimSpread(rep, s.groups[g].orig, c, zoneOf, where, removed)
 		}
 	}
 	if len(removed) == 0 {
@@ -639,8 +742,8 @@ func (s *state) enforceSpread() bool {
 
 // trimSpread removes placed pods carrying constraint c from the fullest zone
 // until the final skew is within maxSkew.
-func (s *state) trimSpread(rep *Pod, c *TopologySpread, zoneOf map[int]string, where map[int]int, removed map[int]string) {
-	domains := s.eligibleZones(rep, true, c.NodeAffinityPolicy == "Ignore")
+func (s *state) trimSpread(rep, orig *Pod, c *TopologySpread, zoneOf map[int]string, where map[int]int, removed map[int]string) {
+	domains := s.eligibleZones(orig, true, c.NodeAffinityPolicy == "Ignore")
 	if len(domains) == 0 {
 		return
 	}
@@ -710,30 +813,4 @@ func selectorEqual(a, b *Selector) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
-}
-
-// capRoom is how many more pods of class ci the node being filled may take
-// under its cap group (MaxInt without one).
-func (s *state) capRoom(ci int) int {
-	g := s.classes[ci].capGroup
-	if g < 0 {
-		return math.MaxInt
-	}
-	return max(0, s.capLimit[g]-s.capCount[g])
-}
-
-// countCap records n pods of class ci on the node being filled.
-func (s *state) countCap(ci, n int) {
-	if g := s.classes[ci].capGroup; g >= 0 {
-		s.capCount[g] += n
-	}
-}
-
-// resetCaps clears the counts the takes added.
-func (s *state) resetCaps(takes []take) {
-	for _, t := range takes {
-		if g := s.classes[t.class].capGroup; g >= 0 {
-			s.capCount[g] = 0
-		}
-	}
 }

@@ -182,3 +182,84 @@ func TestPodsNeedingTheirOwnNodeShareItWithOthers(t *testing.T) {
 		t.Errorf("%d nodes %v, want %d: one per solo pod, each with a filler", len(plan.NewNodes), nodeTypes(plan), len(solo))
 	}
 }
+
+// withLabels sets extra labels on pods.
+func withLabels(ps []Pod, kv ...string) []Pod {
+	for i := range ps {
+		for j := 0; j+1 < len(kv); j += 2 {
+			ps[i].Labels[kv[j]] = kv[j+1]
+		}
+	}
+	return ps
+}
+
+// TestSelectorsSpanWorkloads: a spread selector matching pods of other
+// workloads counts all of them, pending and running, whichever workload
+// they belong to (stable and canary both app=web; Karpenter's benchmark,
+// where spread pods select a label other pods carry). The checker judges
+// the final placement, counting every matching pod.
+func TestSelectorsSpanWorkloads(t *testing.T) {
+	small := res(250, gi/2)
+	zoneSpread := func(p *Pod) {
+		p.Spread = []TopologySpread{{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: self("web")}}
+	}
+	hostSpread := func(p *Pod) {
+		p.Spread = []TopologySpread{{MaxSkew: 1, TopologyKey: LabelHostname, WhenUnsatisfiable: DoNotSchedule, Selector: self("web")}}
+	}
+	rename := func(suffix string, f func(*Pod)) func(*Pod) {
+		return func(p *Pod) {
+			p.Name += suffix
+			if f != nil {
+				f(p)
+			}
+		}
+	}
+	tests := []struct {
+		name  string
+		pods  []Pod
+		nodes []Node
+		want  func(t *testing.T, plan *Plan)
+	}{
+		{
+			name: "zonal spread of stable counts the unconstrained canary",
+			pods: append(withLabels(labelled("web", 6, small, rename("-stable", zoneSpread)), "track", "stable"),
+				withLabels(labelled("web", 9, small, rename("-canary", nil)), "track", "canary")...),
+		},
+		{
+			name: "zonal spread whose selector is another workload's label",
+			pods: append(labelled("spreader", 6, small, zoneSpread), labelled("web", 9, small, nil)...),
+		},
+		{
+			name: "hostname spread of stable counts the canary on its nodes",
+			pods: append(withLabels(labelled("web", 4, small, rename("-stable", hostSpread)), "track", "stable"),
+				withLabels(labelled("web", 12, small, rename("-canary", nil)), "track", "canary")...),
+		},
+		{
+			name: "hostname spread whose selector is another workload's label",
+			pods: append(labelled("spreader", 4, small, hostSpread), labelled("web", 12, small, nil)...),
+		},
+		{
+			name: "zonal spread counts running pods of another workload",
+			pods: labelled("spreader", 4, small, zoneSpread),
+			nodes: []Node{{Name: "old", Labels: map[string]string{LabelZone: "zone-a", LabelHostname: "old"},
+				Allocatable: res(1000, 2*gi), Requested: res(1000, 2*gi), Pods: labelled("web", 4, small, nil)}},
+			want: func(t *testing.T, plan *Plan) {
+				if zones, _ := zonesOf(plan); zones["zone-b"] != 4 {
+					t.Errorf("new pods per zone %v, want all 4 in zone-b beside the 4 web pods running in zone-a", zones)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Problem{Pods: tc.pods, Nodes: tc.nodes, Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
+			plan := solveChecked(t, p)
+			if len(plan.Unschedulable) > 0 {
+				t.Errorf("%d pods unschedulable: %s", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
+			}
+			if tc.want != nil {
+				tc.want(t, plan)
+			}
+		})
+	}
+}
