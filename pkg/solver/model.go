@@ -150,7 +150,8 @@ const (
 	ScheduleAnyway = "ScheduleAnyway"
 )
 
-// TopologySpread is a topology spread constraint on a zone or hostname key.
+// TopologySpread is a topology spread constraint on any node label key
+// (zone, hostname, capacity type, a pool's own label...).
 type TopologySpread struct {
 	MaxSkew           int32    `json:"maxSkew"`
 	TopologyKey       string   `json:"topologyKey"`
@@ -160,6 +161,9 @@ type TopologySpread struct {
 	// NodeAffinityPolicy "Ignore" counts domains of every node, not only of
 	// nodes matching the pod's node affinity ("Honor", the default).
 	NodeAffinityPolicy string `json:"nodeAffinityPolicy,omitempty"`
+	// NodeTaintsPolicy "Honor" counts only domains of nodes whose taints
+	// the pod tolerates; "Ignore" (the default) counts every node's.
+	NodeTaintsPolicy string `json:"nodeTaintsPolicy,omitempty"`
 }
 
 // PodAffinityTerm is a required inter-pod (anti-)affinity term: pods

@@ -89,6 +89,18 @@ func topologyKey(p *Pod, withLabels bool) string {
 func (s *state) applyPreferences(pod *Pod) *Pod {
 	prefs := slices.Clone(pod.Preferences)
 	sort.SliceStable(prefs, func(a, b int) bool { return prefs[a].Weight > prefs[b].Weight })
+	// A preference must not take domains from a required spread: kube-
+	// scheduler holds the spread over every domain and only scores by the
+	// preference within it.
+	var keys []string
+	for _, c := range pod.Spread {
+		if c.TopologyKey != LabelHostname && c.WhenUnsatisfiable != ScheduleAnyway && !slices.Contains(keys, c.TopologyKey) {
+			keys = append(keys, c.TopologyKey)
+		}
+	}
+	usable := func(p *Pod, key string) []string {
+		return s.domainsOf(p, key, domainFilter{taints: true, affinity: true})
+	}
 	out := pod
 	for _, pref := range prefs {
 		if pref.Kind != PreferNodeAffinity || len(pref.NodeTerm) == 0 {
@@ -96,7 +108,14 @@ func (s *state) applyPreferences(pod *Pod) *Pod {
 		}
 		cand := clonePod(out)
 		cand.Affinity = withRequirements(cand.Affinity, pref.NodeTerm...)
-		if len(s.eligibleZones(cand, false, false)) > 0 {
+		if len(s.eligibleZones(cand)) == 0 {
+			continue
+		}
+		shrinks := false
+		for _, k := range keys {
+			shrinks = shrinks || len(usable(cand, k)) < len(usable(out, k))
+		}
+		if !shrinks {
 			out = cand
 		}
 	}
@@ -121,45 +140,82 @@ func withRequirements(terms []Term, reqs ...Requirement) []Term {
 	return out
 }
 
-// eligibleZones lists the zones where the pod could run: zones of offerings
-// some pool allows whose taints the pod tolerates and whose labels its node
-// affinity accepts, and of existing nodes likewise. As domains for topology
-// spread (domains true), taints do not count (Kubernetes' default
-// nodeTaintsPolicy) and neither does node affinity when ignoreAffinity.
-func (s *state) eligibleZones(pod *Pod, domains, ignoreAffinity bool) []string {
-	zones := map[string]bool{}
+// eligibleZones lists the zones where the pod could run, cheapest first
+// (see domainsOf).
+func (s *state) eligibleZones(pod *Pod) []string {
+	return s.domainsOf(pod, LabelZone, domainFilter{taints: true, affinity: true})
+}
+
+// domainFilter says which node properties decide whether a node's domain
+// counts: its taints (the pod must tolerate them) and its labels (the pod's
+// node affinity must accept them).
+type domainFilter struct{ taints, affinity bool }
+
+// spreadFilter is the filter of a spread constraint's domains, from its
+// nodeTaintsPolicy (Ignore by default) and nodeAffinityPolicy (Honor by
+// default), as kube-scheduler reads them.
+func spreadFilter(c *TopologySpread) domainFilter {
+	return domainFilter{taints: c.NodeTaintsPolicy == "Honor", affinity: c.NodeAffinityPolicy != "Ignore"}
+}
+
+// domainsOf lists the values of key on the nodes the pod could get: new
+// nodes of offerings some pool allows and existing nodes, filtered as f
+// says. The cheapest domains come first: ordered by what the pod would cost
+// on its best offering there (price times the largest share of the node it
+// takes), then by name.
+func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
+	cost := map[string]float64{}
+	note := func(v string, c float64) {
+		if old, ok := cost[v]; !ok || c < old {
+			cost[v] = c
+		}
+	}
 	for pi := range s.p.Pools {
 		pool := &s.p.Pools[pi]
-		if !domains && untolerated(pod.Tolerations, pool.Taints) != nil {
+		if f.taints && untolerated(pod.Tolerations, pool.Taints) != nil {
 			continue
 		}
 		pl := poolLabels(pool)
 		types := s.p.PoolTypes(pi)
 		for ti := range types {
 			it := &types[ti]
+			alloc := it.Allocatable()
 			for _, o := range it.Offerings {
-				if zones[o.Zone] {
+				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+				v, ok := labels.Label(key)
+				if !ok || !allMatch(pool.Requirements, labels) || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
 					continue
 				}
-				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-				if allMatch(pool.Requirements, labels) && (ignoreAffinity || matchesAffinity(pod.NodeSelector, pod.Affinity, labels)) {
-					zones[o.Zone] = true
+				c := math.Inf(1)
+				if pod.Requests.Fits(alloc) {
+					c = o.Price * share(pod.Requests, alloc)
 				}
+				note(v, c)
 			}
 		}
 	}
 	for i := range s.p.Nodes {
 		n := &s.p.Nodes[i]
-		z := n.Labels[LabelZone]
-		if z != "" && (domains || untolerated(pod.Tolerations, n.Taints) == nil) && (ignoreAffinity || matchesAffinity(pod.NodeSelector, pod.Affinity, MapLabels(n.Labels))) {
-			zones[z] = true
+		v, ok := n.Labels[key]
+		if !ok || f.taints && untolerated(pod.Tolerations, n.Taints) != nil || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, MapLabels(n.Labels)) {
+			continue
 		}
+		c := math.Inf(1)
+		if !n.Unschedulable && pod.Requests.Fits(n.Allocatable.Sub(n.Requested)) {
+			c = 0 // room already paid for
+		}
+		note(v, c)
 	}
-	out := make([]string, 0, len(zones))
-	for z := range zones {
-		out = append(out, z)
+	out := make([]string, 0, len(cost))
+	for v := range cost {
+		out = append(out, v)
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(a, b int) bool {
+		if cost[out[a]] != cost[out[b]] {
+			return cost[out[a]] < cost[out[b]]
+		}
+		return out[a] < out[b]
+	})
 	return out
 }
 
@@ -194,16 +250,17 @@ type zonedPod struct {
 	zone string
 }
 
-// zonePlan is how a group's pods are split across zones.
+// zonePlan is how a group's pods are split across the domains of one key.
 type zonePlan struct {
-	zones  []string // zone of each pod, in pod order; "" = refused
+	zones  []string // domain of each pod, in pod order; "" = refused
 	reason string   // why refused pods are refused
 }
 
-// zoneSpread is one zonal DoNotSchedule spread constraint of the pending
-// pods, shared by every group carrying it, with the pods its selector
-// matches counted per zone: running ones, and pending ones as they are
-// assigned to zones, whatever workload they belong to.
+// zoneSpread is one DoNotSchedule spread constraint of the pending pods on
+// a key other than the hostname, shared by every group carrying it, with
+// the pods its selector matches counted per domain: running ones, and
+// pending ones as they are assigned domains, whatever workload they belong
+// to.
 type zoneSpread struct {
 	c       TopologySpread
 	ns      string
@@ -215,17 +272,22 @@ func (z *zoneSpread) matches(p *Pod) bool {
 	return p.Namespace == z.ns && z.c.Selector.Matches(p.Labels)
 }
 
-// skewAfter is the skew of zone zone once a pod is added there (adding
-// one to the zone's count when the pod matches).
-func (z *zoneSpread) skewAfter(zone string, matches bool) int {
+// carriedBy reports whether the pod carries constraint z.
+func (z *zoneSpread) carriedBy(p *Pod) bool {
+	return p.Namespace == z.ns && hasSpread(p, &z.c)
+}
+
+// skewAfter is the skew of domain d once a pod is added there (adding one
+// to its count when the pod matches).
+func (z *zoneSpread) skewAfter(d string, matches bool) int {
 	add := 0
 	if matches {
 		add = 1
 	}
 	lo := math.MaxInt
-	for _, d := range z.domains {
-		c := z.counts[d]
-		if d == zone {
+	for _, o := range z.domains {
+		c := z.counts[o]
+		if o == d {
 			c += add
 		}
 		lo = min(lo, c)
@@ -233,20 +295,22 @@ func (z *zoneSpread) skewAfter(zone string, matches bool) int {
 	if lo == math.MaxInt || int32(len(z.domains)) < z.c.MinDomains {
 		lo = 0
 	}
-	return z.counts[zone] + add - lo
+	return z.counts[d] + add - lo
 }
 
-// collectZoneSpreads gathers the zonal DoNotSchedule spread constraints of
-// the first n groups and counts the running pods each selects.
-func (s *state) collectZoneSpreads(n int) {
+// collectZoneSpreads gathers the DoNotSchedule spread constraints on keys
+// other than the hostname of the first n groups, counts the running pods
+// each selects, and returns their keys, the zone first.
+func (s *state) collectZoneSpreads(n int) []string {
 	byKey := map[string]*zoneSpread{}
+	var keys []string
 	for g := 0; g < n; g++ {
 		rep, orig := s.groups[g].rep, s.groups[g].orig
 		for _, c := range rep.Spread {
-			if c.TopologyKey != LabelZone || c.WhenUnsatisfiable == ScheduleAnyway {
+			if c.TopologyKey == LabelHostname || c.WhenUnsatisfiable == ScheduleAnyway {
 				continue
 			}
-			domains := s.eligibleZones(orig, true, c.NodeAffinityPolicy == "Ignore")
+			domains := s.domainsOf(orig, c.TopologyKey, spreadFilter(&c))
 			key, _ := json.Marshal([]any{rep.Namespace, c, domains})
 			if _, ok := byKey[string(key)]; ok {
 				continue
@@ -254,29 +318,45 @@ func (s *state) collectZoneSpreads(n int) {
 			z := &zoneSpread{c: c, ns: rep.Namespace, domains: domains, counts: map[string]int{}}
 			for i := range s.p.Nodes {
 				node := &s.p.Nodes[i]
+				d, ok := node.Labels[c.TopologyKey]
+				if !ok {
+					continue
+				}
 				for j := range node.Pods {
 					if z.matches(&node.Pods[j]) {
-						z.counts[node.Labels[LabelZone]]++
+						z.counts[d]++
 					}
 				}
 			}
 			byKey[string(key)] = z
 			s.zoneSpreads = append(s.zoneSpreads, z)
+			if !slices.Contains(keys, c.TopologyKey) {
+				keys = append(keys, c.TopologyKey)
+			}
 		}
 	}
+	sort.Slice(keys, func(a, b int) bool {
+		if (keys[a] == LabelZone) != (keys[b] == LabelZone) {
+			return keys[a] == LabelZone
+		}
+		return keys[a] < keys[b]
+	})
+	if !slices.Contains(keys, LabelZone) {
+		keys = append([]string{LabelZone}, keys...) // zonal pod (anti-)affinity
+	}
+	return keys
 }
 
-// carriedBy reports whether the pod carries constraint z.
-func (z *zoneSpread) carriedBy(p *Pod) bool {
-	return p.Namespace == z.ns && hasSpread(p, &z.c)
-}
-
-// planZones decides each pod's zone for group g of n pods when it has zonal
-// constraints or other pods' zonal spread selects it, or returns nil.
-func (s *state) planZones(g, n int) *zonePlan {
-	rep := s.groups[g].rep
+// planDomains decides each of n pods' domain of key for the pods of group
+// g, whose representative (pinned to the domains earlier keys chose) is
+// rep, when they have constraints on key or other pods' spread on key
+// selects them; it returns nil when neither.
+func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 	var carried, matched []*zoneSpread
 	for _, z := range s.zoneSpreads {
+		if z.c.TopologyKey != key {
+			continue
+		}
 		if z.carriedBy(rep) {
 			carried = append(carried, z)
 		}
@@ -286,56 +366,64 @@ func (s *state) planZones(g, n int) *zonePlan {
 	}
 	selfAnti, selfAff, otherAff := (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil)
 	var softSpread *TopologySpread
-	for i := range rep.Spread {
-		if rep.Spread[i].TopologyKey == LabelZone && rep.Spread[i].WhenUnsatisfiable == ScheduleAnyway {
-			softSpread = &rep.Spread[i]
-			break
-		}
-	}
-	if softSpread == nil {
-		for _, pref := range rep.Preferences {
-			if pref.Kind == PreferScheduleAnywaySpread && pref.Spread != nil && pref.Spread.TopologyKey == LabelZone {
-				softSpread = pref.Spread
+	if key == LabelZone {
+		for i := range rep.Spread {
+			if rep.Spread[i].TopologyKey == LabelZone && rep.Spread[i].WhenUnsatisfiable == ScheduleAnyway {
+				softSpread = &rep.Spread[i]
 				break
 			}
 		}
-	}
-	terms := func(required []PodAffinityTerm, kind string) []PodAffinityTerm {
-		out := slices.Clone(required)
-		for _, pref := range rep.Preferences {
-			if pref.Kind == kind && pref.PodTerm != nil {
-				out = append(out, *pref.PodTerm)
+		if softSpread == nil {
+			for _, pref := range rep.Preferences {
+				if pref.Kind == PreferScheduleAnywaySpread && pref.Spread != nil && pref.Spread.TopologyKey == LabelZone {
+					softSpread = pref.Spread
+					break
+				}
 			}
 		}
-		return out
-	}
-	for _, t := range terms(rep.PodAntiAffinity, PreferPodAntiAffinity) {
-		if t.TopologyKey == LabelZone && t.selects(rep, rep) {
-			selfAnti = &t
+		terms := func(required []PodAffinityTerm, kind string) []PodAffinityTerm {
+			out := slices.Clone(required)
+			for _, pref := range rep.Preferences {
+				if pref.Kind == kind && pref.PodTerm != nil {
+					out = append(out, *pref.PodTerm)
+				}
+			}
+			return out
+		}
+		for _, t := range terms(rep.PodAntiAffinity, PreferPodAntiAffinity) {
+			if t.TopologyKey == LabelZone && t.selects(rep, rep) {
+				selfAnti = &t
+				break
+			}
+		}
+		for _, t := range terms(rep.PodAffinity, PreferPodAffinity) {
+			if t.TopologyKey != LabelZone {
+				continue
+			}
+			if t.selects(rep, rep) {
+				selfAff = &t
+			} else {
+				otherAff = &t
+			}
 			break
 		}
-	}
-	for _, t := range terms(rep.PodAffinity, PreferPodAffinity) {
-		if t.TopologyKey != LabelZone {
-			continue
-		}
-		if t.selects(rep, rep) {
-			selfAff = &t
-		} else {
-			otherAff = &t
-		}
-		break
 	}
 	if len(carried) == 0 && len(matched) == 0 && softSpread == nil && selfAnti == nil && selfAff == nil && otherAff == nil {
 		return nil
 	}
-	usable := s.eligibleZones(rep, false, false)
+	usable := s.domainsOf(rep, key, domainFilter{taints: true, affinity: true})
 	plan := &zonePlan{zones: make([]string, n)}
 	if len(usable) == 0 {
+		if len(carried) == 0 && key != LabelZone {
+			return nil // only selected by others' spread: a node without the key is outside it
+		}
 		plan.reason = "no zone has an allowed node for it"
+		if key != LabelZone {
+			plan.reason = fmt.Sprintf("its topology spread on %s (DoNotSchedule) needs a node labelled %s and no node it may use has that label", key, key)
+		}
 		return plan
 	}
-	// The pods' zones count in every constraint that selects them
+	// The pods' domains count in every constraint that selects them
 	// (balanceZones counts as it goes).
 	if selfAnti == nil && selfAff == nil && otherAff == nil && (len(carried) > 0 || softSpread == nil) {
 		s.balanceZones(rep, carried, matched, usable, plan)
@@ -397,13 +485,14 @@ func (s *state) planZones(g, n int) *zonePlan {
 	return plan
 }
 
-// balanceZones assigns the pods one at a time to the usable zone that keeps
-// every spread constraint they carry within its maxSkew, and, among those,
-// the one with the fewest pods matching the constraints that select them
-// (water-filling every selector, whichever workloads it spans). A zone that
-// would push a constraint the pod is merely selected by past its maxSkew is
-// avoided while another is not; the pod itself is refused only when every
-// zone breaks a constraint it carries.
+// balanceZones assigns the pods one at a time to the usable domain that
+// keeps every spread constraint they carry within its maxSkew, and, among
+// those, the one with the fewest pods matching the constraints that select
+// them (water-filling every selector, whichever workloads it spans), then
+// the cheapest (usable is cheapest first). A domain that would push a
+// constraint the pod is merely selected by past its maxSkew is avoided
+// while another is not; the pod itself is refused only when every domain
+// breaks a constraint it carries.
 func (s *state) balanceZones(rep *Pod, carried, matched []*zoneSpread, usable []string, plan *zonePlan) {
 	relevant := slices.Clone(carried)
 	for _, m := range matched {
@@ -440,7 +529,10 @@ func (s *state) balanceZones(rep *Pod, carried, matched []*zoneSpread, usable []
 					break
 				}
 			}
-			plan.reason = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: zones it may use are full relative to %s", LabelZone, max(broken.c.MaxSkew, 1), strings.Join(broken.domains, ", "))
+			plan.reason = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: the domains it may use are full relative to %s", broken.c.TopologyKey, max(broken.c.MaxSkew, 1), strings.Join(broken.domains, ", "))
+			if int32(len(broken.domains)) < broken.c.MinDomains {
+				plan.reason += fmt.Sprintf(" (minDomains %d, only %d domain(s), so each may hold %d)", broken.c.MinDomains, len(broken.domains), max(broken.c.MaxSkew, 1))
+			}
 			return
 		}
 		plan.zones[i] = best
@@ -452,7 +544,7 @@ func (s *state) balanceZones(rep *Pod, carried, matched []*zoneSpread, usable []
 
 // spreadZones water-fills the pods over zones for a ScheduleAnyway spread
 // no pending pod requires: each goes to the usable zone with the fewest
-// matching pods.
+// matching pods, the cheapest on a tie.
 func (s *state) spreadZones(rep *Pod, c *TopologySpread, usable []string, plan *zonePlan) {
 	counts := s.zoneCounts(func(p *Pod) bool { return p.Namespace == rep.Namespace && c.Selector.Matches(p.Labels) })
 	for i := range plan.zones {
@@ -495,7 +587,7 @@ func hostnameAntiTerms(rep *Pod) []PodAffinityTerm {
 	return out
 }
 
-// applyTopology rewrites the classes for topology constraints: zone-pinned
+// applyTopology rewrites the classes for topology constraints: domain-pinned
 // sub-classes, per-node caps, conflicts, refusals. It runs after grouping and
 // before candidate kinds are built.
 func (s *state) applyTopology() {
@@ -511,7 +603,7 @@ func (s *state) applyTopology() {
 	for g := 0; g < ngroups; g++ {
 		s.groups[g].rep = s.applyPreferences(s.groups[g].rep)
 	}
-	s.collectZoneSpreads(ngroups)
+	keys := s.collectZoneSpreads(ngroups)
 	for g := 0; g < ngroups; g++ {
 		cs := groupClasses[g]
 		if len(cs) == 0 {
@@ -523,55 +615,131 @@ func (s *state) applyTopology() {
 		for _, c := range cs {
 			n += len(c.pods)
 		}
-		zp := s.planZones(g, n)
-		if zp == nil {
+		pins, refused := s.planGroupDomains(g, n, keys)
+		if pins == nil {
 			for _, c := range cs {
 				c.refused = unsupported
 				classes = append(classes, c)
 			}
 			continue
 		}
-		// Split every class of the group by zone, in pod order.
-		zoneGroup := map[string]int{}
+		// Split every class of the group by its pods' domains, in pod order.
+		pinGroup := map[string]int{}
 		i := 0
 		for _, c := range cs {
-			byZone := map[string]*class{}
+			byPin := map[string]*class{}
 			var order []string
 			for _, pod := range c.pods {
-				z := zp.zones[i]
+				pin, why := pins[i], refused[i]
 				i++
-				if z != "" {
+				id := pinID(pin)
+				if why != "" {
+					id = "refused"
+				} else if z := pinValue(pin, LabelZone); z != "" {
 					s.zoned = append(s.zoned, zonedPod{&s.p.Pods[pod], z})
 				}
-				sub, ok := byZone[z]
+				sub, ok := byPin[id]
 				if !ok {
 					sub = &class{req: c.req, group: g, refused: unsupported}
-					if z == "" {
-						sub.refused = zp.reason
-					} else {
-						zg, ok := zoneGroup[z]
+					switch {
+					case why != "":
+						sub.refused = why
+					case len(pin) > 0:
+						zg, ok := pinGroup[id]
 						if !ok {
 							pinned := clonePod(rep)
-							pinned.Affinity = withRequirements(pinned.Affinity, Requirement{Key: LabelZone, Operator: OpIn, Values: []string{z}})
+							pinned.Affinity = withRequirements(pinned.Affinity, pin...)
 							zg = len(s.groups)
 							s.groups = append(s.groups, group{rep: pinned, orig: s.groups[g].orig, from: g + 1})
-							zoneGroup[z] = zg
+							pinGroup[id] = zg
 						}
 						sub.group = zg
 					}
-					byZone[z] = sub
-					order = append(order, z)
+					byPin[id] = sub
+					order = append(order, id)
 				}
 				sub.pods = append(sub.pods, pod)
 			}
-			for _, z := range order {
-				classes = append(classes, byZone[z])
+			for _, id := range order {
+				classes = append(classes, byPin[id])
 			}
 		}
 	}
 	s.classes = classes
 	s.buildCaps()
 	s.buildConflicts()
+}
+
+// planGroupDomains plans, key by key, each of the n pods of group g into
+// domains: the requirements pinning each pod, and why a pod is refused
+// ("" when placed). It returns nil pins when no key concerns the group.
+// A later key is planned for the pods that share earlier domains together,
+// with those domains pinned, so that every combination chosen exists.
+func (s *state) planGroupDomains(g, n int, keys []string) ([][]Requirement, []string) {
+	rep := s.groups[g].rep
+	pins := make([][]Requirement, n)
+	refused := make([]string, n)
+	planned := false
+	for _, key := range keys {
+		byPin := map[string][]int{}
+		var order []string
+		for i := 0; i < n; i++ {
+			if refused[i] != "" {
+				continue
+			}
+			id := pinID(pins[i])
+			if _, ok := byPin[id]; !ok {
+				order = append(order, id)
+			}
+			byPin[id] = append(byPin[id], i)
+		}
+		for _, id := range order {
+			idx := byPin[id]
+			r := rep
+			if pin := pins[idx[0]]; len(pin) > 0 {
+				r = clonePod(rep)
+				r.Affinity = withRequirements(r.Affinity, pin...)
+			}
+			zp := s.planDomains(g, r, len(idx), key)
+			if zp == nil {
+				continue
+			}
+			planned = true
+			for j, i := range idx {
+				if zp.zones[j] == "" {
+					refused[i] = zp.reason
+					continue
+				}
+				pins[i] = append(slices.Clone(pins[i]), Requirement{Key: key, Operator: OpIn, Values: []string{zp.zones[j]}})
+			}
+		}
+	}
+	if !planned {
+		return nil, nil
+	}
+	return pins, refused
+}
+
+// pinID identifies a list of pinning requirements.
+func pinID(pin []Requirement) string {
+	var b strings.Builder
+	for _, r := range pin {
+		b.WriteString(r.Key)
+		b.WriteByte('=')
+		b.WriteString(r.Values[0])
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// pinValue is the domain a pin gives key ("" for none).
+func pinValue(pin []Requirement, key string) string {
+	for _, r := range pin {
+		if r.Key == key {
+			return r.Values[0]
+		}
+	}
+	return ""
 }
 
 // buildConflicts records, for every pair of classes where one's hostname
@@ -679,29 +847,45 @@ func (s *state) enforceSpread() bool {
 	if !s.hasTopology {
 		return false
 	}
-	zoneOf := map[int]string{} // pod → zone of its placement
-	where := map[int]int{}     // pod → new node index, -1 for existing
-	for ni, n := range s.plan.NewNodes {
-		for _, pod := range n.Pods {
-			zoneOf[pod], where[pod] = n.Zone, ni
-		}
+	// The domain of each placed pod, per key, from its node's labels.
+	nodeLabels := make([]Labels, len(s.plan.NewNodes))
+	for ni := range s.plan.NewNodes {
+		nodeLabels[ni] = s.newNodeLabels(&s.plan.NewNodes[ni])
 	}
-	nodeZone := map[string]string{}
+	existingNodes := map[string]*Node{}
 	for i := range s.p.Nodes {
-		nodeZone[s.p.Nodes[i].Name] = s.p.Nodes[i].Labels[LabelZone]
+		existingNodes[s.p.Nodes[i].Name] = &s.p.Nodes[i]
 	}
-	for _, e := range s.plan.Existing {
-		zoneOf[e.Pod], where[e.Pod] = nodeZone[e.Node], -1
+	domainOf := map[string]map[int]string{}
+	domains := func(key string) map[int]string {
+		if d, ok := domainOf[key]; ok {
+			return d
+		}
+		d := map[int]string{}
+		for ni, n := range s.plan.NewNodes {
+			if v, ok := nodeLabels[ni].Label(key); ok {
+				for _, pod := range n.Pods {
+					d[pod] = v
+				}
+			}
+		}
+		for _, e := range s.plan.Existing {
+			if v, ok := existingNodes[e.Node].Labels[key]; ok {
+				d[e.Pod] = v
+			}
+		}
+		domainOf[key] = d
+		return d
 	}
 	removed := map[int]string{}
 	for g := range s.groups {
 		rep := s.groups[g].rep
 		for ci := range rep.Spread {
 			c := &rep.Spread[ci]
-			if c.TopologyKey != LabelZone || c.WhenUnsatisfiable == ScheduleAnyway {
+			if c.TopologyKey == LabelHostname || c.WhenUnsatisfiable == ScheduleAnyway {
 				continue
 			}
-			s.trimSpread(rep, s.groups[g].orig, c, zoneOf, where, removed)
+			s.trimSpread(rep, s.groups[g].orig, c, domains(c.TopologyKey), removed)
 		}
 	}
 	if len(removed) == 0 {
@@ -740,10 +924,10 @@ func (s *state) enforceSpread() bool {
 	return true
 }
 
-// trimSpread removes placed pods carrying constraint c from the fullest zone
-// until the final skew is within maxSkew.
-func (s *state) trimSpread(rep, orig *Pod, c *TopologySpread, zoneOf map[int]string, where map[int]int, removed map[int]string) {
-	domains := s.eligibleZones(orig, true, c.NodeAffinityPolicy == "Ignore")
+// trimSpread removes placed pods carrying constraint c from the fullest
+// domain until the final skew is within maxSkew.
+func (s *state) trimSpread(rep, orig *Pod, c *TopologySpread, zoneOf map[int]string, removed map[int]string) {
+	domains := s.domainsOf(orig, c.TopologyKey, spreadFilter(c))
 	if len(domains) == 0 {
 		return
 	}
@@ -751,50 +935,53 @@ func (s *state) trimSpread(rep, orig *Pod, c *TopologySpread, zoneOf map[int]str
 	counts := map[string]int{}
 	for i := range s.p.Nodes {
 		n := &s.p.Nodes[i]
+		d, ok := n.Labels[c.TopologyKey]
 		for j := range n.Pods {
-			if matches(&n.Pods[j]) {
-				counts[n.Labels[LabelZone]]++
+			if ok && matches(&n.Pods[j]) {
+				counts[d]++
 			}
 		}
 	}
 	var mine []int // placed pods carrying this constraint, in pod order
 	for pod := range s.p.Pods {
 		z, placed := zoneOf[pod]
-		if _, gone := removed[pod]; !placed || gone || !matches(&s.p.Pods[pod]) {
+		if _, gone := removed[pod]; !placed || gone {
 			continue
 		}
-		counts[z]++
+		if matches(&s.p.Pods[pod]) {
+			counts[z]++
+		}
 		if hasSpread(&s.p.Pods[pod], c) {
 			mine = append(mine, pod)
 		}
 	}
 	skew := max(int(c.MaxSkew), 1)
 	for {
-		lo, hi := math.MaxInt, ""
+		lo := math.MaxInt
 		for _, z := range domains {
 			lo = min(lo, counts[z])
-			if hi == "" || counts[z] > counts[hi] {
-				hi = z
-			}
 		}
 		if int32(len(domains)) < c.MinDomains {
 			lo = 0
 		}
-		if counts[hi]-lo <= skew {
-			return
-		}
+		// The newest carrier in the fullest domain that breaks the skew.
 		victim := -1
 		for i := len(mine) - 1; i >= 0; i-- {
-			if _, gone := removed[mine[i]]; !gone && zoneOf[mine[i]] == hi {
-				victim = mine[i]
-				break
+			p := mine[i]
+			if _, gone := removed[p]; gone || counts[zoneOf[p]]-lo <= skew {
+				continue
+			}
+			if victim < 0 || counts[zoneOf[p]] > counts[zoneOf[victim]] {
+				victim = p
 			}
 		}
 		if victim < 0 {
 			return
 		}
-		removed[victim] = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: the other zones' share of its workload could not be placed", LabelZone, skew)
-		counts[hi]--
+		removed[victim] = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: the other domains' share of the pods it selects could not be placed", c.TopologyKey, skew)
+		if matches(&s.p.Pods[victim]) {
+			counts[zoneOf[victim]]--
+		}
 	}
 }
 
@@ -813,4 +1000,23 @@ func selectorEqual(a, b *Selector) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// newNodeLabels are the labels a planned node will carry, as candidate
+// labels of its offering, pool and type.
+func (s *state) newNodeLabels(n *NewNode) Labels {
+	l := &candidateLabels{zone: n.Zone, capacityType: n.CapacityType}
+	for pi := range s.p.Pools {
+		if s.p.Pools[pi].Name != n.Pool {
+			continue
+		}
+		l.pool = poolLabels(&s.p.Pools[pi])
+		types := s.p.PoolTypes(pi)
+		for ti := range types {
+			if types[ti].Name == n.InstanceType {
+				l.typ = types[ti].Labels
+			}
+		}
+	}
+	return l
 }

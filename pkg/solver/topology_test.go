@@ -2,6 +2,7 @@ package solver_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -259,6 +260,159 @@ func TestSelectorsSpanWorkloads(t *testing.T) {
 			}
 			if tc.want != nil {
 				tc.want(t, plan)
+			}
+		})
+	}
+}
+
+// fullNode is an existing node with no room left, so that its zone is a
+// domain kube-scheduler counts while the pending pods need new nodes.
+func fullNode(name, zone string, taints ...Taint) Node {
+	n := Node{Name: name, Labels: map[string]string{LabelZone: zone, LabelHostname: name}, Taints: taints,
+		Allocatable: res(1000, 2*gi)}
+	n.Requested = n.Allocatable
+	return n
+}
+
+// placedBy counts placed pods per value of key on their new nodes.
+func placedBy(p *Problem, plan *Plan, key string) map[string]int {
+	out := map[string]int{}
+	for _, n := range plan.NewNodes {
+		v := n.Zone
+		switch key {
+		case LabelCapacityType:
+			v = n.CapacityType
+		case LabelZone:
+		default:
+			for _, pool := range p.Pools {
+				if pool.Name == n.Pool {
+					v = pool.Labels[key]
+				}
+			}
+		}
+		out[v] += len(n.Pods)
+	}
+	return out
+}
+
+// TestTopologySpreadDomains: which domains a required spread counts and
+// fills, as kube-scheduler's PodTopologySpread filter decides them.
+func TestTopologySpreadDomains(t *testing.T) {
+	small := res(250, gi/2)
+	spread := func(key string, f func(*TopologySpread)) func(*Pod) {
+		return func(p *Pod) {
+			c := TopologySpread{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: DoNotSchedule, Selector: self("web")}
+			if f != nil {
+				f(&c)
+			}
+			p.Spread = []TopologySpread{c}
+		}
+	}
+	both := func(f ...func(*Pod)) func(*Pod) {
+		return func(p *Pod) {
+			for _, g := range f {
+				g(p)
+			}
+		}
+	}
+	anyCapacity := Pool{Name: "default"}
+	cheaperB := testTypes()
+	for i := range cheaperB {
+		for j := range cheaperB[i].Offerings {
+			if cheaperB[i].Offerings[j].Zone == "zone-b" {
+				cheaperB[i].Offerings[j].Price *= 0.9
+			}
+		}
+	}
+	tests := []struct {
+		name        string
+		pods        []Pod
+		nodes       []Node
+		pools       []Pool
+		types       []InstanceType
+		key         string
+		want        map[string]int
+		unscheduled int
+		reason      string // in every unschedulable pod's reason
+	}{
+		{
+			name: "minDomains met fills every domain evenly",
+			pods: labelled("web", 10, small, spread(LabelZone, func(c *TopologySpread) { c.MinDomains = 2 })),
+			key:  LabelZone, want: map[string]int{"zone-a": 5, "zone-b": 5},
+		},
+		{
+			name: "minDomains above the domains there are allows maxSkew per domain and says so",
+			pods: labelled("web", 6, small, spread(LabelZone, func(c *TopologySpread) { c.MinDomains = 3 })),
+			key:  LabelZone, want: map[string]int{"zone-a": 1, "zone-b": 1}, unscheduled: 4, reason: "minDomains 3",
+		},
+		{
+			name: "a preferred zone does not shrink the spread's domains",
+			pods: labelled("web", 4, small, both(spread(LabelZone, nil), func(p *Pod) {
+				p.Preferences = []Preference{{Kind: PreferNodeAffinity, Weight: 50, NodeTerm: Term{{Key: LabelZone, Operator: OpIn, Values: []string{"zone-a"}}}}}
+			})),
+			nodes: []Node{fullNode("a", "zone-a"), fullNode("b", "zone-b")},
+			key:   LabelZone, want: map[string]int{"zone-a": 2, "zone-b": 2},
+		},
+		{
+			name:  "nodeTaintsPolicy Ignore counts a tainted node's zone",
+			pods:  labelled("web", 4, small, spread(LabelZone, nil)),
+			nodes: []Node{fullNode("b", "zone-b", Taint{Key: "dedicated", Value: "x", Effect: EffectNoSchedule})},
+			pools: []Pool{{Name: "a", Requirements: []Requirement{{Key: LabelZone, Operator: OpIn, Values: []string{"zone-a"}}}}},
+			key:   LabelZone, want: map[string]int{"zone-a": 1}, unscheduled: 3, reason: "topology spread",
+		},
+		{
+			name:  "nodeTaintsPolicy Honor leaves an untolerated node's zone out",
+			pods:  labelled("web", 4, small, spread(LabelZone, func(c *TopologySpread) { c.NodeTaintsPolicy = "Honor" })),
+			nodes: []Node{fullNode("b", "zone-b", Taint{Key: "dedicated", Value: "x", Effect: EffectNoSchedule})},
+			pools: []Pool{{Name: "a", Requirements: []Requirement{{Key: LabelZone, Operator: OpIn, Values: []string{"zone-a"}}}}},
+			key:   LabelZone, want: map[string]int{"zone-a": 4},
+		},
+		{
+			name:  "spread over capacity types splits spot and on-demand",
+			pods:  labelled("web", 6, small, spread(LabelCapacityType, nil)),
+			pools: []Pool{anyCapacity},
+			key:   LabelCapacityType, want: map[string]int{"spot": 3, "on-demand": 3},
+		},
+		{
+			name: "spread over a pool's own label splits the pools",
+			pods: labelled("web", 6, small, spread("example.com/pool-group", nil)),
+			pools: []Pool{{Name: "x", Labels: map[string]string{"example.com/pool-group": "x"}},
+				{Name: "y", Labels: map[string]string{"example.com/pool-group": "y"}}},
+			key: "example.com/pool-group", want: map[string]int{"x": 3, "y": 3},
+		},
+		{
+			name: "a DoNotSchedule spread on a key no node can have leaves the pods pending",
+			pods: labelled("web", 3, small, spread("example.com/rack", nil)),
+			key:  LabelZone, want: map[string]int{}, unscheduled: 3, reason: "example.com/rack",
+		},
+		{
+			name:  "the spread's first zone is the cheapest",
+			pods:  labelled("web", 1, small, spread(LabelZone, nil)),
+			types: cheaperB,
+			key:   LabelZone, want: map[string]int{"zone-b": 1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pools, types := tc.pools, tc.types
+			if pools == nil {
+				pools = []Pool{onDemandPool("default")}
+			}
+			if types == nil {
+				types = testTypes()
+			}
+			p := &Problem{Pods: tc.pods, Nodes: tc.nodes, Pools: pools, InstanceTypes: types}
+			plan := solveChecked(t, p)
+			if got := placedBy(p, plan, tc.key); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("pods per %s %v, want %v", tc.key, got, tc.want)
+			}
+			if len(plan.Unschedulable) != tc.unscheduled {
+				t.Errorf("%d unschedulable, want %d: %v", len(plan.Unschedulable), tc.unscheduled, plan.Unschedulable)
+			}
+			for _, u := range plan.Unschedulable {
+				if !strings.Contains(u.Reason, tc.reason) {
+					t.Errorf("reason %q does not mention %q", u.Reason, tc.reason)
+				}
 			}
 		})
 	}
