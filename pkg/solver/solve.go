@@ -119,6 +119,11 @@ type state struct {
 	// pending pods, with the matching pods counted per zone as pods are
 	// assigned to zones.
 	zoneSpreads []*zoneSpread
+	// zoneAntis are the required zonal anti-affinity terms of pending and
+	// running pods; isTarget marks the groups other groups' zonal affinity
+	// selects.
+	zoneAntis []*zoneAnti
+	isTarget  map[int]bool
 	// cand is scratch space for fillBalanced.
 	cand []int32
 }
@@ -251,6 +256,15 @@ func (s *state) buildClasses() {
 	for i := range s.p.Pods {
 		if hasTopology(&s.p.Pods[i]) {
 			s.hasTopology = true
+		}
+	}
+	// Running pods' anti-affinity keeps pending pods away (kube-scheduler
+	// checks it for every incoming pod).
+	for i := range s.p.Nodes {
+		for j := range s.p.Nodes[i].Pods {
+			if len(s.p.Nodes[i].Pods[j].PodAntiAffinity) > 0 {
+				s.hasTopology = true
+			}
 		}
 	}
 	for i := range s.p.Pods {

@@ -298,6 +298,111 @@ func (z *zoneSpread) skewAfter(d string, matches bool) int {
 	return z.counts[d] + add - lo
 }
 
+// zoneAnti is one required zonal anti-affinity term, of pending pods or of
+// running ones: no zone may hold both a pod carrying it and a pod it
+// selects (kube-scheduler checks it both ways). carriers and selected count
+// those pods per zone, running ones and pending ones as they are assigned.
+type zoneAnti struct {
+	owner              *Pod
+	term               PodAffinityTerm
+	carriers, selected map[string]int
+}
+
+// carriedBy reports whether the pod carries the term (the same term, read
+// in the same namespace).
+func (a *zoneAnti) carriedBy(p *Pod) bool {
+	if p.Namespace != a.owner.Namespace && len(a.term.Namespaces) == 0 {
+		return false
+	}
+	for _, t := range p.PodAntiAffinity {
+		if t.TopologyKey == LabelZone && selectorEqual(&t.Selector, &a.term.Selector) && slices.Equal(t.Namespaces, a.term.Namespaces) {
+			return true
+		}
+	}
+	return false
+}
+
+// allows reports whether a pod carrying the term (carries) or selected by
+// it (selected) may join zone z.
+func (a *zoneAnti) allows(z string, carries, selected bool) bool {
+	return !(carries && a.selected[z] > 0 || selected && a.carriers[z] > 0)
+}
+
+// collectZoneAntis gathers the required zonal anti-affinity terms of the
+// first n groups and of running pods, with their carriers and the pods they
+// select counted per zone among running pods.
+func (s *state) collectZoneAntis(n int) {
+	byKey := map[string]*zoneAnti{}
+	add := func(owner *Pod) {
+		for _, t := range owner.PodAntiAffinity {
+			if t.TopologyKey != LabelZone {
+				continue
+			}
+			ns := t.Namespaces
+			if len(ns) == 0 {
+				ns = []string{owner.Namespace}
+			}
+			key, _ := json.Marshal([]any{ns, t.Selector})
+			if _, ok := byKey[string(key)]; !ok {
+				a := &zoneAnti{owner: owner, term: t, carriers: map[string]int{}, selected: map[string]int{}}
+				byKey[string(key)] = a
+				s.zoneAntis = append(s.zoneAntis, a)
+			}
+		}
+	}
+	for g := 0; g < n; g++ {
+		add(s.groups[g].rep)
+	}
+	for i := range s.p.Nodes {
+		for j := range s.p.Nodes[i].Pods {
+			add(&s.p.Nodes[i].Pods[j])
+		}
+	}
+	for _, a := range s.zoneAntis {
+		for i := range s.p.Nodes {
+			node := &s.p.Nodes[i]
+			z, ok := node.Labels[LabelZone]
+			if !ok {
+				continue
+			}
+			for j := range node.Pods {
+				if a.carriedBy(&node.Pods[j]) {
+					a.carriers[z]++
+				}
+				if a.term.selects(a.owner, &node.Pods[j]) {
+					a.selected[z]++
+				}
+			}
+		}
+	}
+}
+
+// zoneAffinityTarget reports whether some group's required zonal affinity
+// to other pods selects the pod: then its pods are assigned zones first, so
+// that the followers can be put where it is planned.
+func (s *state) zoneAffinityTarget(rep *Pod, n int) bool {
+	for g := 0; g < n; g++ {
+		o := s.groups[g].rep
+		for _, t := range o.PodAffinity {
+			if t.TopologyKey == LabelZone && !t.selects(o, o) && t.selects(o, rep) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// followsOthers reports whether the pod has required zonal affinity to
+// pods other than its own.
+func followsOthers(rep *Pod) bool {
+	for _, t := range rep.PodAffinity {
+		if t.TopologyKey == LabelZone && !t.selects(rep, rep) {
+			return true
+		}
+	}
+	return false
+}
+
 // collectZoneSpreads gathers the DoNotSchedule spread constraints on keys
 // other than the hostname of the first n groups, counts the running pods
 // each selects, and returns their keys, the zone first.
@@ -408,10 +513,44 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 			break
 		}
 	}
-	if len(carried) == 0 && len(matched) == 0 && softSpread == nil && selfAnti == nil && selfAff == nil && otherAff == nil {
+	type antiRole struct {
+		a                 *zoneAnti
+		carries, selected bool
+	}
+	var antis []antiRole
+	target := false
+	if key == LabelZone {
+		for _, a := range s.zoneAntis {
+			c, sel := a.carriedBy(rep), a.term.selects(a.owner, rep)
+			if c || sel {
+				antis = append(antis, antiRole{a, c, sel})
+			}
+		}
+		target = s.isTarget[s.origin(g)]
+	}
+	if len(carried) == 0 && len(matched) == 0 && softSpread == nil && selfAnti == nil && selfAff == nil && otherAff == nil && len(antis) == 0 && !target {
 		return nil
 	}
 	usable := s.domainsOf(rep, key, domainFilter{taints: true, affinity: true})
+	if len(antis) > 0 {
+		// Zonal anti-affinity, either way: leave out zones holding pods
+		// that forbid these or that these forbid.
+		kept := usable[:0:0]
+		for _, z := range usable {
+			ok := true
+			for _, r := range antis {
+				ok = ok && r.a.allows(z, r.carries, r.selected)
+			}
+			if ok {
+				kept = append(kept, z)
+			}
+		}
+		if len(kept) == 0 && len(usable) > 0 {
+			plan := &zonePlan{zones: make([]string, n), reason: fmt.Sprintf("its pod anti-affinity on %s (its own, or that of pods it would join) rules out every zone it may use: %s", LabelZone, strings.Join(usable, ", "))}
+			return plan
+		}
+		usable = kept
+	}
 	plan := &zonePlan{zones: make([]string, n)}
 	if len(usable) == 0 {
 		if len(carried) == 0 && key != LabelZone {
@@ -604,7 +743,22 @@ func (s *state) applyTopology() {
 		s.groups[g].rep = s.applyPreferences(s.groups[g].rep)
 	}
 	keys := s.collectZoneSpreads(ngroups)
+	s.collectZoneAntis(ngroups)
+	s.isTarget = map[int]bool{}
+	order := make([]int, 0, ngroups)
+	var followers []int
 	for g := 0; g < ngroups; g++ {
+		s.isTarget[g] = s.zoneAffinityTarget(s.groups[g].rep, ngroups)
+		if followsOthers(s.groups[g].rep) {
+			followers = append(followers, g)
+		} else {
+			order = append(order, g)
+		}
+	}
+	// Followers of other pods' zones come last, once their leaders, pending
+	// ones too, have zones.
+	order = append(order, followers...)
+	for _, g := range order {
 		cs := groupClasses[g]
 		if len(cs) == 0 {
 			continue
@@ -709,6 +863,16 @@ func (s *state) planGroupDomains(g, n int, keys []string) ([][]Requirement, []st
 				if zp.zones[j] == "" {
 					refused[i] = zp.reason
 					continue
+				}
+				if key == LabelZone {
+					for _, a := range s.zoneAntis {
+						if a.carriedBy(r) {
+							a.carriers[zp.zones[j]]++
+						}
+						if a.term.selects(a.owner, r) {
+							a.selected[zp.zones[j]]++
+						}
+					}
 				}
 				pins[i] = append(slices.Clone(pins[i]), Requirement{Key: key, Operator: OpIn, Values: []string{zp.zones[j]}})
 			}
@@ -847,35 +1011,30 @@ func (s *state) enforceSpread() bool {
 	if !s.hasTopology {
 		return false
 	}
-	// The domain of each placed pod, per key, from its node's labels.
-	nodeLabels := make([]Labels, len(s.plan.NewNodes))
-	for ni := range s.plan.NewNodes {
-		nodeLabels[ni] = s.newNodeLabels(&s.plan.NewNodes[ni])
-	}
-	existingNodes := map[string]*Node{}
+	// The final nodes (existing, then planned) and where each placed pod is.
+	var final []finalNode
+	nodeOf := map[int]int{}
+	existingIdx := map[string]int{}
 	for i := range s.p.Nodes {
-		existingNodes[s.p.Nodes[i].Name] = &s.p.Nodes[i]
+		n := &s.p.Nodes[i]
+		existingIdx[n.Name] = len(final)
+		final = append(final, finalNode{labels: MapLabels(n.Labels), taints: n.Taints, running: n.Pods})
 	}
-	domainOf := map[string]map[int]string{}
-	domains := func(key string) map[int]string {
-		if d, ok := domainOf[key]; ok {
-			return d
-		}
-		d := map[int]string{}
-		for ni, n := range s.plan.NewNodes {
-			if v, ok := nodeLabels[ni].Label(key); ok {
-				for _, pod := range n.Pods {
-					d[pod] = v
-				}
+	for _, e := range s.plan.Existing {
+		nodeOf[e.Pod] = existingIdx[e.Node]
+	}
+	for ni := range s.plan.NewNodes {
+		n := &s.plan.NewNodes[ni]
+		var taints []Taint
+		for pi := range s.p.Pools {
+			if s.p.Pools[pi].Name == n.Pool {
+				taints = s.p.Pools[pi].Taints
 			}
 		}
-		for _, e := range s.plan.Existing {
-			if v, ok := existingNodes[e.Node].Labels[key]; ok {
-				d[e.Pod] = v
-			}
+		for _, pod := range n.Pods {
+			nodeOf[pod] = len(final)
 		}
-		domainOf[key] = d
-		return d
+		final = append(final, finalNode{labels: s.newNodeLabels(n), taints: taints})
 	}
 	removed := map[int]string{}
 	for g := range s.groups {
@@ -885,7 +1044,7 @@ func (s *state) enforceSpread() bool {
 			if c.TopologyKey == LabelHostname || c.WhenUnsatisfiable == ScheduleAnyway {
 				continue
 			}
-			s.trimSpread(rep, s.groups[g].orig, c, domains(c.TopologyKey), removed)
+			s.trimSpread(s.groups[g].orig, c, final, nodeOf, removed)
 		}
 	}
 	if len(removed) == 0 {
@@ -924,32 +1083,55 @@ func (s *state) enforceSpread() bool {
 	return true
 }
 
-// trimSpread removes placed pods carrying constraint c from the fullest
-// domain until the final skew is within maxSkew.
-func (s *state) trimSpread(rep, orig *Pod, c *TopologySpread, zoneOf map[int]string, removed map[int]string) {
-	domains := s.domainsOf(orig, c.TopologyKey, spreadFilter(c))
-	if len(domains) == 0 {
-		return
-	}
-	matches := func(p *Pod) bool { return p.Namespace == rep.Namespace && c.Selector.Matches(p.Labels) }
+// finalNode is a node of the final cluster as the safety net sees it.
+type finalNode struct {
+	labels  Labels
+	taints  []Taint
+	running []Pod
+}
+
+// trimSpread removes placed pods carrying constraint c (of pods like orig)
+// from the fullest domain until every carrier's domain is within maxSkew of
+// the emptiest, counting as kube-scheduler does: domains and matching pods
+// of the final nodes the constraint's node affinity and taints policies
+// accept.
+func (s *state) trimSpread(orig *Pod, c *TopologySpread, nodes []finalNode, nodeOf map[int]int, removed map[int]string) {
+	f := spreadFilter(c)
+	key := c.TopologyKey
+	eligible := make([]bool, len(nodes))
+	domainOf := make([]string, len(nodes))
 	counts := map[string]int{}
-	for i := range s.p.Nodes {
-		n := &s.p.Nodes[i]
-		d, ok := n.Labels[c.TopologyKey]
-		for j := range n.Pods {
-			if ok && matches(&n.Pods[j]) {
+	var domains []string
+	matches := func(p *Pod) bool { return p.Namespace == orig.Namespace && c.Selector.Matches(p.Labels) }
+	for i := range nodes {
+		n := &nodes[i]
+		d, ok := n.labels.Label(key)
+		domainOf[i] = d
+		eligible[i] = ok && (!f.affinity || matchesAffinity(orig.NodeSelector, orig.Affinity, n.labels)) &&
+			(!f.taints || untolerated(orig.Tolerations, n.taints) == nil)
+		if !eligible[i] {
+			continue
+		}
+		if !slices.Contains(domains, d) {
+			domains = append(domains, d)
+		}
+		for j := range n.running {
+			if matches(&n.running[j]) {
 				counts[d]++
 			}
 		}
 	}
+	if len(domains) == 0 {
+		return
+	}
 	var mine []int // placed pods carrying this constraint, in pod order
 	for pod := range s.p.Pods {
-		z, placed := zoneOf[pod]
+		ni, placed := nodeOf[pod]
 		if _, gone := removed[pod]; !placed || gone {
 			continue
 		}
-		if matches(&s.p.Pods[pod]) {
-			counts[z]++
+		if eligible[ni] && matches(&s.p.Pods[pod]) {
+			counts[domainOf[ni]]++
 		}
 		if hasSpread(&s.p.Pods[pod], c) {
 			mine = append(mine, pod)
@@ -968,19 +1150,20 @@ func (s *state) trimSpread(rep, orig *Pod, c *TopologySpread, zoneOf map[int]str
 		victim := -1
 		for i := len(mine) - 1; i >= 0; i-- {
 			p := mine[i]
-			if _, gone := removed[p]; gone || counts[zoneOf[p]]-lo <= skew {
+			d := domainOf[nodeOf[p]]
+			if _, gone := removed[p]; gone || counts[d]-lo <= skew {
 				continue
 			}
-			if victim < 0 || counts[zoneOf[p]] > counts[zoneOf[victim]] {
+			if victim < 0 || counts[d] > counts[domainOf[nodeOf[victim]]] {
 				victim = p
 			}
 		}
 		if victim < 0 {
 			return
 		}
-		removed[victim] = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: the other domains' share of the pods it selects could not be placed", c.TopologyKey, skew)
-		if matches(&s.p.Pods[victim]) {
-			counts[zoneOf[victim]]--
+		removed[victim] = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: the other domains' share of the pods it selects could not be placed", key, skew)
+		if ni := nodeOf[victim]; eligible[ni] && matches(&s.p.Pods[victim]) {
+			counts[domainOf[ni]]--
 		}
 	}
 }

@@ -417,3 +417,101 @@ func TestTopologySpreadDomains(t *testing.T) {
 		})
 	}
 }
+
+// TestZonalPodAffinityAcrossWorkloads: zonal anti-affinity against other
+// pods holds both ways (the pods it selects keep away from its pods too,
+// and running pods' anti-affinity keeps new pods out of their zone), and
+// zonal affinity to pods pending in the same plan puts the followers in the
+// zone their leaders are planned in. The checker judges both.
+func TestZonalPodAffinityAcrossWorkloads(t *testing.T) {
+	small := res(250, gi/2)
+	antiTo := func(app string) func(*Pod) {
+		return func(p *Pod) {
+			p.PodAntiAffinity = []PodAffinityTerm{{TopologyKey: LabelZone, Selector: self(app)}}
+		}
+	}
+	roomy := Node{Name: "roomy", Labels: map[string]string{LabelZone: "zone-a", LabelHostname: "roomy"}, Allocatable: res(8000, 32*gi)}
+	roomy.Allocatable[Pods] = 110
+	roomyGuard := roomy
+	roomyGuard.Pods = labelled("guard", 1, small, antiTo("web"))
+	roomyGuard.Requested = small
+	apps := func(plan *Plan, p *Problem) map[string]map[string]bool {
+		out := map[string]map[string]bool{}
+		note := func(pod int, zone string) {
+			app := p.Pods[pod].Labels["app"]
+			if out[app] == nil {
+				out[app] = map[string]bool{}
+			}
+			out[app][zone] = true
+		}
+		for _, n := range plan.NewNodes {
+			for _, pod := range n.Pods {
+				note(pod, n.Zone)
+			}
+		}
+		for _, e := range plan.Existing {
+			note(e.Pod, "zone-a") // the only existing node here
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		pods  []Pod
+		nodes []Node
+		want  func(t *testing.T, zones map[string]map[string]bool)
+	}{
+		{
+			name: "pods anti-affine to another workload's zone keep apart from it",
+			pods: append(labelled("a", 3, small, antiTo("b")), labelled("b", 3, small, nil)...),
+			want: func(t *testing.T, zones map[string]map[string]bool) {
+				for z := range zones["a"] {
+					if zones["b"][z] {
+						t.Errorf("a and b share zone %s: %v", z, zones)
+					}
+				}
+			},
+		},
+		{
+			name: "pods another workload is anti-affine to keep out of its zone",
+			pods: append(labelled("b", 3, small, nil), labelled("a", 3, small, antiTo("b"))...),
+			want: func(t *testing.T, zones map[string]map[string]bool) {
+				for z := range zones["a"] {
+					if zones["b"][z] {
+						t.Errorf("a and b share zone %s: %v", z, zones)
+					}
+				}
+			},
+		},
+		{
+			name:  "a running pod's anti-affinity keeps new pods out of its zone",
+			pods:  labelled("web", 3, small, nil),
+			nodes: []Node{roomyGuard},
+			want: func(t *testing.T, zones map[string]map[string]bool) {
+				if zones["web"]["zone-a"] {
+					t.Errorf("web pods in zone-a beside the running pod that forbids them: %v", zones)
+				}
+			},
+		},
+		{
+			name: "pods follow a leader pending in the same plan into its zone",
+			pods: append(labelled("web", 3, small, func(p *Pod) {
+				p.PodAffinity = []PodAffinityTerm{{TopologyKey: LabelZone, Selector: self("db")}}
+			}), labelled("db", 2, small, nil)...),
+			want: func(t *testing.T, zones map[string]map[string]bool) {
+				if len(zones["db"]) != 1 || len(zones["web"]) != 1 || fmt.Sprint(zones["db"]) != fmt.Sprint(zones["web"]) {
+					t.Errorf("zones %v, want web in db's one zone", zones)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Problem{Pods: tc.pods, Nodes: tc.nodes, Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
+			plan := solveChecked(t, p)
+			if len(plan.Unschedulable) > 0 {
+				t.Errorf("%d pods unschedulable: %s", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
+			}
+			tc.want(t, apps(plan, p))
+		})
+	}
+}
