@@ -31,6 +31,9 @@ type class struct {
 	caps      []capMember
 	conflicts []int
 	refused   string
+	// bundle marks a class of a group whose required hostname affinity
+	// selects its own pods: all of them go on one new node (planBundles).
+	bundle bool
 }
 
 // group is a set of pods with identical scheduling constraints; rep is one of
@@ -148,6 +151,7 @@ func Solve(p *Problem) (*Plan, error) {
 	s.buildKinds()
 	s.placeOnExisting()
 	s.explainInfeasible()
+	bundles := s.planBundles()
 	pending := slices.Clone(s.rem)
 	for ci, c := range s.classes {
 		if len(c.kinds) == 0 {
@@ -160,6 +164,7 @@ func Solve(p *Problem) (*Plan, error) {
 		bound, prices = s.fluidBound(pending)
 	}
 	s.bestPacking(prices)
+	s.nodes = append(s.nodes, bundles...)
 	s.emit()
 	placed := make([]int, len(s.classes))
 	for _, n := range s.nodes {
@@ -493,7 +498,7 @@ func (s *state) placeOnExisting() {
 	}
 	for _, ci := range s.classesBySize() {
 		c := s.classes[ci]
-		if c.refused != "" {
+		if c.refused != "" || c.bundle {
 			continue
 		}
 		rep := s.groups[c.group].rep

@@ -39,8 +39,9 @@ const LabelHostname = "kubernetes.io/hostname"
 //     none is relaxed (dropped). ScheduleAnyway spread and preferred pod
 //     (anti-)affinity always hold in this way: more nodes or zones satisfy them.
 //
-// Required hostname self-affinity (all pods on one node) is refused as
-// unsupported rather than planned wrongly.
+// Required hostname self-affinity puts the group on one new node (as many
+// of its pods as the largest allowed node holds, the rest pending), or,
+// once some of its pods run, on the nodes they run on.
 
 // Matches reports whether labels satisfy the selector. An empty selector
 // matches everything, as in Kubernetes.
@@ -698,15 +699,107 @@ func (s *state) spreadZones(rep *Pod, c *TopologySpread, usable []string, plan *
 	}
 }
 
-// hostnameRefusal says why a class is refused from hostname rules the
-// solver does not plan ("" when none).
-func hostnameRefusal(rep *Pod) string {
-	for _, t := range rep.PodAffinity {
-		if t.TopologyKey == LabelHostname && t.selects(rep, rep) {
-			return "required pod affinity on " + LabelHostname + " to its own pods (all on one node) is not supported yet"
+// selfHostnameAffinity returns the pod's required hostname affinity term
+// that selects its own pods, or nil.
+func selfHostnameAffinity(rep *Pod) *PodAffinityTerm {
+	for i := range rep.PodAffinity {
+		if t := &rep.PodAffinity[i]; t.TopologyKey == LabelHostname && t.selects(rep, rep) {
+			return t
 		}
 	}
-	return ""
+	return nil
+}
+
+// runningMatch reports whether some running pod matches the term of owner.
+func (s *state) runningMatch(owner *Pod, t *PodAffinityTerm) bool {
+	for i := range s.p.Nodes {
+		for j := range s.p.Nodes[i].Pods {
+			if t.selects(owner, &s.p.Nodes[i].Pods[j]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mustJoinRunning reports whether a required hostname affinity term binds
+// the pod to nodes already running pods it selects: a term for other pods
+// always, one for its own pods when such pods already run (kube-scheduler
+// lets only the first pod of a group go anywhere).
+func (s *state) mustJoinRunning(rep *Pod, t *PodAffinityTerm) bool {
+	return t.TopologyKey == LabelHostname && (!t.selects(rep, rep) || s.runningMatch(rep, t))
+}
+
+// planBundles puts the pods of each group whose required hostname affinity
+// selects its own pods (and none of which run yet) on one new node: the
+// cheapest kind that holds them all, or else the one that holds the most.
+// Pods beyond what one node holds stay pending with a sentence. The bundle
+// classes are then kept out of packing. It returns the nodes to add to the
+// plan.
+func (s *state) planBundles() []plannedNode {
+	byGroup := map[int][]int{}
+	var order []int
+	for ci, c := range s.classes {
+		if !c.bundle || s.rem[ci] == 0 {
+			continue
+		}
+		g := s.origin(c.group)
+		if _, ok := byGroup[g]; !ok {
+			order = append(order, g)
+		}
+		byGroup[g] = append(byGroup[g], ci)
+	}
+	var out []plannedNode
+	for _, g := range order {
+		cs := byGroup[g]
+		total := 0
+		for _, ci := range cs {
+			total += s.rem[ci]
+		}
+		bestKind, bestPods := -1, 0
+		var bestTakes []take
+		for ki, k := range s.kinds { // cheapest first
+			compatible := true
+			for _, ci := range cs {
+				compatible = compatible && k.compat.has(s.classes[ci].group)
+			}
+			if !compatible || s.limitRoom(k) == 0 {
+				continue
+			}
+			free, n := k.alloc, 0
+			var takes []take
+			for _, ci := range cs {
+				if m := min(fitCount(free, s.classes[ci].req), s.rem[ci]); m > 0 {
+					free = free.Sub(s.classes[ci].req.Scale(int64(m)))
+					takes = append(takes, take{ci, m})
+					n += m
+				}
+			}
+			if n > bestPods {
+				bestKind, bestPods, bestTakes = ki, n, takes
+			}
+			if n == total {
+				break
+			}
+		}
+		if bestKind >= 0 {
+			k := s.kinds[bestKind]
+			s.used[k.pool] = s.used[k.pool].Add(s.p.PoolTypes(k.pool)[k.typ].Capacity)
+			for _, t := range bestTakes {
+				s.rem[t.class] -= t.n
+			}
+			out = append(out, plannedNode{kind: bestKind, takes: bestTakes, count: 1})
+		}
+		for _, ci := range cs {
+			if s.rem[ci] > 0 {
+				if _, explained := s.reasons[ci]; !explained {
+					s.reasons[ci] = fmt.Sprintf("its required pod affinity on %s to its own pods puts all %d on one node, and the largest node it may get holds %d of them", LabelHostname, total, bestPods)
+				}
+			}
+			s.classes[ci].kinds, s.classes[ci].pools = nil, nil
+		}
+	}
+	return out
 }
 
 // hostnameAntiTerms are the pod's hostname anti-affinity terms (required
@@ -764,17 +857,13 @@ func (s *state) applyTopology() {
 			continue
 		}
 		rep := s.groups[g].rep
-		unsupported := hostnameRefusal(rep)
 		n := 0
 		for _, c := range cs {
 			n += len(c.pods)
 		}
 		pins, refused := s.planGroupDomains(g, n, keys)
 		if pins == nil {
-			for _, c := range cs {
-				c.refused = unsupported
-				classes = append(classes, c)
-			}
+			classes = append(classes, cs...)
 			continue
 		}
 		// Split every class of the group by its pods' domains, in pod order.
@@ -794,7 +883,7 @@ func (s *state) applyTopology() {
 				}
 				sub, ok := byPin[id]
 				if !ok {
-					sub = &class{req: c.req, group: g, refused: unsupported}
+					sub = &class{req: c.req, group: g}
 					switch {
 					case why != "":
 						sub.refused = why
@@ -820,6 +909,12 @@ func (s *state) applyTopology() {
 		}
 	}
 	s.classes = classes
+	for _, c := range s.classes {
+		rep := s.groups[c.group].rep
+		if t := selfHostnameAffinity(rep); t != nil && !s.runningMatch(rep, t) {
+			c.bundle = true
+		}
+	}
 	s.buildCaps()
 	s.buildConflicts()
 }
@@ -956,7 +1051,7 @@ func (s *state) existingRoom(c *class, n *Node) int {
 		}
 	}
 	for _, t := range rep.PodAffinity {
-		if t.TopologyKey == LabelHostname && !t.selects(rep, rep) {
+		if s.mustJoinRunning(rep, &t) {
 			found := false
 			for j := range n.Pods {
 				found = found || t.selects(rep, &n.Pods[j])
@@ -974,7 +1069,7 @@ func (s *state) existingRoom(c *class, n *Node) int {
 func (s *state) onlyExisting(c *class) bool {
 	rep := s.groups[c.group].rep
 	for _, t := range rep.PodAffinity {
-		if t.TopologyKey == LabelHostname && !t.selects(rep, rep) {
+		if s.mustJoinRunning(rep, &t) {
 			return true
 		}
 	}
@@ -1002,11 +1097,13 @@ func (s *state) conflict(ci, cj int) bool {
 	return found
 }
 
-// enforceSpread is the safety net for zonal spread: when packing could not
-// place some of a group's zone shares (pool limits, say), the placed pods can
-// be more skewed than maxSkew allows. It takes pods back from the fullest
-// zone, newest first, until the skew holds, reports them unschedulable, and
-// drops new nodes left empty. It returns whether it changed the plan.
+// enforceSpread is the safety net for spread and zonal affinity: when
+// packing could not place some of a group's domain shares (pool limits,
+// say), the placed pods can be more skewed than maxSkew allows, or followers
+// can be left in a zone without their leaders. It takes such pods back
+// (from the fullest domain, newest first, for spread), reports them
+// unschedulable, and drops new nodes left empty. It returns whether it
+// changed the plan.
 func (s *state) enforceSpread() bool {
 	if !s.hasTopology {
 		return false
@@ -1036,16 +1133,22 @@ func (s *state) enforceSpread() bool {
 		}
 		final = append(final, finalNode{labels: s.newNodeLabels(n), taints: taints})
 	}
+	// Taking pods back for one rule can break another; repeat until none
+	// takes any more.
 	removed := map[int]string{}
-	for g := range s.groups {
-		rep := s.groups[g].rep
-		for ci := range rep.Spread {
-			c := &rep.Spread[ci]
-			if c.TopologyKey == LabelHostname || c.WhenUnsatisfiable == ScheduleAnyway {
-				continue
+	for before := -1; before != len(removed); {
+		before = len(removed)
+		for g := range s.groups {
+			rep := s.groups[g].rep
+			for ci := range rep.Spread {
+				c := &rep.Spread[ci]
+				if c.TopologyKey == LabelHostname || c.WhenUnsatisfiable == ScheduleAnyway {
+					continue
+				}
+				s.trimSpread(s.groups[g].orig, c, final, nodeOf, removed)
 			}
-			s.trimSpread(s.groups[g].orig, c, final, nodeOf, removed)
 		}
+		s.trimAffinity(final, nodeOf, removed)
 	}
 	if len(removed) == 0 {
 		return false
@@ -1081,6 +1184,54 @@ func (s *state) enforceSpread() bool {
 	}
 	sort.Slice(s.plan.Unschedulable, func(a, b int) bool { return s.plan.Unschedulable[a].Pod < s.plan.Unschedulable[b].Pod })
 	return true
+}
+
+// trimAffinity is the safety net for zonal affinity to other pods: a
+// follower whose zone ends up without a pod it selects (its leaders could
+// not all be placed) is taken back, and so on until none is left alone.
+func (s *state) trimAffinity(final []finalNode, nodeOf map[int]int, removed map[int]string) {
+	zoneOf := func(ni int) (string, bool) { return final[ni].labels.Label(LabelZone) }
+	for changed := true; changed; {
+		changed = false
+		for pod := range s.p.Pods {
+			ni, placed := nodeOf[pod]
+			if _, gone := removed[pod]; !placed || gone {
+				continue
+			}
+			p := &s.p.Pods[pod]
+			z, ok := zoneOf(ni)
+			for ti := range p.PodAffinity {
+				t := &p.PodAffinity[ti]
+				if t.TopologyKey != LabelZone || t.selects(p, p) {
+					continue
+				}
+				found := false
+				for i := 0; i < len(final) && !found && ok; i++ {
+					if d, has := zoneOf(i); has && d == z {
+						for j := range final[i].running {
+							found = found || t.selects(p, &final[i].running[j])
+						}
+					}
+				}
+				for other, oi := range nodeOf {
+					if found || !ok {
+						break
+					}
+					if _, gone := removed[other]; gone || other == pod {
+						continue
+					}
+					if d, has := zoneOf(oi); has && d == z && t.selects(p, &s.p.Pods[other]) {
+						found = true
+					}
+				}
+				if !found {
+					removed[pod] = "its required pod affinity on " + LabelZone + ": the pods it must join could not all be placed, and none is in its zone"
+					changed = true
+					break
+				}
+			}
+		}
+	}
 }
 
 // finalNode is a node of the final cluster as the safety net sees it.

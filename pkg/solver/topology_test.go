@@ -515,3 +515,44 @@ func TestZonalPodAffinityAcrossWorkloads(t *testing.T) {
 		})
 	}
 }
+
+// TestHostnameSelfAffinity: required pod affinity on the hostname to the
+// pod's own group puts the group on one node, as far as one node holds it
+// (the rest pending with a sentence), and on the node its running pods are
+// on once some run.
+func TestHostnameSelfAffinity(t *testing.T) {
+	together := func(p *Pod) {
+		p.PodAffinity = []PodAffinityTerm{{TopologyKey: LabelHostname, Selector: self("cache")}}
+	}
+	running := Node{Name: "old", Labels: map[string]string{LabelZone: "zone-a", LabelHostname: "old"}, Allocatable: res(8000, 32*gi),
+		Pods: labelled("cache", 1, res(250, gi/2), together)}
+	running.Allocatable[Pods] = 110
+	running.Requested = res(250, gi/2)
+	tests := []struct {
+		name        string
+		pods        []Pod
+		nodes       []Node
+		newNodes    int
+		existing    int
+		unscheduled int
+	}{
+		{name: "a group that fits one node shares it", pods: labelled("cache", 6, res(1000, 2*gi), together), newNodes: 1},
+		{name: "beyond the largest node the rest are pending", pods: labelled("cache", 40, res(2000, 2*gi), together), newNodes: 1, unscheduled: 25},
+		{name: "once some run the rest join their node", pods: labelled("cache", 4, res(250, gi/2), func(p *Pod) { together(p); p.Name += "-new" }),
+			nodes: []Node{running}, existing: 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Problem{Pods: tc.pods, Nodes: tc.nodes, Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
+			plan := solveChecked(t, p)
+			if len(plan.NewNodes) != tc.newNodes || len(plan.Existing) != tc.existing || len(plan.Unschedulable) != tc.unscheduled {
+				t.Errorf("%d new nodes, %d on existing, %d unschedulable; want %d, %d, %d", len(plan.NewNodes), len(plan.Existing), len(plan.Unschedulable), tc.newNodes, tc.existing, tc.unscheduled)
+			}
+			for _, u := range plan.Unschedulable {
+				if !strings.Contains(u.Reason, "on one node") {
+					t.Errorf("reason %q, want one saying the group goes on one node", u.Reason)
+				}
+			}
+		})
+	}
+}
