@@ -168,13 +168,36 @@ func (m *Manifests) podTerm(where, path string, t *corev1.PodAffinityTerm) (solv
 	if err != nil {
 		return solver.PodAffinityTerm{}, err
 	}
+	term := solver.PodAffinityTerm{Selector: sel, TopologyKey: t.TopologyKey, Namespaces: append([]string(nil), t.Namespaces...)}
 	if t.NamespaceSelector != nil {
-		m.warnf(where, "%s.namespaceSelector is not supported; only the listed namespaces (or the pod's own) are matched", path)
+		nsSel, err := selector(path+".namespaceSelector", t.NamespaceSelector)
+		if err != nil {
+			return solver.PodAffinityTerm{}, err
+		}
+		term.NamespaceSelector = &nsSel
+		for _, k := range selectorKeys(nsSel) {
+			if k != solver.LabelNamespaceName {
+				m.warnf(where, "%s.namespaceSelector: namespace labels other than %s are not read yet; key %q matches no namespace", path, solver.LabelNamespaceName, k)
+				break
+			}
+		}
 	}
 	if t.TopologyKey != solver.LabelZone && t.TopologyKey != solver.LabelHostname {
 		m.warnf(where, "%s: topology key %q is not modelled (only %s and %s); ignored", path, t.TopologyKey, solver.LabelZone, solver.LabelHostname)
 	}
-	return solver.PodAffinityTerm{Selector: sel, TopologyKey: t.TopologyKey, Namespaces: append([]string(nil), t.Namespaces...)}, nil
+	return term, nil
+}
+
+// selectorKeys are the label keys a selector reads.
+func selectorKeys(sel solver.Selector) []string {
+	var keys []string
+	for k := range sel.MatchLabels {
+		keys = append(keys, k)
+	}
+	for _, r := range sel.MatchExpressions {
+		keys = append(keys, r.Key)
+	}
+	return keys
 }
 
 // selector converts a label selector; nil selects nothing, as in Kubernetes,

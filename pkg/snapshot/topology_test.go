@@ -46,3 +46,44 @@ spec:
 		}
 	}
 }
+
+// TestDecodeNamespaceSelector: a pod affinity term's namespaceSelector is
+// carried over (an empty one selects every namespace), with a warning only
+// for namespace labels the snapshot does not read.
+func TestDecodeNamespaceSelector(t *testing.T) {
+	tests := []struct {
+		name, selector string
+		want           solver.Selector
+		warnings       int
+	}{
+		{"empty", "{}", solver.Selector{}, 0},
+		{"by name", "{matchLabels: {kubernetes.io/metadata.name: data}}", solver.Selector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "data"}}, 0},
+		{"by another label", "{matchLabels: {team: data}}", solver.Selector{MatchLabels: map[string]string{"team": "data"}}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, labels: {app: web}}
+spec:
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: db}}, namespaceSelector: ` + tc.selector + `}
+  containers: [{name: c}]
+`
+			m := &Manifests{}
+			if err := Decode("in.yaml", []byte(in), m); err != nil {
+				t.Fatal(err)
+			}
+			terms := m.Pods[0].PodAntiAffinity
+			if len(terms) != 1 || terms[0].NamespaceSelector == nil || !reflect.DeepEqual(*terms[0].NamespaceSelector, tc.want) {
+				t.Errorf("terms %+v, want namespace selector %+v", terms, tc.want)
+			}
+			if len(m.Warnings) != tc.warnings {
+				t.Errorf("warnings %v, want %d", m.Warnings, tc.warnings)
+			}
+		})
+	}
+}

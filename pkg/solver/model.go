@@ -173,6 +173,11 @@ type PodAffinityTerm struct {
 	Selector    Selector `json:"selector"`
 	TopologyKey string   `json:"topologyKey"`
 	Namespaces  []string `json:"namespaces,omitempty"`
+	// NamespaceSelector, when set, adds the namespaces whose labels it
+	// matches (Problem.NamespaceLabels, and kubernetes.io/metadata.name,
+	// which every namespace has); an empty one matches every namespace.
+	// With it set, the pod's own namespace counts only if listed or matched.
+	NamespaceSelector *Selector `json:"namespaceSelector,omitempty"`
 }
 
 // Preference kinds, in the order they are relaxed when they block placement.
@@ -345,7 +350,10 @@ type Problem struct {
 	InstanceTypes     []InstanceType `json:"instanceTypes"`
 	Nodes             []Node         `json:"nodes,omitempty"`
 	PDBs              []PDB          `json:"pdbs,omitempty"`
-	Options           Options        `json:"-"`
+	// NamespaceLabels are the labels of namespaces, for pod (anti-)affinity
+	// namespace selectors.
+	NamespaceLabels map[string]map[string]string `json:"namespaceLabels,omitempty"`
+	Options         Options                      `json:"-"`
 }
 
 // PoolTypes returns the instance types the nodes of pool pi may be: the

@@ -146,7 +146,7 @@ func Solve(p *Problem) (*Plan, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	s := &state{p: p}
+	s := &state{p: resolveNamespaces(p)}
 	s.buildClasses()
 	s.buildKinds()
 	s.placeOnExisting()

@@ -72,6 +72,104 @@ func hasTopology(p *Pod) bool {
 	return len(p.Spread) > 0 || len(p.PodAffinity) > 0 || len(p.PodAntiAffinity) > 0 || len(p.Preferences) > 0
 }
 
+// LabelNamespaceName is the label every namespace carries with its name.
+const LabelNamespaceName = "kubernetes.io/metadata.name"
+
+// noNamespace is a namespace no pod is in, for a term that selects none.
+const noNamespace = "\x00none"
+
+// resolveNamespaces returns the problem with every pod (anti-)affinity
+// namespace selector turned into the list of namespaces it selects among
+// those of the problem's pods, so that matching needs no namespace labels;
+// the problem itself when no term has one. Only the pods are copied.
+func resolveNamespaces(p *Problem) *Problem {
+	has := func(pods []Pod) bool {
+		for i := range pods {
+			for _, ts := range [][]PodAffinityTerm{pods[i].PodAffinity, pods[i].PodAntiAffinity} {
+				for _, t := range ts {
+					if t.NamespaceSelector != nil {
+						return true
+					}
+				}
+			}
+			for _, pref := range pods[i].Preferences {
+				if pref.PodTerm != nil && pref.PodTerm.NamespaceSelector != nil {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	found := has(p.Pods)
+	for i := range p.Nodes {
+		found = found || has(p.Nodes[i].Pods)
+	}
+	if !found {
+		return p
+	}
+	var namespaces []string
+	note := func(pods []Pod) {
+		for i := range pods {
+			if !slices.Contains(namespaces, pods[i].Namespace) {
+				namespaces = append(namespaces, pods[i].Namespace)
+			}
+		}
+	}
+	note(p.Pods)
+	for i := range p.Nodes {
+		note(p.Nodes[i].Pods)
+	}
+	sort.Strings(namespaces)
+	resolve := func(t PodAffinityTerm) PodAffinityTerm {
+		if t.NamespaceSelector == nil {
+			return t
+		}
+		out := slices.Clone(t.Namespaces)
+		for _, ns := range namespaces {
+			labels := map[string]string{LabelNamespaceName: ns}
+			for k, v := range p.NamespaceLabels[ns] {
+				labels[k] = v
+			}
+			if t.NamespaceSelector.Matches(labels) && !slices.Contains(out, ns) {
+				out = append(out, ns)
+			}
+		}
+		if len(out) == 0 {
+			out = []string{noNamespace}
+		}
+		t.Namespaces, t.NamespaceSelector = out, nil
+		return t
+	}
+	resolvePods := func(pods []Pod) []Pod {
+		out := slices.Clone(pods)
+		for i := range out {
+			q := &out[i]
+			q.PodAffinity, q.PodAntiAffinity = slices.Clone(q.PodAffinity), slices.Clone(q.PodAntiAffinity)
+			for j := range q.PodAffinity {
+				q.PodAffinity[j] = resolve(q.PodAffinity[j])
+			}
+			for j := range q.PodAntiAffinity {
+				q.PodAntiAffinity[j] = resolve(q.PodAntiAffinity[j])
+			}
+			q.Preferences = slices.Clone(q.Preferences)
+			for j := range q.Preferences {
+				if pt := q.Preferences[j].PodTerm; pt != nil {
+					r := resolve(*pt)
+					q.Preferences[j].PodTerm = &r
+				}
+			}
+		}
+		return out
+	}
+	q := *p
+	q.Pods = resolvePods(p.Pods)
+	q.Nodes = slices.Clone(p.Nodes)
+	for i := range q.Nodes {
+		q.Nodes[i].Pods = resolvePods(q.Nodes[i].Pods)
+	}
+	return &q
+}
+
 // topologyKey identifies the topology fields of a pod, for grouping. With
 // withLabels (some pod of the problem has topology constraints) every pod's
 // namespace and labels are part of it, since another pod's selector may

@@ -556,3 +556,53 @@ func TestHostnameSelfAffinity(t *testing.T) {
 		})
 	}
 }
+
+// TestNamespaceSelectors: pod (anti-)affinity terms select pods in the
+// namespaces their namespace selector matches (an empty one matches all),
+// not only in the pod's own.
+func TestNamespaceSelectors(t *testing.T) {
+	small := res(250, gi/2)
+	inNamespace := func(ns string, ps []Pod) []Pod {
+		for i := range ps {
+			ps[i].Namespace = ns
+		}
+		return ps
+	}
+	tests := []struct {
+		name     string
+		selector Selector
+		apart    map[string]bool // namespaces whose db pods must not share a node with web
+	}{
+		{"a labelled namespace selector", Selector{MatchLabels: map[string]string{"team": "data"}}, map[string]bool{"data": true}},
+		{"the empty namespace selector matches every namespace", Selector{}, map[string]bool{"data": true, "other": true}},
+		{"the namespace's name label", Selector{MatchLabels: map[string]string{LabelNamespaceName: "other"}}, map[string]bool{"other": true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sel := tc.selector
+			web := inNamespace("shop", labelled("web", 4, small, func(p *Pod) {
+				p.PodAntiAffinity = []PodAffinityTerm{{TopologyKey: LabelHostname, Selector: self("db"), NamespaceSelector: &sel}}
+			}))
+			pods := append(web, inNamespace("data", labelled("db", 4, small, nil))...)
+			pods = append(pods, inNamespace("other", labelled("db", 4, small, func(p *Pod) { p.Name += "-other" }))...)
+			p := &Problem{Pods: pods, Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes(),
+				NamespaceLabels: map[string]map[string]string{"data": {"team": "data"}}}
+			plan := solveChecked(t, p)
+			for i, n := range plan.NewNodes {
+				hasWeb, with := false, map[string]bool{}
+				for _, pod := range n.Pods {
+					if p.Pods[pod].Labels["app"] == "web" {
+						hasWeb = true
+					} else {
+						with[p.Pods[pod].Namespace] = true
+					}
+				}
+				for ns := range with {
+					if hasWeb && tc.apart[ns] {
+						t.Errorf("node %d has web beside db of namespace %s", i, ns)
+					}
+				}
+			}
+		})
+	}
+}

@@ -43,9 +43,12 @@ const LabelHostname = "kubernetes.io/hostname"
 //     With nodeTaintsPolicy Honor, nodes with taints the pod does not
 //     tolerate are not eligible (Ignore, the default, counts them).
 //
+// Pod (anti-)affinity terms select pods in their listed namespaces and in
+// those their namespace selector matches (by Problem.NamespaceLabels and
+// kubernetes.io/metadata.name), or in the owner's when neither is given.
+//
 // Not judged: matchLabelKeys (the snapshot resolves it into the selector),
-// namespace selectors, and running pods' own constraints
-// (IgnoredDuringExecution).
+// and running pods' own constraints (IgnoredDuringExecution).
 
 // cluster is the final placement.
 type cluster struct {
@@ -341,20 +344,35 @@ func (c *cluster) termMatcher(owner *solver.Pod, t *solver.PodAffinityTerm) (fun
 		return nil, err
 	}
 	namespaces := t.Namespaces
-	if len(namespaces) == 0 {
+	if len(namespaces) == 0 && t.NamespaceSelector == nil {
 		namespaces = []string{owner.Namespace}
 	}
+	var nsSel labels.Selector
+	if t.NamespaceSelector != nil {
+		if nsSel, err = c.selector(*t.NamespaceSelector); err != nil {
+			return nil, fmt.Errorf("namespace selector: %w", err)
+		}
+	}
 	return func(o *solver.Pod) bool {
-		return slices.Contains(namespaces, o.Namespace) && sel.Matches(labels.Set(o.Labels))
+		inNamespace := slices.Contains(namespaces, o.Namespace)
+		if !inNamespace && nsSel != nil {
+			// Every namespace carries its name as a label.
+			nsLabels := labels.Set{"kubernetes.io/metadata.name": o.Namespace}
+			for k, v := range c.p.NamespaceLabels[o.Namespace] {
+				nsLabels[k] = v
+			}
+			inNamespace = nsSel.Matches(nsLabels)
+		}
+		return inNamespace && sel.Matches(labels.Set(o.Labels))
 	}, nil
 }
 
 func termKey(kind string, owner *solver.Pod, t *solver.PodAffinityTerm) string {
 	namespaces := t.Namespaces
-	if len(namespaces) == 0 {
+	if len(namespaces) == 0 && t.NamespaceSelector == nil {
 		namespaces = []string{owner.Namespace}
 	}
-	key, _ := json.Marshal([]any{kind, t.TopologyKey, t.Selector, namespaces})
+	key, _ := json.Marshal([]any{kind, t.TopologyKey, t.Selector, namespaces, t.NamespaceSelector})
 	return string(key)
 }
 
