@@ -205,10 +205,10 @@ func (p *Problem) validate() error {
 	return nil
 }
 
-// constraintKey identifies a pod's scheduling constraints; withLabels adds
-// its namespace and labels, which other pods' selectors see when any pod
-// has topology constraints.
-func constraintKey(p *Pod, withLabels bool) string {
+// constraintKey identifies a pod's scheduling constraints; seen, when any
+// pod has topology constraints, says which of the problem's selectors match
+// the pod (see selectorsSeen), which is all of its labels other pods see.
+func constraintKey(p *Pod, seen string) string {
 	var b strings.Builder
 	keys := make([]string, 0, len(p.NodeSelector))
 	for k := range p.NodeSelector {
@@ -236,7 +236,7 @@ func constraintKey(p *Pod, withLabels bool) string {
 		b.WriteByte(3)
 	}
 	b.WriteByte(1)
-	b.WriteString(topologyKey(p, withLabels))
+	b.WriteString(topologyKey(p, seen))
 	b.WriteByte(1)
 	for _, t := range p.Tolerations {
 		b.WriteString(t.Key)
@@ -272,9 +272,17 @@ func (s *state) buildClasses() {
 			}
 		}
 	}
+	var sels problemSelectors
+	if s.hasTopology {
+		sels = s.p.selectors()
+	}
 	for i := range s.p.Pods {
 		pod := &s.p.Pods[i]
-		ck := constraintKey(pod, s.hasTopology)
+		seen := ""
+		if s.hasTopology {
+			seen = sels.seen(pod)
+		}
+		ck := constraintKey(pod, seen)
 		g, ok := groupIdx[ck]
 		if !ok {
 			g = len(s.groups)

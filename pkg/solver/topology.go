@@ -170,16 +170,94 @@ func resolveNamespaces(p *Problem) *Problem {
 	return &q
 }
 
-// topologyKey identifies the topology fields of a pod, for grouping. With
-// withLabels (some pod of the problem has topology constraints) every pod's
-// namespace and labels are part of it, since another pod's selector may
-// match them.
-func topologyKey(p *Pod, withLabels bool) string {
-	if !withLabels {
+// topologyKey identifies the topology fields of a pod, for grouping, with
+// seen (which of the problem's selectors match it; "" when no pod has
+// topology constraints).
+func topologyKey(p *Pod, seen string) string {
+	if seen == "" && !hasTopology(p) {
 		return ""
 	}
-	data, _ := json.Marshal([]any{p.Namespace, p.Labels, p.Spread, p.PodAffinity, p.PodAntiAffinity, p.Preferences})
+	data, _ := json.Marshal([]any{p.Namespace, seen, p.Spread, p.PodAffinity, p.PodAntiAffinity, p.Preferences})
+	if hasTopology(p) {
+		// Its own terms read its labels (selfish rules) and namespace.
+		labels, _ := json.Marshal(p.Labels)
+		data = append(data, labels...)
+	}
 	return string(data)
+}
+
+// problemSelector is one label selector some pod's topology reads, in the
+// namespaces it reads it.
+type problemSelector struct {
+	sel     Selector
+	matches func(*Pod) bool
+}
+
+// problemSelectors are every selector of the pending pods' spread and pod
+// (anti-)affinity and of the running pods' anti-affinity.
+type problemSelectors []problemSelector
+
+// selectors collects the problem's selectors, once each.
+func (p *Problem) selectors() problemSelectors {
+	var out problemSelectors
+	seen := map[string]bool{}
+	add := func(key []byte, sel Selector, match func(*Pod) bool) {
+		if !seen[string(key)] {
+			seen[string(key)] = true
+			out = append(out, problemSelector{sel, match})
+		}
+	}
+	term := func(owner *Pod, t PodAffinityTerm) {
+		key, _ := json.Marshal([]any{"term", owner.Namespace, t.Namespaces, t.Selector})
+		add(key, t.Selector, func(o *Pod) bool { return t.selects(owner, o) })
+	}
+	spread := func(owner *Pod, c *TopologySpread) {
+		ns, sel := owner.Namespace, c.Selector
+		key, _ := json.Marshal([]any{"spread", ns, sel})
+		add(key, sel, func(o *Pod) bool { return o.Namespace == ns && sel.Matches(o.Labels) })
+	}
+	for i := range p.Pods {
+		pod := &p.Pods[i]
+		for j := range pod.Spread {
+			spread(pod, &pod.Spread[j])
+		}
+		for _, t := range pod.PodAffinity {
+			term(pod, t)
+		}
+		for _, t := range pod.PodAntiAffinity {
+			term(pod, t)
+		}
+		for _, pref := range pod.Preferences {
+			if pref.PodTerm != nil {
+				term(pod, *pref.PodTerm)
+			}
+			if pref.Spread != nil {
+				spread(pod, pref.Spread)
+			}
+		}
+	}
+	for i := range p.Nodes {
+		for j := range p.Nodes[i].Pods {
+			pod := &p.Nodes[i].Pods[j]
+			for _, t := range pod.PodAntiAffinity {
+				term(pod, t)
+			}
+		}
+	}
+	return out
+}
+
+// seen says which selectors match the pod, one byte each.
+func (ps problemSelectors) seen(p *Pod) string {
+	b := make([]byte, len(ps)+1)
+	b[0] = '|'
+	for i := range ps {
+		b[i+1] = '0'
+		if ps[i].matches(p) {
+			b[i+1] = '1'
+		}
+	}
+	return string(b)
 }
 
 // applyPreferences returns the pod with its node-affinity preferences added
@@ -1234,17 +1312,35 @@ func (s *state) enforceSpread() bool {
 	// Taking pods back for one rule can break another; repeat until none
 	// takes any more.
 	removed := map[int]string{}
+	// Each constraint once per way of choosing its domains (zone shares of
+	// a group and groups differing only in labels share both).
+	type constraint struct {
+		orig *Pod
+		c    *TopologySpread
+	}
+	var constraints []constraint
+	seen := map[string]bool{}
+	for g := range s.groups {
+		if s.groups[g].from > 0 {
+			continue
+		}
+		orig := s.groups[g].orig
+		for ci := range orig.Spread {
+			c := &orig.Spread[ci]
+			if c.TopologyKey == LabelHostname || c.WhenUnsatisfiable == ScheduleAnyway {
+				continue
+			}
+			key, _ := json.Marshal([]any{orig.Namespace, c, orig.NodeSelector, orig.Affinity, orig.Tolerations})
+			if !seen[string(key)] {
+				seen[string(key)] = true
+				constraints = append(constraints, constraint{orig, c})
+			}
+		}
+	}
 	for before := -1; before != len(removed); {
 		before = len(removed)
-		for g := range s.groups {
-			rep := s.groups[g].rep
-			for ci := range rep.Spread {
-				c := &rep.Spread[ci]
-				if c.TopologyKey == LabelHostname || c.WhenUnsatisfiable == ScheduleAnyway {
-					continue
-				}
-				s.trimSpread(s.groups[g].orig, c, final, nodeOf, removed)
-			}
+		for _, k := range constraints {
+			s.trimSpread(k.orig, k.c, final, nodeOf, removed)
 		}
 		s.trimAffinity(final, nodeOf, removed)
 	}
