@@ -442,6 +442,7 @@ func (c *Cluster) addPending(pods []corev1.Pod) {
 			}
 			shape.Namespace, shape.Name, shape.Owner = pod.Namespace, pod.Name, pp.Owner
 			shape.Labels, shape.Controller = pod.Labels, metav1.GetControllerOf(pod) != nil
+			resolveMatchLabelKeys(&pod.Spec, &shape)
 			pp.Index = len(c.Pods)
 			c.Pods = append(c.Pods, shape)
 		}
