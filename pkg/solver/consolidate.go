@@ -191,6 +191,7 @@ func Consolidate(p *Problem) (*ConsolidationPlan, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	p = p.normalized()
 	now := p.Options.Now
 	if now.IsZero() {
 		now = time.Now()

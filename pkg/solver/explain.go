@@ -107,7 +107,7 @@ func (s *state) diagnose(c *class) string {
 func (s *state) diagnosePool(c *class, pod *Pod, pi int) string {
 	p := s.p
 	pool := &p.Pools[pi]
-	pl := poolLabels(pool)
+	pl := poolLabelsFor(pool, pod)
 	if t := untolerated(pod.Tolerations, pool.Taints); t != nil {
 		return fmt.Sprintf("NodePool %s has taint %s=%s:%s that the pod does not tolerate", pool.Name, t.Key, t.Value, t.Effect)
 	}
@@ -260,7 +260,7 @@ func (s *state) cheapestAnywhere(c *class, pod *Pod) string {
 	first := p.poolOrder()[0]
 	pool := &p.Pools[first]
 	types := p.PoolTypes(first)
-	pl := poolLabels(pool)
+	pl := poolLabelsFor(pool, pod)
 	var offeringReqs []Requirement
 	for _, r := range pool.Requirements {
 		if r.Key == LabelZone || r.Key == LabelCapacityType {

@@ -121,7 +121,7 @@ func (s *state) eligibleZones(pod *Pod, domains, ignoreAffinity bool) []string {
 		if !domains && untolerated(pod.Tolerations, pool.Taints) != nil {
 			continue
 		}
-		pl := poolLabels(pool)
+		pl := poolLabelsFor(pool, pod)
 		types := s.p.PoolTypes(pi)
 		for ti := range types {
 			it := &types[ti]

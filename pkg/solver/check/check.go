@@ -201,9 +201,20 @@ func newNodeLabels(p *solver.Problem, n *solver.NewNode) (map[string]string, err
 	for k, v := range pool.Labels {
 		labels[k] = v
 	}
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
 	labels[solver.LabelNodePool] = pool.Name
 	labels[solver.LabelZone] = n.Zone
 	labels[solver.LabelCapacityType] = n.CapacityType
+	// Selectors on deprecated keys (beta.kubernetes.io/arch, ...) match
+	// the current keys' values, as Karpenter normalises them.
+	for _, old := range []string{"failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+		"beta.kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type"} {
+		if v, ok := labels[solver.NormalizeLabelKey(old)]; ok {
+			labels[old] = v
+		}
+	}
 	return labels, nil
 }
 
