@@ -83,7 +83,13 @@ func Plan(p *solver.Problem, plan *solver.Plan) error {
 				return fmt.Errorf("node %d (%s): pool %s requirement %v not met", ni, n.InstanceType, pool.Name, r)
 			}
 		}
-		capacity := it.Capacity.Sub(it.Overhead)
+		capacity := it.Capacity
+		for j, name := range p.ExtendedResources { // named capacity (InstanceType.Extended)
+			if v, ok := it.Extended[name]; ok && capacity[solver.NumFixedResources+j] == 0 {
+				capacity[solver.NumFixedResources+j] = v
+			}
+		}
+		capacity = capacity.Sub(it.Overhead)
 		for _, ds := range p.DaemonSets {
 			if allowedDS(&ds, labels, pool.Taints) {
 				capacity = capacity.Sub(ds.Requests)
