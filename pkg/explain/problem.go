@@ -163,5 +163,6 @@ func Problem(m *snapshot.Manifests, types []solver.InstanceType, def DefaultPool
 		DaemonSets:        m.DaemonSets,
 		Pools:             pools,
 		InstanceTypes:     types,
+		UnknownLabels:     cloud.UnansweredLabels(),
 	}, nil
 }

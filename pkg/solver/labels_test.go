@@ -251,3 +251,125 @@ func TestSolveHostPorts(t *testing.T) {
 		})
 	}
 }
+
+func TestSolveAcceleratorsByResourceName(t *testing.T) {
+	gpuType := func(name string, gpus Resources, extended map[string]int64, price float64) InstanceType {
+		it := InstanceType{
+			Name: name, Labels: map[string]string{LabelInstanceType: name},
+			Capacity: res(8000, 32*gi).Add(gpus), Extended: extended,
+			Offerings: []Offering{{Zone: "zone-a", CapacityType: "on-demand", Price: price}},
+		}
+		it.Capacity[Pods] = 110
+		return it
+	}
+	var nvidia Resources
+	nvidia[GPU] = 1
+	types := []InstanceType{
+		gpuType("amd.2xlarge", Resources{}, map[string]int64{"amd.com/gpu": 1}, 0.5),
+		gpuType("nvidia.2xlarge", nvidia, nil, 1.0),
+		gpuType("inf.2xlarge", Resources{}, map[string]int64{"aws.amazon.com/neuron": 1, "aws.amazon.com/neuroncore": 2}, 0.7),
+	}
+	tests := []struct {
+		name     string
+		extended []string
+		requests Resources
+		wantType string // "" = unschedulable
+	}{
+		{name: "nvidia.com/gpu only on the NVIDIA type", requests: res(1000, gi).Add(nvidia), wantType: "nvidia.2xlarge"},
+		{name: "amd.com/gpu on the AMD type", extended: []string{"amd.com/gpu"}, requests: func() Resources { r := res(1000, gi); r[NumFixedResources] = 1; return r }(), wantType: "amd.2xlarge"},
+		{name: "neuroncores on the Inferentia type", extended: []string{"aws.amazon.com/neuroncore"}, requests: func() Resources { r := res(1000, gi); r[NumFixedResources] = 2; return r }(), wantType: "inf.2xlarge"},
+		{name: "more neuroncores than any type has", extended: []string{"aws.amazon.com/neuroncore"}, requests: func() Resources { r := res(1000, gi); r[NumFixedResources] = 4; return r }()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Problem{ExtendedResources: tt.extended, Pods: pods("ml", 1, tt.requests), Pools: []Pool{onDemandPool("default")}, InstanceTypes: types}
+			plan := solveChecked(t, p)
+			got := ""
+			if len(plan.NewNodes) == 1 {
+				got = plan.NewNodes[0].InstanceType
+			}
+			if got != tt.wantType {
+				t.Errorf("planned %v (pending %v), want %q", nodeTypes(plan), plan.Unschedulable, tt.wantType)
+			}
+			if tt.wantType == "" && (len(plan.Unschedulable) != 1 || !strings.Contains(plan.Unschedulable[0].Reason, "aws.amazon.com/neuroncore")) {
+				t.Errorf("unschedulable %v, want a reason naming aws.amazon.com/neuroncore", plan.Unschedulable)
+			}
+			if p.InstanceTypes[0].Capacity[NumFixedResources] != 0 {
+				t.Error("Solve modified the problem's instance types")
+			}
+		})
+	}
+}
+
+func TestExplainNamesUnanswerableLabelKeys(t *testing.T) {
+	const hypervisor = "karpenter.k8s.aws/instance-hypervisor"
+	one := func(mutate func(*Pod)) []Pod {
+		ps := pods("web", 1, res(500, gi))
+		mutate(&ps[0])
+		return ps
+	}
+	tests := []struct {
+		name string
+		pods []Pod
+		pool Pool
+		want []string // substrings of the reason
+		not  []string
+	}{
+		{
+			name: "a selector on a label the catalog does not know",
+			pods: one(func(p *Pod) { p.NodeSelector = map[string]string{hypervisor: "nitro"} }),
+			pool: onDemandPool("default"),
+			want: []string{"the catalog does not know label " + hypervisor},
+			not:  []string{"room"},
+		},
+		{
+			name: "an affinity on a label no type carries",
+			pods: one(func(p *Pod) {
+				p.Affinity = []Term{{{Key: "karpenter.k8s.aws/instance-local-nvme", Operator: OpGt, Values: []string{"100"}}}}
+			}),
+			pool: onDemandPool("default"),
+			want: []string{"no instance type carries label karpenter.k8s.aws/instance-local-nvme"},
+			not:  []string{"room"},
+		},
+		{
+			name: "a pool requirement on a label the catalog does not know",
+			pods: pods("web", 1, res(500, gi)),
+			pool: Pool{Name: "nitro", Requirements: []Requirement{{Key: hypervisor, Operator: OpIn, Values: []string{"nitro"}}}},
+			want: []string{"NodePool nitro requires " + hypervisor + " In [nitro]: the catalog does not know label " + hypervisor},
+		},
+		{
+			name: "a deprecated key is named by its current key",
+			pods: one(func(p *Pod) { p.NodeSelector = map[string]string{"beta.kubernetes.io/arch": "s390x"} }),
+			pool: onDemandPool("default"),
+			want: []string{"kubernetes.io/arch=s390x"},
+			not:  []string{"carries label", "does not know"},
+		},
+		{
+			name: "a pod too big still gets a capacity reason",
+			pods: pods("huge", 1, res(100000, gi)),
+			pool: onDemandPool("default"),
+			want: []string{"room for 100 CPU"},
+			not:  []string{"label"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Problem{Pods: tt.pods, Pools: []Pool{tt.pool}, InstanceTypes: testTypes(), UnknownLabels: []string{hypervisor}}
+			plan := solveChecked(t, p)
+			if len(plan.Unschedulable) != 1 {
+				t.Fatalf("unschedulable = %v, want the one pod", plan.Unschedulable)
+			}
+			reason := plan.Unschedulable[0].Reason
+			for _, w := range tt.want {
+				if !strings.Contains(reason, w) {
+					t.Errorf("reason %q\nwant it to contain %q", reason, w)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(reason, w) {
+					t.Errorf("reason %q\nmust not contain %q", reason, w)
+				}
+			}
+		})
+	}
+}

@@ -364,7 +364,11 @@ type Problem struct {
 	InstanceTypes     []InstanceType `json:"instanceTypes"`
 	Nodes             []Node         `json:"nodes,omitempty"`
 	PDBs              []PDB          `json:"pdbs,omitempty"`
-	Options           Options        `json:"-"`
+	// UnknownLabels are label keys the instance-type data cannot answer
+	// (Karpenter sets them, the catalog's sources do not give them): a pod
+	// or pool needing one is explained as such, not as short of room.
+	UnknownLabels []string `json:"unknownLabels,omitempty"`
+	Options       Options  `json:"-"`
 }
 
 // PoolTypes returns the instance types the nodes of pool pi may be: the
