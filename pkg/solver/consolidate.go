@@ -1010,6 +1010,9 @@ func (c *consolidator) launched(nn NewNode) *consNode {
 	for k, v := range poolLabels(&c.p.Pools[pi]) {
 		labels[k] = v
 	}
+	for k, v := range nn.Labels { // the values the node's pods chose (team In [a, b])
+		labels[k] = v
+	}
 	labels[LabelZone], labels[LabelCapacityType], labels[LabelHostname] = nn.Zone, nn.CapacityType, name
 	c.used[pi] = c.used[pi].Add(capacity)
 	n := &consNode{orig: -1, pool: pi, Node: Node{
