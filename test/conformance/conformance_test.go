@@ -57,7 +57,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	results := make([]outcome, len(scenarios))
-	sem := make(chan struct{}, max(2, runtime.NumCPU()))
+	sem := make(chan struct{}, 2*runtime.NumCPU())
 	var wg sync.WaitGroup
 	for i := range scenarios {
 		wg.Add(1)

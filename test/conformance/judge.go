@@ -223,7 +223,7 @@ func poolAllows(p *pool, n *v1.Node) bool {
 	if len(p.Requirements) == 0 {
 		return true
 	}
-	sel, err := nodeaffinity.NewNodeSelector(&v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: p.Requirements}}})
+	sel, err := nodeaffinity.NewNodeSelector(&v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: p.selectorRequirements()}}})
 	return err == nil && sel.Match(n)
 }
 

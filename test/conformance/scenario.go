@@ -57,10 +57,26 @@ type pool struct {
 	Name          string                       `json:"name"`
 	Weight        *int32                       `json:"weight,omitempty"`
 	Labels        map[string]string            `json:"labels,omitempty"`
-	Requirements  []v1.NodeSelectorRequirement `json:"requirements,omitempty"`
+	Requirements  []requirement                `json:"requirements,omitempty"`
 	Taints        []v1.Taint                   `json:"taints,omitempty"`
 	StartupTaints []v1.Taint                   `json:"startupTaints,omitempty"`
 	Limits        map[string]resource.Quantity `json:"limits,omitempty"`
+}
+
+// requirement is a NodePool requirement: a node selector requirement with
+// Karpenter's minValues.
+type requirement struct {
+	v1.NodeSelectorRequirement `json:",inline"`
+	MinValues                  *int `json:"minValues,omitempty"`
+}
+
+// selectorRequirements drops minValues.
+func (p *pool) selectorRequirements() []v1.NodeSelectorRequirement {
+	out := make([]v1.NodeSelectorRequirement, len(p.Requirements))
+	for i, r := range p.Requirements {
+		out[i] = r.NodeSelectorRequirement
+	}
+	return out
 }
 
 // workload is Replicas identical pods: name-0, name-1, ...
@@ -252,9 +268,9 @@ func (p *pool) nodePool() map[string]any {
 	}
 }
 
-func orEmpty(r []v1.NodeSelectorRequirement) []v1.NodeSelectorRequirement {
+func orEmpty(r []requirement) []requirement {
 	if r == nil {
-		return []v1.NodeSelectorRequirement{}
+		return []requirement{}
 	}
 	return r
 }
