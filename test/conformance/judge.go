@@ -382,8 +382,10 @@ func (j *judge) buildPotential() {
 			t := &j.types[ti]
 			for _, o := range t.Offerings {
 				for _, v := range variants {
+					// A node yet to launch has a hostname of its own, so it
+					// is an empty hostname domain.
 					l := map[string]string{labelInstanceType: t.Name, labelArch: orDefault(t.Architecture, "amd64"), labelOS: "linux",
-						labelZone: o.Zone, labelCapacityType: o.CapacityType, labelNodePool: p.Name}
+						labelZone: o.Zone, labelCapacityType: o.CapacityType, labelNodePool: p.Name, labelHostname: "potential"}
 					for k, x := range p.Labels {
 						l[k] = x
 					}
