@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // binary is the kubectl-rightsize built once for the suite.
@@ -143,7 +145,10 @@ func run(sc *scenario, dir string) []string {
 		return []string{err.Error()}
 	}
 	args := append([]string{"explain", "-f", in, "-o", "json", "--instance-types", typesFile}, sc.Args...)
-	cmd := exec.Command(binary, args...)
+	// A plan that takes this long is a failure of its own, not a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
