@@ -278,21 +278,30 @@ func (s *state) cheapestAnywhere(c *class, pod *Pod) string {
 			offeringReqs = append(offeringReqs, r)
 		}
 	}
-	bestType, bestOff := -1, -1
-	for ti := range types {
-		it := &types[ti]
-		for oi, o := range it.Offerings {
-			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-			if !allMatch(offeringReqs, labels) || !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
-				continue
-			}
-			if !c.req.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
-				continue
-			}
-			if bestType < 0 || o.Price < types[bestType].Offerings[bestOff].Price {
-				bestType, bestOff = ti, oi
+	cheapest := func(reqs []Requirement) (bestType, bestOff int) {
+		bestType, bestOff = -1, -1
+		for ti := range types {
+			it := &types[ti]
+			for oi, o := range it.Offerings {
+				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+				if !allMatch(reqs, labels) || !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
+					continue
+				}
+				if !c.req.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
+					continue
+				}
+				if bestType < 0 || o.Price < types[bestType].Offerings[bestOff].Price {
+					bestType, bestOff = ti, oi
+				}
 			}
 		}
+		return bestType, bestOff
+	}
+	bestType, bestOff := cheapest(offeringReqs)
+	if bestType < 0 && len(offeringReqs) > 0 {
+		// The pool's zones or capacity types rule the pod out, not room:
+		// name the offering another pool could use.
+		bestType, bestOff = cheapest(nil)
 	}
 	if bestType < 0 {
 		return "no instance type in the catalog has room for " + p.describe(c.req)

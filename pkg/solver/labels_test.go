@@ -345,6 +345,13 @@ func TestExplainNamesUnanswerableLabelKeys(t *testing.T) {
 			not:  []string{"carries label", "does not know"},
 		},
 		{
+			name: "a capacity type the pool does not offer is not a lack of room",
+			pods: one(func(p *Pod) { p.NodeSelector = map[string]string{LabelCapacityType: "spot"} }),
+			pool: onDemandPool("default"),
+			want: []string{"matches the pod's nodeSelector " + LabelCapacityType + "=spot", "the cheapest instance type that would fit, if a NodePool allowed it, is ", "(spot, $"},
+			not:  []string{"has room for"},
+		},
+		{
 			name: "a pod too big still gets a capacity reason",
 			pods: pods("huge", 1, res(100000, gi)),
 			pool: onDemandPool("default"),
