@@ -115,6 +115,25 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 			return err
 		}
 	}
+	if provisioner {
+		var keys []string
+		for _, src := range sources {
+			for _, r := range src.reqs {
+				keys = append(keys, r.Key)
+			}
+		}
+		defaults, note := karpenter.ProvisionerDefaults(keys)
+		for i, r := range defaults {
+			req, err := nodeRequirement(fmt.Sprintf("default requirement %d", i), r.Key, r.Operator, r.Values)
+			if err != nil {
+				return err
+			}
+			pool.Requirements = append(pool.Requirements, req)
+		}
+		if note != "" {
+			m.warnf(where, "%s: %s", label, note)
+		}
+	}
 	if err := m.setPoolKubelet(where, name, s); err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ func TestReadSeed(t *testing.T) {
 	wantReqs := []solver.Requirement{
 		{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand", "spot"}},
 		{Key: "node.kubernetes.io/instance-type", Operator: "In", Values: []string{"m5.large", "m5.xlarge", "c5.xlarge"}},
+		{Key: "kubernetes.io/arch", Operator: "In", Values: []string{"amd64"}}, // Karpenter's v1alpha5 default
 	}
 	if !reflect.DeepEqual(p.Requirements, wantReqs) {
 		t.Errorf("pool requirements = %v, want %v", p.Requirements, wantReqs)
@@ -592,14 +593,17 @@ spec:
   limits: {resources: {cpu: 1k, pods: 500}}
 `, want: solver.Pool{
 			Name: "old", Weight: 50,
-			Requirements:  []solver.Requirement{{Key: "node.kubernetes.io/instance-type", Operator: "NotIn", Values: []string{"t3.nano"}}},
+			Requirements: []solver.Requirement{{Key: "node.kubernetes.io/instance-type", Operator: "NotIn", Values: []string{"t3.nano"}},
+				// Karpenter's AWS webhook defaults for a v1alpha5 Provisioner.
+				{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}},
+				{Key: "kubernetes.io/arch", Operator: "In", Values: []string{"amd64"}}},
 			Labels:        map[string]string{"env": "prod", LabelNodePool: "old", LabelProvisionerName: "old"},
 			Taints:        []solver.Taint{{Key: "a", Effect: "PreferNoSchedule"}},
 			StartupTaints: []solver.Taint{{Key: "b", Effect: "NoSchedule"}},
 			Limits:        solver.Resources{solver.CPU: 1_000_000, solver.Pods: 500},
 			HasLimit:      [solver.MaxResources]bool{solver.CPU: true, solver.Pods: true},
 			Consolidation: solver.Consolidation{Policy: solver.WhenEmpty, After: 30 * time.Second, NodesAllowed: -1},
-		}},
+		}, warnings: []string{`Provisioner "old": planned with the requirements Karpenter's AWS webhook defaulted v1alpha5 Provisioners to: karpenter.sh/capacity-type In [on-demand], kubernetes.io/arch In [amd64]`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
