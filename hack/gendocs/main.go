@@ -77,6 +77,7 @@ func Generate(root string) (map[string][]byte, error) {
 		{"metrics reference", metricsPages},
 		{"RBAC reference", rbacPages},
 		{"JSON output reference", jsonPages},
+		{"CLI reference", cliPages},
 	}
 	for _, g := range gens {
 		out, err := g.fn(root)
