@@ -381,3 +381,21 @@ func TestCLIPagesAreStable(t *testing.T) {
 		t.Errorf("defaults not written with $HOME:\n%s", page)
 	}
 }
+
+// TestREADMEStaysShort: the README is a front page that points into docs/
+// (at most 150 lines), and keeps the test command CI runs.
+func TestREADMEStaysShort(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if n := strings.Count(readme, "\n"); n > 150 {
+		t.Errorf("README.md has %d lines; move detail into docs/ (at most 150)", n)
+	}
+	for _, want := range []string{"make test", "Go 1.26", "tmux", "docs/getting-started.md"} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md no longer mentions %q", want)
+		}
+	}
+}
