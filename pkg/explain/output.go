@@ -27,6 +27,9 @@ type Result struct {
 	TotalPricePerHour      float64             `json:"totalPricePerHour"`
 	TotalPricePerMonth     float64             `json:"totalPricePerMonth"`
 	LowerBoundPricePerHour float64             `json:"lowerBoundPricePerHour"`
+	// BestEffortPods counts the planned pods that request no CPU and no
+	// memory: they are planned as taking none, so the plan is a floor.
+	BestEffortPods int `json:"bestEffortPods,omitempty"`
 	// LiveResult is set when a live cluster was read; its fields are
 	// inlined in JSON and YAML.
 	*LiveResult
@@ -161,6 +164,11 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
 	for _, u := range plan.Unschedulable {
 		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: p.Pods[u.Pod].Key(), Owner: p.Pods[u.Pod].Owner, Reason: u.Reason})
 	}
+	for i := range p.Pods {
+		if q := &p.Pods[i].Requests; q[solver.CPU] == 0 && q[solver.Memory] == 0 {
+			r.BestEffortPods++
+		}
+	}
 	return r
 }
 
@@ -189,9 +197,13 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		}
 	}
 	tw := printers.GetNewTabWriter(w)
-	if len(r.Nodes) == 0 {
+	switch {
+	case len(r.Nodes) == 0 && len(r.Unschedulable) > 0:
+		// Never "no new nodes needed" while pods cannot be placed.
+		fmt.Fprintf(tw, "No new node can be proposed: %d pod(s) cannot be placed (see below).\n", len(r.Unschedulable))
+	case len(r.Nodes) == 0:
 		fmt.Fprintln(tw, "No new nodes needed.")
-	} else {
+	default:
 		fmt.Fprintln(tw, "NODEPOOL\tINSTANCE TYPE\tCAPACITY\tZONE\tNODES\tPODS\t$/HOUR\t$/MONTH")
 		for _, g := range groupNodes(r.Nodes) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.4f\t%.2f\n", g.NodePool, g.InstanceType, g.CapacityType, g.Zone,
@@ -204,6 +216,9 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 	}
 	if len(r.Nodes) > 0 && r.LowerBoundPricePerHour > 0 {
 		fmt.Fprintf(w, "\nLower bound: $%.4f/h; this plan costs %.3f× the bound.\n", r.LowerBoundPricePerHour, r.TotalPricePerHour/r.LowerBoundPricePerHour)
+	}
+	if r.BestEffortPods > 0 {
+		fmt.Fprintf(w, "\n%d pod(s) request no CPU or memory; they are planned as taking none, so this plan is a floor.\n", r.BestEffortPods)
 	}
 	if wide && len(r.Nodes) > 0 {
 		fmt.Fprintln(w)

@@ -42,7 +42,7 @@ type (
 // decodePool reads a Provisioner or a NodePool into a solver.Pool.
 func (m *Manifests) decodePool(where, kind string, j []byte, generic any) error {
 	var o karpenterPool
-	if err := decodeStrict(j, &o, generic); err != nil {
+	if err := m.decodeFields(j, &o, generic); err != nil {
 		return err
 	}
 	return m.addPool(where, kind, &o)
@@ -269,7 +269,7 @@ func checkDuration(path, d string) error {
 // decodeNodeClass reads an EC2NodeClass and records its name.
 func (m *Manifests) decodeNodeClass(where, apiVersion string, j []byte, generic any) error {
 	var o ec2NodeClass
-	if err := decodeStrict(j, &o, generic); err != nil {
+	if err := m.decodeFields(j, &o, generic); err != nil {
 		return err
 	}
 	if o.Metadata.Name == "" {

@@ -64,7 +64,7 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 	default:
 		return fmt.Errorf("kind %s is not a workload", kind)
 	}
-	if err := decodeStrict(j, obj, generic); err != nil {
+	if err := m.decodeFields(j, obj, generic); err != nil {
 		return err
 	}
 	if w.meta.Name == "" {
@@ -149,13 +149,10 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 	default:
 		for i := range w.replicas {
 			p := shape
-			p.Namespace, p.Name, p.Owner = ns, w.meta.Name+"-"+strconv.Itoa(int(i)), kind+"/"+w.meta.Name
 			if i > 0 { // the pods must not share maps and slices
-				p.NodeSelector = maps.Clone(p.NodeSelector)
-				p.Affinity = cloneTerms(p.Affinity)
-				p.Tolerations = append([]solver.Toleration(nil), p.Tolerations...)
-				p.Labels = maps.Clone(p.Labels)
+				p = copyPod(shape)
 			}
+			p.Namespace, p.Name, p.Owner = ns, w.meta.Name+"-"+strconv.Itoa(int(i)), kind+"/"+w.meta.Name
 			m.Pods = append(m.Pods, p)
 		}
 	}
