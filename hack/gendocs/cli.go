@@ -18,9 +18,8 @@ const cliDir = referenceDir + "/cli"
 // binary runs.
 func cliPages(string) (map[string][]byte, error) {
 	root := rootCommand()
-	if root == nil {
-		return nil, nil
-	}
+	// Execute adds cobra's completion command; the reference shows it too.
+	root.InitDefaultCompletionCmd()
 	return cliPagesOf(root)
 }
 

@@ -1,7 +1,15 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-// rootCommand is the binary's command tree. Until the commands move out of
-// package main, the CLI reference is not generated.
-func rootCommand() *cobra.Command { return nil }
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/root"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/version"
+)
+
+// rootCommand is the command tree the binary runs, with the version of a
+// development build: no flag default depends on the version stamped.
+func rootCommand() *cobra.Command {
+	return root.NewCmdRoot(genericiooptions.NewTestIOStreamsDiscard(), version.Info{Version: "dev"})
+}

@@ -24,7 +24,7 @@ func TestReferencePagesUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"crds.md", "metrics.md", "rbac.md", "json.md"} {
+	for _, want := range []string{"crds.md", "metrics.md", "rbac.md", "json.md", "cli/kubectl_rightsize.md", "cli/kubectl_rightsize_explain.md", "cli/kubectl_rightsize_completion.md"} {
 		if _, ok := pages[referenceDir+"/"+want]; !ok {
 			t.Errorf("the generator makes no %s", want)
 		}

@@ -28,3 +28,10 @@ func (p PriceList) Price(n *solver.Node) (float64, bool) {
 // NewNodeName names the i-th (0-based) proposed node of a plan as explain's
 // wide table and JSON do: new-1, new-2, ...
 func NewNodeName(i int) string { return newNodeName(i) }
+
+// CheckWorkload reports whether s names a workload explain can narrow its
+// report to: POD, pod/NAME or TYPE/NAME (deployment/web).
+func CheckWorkload(s string) error {
+	_, err := parseWorkload(s)
+	return err
+}

@@ -16,18 +16,18 @@ import (
 // runLive reads the cluster, plans for every pending pod and prints the
 // report for the namespace (or all) and workload asked for.
 func (o *Options) runLive(ctx context.Context) error {
-	clients, err := snapshot.NewClusterClients(o.restConfig)
+	clients, err := snapshot.NewClusterClients(o.RESTConfig)
 	if err != nil {
 		return err
 	}
-	scope := o.namespace
+	scope := o.Namespace
 	if o.AllNamespaces {
 		scope = ""
 	}
-	cl, err := snapshot.ReadCluster(ctx, clients, snapshot.ClusterOptions{
+	cl, err := readCluster(ctx, clients, snapshot.ClusterOptions{
 		Namespace: scope,
-		Host:      o.restConfig.Host,
-		Timeout:   o.restConfig.Timeout,
+		Host:      o.RESTConfig.Host,
+		Timeout:   o.RESTConfig.Timeout,
 	})
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (o *Options) runLive(ctx context.Context) error {
 			p.Nodes[i].Price, _ = prices.price(&p.Nodes[i])
 		}
 	}
-	plan, err := o.solve(p)
+	plan, err := o.solve(ctx, p)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -88,42 +86,5 @@ func TestExistingNodePrice(t *testing.T) {
 		if got != tc.want || known != tc.known {
 			t.Errorf("%s: %v %v, want %v %v", tc.name, got, known, tc.want, tc.known)
 		}
-	}
-}
-
-func TestCompleteUsesTheKubeconfigWhenNoFilesAreGiven(t *testing.T) {
-	flags := func(path string) *genericclioptions.ConfigFlags {
-		f := genericclioptions.NewConfigFlags(false)
-		f.KubeConfig = &path
-		return f
-	}
-	tests := []struct {
-		name    string
-		opts    Options
-		args    []string
-		wantErr string
-	}{
-		{"a usable kubeconfig is input", Options{Cluster: flags("../../cmd/kubectl-rightsize/testdata/kubeconfig")}, nil, ""},
-		{"a workload with a kubeconfig", Options{Cluster: flags("../../cmd/kubectl-rightsize/testdata/kubeconfig")}, []string{"deploy/web"}, ""},
-		{"a missing kubeconfig is no input", Options{Cluster: flags("testdata/missing")}, nil, "no input: pass manifests with -f FILE, -f DIR or -f -, or point at a cluster with --kubeconfig or --context (the kubeconfig cannot be used: stat testdata/missing"},
-		{"no cluster at all", Options{}, nil, "(no kubeconfig found)"},
-		{"two workloads", Options{Cluster: flags("../../cmd/kubectl-rightsize/testdata/kubeconfig")}, []string{"a", "b"}, "at most one workload"},
-		{"a workload with -f", Options{Filenames: []string{"x.yaml"}}, []string{"pod/a"}, "needs a live cluster"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.opts.Complete(tc.args)
-			if err == nil {
-				err = tc.opts.Validate()
-			}
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("error: %v", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Fatalf("error %v, want %q", err, tc.wantErr)
-			case tc.wantErr == "" && (tc.opts.restConfig == nil || tc.opts.restConfig.Timeout != DefaultRequestTimeout || tc.opts.namespace != "default"):
-				t.Errorf("cluster not resolved: %+v", tc.opts)
-			}
-		})
 	}
 }

@@ -1,16 +1,20 @@
 package explain
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 )
 
-// run executes explain like the command does and returns stdout, stderr and the error.
+// run makes the report of o (flags already validated, as the explain
+// command does in pkg/cmd/explain) and returns stdout, stderr and the error.
 func run(t *testing.T, o Options) (string, string, error) {
 	t.Helper()
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
@@ -18,10 +22,7 @@ func run(t *testing.T, o Options) (string, string, error) {
 	if o.Catalog.Region == "" && o.Catalog.InstanceTypesFile == "" {
 		o.Catalog.Region = "us-east-1"
 	}
-	err := o.Validate()
-	if err == nil {
-		err = o.Run()
-	}
+	err := o.Run(context.Background())
 	return out.String(), errOut.String(), err
 }
 
@@ -153,13 +154,13 @@ func TestExplainBadInput(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"no input", Options{}, "no input"},
-		{"bad output", Options{Filenames: []string{bad}, Output: "xml"}, `--output "xml"`},
 		{"bad quantity names the file and line", Options{Filenames: []string{bad}}, "bad.yaml: document 1 (line 1)"},
 		{"missing file", Options{Filenames: []string{filepath.Join(dir, "nope.yaml")}}, "nope.yaml"},
 		{"empty input", Options{Filenames: []string{empty}}, "no pods or workloads found"},
 		{"unknown region", Options{Filenames: []string{"../../examples/flash-sale.yaml"}, Catalog: Catalog{Region: "mars-1"}}, `"mars-1"`},
 		{"bad capacity type", Options{Filenames: []string{"../snapshot/testdata/seed/03-memory-hog.yaml"}, Default: DefaultPool{CapacityTypes: []string{"reserved"}}}, `--capacity-type "reserved"`},
+		{"neither manifests nor a cluster", Options{}, "neither manifests nor a cluster"},
+		{"bad workload", Options{Workload: "service/web", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}}, `unknown workload type "service"`},
 		{"missing instance-types file", Options{Filenames: []string{"../snapshot/testdata/seed"}, Catalog: Catalog{InstanceTypesFile: filepath.Join(dir, "types.yaml")}}, "types.yaml"},
 	}
 	for _, tc := range tests {
@@ -172,6 +173,20 @@ func TestExplainBadInput(t *testing.T) {
 				t.Errorf("error %q: want one line containing %q", msg, tc.want)
 			}
 		})
+	}
+}
+
+func TestExplainRunStopsWhenTheContextEnds(t *testing.T) {
+	streams, _, out, _ := genericiooptions.NewTestIOStreams()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := Options{Filenames: []string{"../../examples/flash-sale.yaml"}, Catalog: Catalog{Region: "us-east-1"}, IOStreams: streams}
+	err := o.Run(ctx)
+	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "planning: ") {
+		t.Fatalf("error %v, want planning: context canceled", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed a report:\n%s", out.String())
 	}
 }
 

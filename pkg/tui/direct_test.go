@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -451,27 +450,4 @@ func TestProgramLaunchesDirectlyThroughTheRealEventLoop(t *testing.T) {
 		t.Fatalf("launched %d instances, %d launches in the model", len(f.cloud.created()), len(final.launches))
 	}
 	_, _ = io.ReadAll(tm.FinalOutput(t))
-}
-
-func TestCommandRejectsCloudWithOfflineReadOnlyOrUnknownClouds(t *testing.T) {
-	newCloud := func(context.Context, string, *rest.Config, client.Client) (cloud.CloudProvider, error) {
-		return nil, nil
-	}
-	for _, tc := range []struct {
-		name string
-		o    CmdOptions
-		want string
-	}{
-		{"-f", CmdOptions{Cloud: "sim", Filenames: []string{"x.yaml"}, ClusterName: "c", NewCloud: newCloud}, "--cloud sim launches into a cluster, and -f works offline"},
-		{"--read-only", CmdOptions{Cloud: "aws", ReadOnly: true, ClusterName: "c", NewCloud: newCloud, restConfig: &rest.Config{}}, "--cloud aws is for launching, which --read-only turns off"},
-		{"no cluster name", CmdOptions{Cloud: "sim", NewCloud: newCloud, restConfig: &rest.Config{}}, "--cluster-name must not be empty"},
-		{"unknown", CmdOptions{Cloud: "gcp", restConfig: &rest.Config{}}, `--cloud "gcp": must be sim or aws`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.o.Validate()
-			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("Validate() = %v; want one line with %q", err, tc.want)
-			}
-		})
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"strings"
@@ -28,13 +28,13 @@ func TestOperatorInstall(t *testing.T) {
 		{"no interruption queue with sim", []string{"--cloud", "sim", "--interruption-queue", "q"}, nil, "an interruption queue is for --cloud aws"},
 		{"aws needs a cluster name", nil, nil, "--cluster-name is required with --cloud aws"},
 		{"unknown cloud", []string{"--cloud", "gcp"}, nil, `cloud "gcp" is not supported`},
-		{"apply needs a cluster", []string{"--cloud", "sim", "--apply", "--kubeconfig", "testdata/kubeconfig", "--request-timeout", "5s"}, nil, "cannot map the operator manifests"},
+		{"apply needs a cluster", []string{"--cloud", "sim", "--apply", "--kubeconfig", "../testdata/kubeconfig", "--request-timeout", "5s"}, nil, "cannot map the operator manifests"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			streams, _, out, _ := genericiooptions.NewTestIOStreams()
 			flags := genericclioptions.NewConfigFlags(true)
-			cmd := NewCmdOperatorInstall(streams, flags)
+			cmd := NewCmdOperatorInstall(streams, flags, "", nil)
 			flags.AddFlags(cmd.Flags())
 			cmd.SetArgs(tc.args)
 			cmd.SilenceUsage, cmd.SilenceErrors = true, true

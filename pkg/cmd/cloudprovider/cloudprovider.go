@@ -1,4 +1,6 @@
-package main
+// Package cloudprovider builds the cloud provider of the operator and of the
+// TUI's direct launches (tui --cloud) from the commands' flags.
+package cloudprovider
 
 import (
 	"context"
@@ -21,11 +23,11 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
 )
 
-// cloudOptions are what a cloud provider is built from. The operator and
-// the TUI's direct launches (tui --cloud) build theirs with the same
-// function, so that an instance launched by either carries the same cluster,
-// pool and NodeClaim tags and the other recognises it.
-type cloudOptions struct {
+// Options are what a cloud provider is built from. The operator and the
+// TUI's direct launches (tui --cloud) build theirs with the same function,
+// so that an instance launched by either carries the same cluster, pool and
+// NodeClaim tags and the other recognises it.
+type Options struct {
 	// Cloud is sim or aws.
 	Cloud string
 	// ClusterName tags every instance; List and garbage collection see only
@@ -48,10 +50,10 @@ type cloudOptions struct {
 	Registerer prometheus.Registerer
 }
 
-// newCloudProvider builds the sim or aws provider. cfg is the cluster's REST
+// New builds the sim or aws provider. cfg is the cluster's REST
 // config (aws nodes join its server with its CA); c reads node classes and,
 // for sim, creates the Nodes.
-func newCloudProvider(ctx context.Context, o cloudOptions, cfg *rest.Config, c client.Client) (cloud.CloudProvider, error) {
+func New(ctx context.Context, o Options, cfg *rest.Config, c client.Client) (cloud.CloudProvider, error) {
 	switch o.Cloud {
 	case "sim":
 		return sim.New(sim.Options{

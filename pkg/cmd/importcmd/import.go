@@ -1,8 +1,12 @@
-package main
+// Package importcmd is the `kubectl rightsize import` command, which converts
+// Karpenter manifests with pkg/importer (the package is not named import,
+// a Go keyword).
+package importcmd
 
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -25,8 +29,9 @@ type ImportOptions struct {
 	Output string
 }
 
-// NewCmdImport builds `kubectl rightsize import`.
-func NewCmdImport(streams genericiooptions.IOStreams) *cobra.Command {
+// NewCmdImport builds `kubectl rightsize import`. The command only parses:
+// it runs runF when given (tests), else ImportOptions.Run.
+func NewCmdImport(streams genericiooptions.IOStreams, runF func(*ImportOptions) error) *cobra.Command {
 	o := &ImportOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "import -f FILENAME",
@@ -52,6 +57,9 @@ pool with karpenter.sh/nodepool: <pool name> as well as rightsize.dev/nodepool.`
 			}
 			if err := o.Validate(); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(o)
 			}
 			return o.Run()
 		},
@@ -91,7 +99,7 @@ func (o *ImportOptions) Run() error {
 		return err
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintf(o.ErrOut, "Warning: %s\n", oneLine(w))
+		fmt.Fprintf(o.ErrOut, "Warning: %s\n", strings.Join(strings.Fields(w), " ")) // one line each
 	}
 	if o.Output == "json" {
 		return importer.PrintJSON(o.Out, res.Objects)

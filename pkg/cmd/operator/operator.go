@@ -1,4 +1,7 @@
-package main
+// Package operator is the `kubectl rightsize operator` command and its
+// `install` subcommand: the flags of the in-cluster operator (pkg/operator)
+// and of the manifests that deploy it.
+package operator
 
 import (
 	"context"
@@ -6,15 +9,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -30,7 +32,8 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws/interruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/cloudprovider"
+	op "github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/repair"
 )
@@ -78,16 +81,22 @@ type OperatorOptions struct {
 	NodeRepair                bool
 	NodeRepairToleration      time.Duration
 
-	regionSet  bool
+	// RegionSet says --region was given: with aws, an unset region means
+	// the SDK's chain instead of the flag's default.
+	RegionSet bool
+
 	restConfig *rest.Config
 	logger     logr.Logger
 }
 
-// NewCmdOperator builds `kubectl rightsize operator`. The kubeconfig and
-// context come from the root command's --kubeconfig and --context flags
-// when it has them, else from KUBECONFIG, ~/.kube/config or the in-cluster
-// service account.
-func NewCmdOperator(streams genericiooptions.IOStreams) *cobra.Command {
+// NewCmdOperator builds `kubectl rightsize operator`, without its install
+// subcommand. The kubeconfig and context come from cluster (the root
+// command's --kubeconfig and --context) when it is given, else from
+// KUBECONFIG, ~/.kube/config or the in-cluster service account. The
+// command only parses: it runs runF when given (tests), else
+// OperatorOptions.Run, until the context (cancelled by main on SIGINT and
+// SIGTERM) ends.
+func NewCmdOperator(streams genericiooptions.IOStreams, cluster *genericclioptions.ConfigFlags, runF func(context.Context, *OperatorOptions) error) *cobra.Command {
 	o := &OperatorOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "operator",
@@ -116,22 +125,27 @@ playground.`,
 		Example: operatorExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd); err != nil {
+			o.RegionSet = cmd.Flags().Changed("region")
+			if cluster != nil {
+				o.Kubeconfig, o.Context = value(cluster.KubeConfig), value(cluster.Context)
+			}
+			if err := o.Complete(); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return o.Run(ctx)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return o.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Cloud, "cloud", "sim", "cloud provider: sim (kwok nodes) or aws")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader among replicas; only the leader acts")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace in-cluster, else kube-system)")
-	f.StringVar(&o.LeaderElectionID, "leader-election-id", operator.DefaultLeaderElectionID, "name of the leader-election Lease")
+	f.StringVar(&o.LeaderElectionID, "leader-election-id", op.DefaultLeaderElectionID, "name of the leader-election Lease")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address to serve /metrics on; 0 disables it")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address to serve /healthz and /readyz on; 0 disables it")
 	f.DurationVar(&o.BatchIdle, "batch-idle", time.Second, "close a batch of pending pods once none arrived for this long")
@@ -158,14 +172,16 @@ playground.`,
 	return cmd
 }
 
-// Complete reads the kubeconfig flags and builds the logger.
-func (o *OperatorOptions) Complete(cmd *cobra.Command) error {
-	o.regionSet = cmd.Flags().Changed("region")
-	for name, dst := range map[string]*string{"kubeconfig": &o.Kubeconfig, "context": &o.Context} {
-		if f := cmd.Flags().Lookup(name); f != nil {
-			*dst = f.Value.String()
-		}
+// value is *s, or "" for nil.
+func value(s *string) string {
+	if s == nil {
+		return ""
 	}
+	return *s
+}
+
+// Complete loads the kubeconfig and builds the logger.
+func (o *OperatorOptions) Complete() error {
 	if o.LeaderElectionNamespace == "" {
 		o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	}
@@ -241,12 +257,12 @@ func (o *OperatorOptions) Validate() error {
 
 // cloudOptions are the provider's options from the flags. An aws region
 // left unset means the SDK's chain (AWS_REGION, shared config, IMDS).
-func (o *OperatorOptions) cloudOptions(model cloud.NodeModel) cloudOptions {
+func (o *OperatorOptions) cloudOptions(model cloud.NodeModel) cloudprovider.Options {
 	region := o.Region
-	if o.Cloud == "aws" && !o.regionSet {
+	if o.Cloud == "aws" && !o.RegionSet {
 		region = ""
 	}
-	return cloudOptions{
+	return cloudprovider.Options{
 		Cloud: o.Cloud, ClusterName: o.ClusterName, Region: region, InstanceTypesFile: o.InstanceTypesFile,
 		RegistrationDelay: o.RegistrationDelay, ClusterEndpoint: o.ClusterEndpoint, KubernetesVersion: o.KubernetesVersion,
 		Model: model, Logger: o.logger, Registerer: crmetrics.Registry,
@@ -258,7 +274,7 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 	ctrl.SetLogger(o.logger)
 	klog.SetLogger(o.logger.WithName("client-go"))
 	model := cloud.NodeModel{}
-	opts := operator.Options{
+	opts := op.Options{
 		Logger:                  o.logger,
 		LeaderElect:             o.LeaderElect,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
@@ -266,12 +282,12 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 		MetricsBindAddress:      o.MetricsBindAddress,
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		Cloud: func(ctx context.Context, c client.Client) (cloud.CloudProvider, error) {
-			return newCloudProvider(ctx, o.cloudOptions(model), o.restConfig, c)
+			return cloudprovider.New(ctx, o.cloudOptions(model), o.restConfig, c)
 		},
 	}
 	opts.Provisioning.BatchIdle, opts.Provisioning.BatchMax = o.BatchIdle, o.BatchMax
 	opts.Provisioning.Region, opts.Provisioning.Model = o.Region, model
-	if o.Cloud == "aws" && !o.regionSet {
+	if o.Cloud == "aws" && !o.RegionSet {
 		opts.Provisioning.Region = "" // the provider's region labels its nodes
 	}
 	if o.InterruptionQueue != "" {
@@ -294,7 +310,7 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 			os.Exit(code)
 		}
 	}
-	return operator.Run(ctx, o.restConfig, opts)
+	return op.Run(ctx, o.restConfig, opts)
 }
 
 // interruptionController adds the controller that drains and replaces

@@ -1,4 +1,4 @@
-package main
+package importcmd
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestImportCommand(t *testing.T) {
-	const seed = "../../pkg/snapshot/testdata/seed"
+	const seed = "../../snapshot/testdata/seed"
 	tests := []struct {
 		name       string
 		args       []string
@@ -35,7 +35,7 @@ func TestImportCommand(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			streams, in, out, errOut := genericiooptions.NewTestIOStreams()
 			in.WriteString(tc.stdin)
-			cmd := NewCmdImport(streams)
+			cmd := NewCmdImport(streams, nil)
 			cmd.SetOut(out)
 			cmd.SetArgs(tc.args)
 			err := cmd.Execute()

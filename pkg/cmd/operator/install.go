@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/rightsize-dev/kubectl-rightsize/config"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/version"
 )
 
 const operatorInstallExample = `  # Print the manifests of this version for an EKS cluster, to review or commit
@@ -56,9 +57,11 @@ type OperatorInstallOptions struct {
 
 // NewCmdOperatorInstall builds `kubectl rightsize operator install`, meant to
 // be attached under the `operator` command. cluster gives the kubeconfig flags
-// of the root command.
-func NewCmdOperatorInstall(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter) *cobra.Command {
-	o := &OperatorInstallOptions{IOStreams: streams, Cluster: cluster}
+// of the root command; pluginVersion is this plugin's version (empty: the
+// build's). The command only parses: it runs runF when given (tests), else
+// OperatorInstallOptions.Run.
+func NewCmdOperatorInstall(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter, pluginVersion string, runF func(*OperatorInstallOptions) error) *cobra.Command {
+	o := &OperatorInstallOptions{IOStreams: streams, Cluster: cluster, Version: pluginVersion}
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Print, or apply with --apply, the operator's manifests for this version",
@@ -79,6 +82,9 @@ current kubeconfig context (-n chooses the namespace, default ` + config.Default
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			if runF != nil {
+				return runF(o)
+			}
 			return o.Run()
 		},
 	}
@@ -98,7 +104,7 @@ current kubeconfig context (-n chooses the namespace, default ` + config.Default
 // Complete fills the namespace from -n and the image from the version.
 func (o *OperatorInstallOptions) Complete() error {
 	if o.Version == "" {
-		o.Version = currentVersion().Version
+		o.Version = version.Current(version.Info{}).Version
 	}
 	if o.Cluster != nil {
 		ns, explicit, err := o.Cluster.ToRawKubeConfigLoader().Namespace()

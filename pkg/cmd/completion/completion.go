@@ -1,4 +1,5 @@
-package main
+// Package completion wires shell completion into the command tree.
+package completion
 
 import (
 	"slices"
@@ -7,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
-	"k8s.io/kubectl/pkg/util/completion"
+	kcompletion "k8s.io/kubectl/pkg/util/completion"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
 )
@@ -22,13 +23,13 @@ var workloadTypes = []string{"pod", "deployment", "statefulset", "daemonset", "r
 // pendingPodsTemplate prints the names of the pods not running yet.
 const pendingPodsTemplate = `{{ range .items }}{{ if eq .status.phase "Pending" }}{{ .metadata.name }} {{ end }}{{ end }}`
 
-// registerCompletions wires shell completion into the command tree, with
+// Register wires shell completion into the command tree, with
 // kubectl's own completion helpers for what kubectl completes (contexts,
 // clusters, users, namespaces, resource names) and the fixed or catalog
 // values of this plugin's flags. kubectl (1.26+) completes a plugin's
 // arguments through a kubectl_complete-rightsize executable on PATH that
 // runs `kubectl rightsize __complete "$@"` (see the README).
-func registerCompletions(root *cobra.Command, config *genericclioptions.ConfigFlags) {
+func Register(root *cobra.Command, config *genericclioptions.ConfigFlags) {
 	f := cmdutil.NewFactory(cmdutil.NewMatchVersionFlags(config))
 	noFiles := cobra.ShellCompDirectiveNoFileComp
 	values := func(vs ...string) completionFunc {
@@ -38,11 +39,11 @@ func registerCompletions(root *cobra.Command, config *genericclioptions.ConfigFl
 	}
 	flags := map[string]completionFunc{
 		"namespace": func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			return completion.CompGetResource(f, "namespace", toComplete), noFiles
+			return kcompletion.CompGetResource(f, "namespace", toComplete), noFiles
 		},
-		"context":         completion.ContextCompletionFunc,
-		"cluster":         completion.ClusterCompletionFunc,
-		"user":            completion.UserCompletionFunc,
+		"context":         kcompletion.ContextCompletionFunc,
+		"cluster":         kcompletion.ClusterCompletionFunc,
+		"user":            kcompletion.UserCompletionFunc,
 		"output":          values("wide", "json", "yaml"),
 		"capacity-type":   values("on-demand", "spot"),
 		"cloud":           values("sim", "aws"),
@@ -90,13 +91,13 @@ func workloadCompletion(f cmdutil.Factory) completionFunc {
 		}
 		if typ, name, ok := strings.Cut(toComplete, "/"); ok {
 			var out []string
-			for _, n := range completion.CompGetResource(f, typ, name) {
+			for _, n := range kcompletion.CompGetResource(f, typ, name) {
 				out = append(out, typ+"/"+n)
 			}
 			return out, noFiles
 		}
 		template := pendingPodsTemplate
-		out := completion.CompGetFromTemplate(&template, f, "", []string{"pods"}, toComplete)
+		out := kcompletion.CompGetFromTemplate(&template, f, "", []string{"pods"}, toComplete)
 		types := withPrefix(workloadTypes, toComplete)
 		for _, t := range types {
 			out = append(out, t+"/")
