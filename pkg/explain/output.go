@@ -152,7 +152,7 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
 	}
 	for i, n := range plan.NewNodes {
 		node := ResultNode{
-			Name: newNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
+			Name: NewNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
 			PricePerHour: n.Price, Pods: make([]string, len(n.Pods)),
 			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested), Reason: n.Reason,
 		}

@@ -10,20 +10,21 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 // DefaultRegion is the catalog region used when neither --region nor the
 // nodes' topology.kubernetes.io/region label says otherwise.
-const DefaultRegion = "us-east-1"
+const DefaultRegion = plan.DefaultRegion
 
 // Options are the inputs of one explain report. The explain command
 // (pkg/cmd/explain) fills them from its validated flags.
 type Options struct {
-	// Filenames are files, directories or "-" to read manifests from. When
-	// empty, explain reads the live cluster of RESTConfig.
-	Filenames []string
+	// Input names the manifests to read. When none are given, explain reads
+	// the live cluster of RESTConfig.
+	Input snapshot.Input
 	// Output is "", "wide", "json" or "yaml".
 	Output  string
 	Catalog Catalog
@@ -40,7 +41,7 @@ type Options struct {
 	// a pod, "TYPE/NAME" for a controller (deployment/web). The plan still
 	// considers every pending pod.
 	Workload string
-	// RESTConfig is the live cluster's, read when Filenames is empty.
+	// RESTConfig is the live cluster's, read when Input names no manifests.
 	RESTConfig *rest.Config
 	// Namespace is the namespace whose pending pods are reported.
 	Namespace string
@@ -61,13 +62,13 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		o.target = w
 	}
-	if len(o.Filenames) == 0 {
+	if !o.Input.Given() {
 		if o.RESTConfig == nil {
 			return errors.New("explain: neither manifests nor a cluster to read")
 		}
 		return o.runLive(ctx)
 	}
-	m, err := snapshot.Read(o.Filenames, o.In)
+	m, err := o.Input.Read(o.In)
 	if err != nil {
 		return err
 	}
@@ -75,22 +76,20 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Catalog.Region == "" {
 		o.Catalog.Region = DefaultRegion
 	}
-	types, source, err := o.Catalog.instanceTypes()
+	types, source, err := o.Catalog.InstanceTypes()
 	if err != nil {
 		return err
 	}
-	p, err := Problem(m, types, o.Default)
+	built, err := plan.Build(plan.Input{Manifests: m, InstanceTypes: types, Catalog: &o.Catalog, Default: &o.Default})
 	if err != nil {
 		return err
 	}
-	if err := o.Catalog.ApplyKubelets(p, m.Kubelets); err != nil {
-		return err
-	}
-	plan, err := o.solve(ctx, p)
+	p := built.Problem
+	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err
 	}
-	return o.print(NewResult(p, plan, source))
+	return o.print(NewResult(p, solved, source))
 }
 
 func (o *Options) warn(warnings []string) {

@@ -107,13 +107,13 @@ const stdinName = "<stdin>"
 
 // readInputs calls read with the name and contents of every input: each
 // file of each path (a file, a directory's *.yaml, *.yml and *.json files in
-// lexical order), or stdin for "-".
-func readInputs(paths []string, stdin io.Reader, read func(name string, data []byte) error) error {
+// lexical order, its subdirectories' too when recursive), or stdin for "-".
+func readInputs(paths []string, stdin io.Reader, recursive bool, read func(name string, data []byte) error) error {
 	if len(paths) == 0 {
 		return errors.New("no input files")
 	}
 	for _, p := range paths {
-		files, err := expand(p)
+		files, err := expand(p, recursive)
 		if err != nil {
 			return err
 		}
@@ -140,29 +140,22 @@ func readInputs(paths []string, stdin io.Reader, read func(name string, data []b
 	return nil
 }
 
-// ReadOptions change how Read reads.
-type ReadOptions struct {
-	// Strict makes unknown fields errors rather than warnings.
-	Strict bool
-}
-
-// Read reads every path: a file, a directory (recursively, its *.yaml, *.yml
-// and *.json files in lexical order) or "-" for stdin. It fails if the input
-// holds no pod or workload, and warns about pools whose nodeClassRef names a
-// node class that is not in the input, and about unknown fields.
+// Read reads every path: a file, a directory (its *.yaml, *.yml and *.json
+// files in lexical order; not its subdirectories, as kubectl without -R)
+// or "-" for stdin. It fails if the input holds no pod or workload, and
+// warns about pools whose nodeClassRef names a node class that is not in
+// the input, and about unknown fields. Input.Read takes kubectl's other
+// ways to name manifests.
 func Read(paths []string, stdin io.Reader) (*Manifests, error) {
-	return ReadWith(paths, stdin, ReadOptions{})
+	return Input{Filenames: paths}.Read(stdin)
 }
 
-// ReadWith is Read with options.
-func ReadWith(paths []string, stdin io.Reader, opts ReadOptions) (*Manifests, error) {
-	m := &Manifests{Strict: opts.Strict}
-	if err := readInputs(paths, stdin, func(name string, data []byte) error { return Decode(name, data, m) }); err != nil {
-		return nil, err
-	}
+// finish checks what the whole input holds and applies what spans
+// documents; names are the inputs, for errors.
+func (m *Manifests) finish(names []string) (*Manifests, error) {
 	if m.workloads == 0 {
-		shown := make([]string, len(paths))
-		for i, p := range paths {
+		shown := make([]string, len(names))
+		for i, p := range names {
 			shown[i] = p
 			if p == "-" {
 				shown[i] = stdinName
@@ -191,7 +184,7 @@ func ReadWith(paths []string, stdin io.Reader, opts ReadOptions) (*Manifests, er
 }
 
 // expand turns a path into the files to read.
-func expand(p string) ([]string, error) {
+func expand(p string, recursive bool) ([]string, error) {
 	if p == "-" {
 		return []string{p}, nil
 	}
@@ -207,6 +200,9 @@ func expand(p string) ([]string, error) {
 		if err != nil {
 			return err
 		}
+		if d.IsDir() && path != p && !recursive {
+			return fs.SkipDir
+		}
 		switch strings.ToLower(filepath.Ext(path)) {
 		case ".yaml", ".yml", ".json":
 			if !d.IsDir() {
@@ -219,6 +215,9 @@ func expand(p string) ([]string, error) {
 		return nil, err
 	}
 	if len(files) == 0 {
+		if !recursive {
+			return nil, fmt.Errorf("%s: no *.yaml, *.yml or *.json files (-R reads its subdirectories too)", p)
+		}
 		return nil, fmt.Errorf("%s: no *.yaml, *.yml or *.json files", p)
 	}
 	return files, nil

@@ -844,8 +844,19 @@ func TestRead(t *testing.T) {
 	for _, p := range m.Pods {
 		names = append(names, p.Name)
 	}
-	if want := []string{"z", "b", "c", "stdin"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("pods %v, want %v", names, want)
+	if want := []string{"b", "c", "stdin"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("pods %v, want %v: without -R, as kubectl, subdirectories are not read", names, want)
+	}
+	m, err = Input{Filenames: []string{dir}, Recursive: true}.Read(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = nil
+	for _, p := range m.Pods {
+		names = append(names, p.Name)
+	}
+	if want := []string{"z", "b", "c"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("pods %v, want %v with -R", names, want)
 	}
 
 	errTests := []struct {
@@ -855,7 +866,7 @@ func TestRead(t *testing.T) {
 		want  string
 	}{
 		{"missing file", []string{filepath.Join(dir, "nope.yaml")}, "", "nope.yaml: no such file or directory"},
-		{"directory without manifests", []string{filepath.Join(dir, "empty")}, "", "empty: no *.yaml, *.yml or *.json files"},
+		{"directory without manifests", []string{filepath.Join(dir, "empty")}, "", "empty: no *.yaml, *.yml or *.json files (-R reads its subdirectories too)"},
 		{"empty stdin", []string{"-"}, "", "no pods or workloads found in <stdin>: the input is empty"},
 		{"comments only", []string{"-"}, "# nothing\n---\n", "no pods or workloads found in <stdin>: the input is empty"},
 		{"nothing usable", []string{filepath.Join(dir, "svc.yaml")}, "", "no pods or workloads found in " + filepath.Join(dir, "svc.yaml")},

@@ -132,6 +132,7 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 		return err
 	}
 	shape.Labels, shape.Controller = podLabels(obj), true
+	resolveMatchLabelKeys(w.spec, &shape)
 	ns := w.meta.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceDefault

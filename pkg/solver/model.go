@@ -150,7 +150,8 @@ const (
 	ScheduleAnyway = "ScheduleAnyway"
 )
 
-// TopologySpread is a topology spread constraint on a zone or hostname key.
+// TopologySpread is a topology spread constraint on any node label key
+// (zone, hostname, capacity type, a pool's own label...).
 type TopologySpread struct {
 	MaxSkew           int32    `json:"maxSkew"`
 	TopologyKey       string   `json:"topologyKey"`
@@ -160,6 +161,9 @@ type TopologySpread struct {
 	// NodeAffinityPolicy "Ignore" counts domains of every node, not only of
 	// nodes matching the pod's node affinity ("Honor", the default).
 	NodeAffinityPolicy string `json:"nodeAffinityPolicy,omitempty"`
+	// NodeTaintsPolicy "Honor" counts only domains of nodes whose taints
+	// the pod tolerates; "Ignore" (the default) counts every node's.
+	NodeTaintsPolicy string `json:"nodeTaintsPolicy,omitempty"`
 }
 
 // PodAffinityTerm is a required inter-pod (anti-)affinity term: pods
@@ -169,6 +173,11 @@ type PodAffinityTerm struct {
 	Selector    Selector `json:"selector"`
 	TopologyKey string   `json:"topologyKey"`
 	Namespaces  []string `json:"namespaces,omitempty"`
+	// NamespaceSelector, when set, adds the namespaces whose labels it
+	// matches (Problem.NamespaceLabels, and kubernetes.io/metadata.name,
+	// which every namespace has); an empty one matches every namespace.
+	// With it set, the pod's own namespace counts only if listed or matched.
+	NamespaceSelector *Selector `json:"namespaceSelector,omitempty"`
 }
 
 // Preference kinds, in the order they are relaxed when they block placement.
@@ -341,7 +350,10 @@ type Problem struct {
 	InstanceTypes     []InstanceType `json:"instanceTypes"`
 	Nodes             []Node         `json:"nodes,omitempty"`
 	PDBs              []PDB          `json:"pdbs,omitempty"`
-	Options           Options        `json:"-"`
+	// NamespaceLabels are the labels of namespaces, for pod (anti-)affinity
+	// namespace selectors.
+	NamespaceLabels map[string]map[string]string `json:"namespaceLabels,omitempty"`
+	Options         Options                      `json:"-"`
 }
 
 // PoolTypes returns the instance types the nodes of pool pi may be: the

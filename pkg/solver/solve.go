@@ -24,19 +24,24 @@ type class struct {
 	// groups them by pool, highest weight first.
 	kinds []int
 	pools []poolKinds
-	// capGroup, when not -1, indexes state.capLimit: the most pods of all
-	// classes in the group one node may run (hostname spread and
-	// anti-affinity); conflicts lists classes it may not share a node with;
-	// refused, when set, is why no node may take it.
-	capGroup  int
+	// caps are the per-node cap groups (hostname spread and
+	// anti-affinity) the class counts in or is limited by; conflicts lists
+	// classes it may not share a node with; refused, when set, is why no
+	// node may take it.
+	caps      []capMember
 	conflicts []int
 	refused   string
+	// bundle marks a class of a group whose required hostname affinity
+	// selects its own pods: all of them go on one new node (planBundles).
+	bundle bool
 }
 
 // group is a set of pods with identical scheduling constraints; rep is one of
-// them.
+// them, with its node-affinity preferences applied once topology is; orig
+// is rep before them (topology spread domains never depend on preferences).
 type group struct {
-	rep *Pod
+	rep, orig *Pod
+	from      int // 1 + the group a zone share was split from; 0 for none
 }
 
 // kind is a candidate node: an instance type bought through one offering in
@@ -108,10 +113,20 @@ type state struct {
 	hasTopology bool
 	// zoned are the pending pods assigned to zones so far.
 	zoned []zonedPod
-	// capLimit is the per-node limit of each cap group; capCount is scratch
-	// space counting a node's pods per cap group while it is filled, and
-	// taken its pods per class.
-	capLimit, capCount, taken []int
+	// caps are the per-node cap groups; capCount and capCarrier are
+	// scratch space counting, while a node is filled, the pods counted by
+	// each cap group and its carriers; taken counts its pods per class.
+	caps                        []capGroup
+	capCount, capCarrier, taken []int
+	// zoneSpreads are the zonal DoNotSchedule spread constraints of the
+	// pending pods, with the matching pods counted per zone as pods are
+	// assigned to zones.
+	zoneSpreads []*zoneSpread
+	// zoneAntis are the required zonal anti-affinity terms of pending and
+	// running pods; isTarget marks the groups other groups' zonal affinity
+	// selects.
+	zoneAntis []*zoneAnti
+	isTarget  map[int]bool
 	// cand is scratch space for fillBalanced.
 	cand []int32
 }
@@ -131,11 +146,12 @@ func Solve(p *Problem) (*Plan, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	s := &state{p: p}
+	s := &state{p: resolveNamespaces(p)}
 	s.buildClasses()
 	s.buildKinds()
 	s.placeOnExisting()
 	s.explainInfeasible()
+	bundles := s.planBundles()
 	pending := slices.Clone(s.rem)
 	for ci, c := range s.classes {
 		if len(c.kinds) == 0 {
@@ -148,6 +164,7 @@ func Solve(p *Problem) (*Plan, error) {
 		bound, prices = s.fluidBound(pending)
 	}
 	s.bestPacking(prices)
+	s.nodes = append(s.nodes, bundles...)
 	s.emit()
 	placed := make([]int, len(s.classes))
 	for _, n := range s.nodes {
@@ -188,8 +205,10 @@ func (p *Problem) validate() error {
 	return nil
 }
 
-// constraintKey identifies a pod's scheduling constraints.
-func constraintKey(p *Pod) string {
+// constraintKey identifies a pod's scheduling constraints; seen, when any
+// pod has topology constraints, says which of the problem's selectors match
+// the pod (see selectorsSeen), which is all of its labels other pods see.
+func constraintKey(p *Pod, seen string) string {
 	var b strings.Builder
 	keys := make([]string, 0, len(p.NodeSelector))
 	for k := range p.NodeSelector {
@@ -217,7 +236,7 @@ func constraintKey(p *Pod) string {
 		b.WriteByte(3)
 	}
 	b.WriteByte(1)
-	b.WriteString(topologyKey(p))
+	b.WriteString(topologyKey(p, seen))
 	b.WriteByte(1)
 	for _, t := range p.Tolerations {
 		b.WriteString(t.Key)
@@ -240,18 +259,35 @@ func (s *state) buildClasses() {
 	}
 	classIdx := map[classKey]int{}
 	for i := range s.p.Pods {
-		if topologyKey(&s.p.Pods[i]) != "" {
+		if hasTopology(&s.p.Pods[i]) {
 			s.hasTopology = true
 		}
 	}
+	// Running pods' anti-affinity keeps pending pods away (kube-scheduler
+	// checks it for every incoming pod).
+	for i := range s.p.Nodes {
+		for j := range s.p.Nodes[i].Pods {
+			if len(s.p.Nodes[i].Pods[j].PodAntiAffinity) > 0 {
+				s.hasTopology = true
+			}
+		}
+	}
+	var sels problemSelectors
+	if s.hasTopology {
+		sels = s.p.selectors()
+	}
 	for i := range s.p.Pods {
 		pod := &s.p.Pods[i]
-		ck := constraintKey(pod)
+		seen := ""
+		if s.hasTopology {
+			seen = sels.seen(pod)
+		}
+		ck := constraintKey(pod, seen)
 		g, ok := groupIdx[ck]
 		if !ok {
 			g = len(s.groups)
 			groupIdx[ck] = g
-			s.groups = append(s.groups, group{rep: pod})
+			s.groups = append(s.groups, group{rep: pod, orig: pod})
 		}
 		req := pod.Requests
 		req[Pods] = max(req[Pods], 1)
@@ -260,7 +296,7 @@ func (s *state) buildClasses() {
 		if !ok {
 			c = len(s.classes)
 			classIdx[key] = c
-			s.classes = append(s.classes, &class{req: req, group: g, capGroup: -1})
+			s.classes = append(s.classes, &class{req: req, group: g})
 		}
 		s.classes[c].pods = append(s.classes[c].pods, i)
 	}
@@ -470,7 +506,7 @@ func (s *state) placeOnExisting() {
 	}
 	for _, ci := range s.classesBySize() {
 		c := s.classes[ci]
-		if c.refused != "" {
+		if c.refused != "" || c.bundle {
 			continue
 		}
 		rep := s.groups[c.group].rep
@@ -482,12 +518,7 @@ func (s *state) placeOnExisting() {
 			if n.Unschedulable || !matchesAffinity(rep.NodeSelector, rep.Affinity, MapLabels(n.Labels)) || untolerated(rep.Tolerations, n.Taints) != nil || s.conflictsWith(ci, placed[ni]) {
 				continue
 			}
-			room := s.existingRoom(c, n)
-			for _, t := range placed[ni] {
-				if c.capGroup >= 0 && s.classes[t.class].capGroup == c.capGroup {
-					room -= t.n
-				}
-			}
+			room := min(s.existingRoom(c, n), s.capRoomOn(ci, n, placed[ni]))
 			k := min(fitCount(free[ni], c.req), s.rem[ci], max(room, 0))
 			if k == 0 {
 				continue
@@ -763,7 +794,7 @@ func (s *state) fork() *state {
 		kk.order, kk.shape = nil, nil
 		w.kinds[i] = &kk
 	}
-	w.capCount = make([]int, len(s.capCount))
+	w.capCount, w.capCarrier = make([]int, len(s.capCount)), make([]int, len(s.capCarrier))
 	w.taken, w.cand = nil, nil
 	return &w
 }

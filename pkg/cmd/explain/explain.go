@@ -39,9 +39,9 @@ type ExplainOptions struct {
 	// (the root command's --kubeconfig, --context, -n, --request-timeout).
 	Cluster genericclioptions.RESTClientGetter
 
-	// Filenames are files, directories or "-" to read manifests from. When
-	// empty, explain reads the live cluster that Cluster points at.
-	Filenames []string
+	// Input names manifests to plan offline (-f, -k, -R, --strict). When
+	// none are given, explain reads the live cluster that Cluster points at.
+	Input flags.Input
 	// Output is "", "wide", "json" or "yaml".
 	Output   string
 	Planning flags.Planning
@@ -97,7 +97,7 @@ With -f, explain plans offline for the workloads in the manifests.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVarP(&o.Filenames, "filename", "f", nil, "manifests to plan for, offline: a file, a directory, or - for stdin (repeatable)")
+	o.Input.AddFlags(f, "a file, a directory, or - for stdin")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "report the pending pods of every namespace")
 	f.BoolVar(&o.Consolidation, "consolidation", false, "also show what consolidation would do now and what it would save (read-only)")
 	f.StringVarP(&o.Output, "output", "o", "", "output format: wide, json or yaml")
@@ -117,7 +117,7 @@ func (o *ExplainOptions) Complete(args []string) error {
 	default:
 		return fmt.Errorf("at most one workload may be named (POD, pod/NAME or TYPE/NAME), got %d: %s", len(args), strings.Join(args, " "))
 	}
-	if len(o.Filenames) > 0 || o.Cluster == nil {
+	if o.Input.Given() || o.Cluster == nil {
 		return nil
 	}
 	o.cluster, o.clusterErr = flags.ResolveCluster(o.Cluster)
@@ -126,11 +126,11 @@ func (o *ExplainOptions) Complete(args []string) error {
 
 // Validate checks the options before anything is read.
 func (o *ExplainOptions) Validate() error {
-	if len(o.Filenames) == 0 && o.cluster == nil {
+	if !o.Input.Given() && o.cluster == nil {
 		return flags.NoInputError(o.clusterErr)
 	}
 	if o.Workload != "" {
-		if len(o.Filenames) > 0 {
+		if o.Input.Given() {
 			return fmt.Errorf("%s: naming a workload needs a live cluster; with -f every manifest is planned", o.Workload)
 		}
 		if err := report.CheckWorkload(o.Workload); err != nil {
@@ -145,7 +145,7 @@ func (o *ExplainOptions) Validate() error {
 	if err := o.Planning.Validate(); err != nil {
 		return err
 	}
-	if o.Consolidation && len(o.Filenames) > 0 {
+	if o.Consolidation && o.Input.Given() {
 		return fmt.Errorf("--consolidation reads a live cluster's nodes; it cannot be combined with -f")
 	}
 	return nil
@@ -156,7 +156,7 @@ func (o *ExplainOptions) Validate() error {
 // says so, and prints no report.
 func (o *ExplainOptions) Run(ctx context.Context) error {
 	r := report.Options{
-		Filenames: o.Filenames, Output: o.Output, Catalog: o.Planning.Catalog, Default: o.Planning.Default,
+		Input: o.Input.Input, Output: o.Output, Catalog: o.Planning.Catalog, Default: o.Planning.Default,
 		Timeout: o.Timeout, AllNamespaces: o.AllNamespaces, Consolidation: o.Consolidation, Workload: o.Workload,
 		IOStreams: o.IOStreams,
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 )
 
 const flashSale = "../../../examples/flash-sale.yaml"
@@ -46,7 +47,7 @@ func TestNewCmdExplainParsesIntoOptions(t *testing.T) {
 	p := o.Planning
 	if o.Output != "wide" || p.Catalog.Region != "eu-west-1" || strings.Join(p.Default.CapacityTypes, ",") != "spot,on-demand" ||
 		strings.Join(p.Default.InstanceFamilies, ",") != "m7i" || p.Catalog.Model.MaxPods != 58 ||
-		p.Catalog.Model.VMMemoryOverheadPercent != 0.05 || o.Timeout != 3*time.Second || o.Filenames[0] != flashSale {
+		p.Catalog.Model.VMMemoryOverheadPercent != 0.05 || o.Timeout != 3*time.Second || o.Input.Filenames[0] != flashSale {
 		t.Errorf("parsed %+v", o)
 	}
 }
@@ -89,7 +90,7 @@ func TestCompleteUsesTheKubeconfigWhenNoFilesAreGiven(t *testing.T) {
 		{"a missing kubeconfig is no input", ExplainOptions{Cluster: kubeconfig("testdata/missing")}, nil, "no input: pass manifests with -f FILE, -f DIR or -f -, or point at a cluster with --kubeconfig or --context (the kubeconfig cannot be used: stat testdata/missing"},
 		{"no cluster at all", ExplainOptions{}, nil, "(no kubeconfig found)"},
 		{"two workloads", ExplainOptions{Cluster: kubeconfig(usable)}, []string{"a", "b"}, "at most one workload"},
-		{"a workload with -f", ExplainOptions{Filenames: []string{"x.yaml"}}, []string{"pod/a"}, "needs a live cluster"},
+		{"a workload with -f", ExplainOptions{Input: flags.Input{Input: snapshot.Input{Filenames: []string{"x.yaml"}}}}, []string{"pod/a"}, "needs a live cluster"},
 		{"an unknown workload type", ExplainOptions{Cluster: kubeconfig(usable)}, []string{"service/web"}, `unknown workload type "service"`},
 	}
 	for _, tc := range tests {

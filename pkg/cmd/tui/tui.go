@@ -22,7 +22,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/cloudprovider"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	program "github.com/rightsize-dev/kubectl-rightsize/pkg/tui"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
@@ -50,9 +49,9 @@ type TUIOptions struct {
 	// Cluster gives the kubeconfig flags of the root command.
 	Cluster genericclioptions.RESTClientGetter
 
-	// Filenames, when set, make the TUI work offline on manifests.
-	Filenames []string
-	ReadOnly  bool
+	// Input, when given, makes the TUI work offline on manifests.
+	Input    flags.Input
+	ReadOnly bool
 	// Cloud is "" (launch through NodeClaims), "sim" or "aws" (launch
 	// through that cloud provider directly, for clusters without the
 	// operator).
@@ -78,7 +77,7 @@ type TUIOptions struct {
 // flags of the root command. The command only parses: it runs runF when
 // given (tests), else TUIOptions.Run.
 func NewCmdTUI(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter, runF func(context.Context, *TUIOptions) error) *cobra.Command {
-	o := &TUIOptions{IOStreams: streams, Cluster: cluster, OperatorLease: operator.DefaultLeaderElectionID}
+	o := &TUIOptions{IOStreams: streams, Cluster: cluster, OperatorLease: v1alpha1.OperatorLeaseName}
 	o.NewCloud = func(ctx context.Context, region string, cfg *rest.Config, c client.Client) (cloud.CloudProvider, error) {
 		co := cloudprovider.Options{
 			Cloud: o.Cloud, ClusterName: o.ClusterName, Region: region,
@@ -123,7 +122,7 @@ region and show the cost difference. Press ? for every key.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVarP(&o.Filenames, "filename", "f", nil, "manifests to plan for, offline: a file or a directory (repeatable)")
+	o.Input.AddFlags(f, "a file or a directory")
 	f.BoolVar(&o.ReadOnly, "read-only", false, "show only: no selecting or launching")
 	f.StringVar(&o.Cloud, "cloud", "", "launch through this cloud provider directly when no operator runs: sim (kwok nodes) or aws")
 	f.StringVar(&o.ClusterName, "cluster-name", "rightsize", "with --cloud: the cluster name instances are tagged with; the operator's --cluster-name, so that it adopts them")
@@ -139,7 +138,7 @@ func (o *TUIOptions) Complete(args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("tui takes no arguments, got %q; filter workloads on screen with /", args)
 	}
-	if len(o.Filenames) > 0 || o.Cluster == nil {
+	if o.Input.Given() || o.Cluster == nil {
 		return nil
 	}
 	o.cluster, o.clusterErr = flags.ResolveCluster(o.Cluster)
@@ -153,7 +152,7 @@ func (o *TUIOptions) Validate() error {
 	case "":
 	case "sim", "aws":
 		switch {
-		case len(o.Filenames) > 0:
+		case o.Input.Given():
 			return fmt.Errorf("--cloud %s launches into a cluster, and -f works offline on manifests with nothing to launch into; drop one of them", o.Cloud)
 		case o.ReadOnly:
 			return fmt.Errorf("--cloud %s is for launching, which --read-only turns off; drop one of them", o.Cloud)
@@ -165,10 +164,10 @@ func (o *TUIOptions) Validate() error {
 	default:
 		return fmt.Errorf("--cloud %q: must be sim or aws", o.Cloud)
 	}
-	if len(o.Filenames) == 0 && o.cluster == nil {
+	if !o.Input.Given() && o.cluster == nil {
 		return flags.NoInputError(o.clusterErr)
 	}
-	for _, f := range o.Filenames {
+	for _, f := range o.Input.Filenames {
 		if f == "-" {
 			return errors.New("-f -: the TUI reads keys from the terminal; pass a file or a directory")
 		}
@@ -182,8 +181,8 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 		Catalog: o.Planning.Catalog, Default: o.Planning.Default, Timeout: o.Timeout, ReadOnly: o.ReadOnly,
 		NoColor: os.Getenv("NO_COLOR") != "",
 	}
-	if len(o.Filenames) > 0 {
-		m, err := snapshot.Read(o.Filenames, nil)
+	if o.Input.Given() {
+		m, err := o.Input.Read(nil)
 		if err != nil {
 			return err
 		}

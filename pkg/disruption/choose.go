@@ -5,29 +5,32 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
-// candidate is an action the controller may carry out, with the reason its
+// Candidate is an action the controller may carry out, with the reason its
 // pools' budgets count it under.
-type candidate struct {
-	action solver.Action
-	// reason is disruption.ReasonEmpty, ReasonUnderutilized, ReasonDrifted
-	// or ReasonExpired.
-	reason string
+type Candidate struct {
+	Action solver.Action
+	// Reason is ReasonEmpty, ReasonUnderutilized, ReasonDrifted or
+	// ReasonExpired.
+	Reason string
 }
 
-// pools returns the NodePools of the action's nodes, sorted.
-func (v *view) pools(c *candidate) []string {
+// Refusal is why a node is left alone this round.
+type Refusal struct {
+	// Reason is one sentence, without its full stop.
+	Reason string
+	// Later is set when a planned action removes the node once the chosen
+	// one is done: only one action runs at a time.
+	Later bool
+}
+
+// Pools returns the NodePools of the candidate's nodes, sorted.
+func (v *View) Pools(c *Candidate) []string {
 	set := map[string]bool{}
-	for _, n := range c.action.Nodes {
+	for _, n := range c.Action.Nodes {
 		if info := v.nodes[n]; info != nil {
 			set[v.problem.Nodes[info.index].Pool] = true
 		}
@@ -35,68 +38,63 @@ func (v *view) pools(c *candidate) []string {
 	return sortedKeys(set)
 }
 
-// afterChosen ends the refusal of a node a planned action removes once the
-// chosen action is done.
-const afterChosen = ", after the action under way"
-
-// choose picks the action to carry out, Karpenter's order: empty nodes
+// Choose picks the action to carry out, Karpenter's order: empty nodes
 // (all the budgets allow, together), then expired and drifted nodes
 // (replaced one at a time), then the planner's consolidation actions, best
 // first. It returns nil when no action passes every guard, and, for every
-// node left alone, why in one sentence.
-func (v *view) choose(plan *solver.ConsolidationPlan) (*candidate, map[string]string) {
-	refused := map[string]string{}
+// node left alone, why.
+func (v *View) Choose(plan *solver.ConsolidationPlan) (*Candidate, map[string]Refusal) {
+	refused := map[string]Refusal{}
 	for _, b := range plan.Blocked {
-		refused[b.Node] = b.Reason
+		refused[b.Node] = Refusal{Reason: b.Reason}
 	}
 	for name, why := range v.blocked {
 		if _, ok := v.nodes[name]; ok {
-			refused[name] = why
+			refused[name] = Refusal{Reason: why}
 		}
 	}
-	var chosen *candidate
+	var chosen *Candidate
 	// Empty nodes: deleted together, within the budgets for Empty.
-	empty := &candidate{action: solver.Action{Kind: solver.ActionDelete}, reason: disruption.ReasonEmpty}
+	empty := &Candidate{Action: solver.Action{Kind: solver.ActionDelete}, Reason: ReasonEmpty}
 	for _, a := range plan.Actions {
 		if a.Kind != solver.ActionDelete || len(a.Moves) > 0 {
 			continue
 		}
-		try := append(slices.Clone(empty.action.Nodes), a.Nodes...)
-		if why := v.budgetRefusal(try, disruption.ReasonEmpty); why != "" {
+		try := append(slices.Clone(empty.Action.Nodes), a.Nodes...)
+		if why := v.budgetRefusal(try, ReasonEmpty); why != "" {
 			for _, n := range a.Nodes {
-				refused[n] = "it is empty, but " + why
+				refused[n] = Refusal{Reason: "it is empty, but " + why}
 			}
 			continue
 		}
-		empty.action.Nodes = try
-		empty.action.Saving += a.Saving
+		empty.Action.Nodes = try
+		empty.Action.Saving += a.Saving
 	}
-	if len(empty.action.Nodes) > 0 {
-		empty.action.Reason = fmt.Sprintf("%s no pods; deleting %s saves %s",
-			plural(len(empty.action.Nodes), "node runs", "nodes run"), pronoun(len(empty.action.Nodes)), dollars(empty.action.Saving))
+	if len(empty.Action.Nodes) > 0 {
+		empty.Action.Reason = emptyReason(empty.Action.Nodes, empty.Action.Saving)
 		chosen = empty
 	}
 	// Expired and drifted nodes: replaced whatever the saving.
 	for _, name := range sortedKeys(v.nodes) {
 		info := v.nodes[name]
 		if info.claim == nil || info.pool == nil || v.blocked[name] != "" || v.problem.Nodes[info.index].InFlight ||
-			chosen != nil && slices.Contains(chosen.action.Nodes, name) {
+			chosen != nil && slices.Contains(chosen.Action.Nodes, name) {
 			continue
 		}
 		reason, why := ReasonExpired, expired(info.claim, v.now)
 		if why == "" {
-			reason, why = disruption.ReasonDrifted, drifted(info.node, info.claim, info.pool)
+			reason, why = ReasonDrifted, drifted(info.node, info.claim, info.pool)
 		}
 		if why == "" {
 			continue
 		}
 		if chosen != nil {
-			refused[name] = why + "; it is replaced once the empty nodes are gone"
+			refused[name] = Refusal{Reason: why + "; it is replaced once the empty nodes are gone"}
 			continue
 		}
 		c, refusal := v.forced(name, reason, why)
 		if refusal != "" {
-			refused[name] = why + ", but " + refusal
+			refused[name] = Refusal{Reason: why + ", but " + refusal}
 			continue
 		}
 		chosen = c
@@ -108,22 +106,22 @@ func (v *view) choose(plan *solver.ConsolidationPlan) (*candidate, map[string]st
 		}
 		if chosen != nil {
 			for _, n := range a.Nodes {
-				if !slices.Contains(chosen.action.Nodes, n) {
-					refused[n] = "consolidation would " + describe(&a) + afterChosen
+				if !slices.Contains(chosen.Action.Nodes, n) {
+					refused[n] = Refusal{Reason: "consolidation would " + Describe(&a) + ", after the action under way", Later: true}
 				}
 			}
 			continue
 		}
-		if why := v.budgetRefusal(a.Nodes, disruption.ReasonUnderutilized); why != "" {
+		if why := v.budgetRefusal(a.Nodes, ReasonUnderutilized); why != "" {
 			for _, n := range a.Nodes {
-				refused[n] = why
+				refused[n] = Refusal{Reason: why}
 			}
 			continue
 		}
-		chosen = &candidate{action: a, reason: disruption.ReasonUnderutilized}
+		chosen = &Candidate{Action: a, Reason: ReasonUnderutilized}
 	}
 	if chosen != nil {
-		for _, n := range chosen.action.Nodes {
+		for _, n := range chosen.Action.Nodes {
 			delete(refused, n)
 		}
 	}
@@ -134,7 +132,7 @@ func (v *view) choose(plan *solver.ConsolidationPlan) (*candidate, map[string]st
 // where the solver would put them, on other nodes or new ones, whatever the
 // saving. It returns why the node may not be replaced now instead when a
 // guard fails.
-func (v *view) forced(name, reason, why string) (*candidate, string) {
+func (v *View) forced(name, reason, why string) (*Candidate, string) {
 	info := v.nodes[name]
 	sn := &v.problem.Nodes[info.index]
 	if sn.DoNotDisrupt {
@@ -194,11 +192,11 @@ func (v *view) forced(name, reason, why string) (*candidate, string) {
 		a.Kind = solver.ActionReplace
 	}
 	a.Reason = why
-	return &candidate{action: a, reason: reason}, ""
+	return &Candidate{Action: a, Reason: reason}, ""
 }
 
 // pdbRefusal says why evicting the pods would exceed a PDB's allowance, or "".
-func (v *view) pdbRefusal(pods []solver.Pod) string {
+func (v *View) pdbRefusal(pods []solver.Pod) string {
 	for i := range v.problem.PDBs {
 		pdb := &v.problem.PDBs[i]
 		n := 0
@@ -214,12 +212,12 @@ func (v *view) pdbRefusal(pods []solver.Pod) string {
 	return ""
 }
 
-// revalidate checks, on a fresh view and plan, that the candidate chosen
+// Revalidate checks, on a fresh view and plan, that the candidate chosen
 // earlier is still valid and still saves: the same nodes are still empty,
 // expired or drifted, or the planner still removes exactly the same nodes
 // together. It returns the action as planned now (its replacements may be
 // fresher), or why it no longer holds.
-func (v *view) revalidate(old *candidate, plan *solver.ConsolidationPlan) (*candidate, string) {
+func (v *View) Revalidate(old *Candidate, plan *solver.ConsolidationPlan) (*Candidate, string) {
 	blockedNow := func(name string) string {
 		if why := v.blocked[name]; why != "" {
 			return why
@@ -234,11 +232,11 @@ func (v *view) revalidate(old *candidate, plan *solver.ConsolidationPlan) (*cand
 		}
 		return "the planner no longer removes it in the same action"
 	}
-	switch old.reason {
-	case disruption.ReasonEmpty:
-		c := &candidate{action: solver.Action{Kind: solver.ActionDelete}, reason: old.reason}
+	switch old.Reason {
+	case ReasonEmpty:
+		c := &Candidate{Action: solver.Action{Kind: solver.ActionDelete}, Reason: old.Reason}
 		var lost []string
-		for _, name := range old.action.Nodes {
+		for _, name := range old.Action.Nodes {
 			i := slices.IndexFunc(plan.Actions, func(a solver.Action) bool {
 				return a.Kind == solver.ActionDelete && len(a.Moves) == 0 && slices.Equal(a.Nodes, []string{name})
 			})
@@ -246,52 +244,56 @@ func (v *view) revalidate(old *candidate, plan *solver.ConsolidationPlan) (*cand
 				lost = append(lost, name+": "+blockedNow(name))
 				continue
 			}
-			c.action.Nodes = append(c.action.Nodes, name)
-			c.action.Saving += plan.Actions[i].Saving
+			c.Action.Nodes = append(c.Action.Nodes, name)
+			c.Action.Saving += plan.Actions[i].Saving
 		}
-		if len(c.action.Nodes) == 0 {
+		if len(c.Action.Nodes) == 0 {
 			return nil, strings.Join(lost, "; ")
 		}
-		if why := v.budgetRefusal(c.action.Nodes, c.reason); why != "" {
+		if why := v.budgetRefusal(c.Action.Nodes, c.Reason); why != "" {
 			return nil, why
 		}
-		c.action.Reason = fmt.Sprintf("%s no pods; deleting %s saves %s",
-			plural(len(c.action.Nodes), "node runs", "nodes run"), pronoun(len(c.action.Nodes)), dollars(c.action.Saving))
+		c.Action.Reason = emptyReason(c.Action.Nodes, c.Action.Saving)
 		return c, ""
-	case disruption.ReasonDrifted, ReasonExpired:
-		name := old.action.Nodes[0]
+	case ReasonDrifted, ReasonExpired:
+		name := old.Action.Nodes[0]
 		info := v.nodes[name]
 		if info == nil || info.claim == nil || info.pool == nil || v.blocked[name] != "" {
 			return nil, blockedNow(name)
 		}
 		why := expired(info.claim, v.now)
-		if old.reason == disruption.ReasonDrifted {
+		if old.Reason == ReasonDrifted {
 			why = drifted(info.node, info.claim, info.pool)
 		}
 		if why == "" {
 			return nil, "it no longer needs replacing"
 		}
-		c, refusal := v.forced(name, old.reason, why)
+		c, refusal := v.forced(name, old.Reason, why)
 		if refusal != "" {
 			return nil, refusal
 		}
 		return c, ""
 	}
-	want := slices.Sorted(slices.Values(old.action.Nodes))
+	want := slices.Sorted(slices.Values(old.Action.Nodes))
 	for _, a := range plan.Actions {
 		if slices.Equal(slices.Sorted(slices.Values(a.Nodes)), want) {
-			if why := v.budgetRefusal(a.Nodes, old.reason); why != "" {
+			if why := v.budgetRefusal(a.Nodes, old.Reason); why != "" {
 				return nil, why
 			}
-			return &candidate{action: a, reason: old.reason}, ""
+			return &Candidate{Action: a, Reason: old.Reason}, ""
 		}
 	}
-	return nil, old.action.Nodes[0] + ": " + blockedNow(old.action.Nodes[0])
+	return nil, old.Action.Nodes[0] + ": " + blockedNow(old.Action.Nodes[0])
 }
 
-// describe says what an action does, for events: "replace node-a by a new
-// m5.large on-demand".
-func describe(a *solver.Action) string {
+// emptyReason is the reason of deleting empty nodes together.
+func emptyReason(nodes []string, saving float64) string {
+	return fmt.Sprintf("%s no pods; deleting %s saves %s", Plural(len(nodes), "node runs", "nodes run"), pronoun(len(nodes)), Dollars(saving))
+}
+
+// Describe says what an action does in a few words, for events and
+// reports: "delete node-a" or "replace node-a by m5.large on-demand".
+func Describe(a *solver.Action) string {
 	nodes := strings.Join(a.Nodes, ", ")
 	switch a.Kind {
 	case solver.ActionDelete:
@@ -304,7 +306,8 @@ func describe(a *solver.Action) string {
 	return fmt.Sprintf("replace %s by %s", nodes, strings.Join(types, ", "))
 }
 
-func plural(n int, one, many string) string {
+// Plural counts n things: "1 pod", "3 pods".
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
@@ -318,21 +321,9 @@ func pronoun(n int) string {
 	return "them"
 }
 
-func dollars(x float64) string {
+// Dollars writes an hourly price rounded to 4 decimals: "$0.1008/h".
+func Dollars(x float64) string {
 	return "$" + strconv.FormatFloat(float64(int64(x*10000+0.5))/10000, 'f', -1, 64) + "/h"
-}
-
-// Input is one look at the cluster for Decide: the provisioner's snapshot
-// (or one built the same way) and the objects the guards read.
-type Input struct {
-	// Snapshot's Problem is prepared for consolidation in place: callers
-	// pass a problem they do not reuse. Its Options.Deadline bounds the plan.
-	Snapshot *provisioning.Snapshot
-	Nodes    []corev1.Node
-	Claims   []v1alpha1.NodeClaim
-	// AllowUncontrolled lets actions evict pods no controller recreates.
-	AllowUncontrolled bool
-	Now               time.Time
 }
 
 // Decision is what the controller would decide on one look at the cluster.
@@ -346,21 +337,19 @@ type Decision struct {
 	// Reason is the disruption reason Action counts under in the budgets:
 	// Empty, Underutilized, Drifted or Expired.
 	Reason string
-	// Refused says in one sentence, for every node left alone, why.
-	Refused map[string]string
-	// Later are the nodes of Refused that a planned action removes once
-	// Action is done: only one action runs at a time.
-	Later map[string]bool
+	// Refused says, for every node left alone, why, and whether a planned
+	// action removes it once Action is done.
+	Refused map[string]Refusal
 }
 
 // Decide applies the controller's guards (policy, consolidateAfter,
 // minimum saving, budgets with their schedules and reasons, nodes already
 // disrupting, NotReady or cordoned, do-not-disrupt, PDBs, pods without a
-// controller, expiry, drift) and plans exactly as a controller round does,
-// without reading or changing the cluster: explain shows what it returns.
+// controller, expiry, drift) and plans exactly as a controller round does
+// (NewView, solver.Consolidate, Choose), without reading or changing the
+// cluster: explain shows what it returns.
 func Decide(in Input) (*Decision, error) {
-	v, err := newView(viewInput{snap: in.Snapshot, nodes: in.Nodes, claims: in.Claims,
-		allowUncontrolled: in.AllowUncontrolled, now: in.Now})
+	v, err := NewView(in)
 	if err != nil {
 		return nil, err
 	}
@@ -368,19 +357,10 @@ func Decide(in Input) (*Decision, error) {
 	if err != nil {
 		return nil, fmt.Errorf("planning consolidation: %w", err)
 	}
-	chosen, refused := v.choose(plan)
-	d := &Decision{Plan: plan, Refused: refused, Later: map[string]bool{}}
-	for n, why := range refused {
-		if strings.HasSuffix(why, afterChosen) {
-			d.Later[n] = true
-		}
-	}
+	chosen, refused := v.Choose(plan)
+	d := &Decision{Plan: plan, Refused: refused}
 	if chosen != nil {
-		d.Action, d.Reason = &chosen.action, chosen.reason
+		d.Action, d.Reason = &chosen.Action, chosen.Reason
 	}
 	return d, nil
 }
-
-// Describe says what an action does in a few words: "delete node-a" or
-// "replace node-a by m5.large on-demand".
-func Describe(a *solver.Action) string { return describe(a) }

@@ -6,15 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -46,7 +42,7 @@ type fixture struct {
 	nodes  []corev1.Node
 	claims []v1alpha1.NodeClaim
 	p      *solver.Problem
-	input  viewInput
+	input  Input
 }
 
 func newFixture(budgets ...v1alpha1.Budget) *fixture {
@@ -91,26 +87,26 @@ func (f *fixture) node(name, typ string, podCPU ...int64) *solver.Node {
 	return &f.p.Nodes[len(f.p.Nodes)-1]
 }
 
-func (f *fixture) view(t *testing.T) *view {
+func (f *fixture) view(t *testing.T) *View {
 	t.Helper()
 	in := f.input
-	in.snap = &provisioning.Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}}
-	in.nodes, in.claims, in.now = f.nodes, f.claims, now
-	v, err := newView(in)
+	in.Snapshot = &Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}}
+	in.Nodes, in.Claims, in.Now = f.nodes, f.claims, now
+	v, err := NewView(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v
 }
 
-func (f *fixture) choose(t *testing.T) (*view, *candidate, map[string]string) {
+func (f *fixture) choose(t *testing.T) (*View, *Candidate, map[string]Refusal) {
 	t.Helper()
 	v := f.view(t)
 	plan, err := solver.Consolidate(v.problem)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, refused := v.choose(plan)
+	c, refused := v.Choose(plan)
 	return v, c, refused
 }
 
@@ -135,7 +131,7 @@ func TestChoose(t *testing.T) {
 				f.node("c", "large", 3000)
 			},
 			wantKind:  solver.ActionDelete,
-			wantNodes: []string{"a", "b"}, wantReason: disruption.ReasonEmpty,
+			wantNodes: []string{"a", "b"}, wantReason: ReasonEmpty,
 		},
 		{
 			name: "a budget of one node deletes one empty node; the other waits for the budget",
@@ -145,7 +141,7 @@ func TestChoose(t *testing.T) {
 				f.node("b", "small")
 				f.node("c", "large", 1000)
 			},
-			wantKind: solver.ActionDelete, wantNodes: []string{"a"}, wantReason: disruption.ReasonEmpty,
+			wantKind: solver.ActionDelete, wantNodes: []string{"a"}, wantReason: ReasonEmpty,
 			refused: map[string]string{"b": "budget"},
 		},
 		{
@@ -184,7 +180,7 @@ func TestChoose(t *testing.T) {
 				f.node("a", "small")
 				f.node("b", "large", 1000)
 			},
-			wantKind: solver.ActionDelete, wantNodes: []string{"a"}, wantReason: disruption.ReasonEmpty,
+			wantKind: solver.ActionDelete, wantNodes: []string{"a"}, wantReason: ReasonEmpty,
 		},
 		{
 			name: "a budget for Drifted only does not hold back empty nodes",
@@ -193,7 +189,7 @@ func TestChoose(t *testing.T) {
 				f.node("a", "small")
 				f.node("b", "large", 1000)
 			},
-			wantKind: solver.ActionDelete, wantNodes: []string{"a"}, wantReason: disruption.ReasonEmpty,
+			wantKind: solver.ActionDelete, wantNodes: []string{"a"}, wantReason: ReasonEmpty,
 		},
 		{
 			name: "an underutilized large node is replaced by a small one",
@@ -201,7 +197,7 @@ func TestChoose(t *testing.T) {
 				f.np.Spec.Disruption.Budgets = []v1alpha1.Budget{{Nodes: "100%"}}
 				f.node("big", "large", 500, 500)
 			},
-			wantKind: solver.ActionReplace, wantNodes: []string{"big"}, wantReason: disruption.ReasonUnderutilized,
+			wantKind: solver.ActionReplace, wantNodes: []string{"big"}, wantReason: ReasonUnderutilized,
 		},
 		{
 			name: "a node whose pods fit elsewhere is deleted",
@@ -210,7 +206,7 @@ func TestChoose(t *testing.T) {
 				f.node("a", "large", 3000) // no small holds it: packed from scratch is one large, so deleting b is the whole saving
 				f.node("b", "small", 500)
 			},
-			wantKind: solver.ActionDelete, wantNodes: []string{"b"}, wantReason: disruption.ReasonUnderutilized,
+			wantKind: solver.ActionDelete, wantNodes: []string{"b"}, wantReason: ReasonUnderutilized,
 		},
 		{
 			name: "a merge saving more than the delete is chosen instead",
@@ -219,7 +215,7 @@ func TestChoose(t *testing.T) {
 				f.node("a", "large", 2000) // two smalls hold both pods for $0.20/h against $0.50/h; deleting b saves $0.10/h
 				f.node("b", "small", 500)
 			},
-			wantKind: solver.ActionMerge, wantNodes: []string{"a", "b"}, wantReason: disruption.ReasonUnderutilized,
+			wantKind: solver.ActionMerge, wantNodes: []string{"a", "b"}, wantReason: ReasonUnderutilized,
 		},
 		{
 			name: "a PDB allowing no disruption keeps the node",
@@ -250,9 +246,9 @@ func TestChoose(t *testing.T) {
 			setup: func(f *fixture) {
 				n := f.node("big", "large", 500, 500)
 				n.Pods[1].Controller = false
-				f.input.allowUncontrolled = true
+				f.input.AllowUncontrolled = true
 			},
-			wantKind: solver.ActionReplace, wantNodes: []string{"big"}, wantReason: disruption.ReasonUnderutilized,
+			wantKind: solver.ActionReplace, wantNodes: []string{"big"}, wantReason: ReasonUnderutilized,
 		},
 		{
 			name: "a pod that left recently holds the node for consolidateAfter",
@@ -309,7 +305,7 @@ func TestChoose(t *testing.T) {
 				f.node("a", "small", 1500)
 				f.np.Spec.Template.Spec.Requirements = []v1alpha1.NodeSelectorRequirement{{Key: solver.LabelInstanceType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"large"}}}
 			},
-			wantKind: solver.ActionReplace, wantNodes: []string{"a"}, wantReason: disruption.ReasonDrifted,
+			wantKind: solver.ActionReplace, wantNodes: []string{"a"}, wantReason: ReasonDrifted,
 		},
 		{
 			name: "a drifted node with a do-not-disrupt pod stays",
@@ -328,20 +324,20 @@ func TestChoose(t *testing.T) {
 			_, c, refused := f.choose(t)
 			switch {
 			case tt.wantKind == "" && c != nil:
-				t.Fatalf("chose %s %v (%s): %s; want nothing", c.action.Kind, c.action.Nodes, c.reason, c.action.Reason)
+				t.Fatalf("chose %s %v (%s): %s; want nothing", c.Action.Kind, c.Action.Nodes, c.Reason, c.Action.Reason)
 			case tt.wantKind != "" && c == nil:
 				t.Fatalf("chose nothing; want %s %v; refused: %v", tt.wantKind, tt.wantNodes, refused)
 			case c != nil:
-				if c.action.Kind != tt.wantKind || c.reason != tt.wantReason || strings.Join(c.action.Nodes, ",") != strings.Join(tt.wantNodes, ",") {
-					t.Errorf("chose %s %v (%s), want %s %v (%s)", c.action.Kind, c.action.Nodes, c.reason, tt.wantKind, tt.wantNodes, tt.wantReason)
+				if c.Action.Kind != tt.wantKind || c.Reason != tt.wantReason || strings.Join(c.Action.Nodes, ",") != strings.Join(tt.wantNodes, ",") {
+					t.Errorf("chose %s %v (%s), want %s %v (%s)", c.Action.Kind, c.Action.Nodes, c.Reason, tt.wantKind, tt.wantNodes, tt.wantReason)
 				}
-				if c.action.Reason == "" {
+				if c.Action.Reason == "" {
 					t.Errorf("the action has no reason")
 				}
 			}
 			for node, frag := range tt.refused {
-				if !strings.Contains(refused[node], frag) {
-					t.Errorf("node %s refused with %q, want it to mention %q", node, refused[node], frag)
+				if !strings.Contains(refused[node].Reason, frag) {
+					t.Errorf("node %s refused with %q, want it to mention %q", node, refused[node].Reason, frag)
 				}
 			}
 		})
@@ -354,12 +350,12 @@ func TestDecideReplacesAClaimDriftedFromItsNodeClass(t *testing.T) {
 	f.node("b", "large", 500)
 	const why = "its image ami-old is no longer among the images EC2NodeClass default selects (ami-new)"
 	f.claims[0].Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "NodeClassDrifted", Message: why}}
-	d, err := Decide(Input{Snapshot: &provisioning.Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
+	d, err := Decide(Input{Snapshot: &Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
 		Nodes: f.nodes, Claims: f.claims, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Action == nil || strings.Join(d.Action.Nodes, ",") != "a" || d.Reason != disruption.ReasonDrifted || d.Action.Reason != why {
+	if d.Action == nil || strings.Join(d.Action.Nodes, ",") != "a" || d.Reason != ReasonDrifted || d.Action.Reason != why {
 		t.Fatalf("Decide = %+v (%s); want node a replaced for Drifted with the condition's message", d.Action, d.Reason)
 	}
 	// A budget of zero for Drifted holds it back, and says why.
@@ -367,13 +363,13 @@ func TestDecideReplacesAClaimDriftedFromItsNodeClass(t *testing.T) {
 	f.node("a", "small", 1500)
 	f.node("b", "large", 500)
 	f.claims[0].Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "NodeClassDrifted", Message: why}}
-	d, err = Decide(Input{Snapshot: &provisioning.Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
+	d, err = Decide(Input{Snapshot: &Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
 		Nodes: f.nodes, Claims: f.claims, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Action != nil && slices.Contains(d.Action.Nodes, "a") || !strings.Contains(d.Refused["a"], why) || !strings.Contains(d.Refused["a"], "budget") {
-		t.Errorf("with a zero Drifted budget: action %+v, refused %q; want a left alone, naming the drift and the budget", d.Action, d.Refused["a"])
+	if d.Action != nil && slices.Contains(d.Action.Nodes, "a") || !strings.Contains(d.Refused["a"].Reason, why) || !strings.Contains(d.Refused["a"].Reason, "budget") {
+		t.Errorf("with a zero Drifted budget: action %+v, refused %q; want a left alone, naming the drift and the budget", d.Action, d.Refused["a"].Reason)
 	}
 }
 
@@ -407,7 +403,7 @@ func TestLastPodEventTime(t *testing.T) {
 			if tt.event != nil {
 				f.claims[0].Status.LastPodEventTime = ptr.To(metav1.NewTime(now.Add(-*tt.event)))
 			}
-			d, err := Decide(Input{Snapshot: &provisioning.Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
+			d, err := Decide(Input{Snapshot: &Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
 				Nodes: f.nodes, Claims: f.claims, Now: now})
 			if err != nil {
 				t.Fatal(err)
@@ -415,11 +411,11 @@ func TestLastPodEventTime(t *testing.T) {
 			deleted := d.Action != nil && d.Action.Kind == solver.ActionDelete && strings.Join(d.Action.Nodes, ",") == "a"
 			switch {
 			case tt.held == "" && !deleted:
-				t.Errorf("a not deleted: action %+v, refused %q", d.Action, d.Refused["a"])
+				t.Errorf("a not deleted: action %+v, refused %q", d.Action, d.Refused["a"].Reason)
 			case tt.held != "" && deleted:
 				t.Errorf("a deleted; want it held: %s", tt.held)
-			case tt.held != "" && !strings.Contains(d.Refused["a"], tt.held):
-				t.Errorf("a refused with %q, want it to mention %q", d.Refused["a"], tt.held)
+			case tt.held != "" && !strings.Contains(d.Refused["a"].Reason, tt.held):
+				t.Errorf("a refused with %q, want it to mention %q", d.Refused["a"].Reason, tt.held)
 			}
 		})
 	}
@@ -430,13 +426,13 @@ func TestRevalidate(t *testing.T) {
 	f.node("a", "small")
 	f.node("b", "large", 1000)
 	_, c, _ := f.choose(t)
-	if c == nil || c.reason != disruption.ReasonEmpty {
+	if c == nil || c.Reason != ReasonEmpty {
 		t.Fatalf("chose %+v, want the empty node", c)
 	}
 	// Still empty: valid.
 	v := f.view(t)
 	plan, _ := solver.Consolidate(v.problem)
-	if got, why := v.revalidate(c, plan); got == nil {
+	if got, why := v.Revalidate(c, plan); got == nil {
 		t.Fatalf("not valid on the same cluster: %s", why)
 	}
 	// A pod landed on it meanwhile: no longer valid, and it says why.
@@ -446,7 +442,7 @@ func TestRevalidate(t *testing.T) {
 	f.p.Pools[0].Consolidation.After = time.Minute
 	v = f.view(t)
 	plan, _ = solver.Consolidate(v.problem)
-	if got, why := v.revalidate(c, plan); got != nil || !strings.Contains(why, "consolidateAfter") {
+	if got, why := v.Revalidate(c, plan); got != nil || !strings.Contains(why, "consolidateAfter") {
 		t.Errorf("revalidate = %+v, %q; want invalid because pods changed", got, why)
 	}
 }
@@ -523,30 +519,6 @@ func TestExpired(t *testing.T) {
 	}
 }
 
-func TestTellRefusalsOncePerReason(t *testing.T) {
-	f := newFixture()
-	f.node("a", "small")
-	v := f.view(t)
-	rec := events.NewFakeRecorder(10)
-	c := New(nil, nil, nil, rec, logr.Discard(), Options{})
-	for _, why := range []string{
-		"pods changed 5s ago; consolidateAfter is 1m",
-		"pods changed 9s ago; consolidateAfter is 1m", // the same reason, older
-		"PDB ns/web allows 0 disruptions",             // a new reason
-		"PDB ns/web allows 0 disruptions",
-	} {
-		c.tellRefusals(v, map[string]string{"a": why})
-	}
-	close(rec.Events)
-	var got []string
-	for e := range rec.Events {
-		got = append(got, e)
-	}
-	if len(got) != 2 || !strings.Contains(got[0], "consolidateAfter") || !strings.Contains(got[1], "PDB") {
-		t.Errorf("events %q, want one per distinct reason", got)
-	}
-}
-
 // TestDecide checks that Decide, what explain shows, gives the action and
 // the refusals a controller round chooses, and marks the nodes a planned
 // action removes after the chosen one.
@@ -562,21 +534,36 @@ func TestDecide(t *testing.T) {
 	}
 	_, chosen, refused := build().choose(t)
 	f := build()
-	d, err := Decide(Input{Snapshot: &provisioning.Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
+	d, err := Decide(Input{Snapshot: &Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}},
 		Nodes: f.nodes, Claims: f.claims, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if chosen == nil || d.Action == nil || strings.Join(d.Action.Nodes, ",") != strings.Join(chosen.action.Nodes, ",") || d.Reason != chosen.reason {
+	if chosen == nil || d.Action == nil || strings.Join(d.Action.Nodes, ",") != strings.Join(chosen.Action.Nodes, ",") || d.Reason != chosen.Reason {
 		t.Fatalf("Decide chose %+v (%s), a round chooses %+v", d.Action, d.Reason, chosen)
 	}
-	if strings.Join(d.Action.Nodes, ",") != "a" || d.Reason != disruption.ReasonEmpty {
+	if strings.Join(d.Action.Nodes, ",") != "a" || d.Reason != ReasonEmpty {
 		t.Errorf("action %v (%s), want the empty node a deleted (Empty)", d.Action.Nodes, d.Reason)
 	}
-	if len(d.Refused) != len(refused) || d.Refused["c"] != refused["c"] || !strings.Contains(d.Refused["c"], "do-not-disrupt") {
+	if len(d.Refused) != len(refused) || d.Refused["c"] != refused["c"] || !strings.Contains(d.Refused["c"].Reason, "do-not-disrupt") {
 		t.Errorf("refused %v, a round refuses %v", d.Refused, refused)
 	}
-	if !d.Later["b"] || d.Later["c"] {
-		t.Errorf("later = %v, want b (its pod fits elsewhere) and not c (do-not-disrupt); refused %v", d.Later, d.Refused)
+	if !d.Refused["b"].Later || d.Refused["c"].Later {
+		t.Errorf("refused %+v, want b later (its pod fits elsewhere) and c not (do-not-disrupt)", d.Refused)
+	}
+}
+
+// TestAnInvalidBudgetBlocks checks that a pool whose budgets cannot be
+// read has none of its nodes disrupted, rather than the default 10%.
+func TestAnInvalidBudgetBlocks(t *testing.T) {
+	f := newFixture(v1alpha1.Budget{Nodes: "lots"})
+	f.node("a", "small")
+	f.node("b", "large", 500)
+	_, c, refused := f.choose(t)
+	if c != nil {
+		t.Fatalf("chose %+v, want nothing", c)
+	}
+	if !strings.Contains(refused["a"].Reason, "budget allows 0") {
+		t.Errorf("a refused with %q, want the budget named", refused["a"].Reason)
 	}
 }

@@ -1,11 +1,11 @@
 package disruption
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,10 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -29,9 +25,19 @@ const TaintKey = v1alpha1.Group + "/disrupted"
 // Taint is the taint put on the candidates of an action.
 var Taint = corev1.Taint{Key: TaintKey, Effect: corev1.TaintEffectNoSchedule}
 
-// ReasonExpired is the disruption reason of nodes older than their
-// expireAfter; only budgets that name no reasons apply to it.
-const ReasonExpired = "Expired"
+// Snapshot is the solver's view of the cluster the operator plans with
+// (its provisioner's, built by plan.Build): the pods, nodes, in-flight
+// NodeClaims, pools and offerings, so that provisioning and disruption
+// decide on the same input.
+type Snapshot struct {
+	// Problem has the pending pods not yet nominated to a NodeClaim, every
+	// node with the pods bound to it, the nodes of NodeClaims that have not
+	// initialized (InFlight), the pools that can launch and the offerings
+	// not marked unavailable.
+	Problem *solver.Problem
+	// Pools are the NodePools in the problem, by name.
+	Pools map[string]*v1alpha1.NodePool
+}
 
 // nodeInfo is what the controller knows of one node of the problem.
 type nodeInfo struct {
@@ -45,13 +51,13 @@ type nodeInfo struct {
 	disrupting string
 }
 
-// view is one look at the cluster: the solver's problem prepared for
-// consolidation, and what the guards need besides.
-type view struct {
-	snap    *provisioning.Snapshot
+// View is one look at the cluster: the solver's problem prepared for
+// consolidation, and what the guards need besides. Build it with NewView.
+type View struct {
+	snap    *Snapshot
 	problem *solver.Problem
 	nodes   map[string]*nodeInfo
-	budgets map[string][]disruption.Budget
+	budgets map[string][]Budget
 	// total and disrupting count each pool's nodes.
 	total, disrupting map[string]int
 	// blocked is why a node may not be disrupted at all, found by the
@@ -60,36 +66,42 @@ type view struct {
 	now     time.Time
 }
 
-// viewInput is what a view is built from.
-type viewInput struct {
-	snap   *provisioning.Snapshot
-	nodes  []corev1.Node
-	claims []v1alpha1.NodeClaim
-	// allowUncontrolled lets actions evict pods no controller recreates.
-	allowUncontrolled bool
-	now               time.Time
+// Input is one look at the cluster: the provisioner's snapshot (or one
+// built the same way, with plan.Build) and the objects the guards read.
+type Input struct {
+	// Snapshot's Problem is prepared for consolidation in place: callers
+	// pass a problem they do not reuse. Its Options.Deadline bounds the plan.
+	Snapshot *Snapshot
+	Nodes    []corev1.Node
+	Claims   []v1alpha1.NodeClaim
+	// AllowUncontrolled lets actions evict pods no controller recreates.
+	AllowUncontrolled bool
+	Now               time.Time
 }
 
-// newView prepares the snapshot's problem for consolidation: node prices
+// NewView prepares the snapshot's problem for consolidation: node prices
 // from their NodeClaims, consolidateAfter counted from the NodeClaims'
 // lastPodEventTime too (pod departures, which the snapshot cannot see),
 // nodes already disrupting or not ours blocked, and every pool's
 // NodesAllowed from its budgets.
-func newView(in viewInput) (*view, error) {
-	v := &view{snap: in.snap, problem: in.snap.Problem, nodes: map[string]*nodeInfo{}, total: map[string]int{}, disrupting: map[string]int{},
-		blocked: map[string]string{}, now: in.now}
+func NewView(in Input) (*View, error) {
+	if in.Snapshot == nil || in.Snapshot.Problem == nil {
+		return nil, fmt.Errorf("disruption: no snapshot to plan on")
+	}
+	v := &View{snap: in.Snapshot, problem: in.Snapshot.Problem, nodes: map[string]*nodeInfo{}, total: map[string]int{}, disrupting: map[string]int{},
+		blocked: map[string]string{}, now: in.Now}
 	byProviderID := map[string]*v1alpha1.NodeClaim{}
-	for i := range in.claims {
-		if id := in.claims[i].Status.ProviderID; id != "" {
-			byProviderID[id] = &in.claims[i]
+	for i := range in.Claims {
+		if id := in.Claims[i].Status.ProviderID; id != "" {
+			byProviderID[id] = &in.Claims[i]
 		}
 	}
 	nodes := map[string]*corev1.Node{}
-	for i := range in.nodes {
-		nodes[in.nodes[i].Name] = &in.nodes[i]
+	for i := range in.Nodes {
+		nodes[in.Nodes[i].Name] = &in.Nodes[i]
 	}
 	p := v.problem
-	p.Options.Now = in.now
+	p.Options.Now = in.Now
 	for i := range p.Nodes {
 		sn := &p.Nodes[i]
 		if sn.InFlight {
@@ -110,18 +122,18 @@ func newView(in viewInput) (*view, error) {
 			info.claim = byProviderID[node.Spec.ProviderID]
 		}
 		if info.claim != nil {
-			info.pool = in.snap.Pools[nodeclaim.Pool(info.claim)]
-			if price := nodeclaim.Price(info.claim); price > 0 {
+			info.pool = in.Snapshot.Pools[claimPool(info.claim)]
+			if price := claimPrice(info.claim); price > 0 {
 				sn.Price = price
 			}
 			if sn.Pool == "" {
-				sn.Pool = nodeclaim.Pool(info.claim)
+				sn.Pool = claimPool(info.claim)
 			}
 		}
 		if info.claim != nil {
 			sn.LastPodChange = lastPodChange(sn.LastPodChange, info.claim)
 		}
-		if in.allowUncontrolled {
+		if in.AllowUncontrolled {
 			for j := range sn.Pods {
 				sn.Pods[j].Controller = true
 			}
@@ -144,7 +156,7 @@ func newView(in viewInput) (*view, error) {
 		case info.claim == nil:
 			v.blocked[sn.Name] = "no rightsize NodeClaim owns it, so the operator never removes it"
 		case info.pool == nil:
-			v.blocked[sn.Name] = fmt.Sprintf("its NodePool %s is gone or cannot launch nodes now", nodeclaim.Pool(info.claim))
+			v.blocked[sn.Name] = fmt.Sprintf("its NodePool %s is gone or cannot launch nodes now", claimPool(info.claim))
 		}
 		if v.blocked[sn.Name] != "" {
 			// The planner leaves do-not-disrupt nodes alone; the reason
@@ -152,16 +164,75 @@ func newView(in viewInput) (*view, error) {
 			sn.DoNotDisrupt = true
 		}
 	}
-	budgets, err := poolBudgets(in.snap.Pools)
-	if err != nil {
-		return nil, err
-	}
-	v.budgets = budgets
+	v.budgets = poolBudgets(in.Snapshot.Pools)
 	for i := range p.Pools {
 		pool := &p.Pools[i]
-		pool.Consolidation.NodesAllowed = min(max(v.allowed(pool.Name, disruption.ReasonEmpty), v.allowed(pool.Name, disruption.ReasonUnderutilized)), v.total[pool.Name])
+		pool.Consolidation.NodesAllowed = min(max(v.allowed(pool.Name, ReasonEmpty), v.allowed(pool.Name, ReasonUnderutilized)), v.total[pool.Name])
 	}
 	return v, nil
+}
+
+// Problem is the problem prepared for consolidation, the one to plan on.
+func (v *View) Problem() *solver.Problem { return v.problem }
+
+// Snapshot is what the view was built from.
+func (v *View) Snapshot() *Snapshot { return v.snap }
+
+// Node returns a node of the problem that a Node object stands for, and
+// the NodeClaim that owns it (nil when none does); ok is false for an
+// in-flight NodeClaim's node and for names the problem does not have.
+func (v *View) Node(name string) (node *corev1.Node, claim *v1alpha1.NodeClaim, ok bool) {
+	info := v.nodes[name]
+	if info == nil {
+		return nil, nil, false
+	}
+	return info.node, info.claim, true
+}
+
+// Pool names the NodePool of a node of the problem, "" when none.
+func (v *View) Pool(node string) string {
+	if info := v.nodes[node]; info != nil {
+		return v.problem.Nodes[info.index].Pool
+	}
+	return ""
+}
+
+// NextDeadline is how long until a node's consolidateAfter elapses (plus
+// half a second, so that it has), at most interval: the node is planned for
+// then rather than at the next interval.
+func (v *View) NextDeadline(interval time.Duration) time.Duration {
+	next := interval
+	after := map[string]time.Duration{}
+	for _, p := range v.problem.Pools {
+		after[p.Name] = p.Consolidation.After
+	}
+	for name, info := range v.nodes {
+		sn := &v.problem.Nodes[info.index]
+		a := after[sn.Pool]
+		if a <= 0 || v.blocked[name] != "" {
+			continue
+		}
+		last := sn.LastPodChange
+		if last.IsZero() {
+			last = sn.Created
+		}
+		if d := last.Add(a).Sub(v.now); d > 0 {
+			next = min(next, d+500*time.Millisecond)
+		}
+	}
+	return next
+}
+
+// claimPool names the NodePool a NodeClaim belongs to.
+func claimPool(claim *v1alpha1.NodeClaim) string { return claim.Labels[v1alpha1.LabelNodePool] }
+
+// claimPrice is the hourly price a NodeClaim recorded, 0 when unknown.
+func claimPrice(claim *v1alpha1.NodeClaim) float64 {
+	p, err := strconv.ParseFloat(claim.Status.PricePerHour, 64)
+	if err != nil {
+		return 0
+	}
+	return p
 }
 
 // lastPodChange is when a pod last arrived on or left a node: the later of
@@ -196,23 +267,25 @@ func disruptingReason(node *corev1.Node, claim *v1alpha1.NodeClaim) string {
 	return ""
 }
 
-// poolBudgets reads the pools' disruption budgets as explain reads them.
-func poolBudgets(pools map[string]*v1alpha1.NodePool) (map[string][]disruption.Budget, error) {
-	var objs snapshot.Objects
-	for _, name := range sortedKeys(pools) {
-		raw, err := json.Marshal(pools[name])
+// poolBudgets reads the pools' disruption budgets. A pool whose budgets
+// cannot be read gets a budget of zero: an invalid budget blocks rather
+// than allows.
+func poolBudgets(pools map[string]*v1alpha1.NodePool) map[string][]Budget {
+	out := make(map[string][]Budget, len(pools))
+	for name, np := range pools {
+		budgets, err := PoolBudgets(np)
 		if err != nil {
-			return nil, err
+			budgets = []Budget{{Nodes: "0"}}
 		}
-		objs.NodePools = append(objs.NodePools, raw)
+		out[name] = budgets
 	}
-	return snapshot.FromObjects(&objs).Budgets, nil
+	return out
 }
 
 // allowed is how many more of a pool's nodes its budgets let be disrupted
 // now for the reason.
-func (v *view) allowed(pool, reason string) int {
-	a := disruption.Allowed(v.budgets[pool], reason, v.total[pool], v.disrupting[pool], v.now)
+func (v *View) allowed(pool, reason string) int {
+	a := Allowed(v.budgets[pool], reason, v.total[pool], v.disrupting[pool], v.now)
 	if a == math.MaxInt {
 		return v.total[pool]
 	}
@@ -221,7 +294,7 @@ func (v *view) allowed(pool, reason string) int {
 
 // budgetRefusal says why disrupting the nodes for the reason would exceed
 // a pool's budget, or "".
-func (v *view) budgetRefusal(nodes []string, reason string) string {
+func (v *View) budgetRefusal(nodes []string, reason string) string {
 	count := map[string]int{}
 	for _, n := range nodes {
 		info := v.nodes[n]

@@ -58,24 +58,26 @@ func poolDisruption(s *poolSpec) (solver.Consolidation, []disruption.Budget, err
 	}
 	var budgets []disruption.Budget
 	for i, b := range d.Budgets {
-		budget := disruption.Budget{Nodes: b.Nodes, Reasons: b.Reasons}
+		var schedule string
 		if b.Schedule != nil {
-			budget.Schedule = *b.Schedule
+			schedule = *b.Schedule
 		}
+		var dur time.Duration
 		if b.Duration != "" {
-			dur, err := time.ParseDuration(b.Duration)
-			if err != nil {
+			var err error
+			if dur, err = time.ParseDuration(b.Duration); err != nil {
 				return c, nil, fmt.Errorf("spec.disruption.budgets[%d].duration: %w", i, err)
 			}
-			budget.Duration = dur
 		}
-		if budget.Schedule == "" && budget.Duration != 0 {
-			continue // Karpenter rejects it; a warning was given when reading
-		}
-		if err := budget.Validate(); err != nil {
+		// A duration without a schedule is left out: Karpenter rejects it,
+		// and a warning was given when reading.
+		budget, ok, err := disruption.NewBudget(b.Nodes, schedule, dur, b.Reasons)
+		if err != nil {
 			return c, nil, fmt.Errorf("spec.disruption.budgets[%d]: %w", i, err)
 		}
-		budgets = append(budgets, budget)
+		if ok {
+			budgets = append(budgets, budget)
+		}
 	}
 	return c, budgets, nil
 }
