@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -120,6 +122,13 @@ type ResultNode struct {
 	Pods         []string          `json:"pods"`
 	Allocatable  map[string]string `json:"allocatable"`
 	Requested    map[string]string `json:"requested"`
+	// Labels are the labels the node would carry: its instance type's, its
+	// pool's (template labels, and requirements that allow one value), then
+	// the pool name, zone and capacity type.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Taints are its pool's taints (startup taints left out: they are gone
+	// once the node is ready).
+	Taints []v1.Taint `json:"taints,omitempty"`
 	// Reason says in one sentence why this node.
 	Reason string `json:"reason"`
 }
@@ -156,6 +165,7 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
 			PricePerHour: n.Price, Pods: make([]string, len(n.Pods)),
 			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested), Reason: n.Reason,
 		}
+		node.Labels, node.Taints = nodeLabelsAndTaints(p, &n)
 		for i, pod := range n.Pods {
 			node.Pods[i] = p.Pods[pod].Key()
 		}
@@ -170,6 +180,39 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
 		}
 	}
 	return r
+}
+
+// nodeLabelsAndTaints returns the labels and taints of a planned node, as
+// the pool and instance type it is made from give them: a pool requirement
+// that allows one value only labels the node with it, as Karpenter's
+// NodeClaims do.
+func nodeLabelsAndTaints(p *solver.Problem, n *solver.NewNode) (map[string]string, []v1.Taint) {
+	labels := map[string]string{}
+	var taints []v1.Taint
+	for pi := range p.Pools {
+		pool := &p.Pools[pi]
+		if pool.Name != n.Pool {
+			continue
+		}
+		for _, it := range p.PoolTypes(pi) {
+			if it.Name == n.InstanceType {
+				maps.Copy(labels, it.Labels)
+			}
+		}
+		maps.Copy(labels, pool.Labels)
+		for _, r := range pool.Requirements {
+			if _, set := labels[r.Key]; !set && r.Operator == solver.OpIn && len(r.Values) == 1 {
+				labels[r.Key] = r.Values[0]
+			}
+		}
+		for _, t := range pool.Taints {
+			taints = append(taints, v1.Taint{Key: t.Key, Value: t.Value, Effect: v1.TaintEffect(t.Effect)})
+		}
+	}
+	labels[solver.LabelNodePool] = n.Pool
+	labels[solver.LabelZone] = n.Zone
+	labels[solver.LabelCapacityType] = n.CapacityType
+	return labels, taints
 }
 
 func quantities(p *solver.Problem, r solver.Resources) map[string]string {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -84,6 +85,11 @@ func Build(in Input) (*Result, error) {
 	if in.Catalog != nil {
 		if err := in.Catalog.ApplyKubelets(p, m.Kubelets); err != nil {
 			return nil, err
+		}
+		if in.Catalog.InstanceTypesFile == "" {
+			// The embedded catalog's sources cannot answer some of the
+			// labels Karpenter sets; a file of types says what it says.
+			p.UnknownLabels = cloud.UnansweredLabels()
 		}
 	}
 	r := &Result{Problem: p, Prices: NewPrices(in.InstanceTypes)}

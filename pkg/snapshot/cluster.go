@@ -532,7 +532,7 @@ func (c *Cluster) addDaemonSet(d *daemonSet) {
 	}
 	c.DaemonSets = append(c.DaemonSets, solver.DaemonSet{
 		Namespace: d.namespace, Name: d.name, Requests: shape.Requests,
-		NodeSelector: shape.NodeSelector, Affinity: shape.Affinity, Tolerations: shape.Tolerations,
+		NodeSelector: shape.NodeSelector, Affinity: shape.Affinity, Tolerations: shape.Tolerations, HostPorts: shape.HostPorts,
 	})
 }
 
@@ -583,6 +583,7 @@ func (c *Cluster) boundPod(pod *corev1.Pod) solver.Pod {
 		Labels:       pod.Labels,
 		Controller:   metav1.GetControllerOf(pod) != nil,
 		DoNotDisrupt: DoNotDisrupt(pod.Annotations),
+		HostPorts:    hostPorts(&pod.Spec),
 	}
 	p.Requests[solver.Pods] = 1
 	// Where the pod may run again once evicted: consolidation moves it

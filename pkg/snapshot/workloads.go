@@ -141,7 +141,7 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 	case "DaemonSet":
 		m.DaemonSets = append(m.DaemonSets, solver.DaemonSet{
 			Namespace: ns, Name: w.meta.Name, Requests: shape.Requests,
-			NodeSelector: shape.NodeSelector, Affinity: shape.Affinity, Tolerations: shape.Tolerations,
+			NodeSelector: shape.NodeSelector, Affinity: shape.Affinity, Tolerations: shape.Tolerations, HostPorts: shape.HostPorts,
 		})
 	case "Pod":
 		shape.Namespace, shape.Name, shape.Owner = ns, w.meta.Name, "Pod/"+w.meta.Name
@@ -237,6 +237,7 @@ func (m *Manifests) podShape(where, path string, spec *corev1.PodSpec) (solver.P
 		return p, err
 	}
 	p.Requests[solver.Pods] = 1
+	p.HostPorts = hostPorts(spec)
 
 	if len(spec.NodeSelector) > 0 {
 		p.NodeSelector = maps.Clone(spec.NodeSelector)

@@ -176,6 +176,7 @@ func Consolidate(p *Problem) (*ConsolidationPlan, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	p = p.normalized()
 	now := p.Options.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -425,6 +426,9 @@ func (c *consolidator) launched(nn NewNode) *consNode {
 		}
 	}
 	for k, v := range poolLabels(&c.p.Pools[pi]) {
+		labels[k] = v
+	}
+	for k, v := range nn.Labels { // the values the node's pods chose (team In [a, b])
 		labels[k] = v
 	}
 	labels[LabelZone], labels[LabelCapacityType], labels[LabelHostname] = nn.Zone, nn.CapacityType, name

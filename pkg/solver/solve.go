@@ -50,9 +50,10 @@ type group struct {
 type kind struct {
 	pool, typ, offering int
 	price               float64
-	alloc               Resources // allocatable minus DaemonSet overhead
-	compat              bitset    // groups that may run on it
-	order               []int     // compatible classes in fill order
+	alloc               Resources         // allocatable minus DaemonSet overhead
+	compat              bitset            // groups that may run on it
+	labels              map[string]string // values the pool leaves open (see NewNode.Labels)
+	order               []int             // compatible classes in fill order
 	// shape caches, per entry of order, the class's requests as shares of
 	// alloc, their Euclidean length and the largest share.
 	shape []classShape
@@ -146,7 +147,7 @@ func Solve(p *Problem) (*Plan, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	s := &state{p: resolveNamespaces(p)}
+	s := &state{p: resolveNamespaces(p.normalized())}
 	s.buildClasses()
 	s.buildKinds()
 	s.placeOnExisting()
@@ -248,6 +249,11 @@ func constraintKey(p *Pod, seen string) string {
 		b.WriteString(t.Effect)
 		b.WriteByte(2)
 	}
+	b.WriteByte(1)
+	for _, h := range p.HostPorts {
+		fmt.Fprintf(&b, "%d/%s/%s", h.Port, h.Protocol, h.HostIP)
+		b.WriteByte(2)
+	}
 	return b.String()
 }
 
@@ -259,7 +265,7 @@ func (s *state) buildClasses() {
 	}
 	classIdx := map[classKey]int{}
 	for i := range s.p.Pods {
-		if hasTopology(&s.p.Pods[i]) {
+		if hasTopology(&s.p.Pods[i]) || len(s.p.Pods[i].HostPorts) > 0 {
 			s.hasTopology = true
 		}
 	}
@@ -301,6 +307,9 @@ func (s *state) buildClasses() {
 		s.classes[c].pods = append(s.classes[c].pods, i)
 	}
 	s.applyTopology()
+	if s.p.hostPortsUsed() {
+		s.applyHostPorts()
+	}
 	s.rem = make([]int, len(s.classes))
 	for i, c := range s.classes {
 		s.rem[i] = len(c.pods)
@@ -340,32 +349,6 @@ func (p *Problem) poolOrder() []int {
 	return order
 }
 
-// poolLabels returns the labels a pool puts on its nodes, including the pool
-// name and the values of single-valued In requirements on keys no instance
-// type defines.
-func poolLabels(pool *Pool) map[string]string {
-	labels := make(map[string]string, len(pool.Labels)+2)
-	for k, v := range pool.Labels {
-		labels[k] = v
-	}
-	labels[LabelNodePool] = pool.Name
-	for _, r := range pool.Requirements {
-		if r.Operator == OpIn && len(r.Values) > 0 && r.Key != LabelZone && r.Key != LabelCapacityType {
-			if _, ok := labels[r.Key]; !ok && !wellKnownTypeLabel(r.Key) {
-				labels[r.Key] = r.Values[0]
-			}
-		}
-	}
-	return labels
-}
-
-// wellKnownTypeLabel reports whether key is a label the instance type, not
-// the pool, decides.
-func wellKnownTypeLabel(key string) bool {
-	return key == LabelInstanceType || key == "kubernetes.io/arch" || key == "kubernetes.io/os" ||
-		key == "topology.kubernetes.io/region" || strings.HasPrefix(key, "karpenter.k8s.aws/")
-}
-
 // daemonOverhead sums the requests of the DaemonSets that would run on a node
 // with these labels and taints.
 func (p *Problem) daemonOverhead(labels Labels, taints []Taint) Resources {
@@ -393,9 +376,10 @@ func (s *state) buildKinds() {
 	seen := map[dedupeKey]int{}
 	for _, pi := range p.poolOrder() {
 		pool := &p.Pools[pi]
-		pl := poolLabels(pool)
 		types := p.PoolTypes(pi)
-		for ti := range types {
+		variants := poolVariants(pool, s.groups) // label sets the pool's nodes may carry
+		for vt := range len(variants) * len(types) {
+			pl, ti := variants[vt/len(types)], vt%len(types)
 			it := &types[ti]
 			base := it.Allocatable()
 			for oi, o := range it.Offerings {
@@ -410,7 +394,8 @@ func (s *state) buildKinds() {
 				compat := newBitset(len(s.groups))
 				for g := range s.groups {
 					rep := s.groups[g].rep
-					if matchesAffinity(rep.NodeSelector, rep.Affinity, labels) && untolerated(rep.Tolerations, pool.Taints) == nil {
+					if matchesAffinity(rep.NodeSelector, rep.Affinity, labels) && untolerated(rep.Tolerations, pool.Taints) == nil &&
+						!p.daemonPortConflict(rep, labels, pool.Taints) {
 						compat.set(g)
 					}
 				}
@@ -425,10 +410,11 @@ func (s *state) buildKinds() {
 					continue
 				}
 				seen[key] = len(s.kinds)
-				s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, price: o.Price, alloc: alloc, compat: compat})
+				s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, price: o.Price, alloc: alloc, compat: compat, labels: openLabels(pool, pl)})
 			}
 		}
 	}
+	s.preferUntainted()
 	s.pruneDominated()
 	for _, c := range s.classes {
 		if c.refused != "" || (s.hasTopology && s.onlyExisting(c)) {
@@ -515,7 +501,7 @@ func (s *state) placeOnExisting() {
 				break
 			}
 			n := &nodes[ni]
-			if n.Unschedulable || !matchesAffinity(rep.NodeSelector, rep.Affinity, MapLabels(n.Labels)) || untolerated(rep.Tolerations, n.Taints) != nil || s.conflictsWith(ci, placed[ni]) {
+			if n.Unschedulable || !matchesAffinity(rep.NodeSelector, rep.Affinity, MapLabels(n.Labels)) || untolerated(rep.Tolerations, n.Taints) != nil || s.conflictsWith(ci, placed[ni]) || nodePortConflict(rep, n) {
 				continue
 			}
 			room := min(s.existingRoom(c, n), s.capRoomOn(ci, n, placed[ni]))
@@ -1050,7 +1036,7 @@ func (s *state) emit() {
 		for copy := 0; copy < n.count; copy++ {
 			node := NewNode{
 				Pool: s.p.Pools[k.pool].Name, InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType,
-				Price: o.Price, Allocatable: k.alloc, Reason: reason,
+				Price: o.Price, Allocatable: k.alloc, Reason: reason, Labels: k.labels,
 			}
 			for _, t := range n.takes {
 				c := s.classes[t.class]

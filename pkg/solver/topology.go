@@ -352,7 +352,7 @@ func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
 		if f.taints && untolerated(pod.Tolerations, pool.Taints) != nil {
 			continue
 		}
-		pl := poolLabels(pool)
+		pl := poolLabelsFor(pool, pod)
 		types := s.p.PoolTypes(pi)
 		for ti := range types {
 			it := &types[ti]
