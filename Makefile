@@ -55,9 +55,10 @@ conformance: ## Run the conformance scenarios (written from Karpenter's and kube
 bench: ## Run the solver suites against the baselines and print one table.
 	$(GO) test ./pkg/solver/baseline ./pkg/solver -run '^$$' -bench 'Suites|Consolidate' -benchtime 3x -timeout 30m | tee /dev/stderr | $(GO) run ./hack/benchtable
 
-generate: ## Regenerate the embedded catalog, and pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod).
+generate: ## Regenerate the embedded catalog, pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod), the operator's ClusterRole, then the reference pages in docs/reference.
 	rm -f config/crd/rightsize.dev_*.yaml
 	$(GO) generate ./pkg/apis/... ./pkg/cloud/catalog ./config
+	$(GO) run ./hack/gendocs
 
 clean:
 	rm -rf bin dist
