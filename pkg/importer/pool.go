@@ -95,13 +95,11 @@ func (c *converter) pool(where, kind, apiVersion string, j []byte) error {
 		spec.StartupTaints = append(spec.StartupTaints, src.startupTaints...)
 	}
 	if provisioner {
-		var keys []string
+		var given [][]karpenter.Requirement
 		for _, src := range sources {
-			for _, r := range src.reqs {
-				keys = append(keys, r.Key)
-			}
+			given = append(given, src.reqs)
 		}
-		defaults, note := karpenter.ProvisionerDefaults(keys)
+		defaults, note := karpenter.ProvisionerDefaults(given...)
 		for _, r := range defaults {
 			spec.Requirements = append(spec.Requirements, v1alpha1.NodeSelectorRequirement{
 				Key: r.Key, Operator: v1alpha1.NodeSelectorOperator(r.Operator), Values: r.Values,

@@ -2,6 +2,7 @@ package karpenter
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -16,17 +17,18 @@ const (
 )
 
 // ProvisionerDefaults returns the requirements Karpenter's AWS webhook
-// added to a v1alpha5 Provisioner that lacked them, given the keys its
-// requirements name (deprecated beta keys included): on-demand capacity
+// added to a v1alpha5 Provisioner that lacked them, given its requirements
+// (spec.requirements and, in the hybrid layout, the template's; deprecated
+// beta keys count): on-demand capacity
 // without a capacity-type requirement, amd64 without an arch one, and, with
 // no requirement on the instance type, family, category or generation, the
 // general-purpose categories c, m and r of generation 3 and later. note
 // says what was added, for a warning; both are empty when nothing was.
-func ProvisionerDefaults(keys []string) (reqs []Requirement, note string) {
+func ProvisionerDefaults(given ...[]Requirement) (reqs []Requirement, note string) {
 	has := func(names ...string) bool {
-		for _, k := range keys {
-			for _, n := range names {
-				if k == n {
+		for _, list := range given {
+			for _, r := range list {
+				if slices.Contains(names, r.Key) {
 					return true
 				}
 			}

@@ -116,13 +116,11 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 		}
 	}
 	if provisioner {
-		var keys []string
+		var given [][]karpenter.Requirement
 		for _, src := range sources {
-			for _, r := range src.reqs {
-				keys = append(keys, r.Key)
-			}
+			given = append(given, src.reqs)
 		}
-		defaults, note := karpenter.ProvisionerDefaults(keys)
+		defaults, note := karpenter.ProvisionerDefaults(given...)
 		for i, r := range defaults {
 			req, err := nodeRequirement(fmt.Sprintf("default requirement %d", i), r.Key, r.Operator, r.Values)
 			if err != nil {

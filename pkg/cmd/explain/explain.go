@@ -83,18 +83,7 @@ price. Naming a pod or a workload (deployment/web) narrows the report to it.
 With -f, explain plans offline for the workloads in the manifests.`,
 		Example: explainExample,
 		Args:    cobra.ArbitraryArgs, // Complete says what is wrong with extra ones
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    flags.RunE(o, runF),
 	}
 	f := cmd.Flags()
 	o.Input.AddFlags(f, "a file, a directory, or - for stdin")

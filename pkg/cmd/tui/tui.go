@@ -108,18 +108,7 @@ manifests; c, f and r re-plan with spot, other instance families or another
 region and show the cost difference. Press ? for every key.`,
 		Example: tuiExample,
 		Args:    cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    flags.RunE(o, runF),
 	}
 	f := cmd.Flags()
 	o.Input.AddFlags(f, "a file or a directory")
