@@ -17,7 +17,7 @@ IMAGE_TAR       ?= dist/kubectl-rightsize-image.tar
 # compile instead of two).
 TEST_ENV        := CGO_ENABLED=0 GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) -trimpath)"
 
-.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image test-dist
+.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image test-dist conformance
 
 all: build
 
@@ -47,12 +47,18 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	$(TEST_ENV) $(GO) test ./pkg/solver -run '^$$' -fuzz '^FuzzConsolidate$$' -fuzztime $(FUZZTIME)
 	$(TEST_ENV) $(GO) test ./pkg/cloud/aws/interruption -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
+conformance: ## Run the conformance scenarios (written from Karpenter's and kube-scheduler's tests) through the binary; ends with "conformance: P/N pass".
+	@mkdir -p bin && rm -f bin/conformance.txt
+	@$(TEST_ENV) CONFORMANCE_REPORT=$(CURDIR)/bin/conformance.txt $(GO) test -count=1 ./test/conformance >bin/conformance.log 2>&1; rc=$$?; \
+	  if [ -s bin/conformance.txt ]; then cat bin/conformance.txt; else cat bin/conformance.log; echo "conformance: 0/0 pass"; fi; exit $$rc
+
 bench: ## Run the solver suites against the baselines and print one table.
 	$(GO) test ./pkg/solver/baseline ./pkg/solver -run '^$$' -bench 'Suites|Consolidate' -benchtime 3x -timeout 30m | tee /dev/stderr | $(GO) run ./hack/benchtable
 
-generate: ## Regenerate the embedded catalog, and pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod).
+generate: ## Regenerate the embedded catalog, pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod), the operator's ClusterRole, then the reference pages in docs/reference.
 	rm -f config/crd/rightsize.dev_*.yaml
 	$(GO) generate ./pkg/apis/... ./pkg/cloud/catalog ./config
+	$(GO) run ./hack/gendocs
 
 clean:
 	rm -rf bin dist

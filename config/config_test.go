@@ -217,12 +217,15 @@ func TestLintFindsViolations(t *testing.T) {
 }
 
 // TestGeneratedRoleIsCurrent fails when role.yaml lacks a permission that a
-// +kubebuilder:rbac marker in pkg/operator asks for: run `make generate`.
+// +kubebuilder:rbac marker under pkg/ asks for: run `make generate`.
 func TestGeneratedRoleIsCurrent(t *testing.T) {
 	role := readRole(t)
-	markers := rbacMarkers(t, filepath.Join("..", "pkg", "operator"))
+	// Every package with markers (the operator's controllers, and the
+	// cloud providers' own, such as AWS interruption handling), as
+	// controller-gen reads them; none at all means the scan is broken.
+	markers := rbacMarkers(t, filepath.Join("..", "pkg"))
 	if len(markers) == 0 {
-		t.Skip("no +kubebuilder:rbac markers in pkg/operator yet")
+		t.Fatal("no +kubebuilder:rbac markers found under pkg/: the scan or the markers are broken")
 	}
 	for _, m := range markers {
 		for _, g := range m.APIGroups {

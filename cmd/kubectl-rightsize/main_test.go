@@ -1,97 +1,81 @@
 package main
 
 import (
-	"slices"
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
-
-	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"time"
 )
 
-func TestCommands(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		want    string
-		wantErr string
-	}{
-		{"help reads as a kubectl plugin", []string{"--help"}, "kubectl rightsize [command]", ""},
-		{"explain help shows examples", []string{"explain", "--help"}, "kubectl rightsize explain -f deploy/", ""},
-		{"version", []string{"version"}, "kubectl-rightsize ", ""},
-		{"version json", []string{"version", "-o", "json"}, `"goVersion"`, ""},
-		{"explain offline", []string{"explain", "-f", "../../examples/flash-sale.yaml"}, "TOTAL", ""},
-		{"unknown flag", []string{"explain", "--bogus"}, "", "unknown flag: --bogus"},
-		{"no kubeconfig and no -f", []string{"explain", "--kubeconfig", "testdata/none"}, "", "no input: pass manifests with -f"},
-		{"a workload needs a cluster", []string{"explain", "pod/x", "-f", "../../examples/flash-sale.yaml"}, "", "naming a workload needs a live cluster"},
-		{"one workload at most", []string{"explain", "pod/x", "pod/y"}, "", "at most one workload"},
-		{"unknown workload type", []string{"explain", "service/x", "--kubeconfig", "testdata/kubeconfig"}, "", `unknown workload type "service"`},
-		{"the interruption queue is for aws", []string{"operator", "--cloud", "sim", "--interruption-queue", "q", "--log-format", "text", "--kubeconfig", "testdata/kubeconfig"},
-			"", "--interruption-queue is for --cloud aws"},
-		{"unreachable cluster", []string{"explain", "--kubeconfig", "testdata/kubeconfig", "--request-timeout", "5s"}, "", "cannot list pods: cannot reach the cluster at https://127.0.0.1:1: connection refused"},
+// runMainEnv makes the test binary run main instead of the tests, so that
+// the tests can signal a real process.
+const runMainEnv = "KUBECTL_RIGHTSIZE_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) != "" {
+		main()
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			streams, _, out, _ := genericiooptions.NewTestIOStreams()
-			cmd := NewCmdRoot(streams)
-			cmd.SetArgs(tc.args)
-			err := cmd.Execute()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("error: %v", err)
-			}
-			if !strings.Contains(out.String(), tc.want) {
-				t.Errorf("output lacks %q:\n%s", tc.want, out.String())
-			}
-		})
-	}
+	os.Exit(m.Run())
 }
 
-// TestCompletion checks the completions that need no cluster; the ones
-// that read it (pending pods, namespaces, through kubectl) are proven in
-// test/e2e.
-func TestCompletion(t *testing.T) {
-	tests := []struct {
-		name      string
-		args      []string
-		want      []string
-		unwanted  []string
-		directive string
-	}{
-		{"regions of the catalog", []string{"explain", "--region", "eu-west-"}, []string{"eu-west-1", "eu-west-2"}, []string{"us-east-1"}, "NoFileComp"},
-		{"families of the catalog", []string{"tui", "--instance-family", "m7"}, []string{"m7i", "m7g"}, []string{"c7i", "m7i.large"}, "NoFileComp"},
-		{"output formats", []string{"explain", "-o", ""}, []string{"wide", "json", "yaml"}, nil, "NoFileComp"},
-		{"clouds", []string{"operator", "--cloud", "a"}, []string{"aws"}, []string{"sim"}, "NoFileComp"},
-		{"capacity types", []string{"explain", "--capacity-type", ""}, []string{"on-demand", "spot"}, nil, "NoFileComp"},
-		{"a workload type goes on to its names", []string{"explain", "--kubeconfig", "testdata/none", "deploy"}, []string{"deployment/"}, []string{"daemonset/"}, "NoSpace"},
-		{"manifests are files", []string{"explain", "-f", ""}, []string{"json"}, nil, "FilterFileExt"},
-		{"a second workload is refused", []string{"explain", "--kubeconfig", "testdata/none", "pod/x", ""}, nil, []string{"deployment/"}, "NoFileComp"},
+func TestASignalEndsExplainWithAClearError(t *testing.T) {
+	// A cluster that accepts requests and never answers: only the signal
+	// can end explain before the 30s request timeout.
+	stop, asked := make(chan struct{}), make(chan struct{}, 1)
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(stop) })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \""+hang.URL+"\"}\n"+
+		"users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: c\n  context: {cluster: c, user: u, namespace: default}\ncurrent-context: c\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-			cmd := NewCmdRoot(streams)
-			cmd.SetArgs(append([]string{"__complete"}, tc.args...))
-			if err := cmd.Execute(); err != nil {
-				t.Fatalf("error: %v", err)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			select { // a request of the previous run
+			case <-asked:
+			default:
 			}
-			got := strings.Fields(out.String())
-			for _, w := range tc.want {
-				if !slices.Contains(got, w) {
-					t.Errorf("completions %v lack %q", got, w)
-				}
+			cmd := exec.Command(os.Args[0], "explain", "--kubeconfig", kubeconfig)
+			cmd.Env = append(os.Environ(), runMainEnv+"=1")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
 			}
-			for _, u := range tc.unwanted {
-				if slices.Contains(got, u) {
-					t.Errorf("completions %v offer %q", got, u)
-				}
+			select { // explain is reading the cluster: main's handler is in place
+			case <-asked:
+			case <-time.After(time.Minute):
+				t.Fatal("explain sent no request within a minute")
 			}
-			if !strings.Contains(errOut.String(), tc.directive) {
-				t.Errorf("directive %q, want %s", errOut.String(), tc.directive)
+			start := time.Now()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("explain took %s to end after %s", took, sig)
+			}
+			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+				t.Errorf("exit %v, want code 1; stderr:\n%s", err, stderr.String())
+			}
+			if want := "error: interrupted before the report was ready, nothing printed: "; !strings.HasPrefix(stderr.String(), want) {
+				t.Errorf("stderr %q, want it to start with %q", stderr.String(), want)
 			}
 		})
 	}

@@ -17,8 +17,17 @@
 //     on-demand price tables (us-east-1, us-gov-east-1, us-gov-west-1), which
 //     fill on-demand prices ec2-instances-info lacks and cross-check the rest,
 //     and pkg/providers/instancetype/zz_generated.vpclimits.go, which fills ENI
-//     limits ec2-instances-info lacks. The files are parsed with go/parser; the
-//     module is not linked.
+//     limits ec2-instances-info lacks, and zz_generated.bandwidth.go, the
+//     network bandwidth Karpenter puts in karpenter.k8s.aws/instance-network-bandwidth.
+//     The files are parsed with go/parser; the module is not linked.
+//
+// The per-type label columns follow Karpenter's AWS provider
+// (pkg/providers/instancetype/types.go, computeRequirements and
+// computeCapacity): GPU memory per GPU in MiB, Neuron accelerators (name,
+// manufacturer "aws", device count and NeuronCores), the CPU manufacturer,
+// EBS bandwidth and local NVMe size in GB. Labels the sources cannot give
+// (hypervisor, encryption in transit, Nitro Enclaves, sustained clock speed)
+// are left out; pkg/cloud/catalog says it cannot answer them.
 //
 // The output is deterministic: the same inputs give byte-identical output.
 // See pkg/cloud/catalog/doc.go for the format.
@@ -78,7 +87,8 @@ func main() {
 	kpPrices, kpDates := readKarpenterPrices(filepath.Join(karpMod.Dir, "pkg", "providers", "pricing"))
 	kpLimits := readKarpenterVPCLimits(filepath.Join(karpMod.Dir, "pkg", "providers", "instancetype", "zz_generated.vpclimits.go"))
 
-	cat := build(insts, kpPrices, kpLimits)
+	kpBandwidth := readKarpenterBandwidth(filepath.Join(karpMod.Dir, "pkg", "providers", "instancetype", "zz_generated.bandwidth.go"))
+	cat := build(insts, kpPrices, kpLimits, kpBandwidth)
 	cat.source = fmt.Sprintf("AWS EC2 catalog: %s %s (instances.vantage.sh data, MIT, %s); %s %s on-demand price tables (Apache-2.0, %s)",
 		"github.com/cristim/ec2-instances-info", ec2Mod.Version, ec2Mod.date(), karpenterModule, karpenterVersion, kpDates)
 
@@ -185,14 +195,24 @@ func (n *num) UnmarshalJSON(b []byte) error {
 }
 
 type rawInstance struct {
-	InstanceType string   `json:"instance_type"`
-	Generation   string   `json:"generation"`
-	VCPU         num      `json:"vCPU"`
-	Memory       num      `json:"memory"` // GiB
-	GPU          num      `json:"GPU"`
-	GPUModel     *string  `json:"GPU_model"`
-	Arch         []string `json:"arch"`
-	VPC          *struct {
+	InstanceType string  `json:"instance_type"`
+	Generation   string  `json:"generation"`
+	VCPU         num     `json:"vCPU"`
+	Memory       num     `json:"memory"` // GiB
+	GPU          num     `json:"GPU"`
+	GPUModel     *string `json:"GPU_model"`
+	GPUMemory    num     `json:"GPU_memory"` // GiB, all GPUs
+	Processor    string  `json:"physical_processor"`
+	EBSOptimized bool    `json:"ebs_optimized"`
+	EBSMax       num     `json:"ebs_max_bandwidth"` // Mbps
+	Storage      *struct {
+		Devices int    `json:"devices"`
+		NVMe    bool   `json:"nvme_ssd"`
+		Size    num    `json:"size"`
+		Unit    string `json:"size_unit"`
+	} `json:"storage"`
+	Arch []string `json:"arch"`
+	VPC  *struct {
 		IPsPerENI int `json:"ips_per_eni"`
 		MaxENIs   int `json:"max_enis"`
 	} `json:"vpc"`
@@ -332,6 +352,15 @@ type instType struct {
 	gpu        int
 	gpuMfr     string
 	gpuName    string
+	gpuMemMiB  int64 // per GPU
+	accelMfr   string
+	accelName  string
+	accelCount int
+	neuronCore int
+	cpuMfr     string
+	netMbps    int64
+	ebsMbps    int64
+	nvmeGB     int64
 }
 
 type price struct {
@@ -347,7 +376,7 @@ type catalog struct {
 	prices []price
 }
 
-func build(insts []rawInstance, kpPrices map[string]map[string]float64, kpLimits map[string]vpcLimits) *catalog {
+func build(insts []rawInstance, kpPrices map[string]map[string]float64, kpLimits map[string]vpcLimits, kpBandwidth map[string]int64) *catalog {
 	c := &catalog{zones: map[string]string{}}
 	sort.Slice(insts, func(i, j int) bool { return insts[i].InstanceType < insts[j].InstanceType })
 
@@ -411,6 +440,22 @@ func build(insts []rawInstance, kpPrices map[string]map[string]float64, kpLimits
 			}
 		}
 		t.gpu, t.gpuMfr, t.gpuName = gpu(in)
+		if t.gpu > 0 && in.GPUMemory > 0 {
+			t.gpuMemMiB = int64(math.Round(float64(in.GPUMemory) * 1024 / float64(t.gpu)))
+		}
+		t.accelMfr, t.accelName, t.accelCount, t.neuronCore = neuron(in)
+		t.cpuMfr = cpuManufacturer(in.Processor)
+		t.netMbps = kpBandwidth[name]
+		if in.EBSOptimized && in.EBSMax > 0 {
+			t.ebsMbps = int64(in.EBSMax)
+		}
+		if st := in.Storage; st != nil && st.NVMe && st.Devices > 0 && st.Size > 0 {
+			gb := int64(st.Devices) * int64(st.Size)
+			if st.Unit == "TB" {
+				gb *= 1000
+			}
+			t.nvmeGB = gb
+		}
 
 		var typePrices []price
 		regions := make([]string, 0, len(in.Pricing))
@@ -533,6 +578,89 @@ func gpu(in rawInstance) (int, string, string) {
 	return int(in.GPU), mfr, model
 }
 
+// neuron returns the AWS Neuron accelerator of an Inferentia or Trainium
+// type as Karpenter's AWS provider labels it (lower-case device name,
+// manufacturer "aws", device count) and its NeuronCores, devices × cores
+// per device. The source gives the device count in its GPU column and
+// names every Trainium "AWS Inferentia", so the device comes from the
+// family; cores per device are AWS's (Inferentia 4, Inferentia2 and
+// Trainium 2, Trainium2 8), matching the NeuronInfo of inf2 and trn1 in
+// Karpenter's test data (pkg/fake/zz_generated.describe_instance_types.go).
+func neuron(in rawInstance) (mfr, name string, count, cores int) {
+	if in.GPU <= 0 {
+		return "", "", 0, 0
+	}
+	family, _, _ := strings.Cut(in.InstanceType, ".")
+	perDevice := 0
+	switch family {
+	case "inf1":
+		name, perDevice = "inferentia", 4
+	case "inf2":
+		name, perDevice = "inferentia2", 2
+	case "trn1", "trn1n":
+		name, perDevice = "trainium", 2
+	case "trn2", "trn2u":
+		name, perDevice = "trainium2", 8
+	default:
+		return "", "", 0, 0
+	}
+	return "aws", name, int(in.GPU), int(in.GPU) * perDevice
+}
+
+// cpuManufacturer maps the source's processor name to Karpenter's
+// karpenter.k8s.aws/instance-cpu-manufacturer values: aws, intel, amd.
+func cpuManufacturer(processor string) string {
+	switch p := strings.ToLower(processor); {
+	case strings.Contains(p, "graviton") || strings.HasPrefix(p, "aws "):
+		return "aws"
+	case strings.Contains(p, "intel"):
+		return "intel"
+	case strings.Contains(p, "amd"):
+		return "amd"
+	}
+	return ""
+}
+
+// num0 formats n, or "" for zero (the catalog's "none").
+func num0(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// readKarpenterBandwidth parses InstanceTypeBandwidthMegabits: type → Mbps.
+func readKarpenterBandwidth(path string) map[string]int64 {
+	file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	out := map[string]int64{}
+	ast.Inspect(file, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "InstanceTypeBandwidthMegabits" {
+			return true
+		}
+		for _, e := range vs.Values[0].(*ast.CompositeLit).Elts {
+			kv := e.(*ast.KeyValueExpr)
+			lit, ok := kv.Value.(*ast.BasicLit)
+			if !ok {
+				continue
+			}
+			v, err := strconv.ParseInt(lit.Value, 10, 64)
+			if err != nil {
+				log.Fatalf("%s: bandwidth %s: %v", path, lit.Value, err)
+			}
+			out[unquote(kv.Key)] = v
+		}
+		return false
+	})
+	if len(out) == 0 {
+		log.Fatalf("%s: no InstanceTypeBandwidthMegabits", path)
+	}
+	return out
+}
+
 func median(v []float64) float64 {
 	slices.Sort(v)
 	n := len(v)
@@ -561,7 +689,7 @@ func fmtPrice(f float64) string {
 func (c *catalog) encode() []byte {
 	var b bytes.Buffer
 	w := bufio.NewWriter(&b)
-	fmt.Fprintln(w, "# kubectl-rightsize AWS instance-type catalog v1; generated by hack/gencatalog, do not edit")
+	fmt.Fprintln(w, "# kubectl-rightsize AWS instance-type catalog v2; generated by hack/gencatalog, do not edit")
 	fmt.Fprintf(w, "S\t%s\n", c.source)
 	regions := make([]string, 0, len(c.zones))
 	for r := range c.zones {
@@ -572,7 +700,8 @@ func (c *catalog) encode() []byte {
 		fmt.Fprintf(w, "Z\t%s\t%s\n", r, c.zones[r])
 	}
 	for _, t := range c.types {
-		fmt.Fprintf(w, "T\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", t.name, t.vcpu, t.memMiB, t.arch, t.enis, t.ipv4, t.gpu, t.gpuMfr, t.gpuName)
+		fmt.Fprintf(w, "T\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.name, t.vcpu, t.memMiB, t.arch, t.enis, t.ipv4, t.gpu, t.gpuMfr, t.gpuName,
+			num0(t.gpuMemMiB), t.accelMfr, t.accelName, num0(int64(t.accelCount)), num0(int64(t.neuronCore)), t.cpuMfr, num0(t.netMbps), num0(t.ebsMbps), num0(t.nvmeGB))
 	}
 	region := ""
 	for _, p := range c.prices {

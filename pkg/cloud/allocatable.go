@@ -24,6 +24,15 @@ const (
 	LabelInstanceGPUName   = "karpenter.k8s.aws/instance-gpu-name"
 	LabelInstanceGPUCount  = "karpenter.k8s.aws/instance-gpu-count"
 	LabelInstanceGPUMaker  = "karpenter.k8s.aws/instance-gpu-manufacturer"
+	LabelInstanceGPUMemory = "karpenter.k8s.aws/instance-gpu-memory" // MiB per GPU
+	LabelAcceleratorName   = "karpenter.k8s.aws/instance-accelerator-name"
+	LabelAcceleratorMaker  = "karpenter.k8s.aws/instance-accelerator-manufacturer"
+	LabelAcceleratorCount  = "karpenter.k8s.aws/instance-accelerator-count"
+	LabelCPUManufacturer   = "karpenter.k8s.aws/instance-cpu-manufacturer"
+	LabelNetworkBandwidth  = "karpenter.k8s.aws/instance-network-bandwidth" // Mbps
+	LabelEBSBandwidth      = "karpenter.k8s.aws/instance-ebs-bandwidth"     // Mbps
+	LabelLocalNVMe         = "karpenter.k8s.aws/instance-local-nvme"        // GB
+	LabelCapabilityFlex    = "karpenter.k8s.aws/instance-capability-flex"
 	mebibyte               = 1 << 20
 	gibibyte               = 1 << 30
 	defaultMaxPods         = 110
@@ -127,7 +136,9 @@ func (m NodeModel) SolverType(it *InstanceType, region string) solver.InstanceTy
 	capacity[solver.Memory] = it.Memory
 	capacity[solver.EphemeralStorage] = storage
 	capacity[solver.Pods] = pods
-	capacity[solver.GPU] = it.GPU
+	extended := acceleratorCapacity(it)
+	capacity[solver.GPU] = extended[ResourceNVIDIAGPU]
+	delete(extended, ResourceNVIDIAGPU)
 	if it.Overhead != nil {
 		overhead[solver.CPU] = it.Overhead.CPU
 		overhead[solver.Memory] = it.Overhead.Memory
@@ -149,7 +160,63 @@ func (m NodeModel) SolverType(it *InstanceType, region string) solver.InstanceTy
 	for i, o := range it.Offerings {
 		offerings[i] = solver.Offering{Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price}
 	}
-	return solver.InstanceType{Name: it.Name, Labels: Labels(it, region), Capacity: capacity, Overhead: overhead, Offerings: offerings}
+	return solver.InstanceType{Name: it.Name, Labels: Labels(it, region), Capacity: capacity, Extended: extended, Overhead: overhead, Offerings: offerings}
+}
+
+// Accelerator resources, as the device plugins and Karpenter's AWS
+// provider name them.
+const (
+	ResourceNVIDIAGPU     = "nvidia.com/gpu"
+	ResourceAMDGPU        = "amd.com/gpu"
+	ResourceHabanaGaudi   = "habana.ai/gaudi"
+	ResourceAWSNeuron     = "aws.amazon.com/neuron"
+	ResourceAWSNeuronCore = "aws.amazon.com/neuroncore"
+)
+
+// acceleratorCapacity returns the accelerator resources a node of the type
+// offers, the way Karpenter's AWS provider computes them (computeCapacity
+// in pkg/providers/instancetype/types.go): GPUs count as nvidia.com/gpu,
+// amd.com/gpu or habana.ai/gaudi by their manufacturer (an unnamed
+// manufacturer is read as NVIDIA, as older instance-type files mean it),
+// Neuron devices as aws.amazon.com/neuron and their cores as
+// aws.amazon.com/neuroncore. Nil when the type has none.
+func acceleratorCapacity(it *InstanceType) map[string]int64 {
+	out := map[string]int64{}
+	if it.GPU > 0 {
+		switch it.GPUManufacturer {
+		case "", "nvidia":
+			out[ResourceNVIDIAGPU] = it.GPU
+		case "amd":
+			out[ResourceAMDGPU] = it.GPU
+		case "habana":
+			out[ResourceHabanaGaudi] = it.GPU
+		}
+	}
+	if it.Accelerators > 0 && it.AcceleratorManufacturer == "aws" {
+		out[ResourceAWSNeuron] = it.Accelerators
+		if it.NeuronCores > 0 {
+			out[ResourceAWSNeuronCore] = it.NeuronCores
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// UnansweredLabels are the karpenter.k8s.aws labels Karpenter's AWS
+// provider sets that the embedded catalog's sources do not give, so that
+// no instance type here carries them: a selector on one of them cannot be
+// judged, and explain says so instead of blaming capacity.
+func UnansweredLabels() []string {
+	return []string{
+		"karpenter.k8s.aws/instance-hypervisor",
+		"karpenter.k8s.aws/instance-encryption-in-transit-supported",
+		"karpenter.k8s.aws/instance-nitro-enclaves-supported",
+		"karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+		"karpenter.k8s.aws/instance-tenancy",
+		"topology.k8s.aws/zone-id",
+	}
 }
 
 var familyPattern = regexp.MustCompile(`^([a-z]+)(\d+)`)
@@ -179,6 +246,9 @@ func Labels(it *InstanceType, region string) map[string]string {
 			labels[LabelInstanceGen] = m[2]
 		}
 	}
+	if ok {
+		labels[LabelCapabilityFlex] = strconv.FormatBool(strings.Contains(family, "-flex"))
+	}
 	if it.GPU > 0 {
 		labels[LabelInstanceGPUCount] = strconv.FormatInt(it.GPU, 10)
 		if it.GPUName != "" {
@@ -187,6 +257,26 @@ func Labels(it *InstanceType, region string) map[string]string {
 		if it.GPUManufacturer != "" {
 			labels[LabelInstanceGPUMaker] = it.GPUManufacturer
 		}
+		if it.GPUMemory > 0 {
+			labels[LabelInstanceGPUMemory] = strconv.FormatInt(it.GPUMemory, 10)
+		}
+	}
+	if it.Accelerators > 0 {
+		labels[LabelAcceleratorCount] = strconv.FormatInt(it.Accelerators, 10)
+		if it.AcceleratorName != "" {
+			labels[LabelAcceleratorName] = it.AcceleratorName
+		}
+		if it.AcceleratorManufacturer != "" {
+			labels[LabelAcceleratorMaker] = it.AcceleratorManufacturer
+		}
+	}
+	for key, v := range map[string]int64{LabelNetworkBandwidth: it.NetworkBandwidth, LabelEBSBandwidth: it.EBSBandwidth, LabelLocalNVMe: it.LocalNVMe} {
+		if v > 0 {
+			labels[key] = strconv.FormatInt(v, 10)
+		}
+	}
+	if it.CPUManufacturer != "" {
+		labels[LabelCPUManufacturer] = it.CPUManufacturer
 	}
 	return labels
 }

@@ -72,14 +72,12 @@ type CloudProvider interface {
 	IsDrifted(ctx context.Context, claim *v1alpha1.NodeClaim) (string, error)
 }
 
-// AnnotationLaunchedDirectly marks an instance launched without the
-// operator, by kubectl rightsize tui --cloud, that no NodeClaim object
-// records; its value names the cloud. Create records the annotation of the
-// NodeClaim it is given on the instance (a tag, a node annotation) and the
-// views Get and List return carry it back, so that the operator's garbage
-// collector adopts such an instance (creates its NodeClaim) instead of
-// terminating it.
-const AnnotationLaunchedDirectly = v1alpha1.Group + "/launched-directly"
+// AnnotationLaunchedDirectly is v1alpha1.AnnotationLaunchedDirectly: Create
+// records the annotation of the NodeClaim it is given on the instance (a
+// tag, a node annotation) and the views Get and List return carry it back,
+// so that the operator's garbage collector adopts such an instance (creates
+// its NodeClaim) instead of terminating it.
+const AnnotationLaunchedDirectly = v1alpha1.AnnotationLaunchedDirectly
 
 // InsufficientCapacityError says that none of the offerings tried could be
 // launched now; Offerings lists them as "type/zone/capacity-type".

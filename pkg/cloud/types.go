@@ -22,6 +22,23 @@ type InstanceType struct {
 	GPU             int64  `json:"gpu,omitempty"`
 	GPUName         string `json:"gpuName,omitempty"`
 	GPUManufacturer string `json:"gpuManufacturer,omitempty"`
+	// GPUMemory is the memory of one GPU in MiB.
+	GPUMemory int64 `json:"gpuMemory,omitempty"`
+	// Accelerators are the type's AWS Neuron devices (Inferentia,
+	// Trainium); AcceleratorName is the lower-case device name,
+	// AcceleratorManufacturer "aws", and NeuronCores their cores in all.
+	Accelerators            int64  `json:"accelerators,omitempty"`
+	AcceleratorName         string `json:"acceleratorName,omitempty"`
+	AcceleratorManufacturer string `json:"acceleratorManufacturer,omitempty"`
+	NeuronCores             int64  `json:"neuronCores,omitempty"`
+	// CPUManufacturer is aws, intel or amd ("" when unknown).
+	CPUManufacturer string `json:"cpuManufacturer,omitempty"`
+	// NetworkBandwidth and EBSBandwidth are in Mbps, LocalNVMe the local
+	// NVMe instance storage in GB; 0 when the type has none or the data
+	// does not say.
+	NetworkBandwidth int64 `json:"networkBandwidth,omitempty"`
+	EBSBandwidth     int64 `json:"ebsBandwidth,omitempty"`
+	LocalNVMe        int64 `json:"localNVMe,omitempty"`
 	// Architecture is "amd64" or "arm64".
 	Architecture string `json:"architecture,omitempty"`
 	// MaxENIs and IPv4PerENI bound the number of pods with VPC CNI networking.

@@ -1,7 +1,10 @@
-// Package disruption evaluates NodePool disruption budgets: how many of a
-// pool's nodes may be disrupted at a given moment, for which reasons. Both
-// the operator and `explain --consolidation` ask it, so a decision the
-// operator makes is one explain can show.
+// Package disruption decides, without reading or changing the cluster,
+// which nodes the operator disrupts: NodePool disruption budgets (how many
+// of a pool's nodes may be disrupted at a given moment, for which
+// reasons), the guards of a look at the cluster (View) and the choice of
+// the next action (Choose, Decide). The operator's disruption controller
+// carries out what it decides, and `explain --consolidation` and the TUI
+// show the same decisions.
 package disruption
 
 import (
@@ -12,6 +15,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 )
 
 // Reasons a node may be disrupted for, as Karpenter names them.
@@ -19,6 +24,9 @@ const (
 	ReasonUnderutilized = "Underutilized"
 	ReasonEmpty         = "Empty"
 	ReasonDrifted       = "Drifted"
+	// ReasonExpired is the reason of nodes older than their expireAfter;
+	// only budgets that name no reasons apply to it.
+	ReasonExpired = "Expired"
 )
 
 // Budget is one entry of spec.disruption.budgets.
@@ -130,4 +138,48 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// NewBudget reads one entry of spec.disruption.budgets: nodes, the cron
+// schedule ("" for none), the duration (0 for none) and the reasons. It
+// reports false for a duration without a schedule, which Karpenter
+// rejects (and readers warn of), and an error naming the field for a
+// budget that is not valid.
+func NewBudget(nodes, schedule string, duration time.Duration, reasons []string) (Budget, bool, error) {
+	b := Budget{Nodes: nodes, Schedule: schedule, Duration: duration, Reasons: reasons}
+	if schedule == "" && duration != 0 {
+		return Budget{}, false, nil
+	}
+	if err := b.Validate(); err != nil {
+		return Budget{}, false, err
+	}
+	return b, true, nil
+}
+
+// PoolBudgets reads the disruption budgets of one of our NodePools, as
+// NewBudget reads each.
+func PoolBudgets(np *v1alpha1.NodePool) ([]Budget, error) {
+	var out []Budget
+	for i, b := range np.Spec.Disruption.Budgets {
+		var schedule string
+		if b.Schedule != nil {
+			schedule = *b.Schedule
+		}
+		var duration time.Duration
+		if b.Duration != nil {
+			duration = b.Duration.Duration
+		}
+		var reasons []string
+		for _, r := range b.Reasons {
+			reasons = append(reasons, string(r))
+		}
+		budget, ok, err := NewBudget(b.Nodes, schedule, duration, reasons)
+		if err != nil {
+			return nil, fmt.Errorf("NodePool %s: spec.disruption.budgets[%d]: %w", np.Name, i, err)
+		}
+		if ok {
+			out = append(out, budget)
+		}
+	}
+	return out, nil
 }

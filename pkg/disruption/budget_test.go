@@ -2,8 +2,14 @@ package disruption
 
 import (
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 )
 
 func TestAllowed(t *testing.T) {
@@ -54,5 +60,45 @@ func TestValidate(t *testing.T) {
 		if err := tc.b.Validate(); (err != nil) != tc.wantErr {
 			t.Errorf("%+v: error %v, want error %v", tc.b, err, tc.wantErr)
 		}
+	}
+}
+
+func TestPoolBudgets(t *testing.T) {
+	sched := "0 9 * * mon-fri"
+	bad := "not a schedule"
+	tests := []struct {
+		name    string
+		budgets []v1alpha1.Budget
+		want    []Budget
+		err     string
+	}{
+		{"none", nil, nil, ""},
+		{"a count for some reasons", []v1alpha1.Budget{{Nodes: "1", Reasons: []v1alpha1.DisruptionReason{v1alpha1.DisruptionReasonEmpty}}},
+			[]Budget{{Nodes: "1", Reasons: []string{ReasonEmpty}}}, ""},
+		{"a window", []v1alpha1.Budget{{Nodes: "0", Schedule: &sched, Duration: &metav1.Duration{Duration: 8 * time.Hour}}},
+			[]Budget{{Nodes: "0", Schedule: sched, Duration: 8 * time.Hour}}, ""},
+		{"a duration without a schedule is left out", []v1alpha1.Budget{{Nodes: "0", Duration: &metav1.Duration{Duration: time.Hour}}, {Nodes: "20%"}},
+			[]Budget{{Nodes: "20%"}}, ""},
+		{"a bad count", []v1alpha1.Budget{{Nodes: "lots"}}, nil, "budgets[0]: nodes \"lots\""},
+		{"a bad schedule", []v1alpha1.Budget{{Nodes: "1"}, {Nodes: "1", Schedule: &bad, Duration: &metav1.Duration{Duration: time.Hour}}}, nil, "budgets[1]: schedule"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			np := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+			np.Spec.Disruption.Budgets = tc.budgets
+			got, err := PoolBudgets(np)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "NodePool web") {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("budgets %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

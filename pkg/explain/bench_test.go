@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -47,26 +48,26 @@ func BenchmarkExplain(b *testing.B) {
 		n := tc.n
 		b.Run(tc.name, func(b *testing.B) {
 			cat := Catalog{Region: "us-east-1"}
-			types, _, err := cat.instanceTypes()
+			types, _, err := cat.InstanceTypes()
 			if err != nil {
 				b.Fatal(err)
 			}
 			m := &snapshot.Manifests{Pods: microservices(1, n)}
-			var plan *solver.Plan
+			var solved *solver.Plan
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				p, err := Problem(m, types, DefaultPool{InstanceFamilies: tc.families})
+				built, err := plan.Build(plan.Input{Manifests: m, InstanceTypes: types, Default: &DefaultPool{InstanceFamilies: tc.families}})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if plan, err = solver.Solve(p); err != nil {
+				if solved, err = solver.Solve(built.Problem); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
-			b.ReportMetric(plan.TotalPrice/plan.LowerBound, "cost/LB")
-			b.ReportMetric(float64(len(plan.NewNodes)), "nodes")
+			b.ReportMetric(solved.TotalPrice/solved.LowerBound, "cost/LB")
+			b.ReportMetric(float64(len(solved.NewNodes)), "nodes")
 		})
 	}
 }

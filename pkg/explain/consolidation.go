@@ -7,8 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -94,7 +93,7 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*Res
 	if len(cl.Rightsize.Pools) > 0 {
 		rc.Guards = GuardsOperator
 		d, err := disruption.Decide(disruption.Input{
-			Snapshot: &provisioning.Snapshot{Problem: cloneProblem(p), Pools: cl.Rightsize.Pools},
+			Snapshot: &disruption.Snapshot{Problem: cloneProblem(p), Pools: cl.Rightsize.Pools},
 			Nodes:    cl.Rightsize.NodeObjects, Claims: cl.Rightsize.Claims, Now: now,
 		})
 		if err != nil {
@@ -109,8 +108,8 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*Res
 			}
 		}
 		for n, why := range d.Refused {
-			v := ResultNodeVerdict{Verdict: VerdictKept, Reason: why}
-			if d.Later[n] {
+			v := ResultNodeVerdict{Verdict: VerdictKept, Reason: why.Reason}
+			if why.Later {
 				v.Verdict = VerdictPlanned
 			}
 			verdicts[n] = v

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -74,16 +75,7 @@ func TestConsolidationOperatorGuards(t *testing.T) {
 		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
 	}}
 	cl := snapshot.FromObjects(&objs)
-	cat := Catalog{Region: "us-east-1"}
-	types, _, err := cat.instanceTypes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Problem(&cl.Manifests, types, DefaultPool{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Nodes, p.PDBs = cl.Nodes, cl.PDBs
+	p := buildLive(t, cl)
 	rc, err := Consolidation(cl, p, now)
 	if err != nil {
 		t.Fatal(err)
@@ -191,16 +183,7 @@ func TestConsolidationCountsFromLastPodEvent(t *testing.T) {
 				Status: corev1.PodStatus{Phase: corev1.PodRunning},
 			})
 			cl := snapshot.FromObjects(&objs)
-			cat := Catalog{Region: "us-east-1"}
-			types, _, err := cat.instanceTypes()
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Problem(&cl.Manifests, types, DefaultPool{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.Nodes = cl.Nodes
+			p := buildLive(t, cl)
 			rc, err := Consolidation(cl, p, now)
 			if err != nil {
 				t.Fatal(err)
@@ -233,4 +216,19 @@ func webPool(consolidateAfter string) *v1alpha1.NodePool {
 				ConsolidateAfter: v1alpha1.NillableDuration(consolidateAfter), Budgets: []v1alpha1.Budget{{Nodes: "100%"}}},
 		},
 	}
+}
+
+// buildLive plans a cluster as live explain does, on the embedded catalog.
+func buildLive(t *testing.T, cl *snapshot.Cluster) *solver.Problem {
+	t.Helper()
+	cat := Catalog{Region: "us-east-1"}
+	types, _, err := cat.InstanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := plan.Build(plan.Input{Cluster: cl, InstanceTypes: types, Catalog: &cat, Default: &DefaultPool{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return built.Problem
 }

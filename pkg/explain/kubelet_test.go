@@ -2,6 +2,7 @@ package explain
 
 import (
 	"encoding/json"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"path/filepath"
 	"testing"
 )
@@ -85,7 +86,7 @@ spec:
 		t.Run(tc.name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "in.yaml")
 			writeFile(t, f, deployment+tc.manifests)
-			out, errOut, err := run(t, Options{Filenames: []string{f}, Output: "json"})
+			out, errOut, err := run(t, Options{Input: snapshot.Input{Filenames: []string{f}}, Output: "json"})
 			if err != nil {
 				t.Fatalf("explain: %v\n%s", err, errOut)
 			}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -16,18 +17,18 @@ import (
 // runLive reads the cluster, plans for every pending pod and prints the
 // report for the namespace (or all) and workload asked for.
 func (o *Options) runLive(ctx context.Context) error {
-	clients, err := snapshot.NewClusterClients(o.restConfig)
+	clients, err := snapshot.NewClusterClients(o.RESTConfig)
 	if err != nil {
 		return err
 	}
-	scope := o.namespace
+	scope := o.Namespace
 	if o.AllNamespaces {
 		scope = ""
 	}
-	cl, err := snapshot.ReadCluster(ctx, clients, snapshot.ClusterOptions{
+	cl, err := readCluster(ctx, clients, snapshot.ClusterOptions{
 		Namespace: scope,
-		Host:      o.restConfig.Host,
-		Timeout:   o.restConfig.Timeout,
+		Host:      o.RESTConfig.Host,
+		Timeout:   o.RESTConfig.Timeout,
 	})
 	if err != nil {
 		return err
@@ -39,30 +40,23 @@ func (o *Options) runLive(ctx context.Context) error {
 			o.Catalog.Region = DefaultRegion
 		}
 	}
-	types, source, err := o.Catalog.instanceTypes()
+	types, source, err := o.Catalog.InstanceTypes()
 	if err != nil {
 		return err
 	}
-	p, err := Problem(&cl.Manifests, types, o.Default)
+	// In-flight NodeClaims are capacity already launching: the plan uses
+	// them first, as the TUI and the operator do.
+	built, err := plan.Build(plan.Input{Cluster: cl, InstanceTypes: types, Catalog: &o.Catalog, Default: &o.Default})
 	if err != nil {
 		return err
 	}
-	if err := o.Catalog.ApplyKubelets(p, cl.Kubelets); err != nil {
-		return err
-	}
-	prices := newPriceList(types)
-	p.Nodes, p.PDBs = cl.Nodes, cl.PDBs
-	for i := range p.Nodes {
-		if p.Nodes[i].Price == 0 { // a rightsize NodeClaim's price is what is paid
-			p.Nodes[i].Price, _ = prices.price(&p.Nodes[i])
-		}
-	}
-	plan, err := o.solve(p)
+	p := built.Problem
+	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err
 	}
-	result := NewResult(p, plan, source)
-	live, err := newLiveResult(cl, p, plan, prices, scope, o.target)
+	result := NewResult(p, solved, source)
+	live, err := newLiveResult(cl, built, solved, scope, o.target)
 	if err != nil {
 		return err
 	}
@@ -99,6 +93,13 @@ var workloadKinds = map[string]string{
 }
 
 // parseWorkload reads "NAME", "pod/NAME" or "TYPE[.GROUP]/NAME".
+// CheckWorkload reports whether s names a workload explain can narrow its
+// report to: POD, pod/NAME or TYPE/NAME (deployment/web).
+func CheckWorkload(s string) error {
+	_, err := parseWorkload(s)
+	return err
+}
+
 func parseWorkload(s string) (*workload, error) {
 	typ, name, ok := strings.Cut(s, "/")
 	if !ok {
@@ -131,47 +132,10 @@ func (w *workload) matches(name, owner string) bool {
 	return kind == w.Kind && ownerName == w.Name
 }
 
-// priceList finds the price of an existing node in the catalog.
-type priceList map[string][]solver.Offering
-
-func newPriceList(types []solver.InstanceType) priceList {
-	pl := make(priceList, len(types))
-	for i := range types {
-		pl[types[i].Name] = types[i].Offerings
-	}
-	return pl
-}
-
-// price returns the price of a node's instance type, zone and capacity type
-// (on-demand when the node does not say). Any zone's price is taken when the
-// node's zone is not offered, as the catalog's zone names are stand-ins.
-func (pl priceList) price(n *solver.Node) (float64, bool) {
-	offerings, ok := pl[n.InstanceType]
-	if !ok {
-		return 0, false
-	}
-	ct := n.CapacityType
-	if ct == "" {
-		ct = cloud.CapacityTypeOnDemand
-	}
-	found, price := false, 0.0
-	for _, o := range offerings {
-		if o.CapacityType != ct {
-			continue
-		}
-		if o.Zone == n.Zone {
-			return o.Price, true
-		}
-		if !found {
-			found, price = true, o.Price
-		}
-	}
-	return price, found
-}
-
 // newLiveResult builds the live part of the report: pending pods in scope
 // with what the plan does for them, the existing nodes and their cost.
-func newLiveResult(cl *snapshot.Cluster, p *solver.Problem, plan *solver.Plan, prices priceList, namespace string, target *workload) (*LiveResult, error) {
+func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan, namespace string, target *workload) (*LiveResult, error) {
+	p := built.Problem
 	live := &LiveResult{
 		Scope:         ResultScope{Namespace: namespace, PendingInCluster: len(cl.Pending), PodNamespace: cl.PodNamespace},
 		Pending:       []ResultPending{},
@@ -185,7 +149,7 @@ func newLiveResult(cl *snapshot.Cluster, p *solver.Problem, plan *solver.Plan, p
 	}
 
 	// What the plan does with each planned pod.
-	outcomes := plan.Outcomes(len(p.Pods))
+	outcomes := solved.Outcomes(len(p.Pods))
 	targetNodes := map[string]bool{}
 	for i := range cl.Pending {
 		pp := &cl.Pending[i]
@@ -198,9 +162,12 @@ func newLiveResult(cl *snapshot.Cluster, p *solver.Problem, plan *solver.Plan, p
 			rp.Reason = pp.NotPlanned
 		case outcomes[pp.Index].NewNode >= 0:
 			ni := outcomes[pp.Index].NewNode
-			n := &plan.NewNodes[ni]
-			rp.Node, rp.NewNode = newNodeName(ni), true
+			n := &solved.NewNodes[ni]
+			rp.Node, rp.NewNode = NewNodeName(ni), true
 			rp.InstanceType, rp.CapacityType, rp.Zone, rp.PricePerHour = n.InstanceType, n.CapacityType, n.Zone, n.Price
+		case outcomes[pp.Index].Node != "" && slices.Contains(built.InFlight, outcomes[pp.Index].Node):
+			rp.Node = outcomes[pp.Index].Node
+			rp.Note = "the node launched for it (NodeClaim " + rp.Node + ") is on its way"
 		case outcomes[pp.Index].Node != "":
 			rp.Node = outcomes[pp.Index].Node
 			rp.Note = "the plan finds room on this existing node; the scheduler has not placed the pod yet, or a constraint the plan does not model (pod affinity, topology spread, volumes, host ports) keeps it off"
@@ -230,11 +197,8 @@ func newLiveResult(cl *snapshot.Cluster, p *solver.Problem, plan *solver.Plan, p
 	// Existing nodes: all of them, or those the workload runs or would run on.
 	priced := 0
 	for i := range cl.Nodes {
-		n := &cl.Nodes[i]
-		price, known := prices.price(n)
-		if n.Price > 0 {
-			price, known = n.Price, true
-		}
+		n := &p.Nodes[i] // priced by plan.Build; the in-flight nodes follow
+		price, known := built.Prices.Node(n)
 		if known {
 			priced++
 			live.ClusterPricePerHour += price
@@ -259,7 +223,8 @@ func newLiveResult(cl *snapshot.Cluster, p *solver.Problem, plan *solver.Plan, p
 	return live, nil
 }
 
-// newNodeName names the i-th proposed node as the wide table does.
-func newNodeName(i int) string { return fmt.Sprintf("new-%d", i+1) }
+// NewNodeName names the i-th (0-based) proposed node of a plan as the wide
+// table and JSON do: new-1, new-2, ...
+func NewNodeName(i int) string { return fmt.Sprintf("new-%d", i+1) }
 
 func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }

@@ -3,9 +3,15 @@ package explain
 import (
 	"strings"
 	"testing"
+	"time"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -64,66 +70,73 @@ func TestWorkloadMatches(t *testing.T) {
 	}
 }
 
-func TestExistingNodePrice(t *testing.T) {
-	prices := newPriceList([]solver.InstanceType{{Name: "m7i.large", Offerings: []solver.Offering{
-		{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.1008},
-		{Zone: "us-east-1a", CapacityType: "spot", Price: 0.04},
-		{Zone: "us-east-1b", CapacityType: "spot", Price: 0.05},
-	}}})
-	tests := []struct {
-		name  string
-		node  solver.Node
-		want  float64
-		known bool
-	}{
-		{"zone and capacity type", solver.Node{InstanceType: "m7i.large", Zone: "us-east-1b", CapacityType: "spot"}, 0.05, true},
-		{"no capacity type is on-demand", solver.Node{InstanceType: "m7i.large", Zone: "us-east-1a"}, 0.1008, true},
-		{"zone not in the catalog", solver.Node{InstanceType: "m7i.large", Zone: "us-east-1f", CapacityType: "spot"}, 0.04, true},
-		{"unknown type", solver.Node{InstanceType: "kwok", Zone: "us-east-1a"}, 0, false},
-		{"no type label", solver.Node{}, 0, false},
-		{"capacity type not offered", solver.Node{InstanceType: "m7i.large", CapacityType: "reserved"}, 0, false},
-	}
-	for _, tc := range tests {
-		got, known := prices.price(&tc.node)
-		if got != tc.want || known != tc.known {
-			t.Errorf("%s: %v %v, want %v %v", tc.name, got, known, tc.want, tc.known)
+// TestLiveCountsInFlightClaimsAndPaidPrices plans a cluster of the rightsize
+// pool "web" with one node whose NodeClaim records what it pays, and one
+// NodeClaim still launching: the pending pod goes to the launching node
+// (no new node is proposed) and the cluster costs what the claim pays.
+func TestLiveCountsInFlightClaimsAndPaidPrices(t *testing.T) {
+	now := time.Now()
+	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
+	labels := map[string]string{solver.LabelInstanceType: "m7i.xlarge", solver.LabelZone: "us-east-1a", solver.LabelCapacityType: "on-demand",
+		v1alpha1.LabelNodePool: "web", solver.LabelNodePool: "web"}
+	yes := true
+	pod := func(name, node, cpu string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, Controller: &yes}}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if node == "" {
+			p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available"}}}
 		}
+		return p
 	}
-}
-
-func TestCompleteUsesTheKubeconfigWhenNoFilesAreGiven(t *testing.T) {
-	flags := func(path string) *genericclioptions.ConfigFlags {
-		f := genericclioptions.NewConfigFlags(false)
-		f.KubeConfig = &path
-		return f
+	claim := func(name, providerID string, initialized bool) *v1alpha1.NodeClaim {
+		c := &v1alpha1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelNodePool: "web"}, CreationTimestamp: metav1.NewTime(now)},
+			Spec: v1alpha1.NodeClaimSpec{NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"},
+				Requirements: []v1alpha1.NodeSelectorRequirement{
+					{Key: solver.LabelInstanceType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"m7i.xlarge"}},
+					{Key: solver.LabelZone, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"us-east-1a"}},
+					{Key: solver.LabelCapacityType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"on-demand"}}}},
+			Status: v1alpha1.NodeClaimStatus{ProviderID: providerID, PricePerHour: "0.15"}}
+		if initialized {
+			c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}
+		}
+		return c
 	}
-	tests := []struct {
-		name    string
-		opts    Options
-		args    []string
-		wantErr string
-	}{
-		{"a usable kubeconfig is input", Options{Cluster: flags("../../cmd/kubectl-rightsize/testdata/kubeconfig")}, nil, ""},
-		{"a workload with a kubeconfig", Options{Cluster: flags("../../cmd/kubectl-rightsize/testdata/kubeconfig")}, []string{"deploy/web"}, ""},
-		{"a missing kubeconfig is no input", Options{Cluster: flags("testdata/missing")}, nil, "no input: pass manifests with -f FILE, -f DIR or -f -, or point at a cluster with --kubeconfig or --context (the kubeconfig cannot be used: stat testdata/missing"},
-		{"no cluster at all", Options{}, nil, "(no kubeconfig found)"},
-		{"two workloads", Options{Cluster: flags("../../cmd/kubectl-rightsize/testdata/kubeconfig")}, []string{"a", "b"}, "at most one workload"},
-		{"a workload with -f", Options{Filenames: []string{"x.yaml"}}, []string{"pod/a"}, "needs a live cluster"},
+	objs := snapshot.Objects{
+		RightsizeInstalled: true, RightsizeNodePools: []*v1alpha1.NodePool{webPool("0s")},
+		Nodes: []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "busy", Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "sim://busy"},
+			Status: corev1.NodeStatus{Capacity: list, Allocatable: list, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}},
+		Pods:       []*corev1.Pod{pod("full", "busy", "3500m"), pod("waiting", "", "2")},
+		NodeClaims: []*v1alpha1.NodeClaim{claim("web-busy", "sim://busy", true), claim("web-launching", "", false)},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.opts.Complete(tc.args)
-			if err == nil {
-				err = tc.opts.Validate()
-			}
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("error: %v", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Fatalf("error %v, want %q", err, tc.wantErr)
-			case tc.wantErr == "" && (tc.opts.restConfig == nil || tc.opts.restConfig.Timeout != DefaultRequestTimeout || tc.opts.namespace != "default"):
-				t.Errorf("cluster not resolved: %+v", tc.opts)
-			}
-		})
+	cl := snapshot.FromObjects(&objs)
+	cat := Catalog{Region: "us-east-1"}
+	types, _, err := cat.InstanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := plan.Build(plan.Input{Cluster: cl, InstanceTypes: types, Catalog: &cat, Default: &DefaultPool{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	solved, err := solver.Solve(built.Problem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(solved.NewNodes) != 0 {
+		t.Errorf("proposed %d new nodes; the launching NodeClaim has room", len(solved.NewNodes))
+	}
+	live, err := newLiveResult(cl, built, solved, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(live.Pending) != 1 || live.Pending[0].Node != "web-launching" || live.Pending[0].NewNode || !strings.Contains(live.Pending[0].Note, "on its way") {
+		t.Errorf("pending %+v, want default/waiting on the launching NodeClaim", live.Pending)
+	}
+	if live.ClusterPricePerHour != 0.15 || len(live.ExistingNodes) != 1 || live.ExistingNodes[0].PricePerHour == nil || *live.ExistingNodes[0].PricePerHour != 0.15 {
+		t.Errorf("cluster price %v, nodes %+v: want what the NodeClaim pays, 0.15", live.ClusterPricePerHour, live.ExistingNodes)
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -27,6 +29,9 @@ type Result struct {
 	TotalPricePerHour      float64             `json:"totalPricePerHour"`
 	TotalPricePerMonth     float64             `json:"totalPricePerMonth"`
 	LowerBoundPricePerHour float64             `json:"lowerBoundPricePerHour"`
+	// BestEffortPods counts the planned pods that request no CPU and no
+	// memory: they are planned as taking none, so the plan is a floor.
+	BestEffortPods int `json:"bestEffortPods,omitempty"`
 	// LiveResult is set when a live cluster was read; its fields are
 	// inlined in JSON and YAML.
 	*LiveResult
@@ -117,6 +122,13 @@ type ResultNode struct {
 	Pods         []string          `json:"pods"`
 	Allocatable  map[string]string `json:"allocatable"`
 	Requested    map[string]string `json:"requested"`
+	// Labels are the labels the node would carry: its instance type's, its
+	// pool's (template labels, and requirements that allow one value), then
+	// the pool name, zone and capacity type.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Taints are its pool's taints (startup taints left out: they are gone
+	// once the node is ready).
+	Taints []v1.Taint `json:"taints,omitempty"`
 	// Reason says in one sentence why this node.
 	Reason string `json:"reason"`
 }
@@ -149,10 +161,11 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
 	}
 	for i, n := range plan.NewNodes {
 		node := ResultNode{
-			Name: newNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
+			Name: NewNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
 			PricePerHour: n.Price, Pods: make([]string, len(n.Pods)),
 			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested), Reason: n.Reason,
 		}
+		node.Labels, node.Taints = nodeLabelsAndTaints(p, &n)
 		for i, pod := range n.Pods {
 			node.Pods[i] = p.Pods[pod].Key()
 		}
@@ -161,7 +174,45 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
 	for _, u := range plan.Unschedulable {
 		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: p.Pods[u.Pod].Key(), Owner: p.Pods[u.Pod].Owner, Reason: u.Reason})
 	}
+	for i := range p.Pods {
+		if q := &p.Pods[i].Requests; q[solver.CPU] == 0 && q[solver.Memory] == 0 {
+			r.BestEffortPods++
+		}
+	}
 	return r
+}
+
+// nodeLabelsAndTaints returns the labels and taints of a planned node, as
+// the pool and instance type it is made from give them: a pool requirement
+// that allows one value only labels the node with it, as Karpenter's
+// NodeClaims do.
+func nodeLabelsAndTaints(p *solver.Problem, n *solver.NewNode) (map[string]string, []v1.Taint) {
+	labels := map[string]string{}
+	var taints []v1.Taint
+	for pi := range p.Pools {
+		pool := &p.Pools[pi]
+		if pool.Name != n.Pool {
+			continue
+		}
+		for _, it := range p.PoolTypes(pi) {
+			if it.Name == n.InstanceType {
+				maps.Copy(labels, it.Labels)
+			}
+		}
+		maps.Copy(labels, pool.Labels)
+		for _, r := range pool.Requirements {
+			if _, set := labels[r.Key]; !set && r.Operator == solver.OpIn && len(r.Values) == 1 {
+				labels[r.Key] = r.Values[0]
+			}
+		}
+		for _, t := range pool.Taints {
+			taints = append(taints, v1.Taint{Key: t.Key, Value: t.Value, Effect: v1.TaintEffect(t.Effect)})
+		}
+	}
+	labels[solver.LabelNodePool] = n.Pool
+	labels[solver.LabelZone] = n.Zone
+	labels[solver.LabelCapacityType] = n.CapacityType
+	return labels, taints
 }
 
 func quantities(p *solver.Problem, r solver.Resources) map[string]string {
@@ -189,9 +240,13 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		}
 	}
 	tw := printers.GetNewTabWriter(w)
-	if len(r.Nodes) == 0 {
+	switch {
+	case len(r.Nodes) == 0 && len(r.Unschedulable) > 0:
+		// Never "no new nodes needed" while pods cannot be placed.
+		fmt.Fprintf(tw, "No new node can be proposed: %d pod(s) cannot be placed (see below).\n", len(r.Unschedulable))
+	case len(r.Nodes) == 0:
 		fmt.Fprintln(tw, "No new nodes needed.")
-	} else {
+	default:
 		fmt.Fprintln(tw, "NODEPOOL\tINSTANCE TYPE\tCAPACITY\tZONE\tNODES\tPODS\t$/HOUR\t$/MONTH")
 		for _, g := range groupNodes(r.Nodes) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.4f\t%.2f\n", g.NodePool, g.InstanceType, g.CapacityType, g.Zone,
@@ -204,6 +259,9 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 	}
 	if len(r.Nodes) > 0 && r.LowerBoundPricePerHour > 0 {
 		fmt.Fprintf(w, "\nLower bound: $%.4f/h; this plan costs %.3f× the bound.\n", r.LowerBoundPricePerHour, r.TotalPricePerHour/r.LowerBoundPricePerHour)
+	}
+	if r.BestEffortPods > 0 {
+		fmt.Fprintf(w, "\n%d pod(s) request no CPU or memory; they are planned as taking none, so this plan is a floor.\n", r.BestEffortPods)
 	}
 	if wide && len(r.Nodes) > 0 {
 		fmt.Fprintln(w)

@@ -2,35 +2,29 @@ package explain
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
-// DefaultRequestTimeout bounds each request to a live cluster when
-// --request-timeout is not set.
-const DefaultRequestTimeout = 30 * time.Second
-
 // DefaultRegion is the catalog region used when neither --region nor the
 // nodes' topology.kubernetes.io/region label says otherwise.
-const DefaultRegion = "us-east-1"
+const DefaultRegion = plan.DefaultRegion
 
-// defaultHost is where client-go points when no kubeconfig exists.
-const defaultHost = "http://localhost:8080"
-
-// Options are the inputs of `kubectl rightsize explain`.
+// Options are the inputs of one explain report. The explain command
+// (pkg/cmd/explain) fills them from its validated flags.
 type Options struct {
-	// Filenames are files, directories or "-" to read manifests from. When
-	// empty, explain reads the live cluster that Cluster points at.
-	Filenames []string
+	// Input names the manifests to read. When none are given, explain reads
+	// the live cluster of RESTConfig.
+	Input snapshot.Input
 	// Output is "", "wide", "json" or "yaml".
 	Output  string
 	Catalog Catalog
@@ -38,7 +32,7 @@ type Options struct {
 	// Timeout bounds the solve; the best plan found by then is printed.
 	Timeout time.Duration
 	// AllNamespaces reports the pending pods of every namespace rather than
-	// those of the current namespace (-A).
+	// those of Namespace (-A).
 	AllNamespaces bool
 	// Consolidation adds what the consolidation planner would do now (live
 	// clusters only; read-only).
@@ -47,99 +41,34 @@ type Options struct {
 	// a pod, "TYPE/NAME" for a controller (deployment/web). The plan still
 	// considers every pending pod.
 	Workload string
-	// Cluster gives the kubeconfig, context, namespace and request timeout
-	// (the root command's --kubeconfig, --context, -n, --request-timeout).
-	Cluster genericclioptions.RESTClientGetter
+	// RESTConfig is the live cluster's, read when Input names no manifests.
+	RESTConfig *rest.Config
+	// Namespace is the namespace whose pending pods are reported.
+	Namespace string
 
 	genericiooptions.IOStreams
 
-	// Set by Complete.
-	restConfig *rest.Config
-	clusterErr error
-	namespace  string
-	target     *workload
+	// Set by Run.
+	target *workload
 }
 
-// Complete takes the positional arguments and, when no manifests are given,
-// resolves the cluster from Cluster. A kubeconfig that cannot be used is
-// not an error yet: Validate reports it, since -f needs none.
-func (o *Options) Complete(args []string) error {
-	switch len(args) {
-	case 0:
-	case 1:
-		o.Workload = args[0]
-	default:
-		return fmt.Errorf("at most one workload may be named (POD, pod/NAME or TYPE/NAME), got %d: %s", len(args), strings.Join(args, " "))
-	}
-	if len(o.Filenames) > 0 || o.Cluster == nil {
-		return nil
-	}
-	cfg, err := o.Cluster.ToRESTConfig()
-	if err != nil {
-		o.clusterErr = err
-		return nil
-	}
-	loader := o.Cluster.ToRawKubeConfigLoader()
-	// Without any kubeconfig, client-go falls back to http://localhost:8080,
-	// as kubectl does; here that would hide the real problem.
-	if raw, err := loader.RawConfig(); err == nil && len(raw.Clusters) == 0 && cfg.Host == defaultHost {
-		o.clusterErr = clientcmd.ErrEmptyConfig
-		return nil
-	}
-	ns, _, err := loader.Namespace()
-	if err != nil {
-		o.clusterErr = err
-		return nil
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultRequestTimeout
-	}
-	o.restConfig, o.namespace = cfg, ns
-	return nil
-}
-
-// Validate checks the options before anything is read.
-func (o *Options) Validate() error {
-	if len(o.Filenames) == 0 && o.restConfig == nil {
-		why := "no kubeconfig found"
-		if o.clusterErr != nil && !clientcmd.IsEmptyConfig(o.clusterErr) {
-			why = "the kubeconfig cannot be used: " + o.clusterErr.Error()
-		}
-		return fmt.Errorf("no input: pass manifests with -f FILE, -f DIR or -f -, or point at a cluster with --kubeconfig or --context (%s)", why)
-	}
+// Run reads the manifests or the cluster, solves and prints. It returns
+// early with ctx's error when ctx ends first.
+func (o *Options) Run(ctx context.Context) error {
 	if o.Workload != "" {
-		if len(o.Filenames) > 0 {
-			return fmt.Errorf("%s: naming a workload needs a live cluster; with -f every manifest is planned", o.Workload)
-		}
 		w, err := parseWorkload(o.Workload)
 		if err != nil {
 			return err
 		}
 		o.target = w
 	}
-	switch o.Output {
-	case "", "wide", "json", "yaml":
-	default:
-		return fmt.Errorf("--output %q: must be one of wide, json, yaml", o.Output)
+	if !o.Input.Given() {
+		if o.RESTConfig == nil {
+			return errors.New("explain: neither manifests nor a cluster to read")
+		}
+		return o.runLive(ctx)
 	}
-	if o.Catalog.Model.VMMemoryOverheadPercent < 0 || o.Catalog.Model.VMMemoryOverheadPercent >= 1 {
-		return fmt.Errorf("--vm-memory-overhead-percent %v: must be at least 0 and below 1", o.Catalog.Model.VMMemoryOverheadPercent)
-	}
-	if o.Catalog.Model.MaxPods < 0 {
-		return fmt.Errorf("--max-pods %d: must not be negative", o.Catalog.Model.MaxPods)
-	}
-	if o.Consolidation && len(o.Filenames) > 0 {
-		return fmt.Errorf("--consolidation reads a live cluster's nodes; it cannot be combined with -f")
-	}
-	return nil
-}
-
-// Run reads the manifests or the cluster, solves and prints.
-func (o *Options) Run() error {
-	if len(o.Filenames) == 0 {
-		return o.runLive(context.Background())
-	}
-	m, err := snapshot.Read(o.Filenames, o.In)
+	m, err := o.Input.Read(o.In)
 	if err != nil {
 		return err
 	}
@@ -147,22 +76,20 @@ func (o *Options) Run() error {
 	if o.Catalog.Region == "" {
 		o.Catalog.Region = DefaultRegion
 	}
-	types, source, err := o.Catalog.instanceTypes()
+	types, source, err := o.Catalog.InstanceTypes()
 	if err != nil {
 		return err
 	}
-	p, err := Problem(m, types, o.Default)
+	built, err := plan.Build(plan.Input{Manifests: m, InstanceTypes: types, Catalog: &o.Catalog, Default: &o.Default})
 	if err != nil {
 		return err
 	}
-	if err := o.Catalog.ApplyKubelets(p, m.Kubelets); err != nil {
-		return err
-	}
-	plan, err := o.solve(p)
+	p := built.Problem
+	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err
 	}
-	return o.print(NewResult(p, plan, source))
+	return o.print(NewResult(p, solved, source))
 }
 
 func (o *Options) warn(warnings []string) {
@@ -171,15 +98,57 @@ func (o *Options) warn(warnings []string) {
 	}
 }
 
-func (o *Options) solve(p *solver.Problem) (*solver.Plan, error) {
+// solve runs the solver until it finishes or ctx ends. The solver takes no
+// context (it is pure and stops only at Options.Deadline), so on
+// cancellation it is left to finish in the background and its plan dropped:
+// the command is exiting.
+func (o *Options) solve(ctx context.Context, p *solver.Problem) (*solver.Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("planning: %w", err)
+	}
 	if o.Timeout > 0 {
 		p.Options.Deadline = time.Now().Add(o.Timeout)
 	}
-	plan, err := solver.Solve(p)
-	if err != nil {
-		return nil, fmt.Errorf("planning: %w", err)
+	type solved struct {
+		plan *solver.Plan
+		err  error
 	}
-	return plan, nil
+	done := make(chan solved, 1)
+	go func() {
+		plan, err := solver.Solve(p)
+		done <- solved{plan, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("planning: %w", ctx.Err())
+	case s := <-done:
+		if s.err != nil {
+			return nil, fmt.Errorf("planning: %w", s.err)
+		}
+		return s.plan, nil
+	}
+}
+
+// readCluster is snapshot.ReadCluster returning as soon as ctx ends. Not
+// every read it makes takes a context (discovery of the NodePool and node
+// class CRDs does not), so on cancellation those requests are left to end
+// at their request timeout in the background.
+func readCluster(ctx context.Context, c snapshot.ClusterClients, opts snapshot.ClusterOptions) (*snapshot.Cluster, error) {
+	type read struct {
+		cl  *snapshot.Cluster
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		cl, err := snapshot.ReadCluster(ctx, c, opts)
+		done <- read{cl, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reading the cluster: %w", ctx.Err())
+	case r := <-done:
+		return r.cl, r.err
+	}
 }
 
 func (o *Options) print(result *Result) error {

@@ -1,16 +1,21 @@
 package explain
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 )
 
-// run executes explain like the command does and returns stdout, stderr and the error.
+// run makes the report of o (flags already validated, as the explain
+// command does in pkg/cmd/explain) and returns stdout, stderr and the error.
 func run(t *testing.T, o Options) (string, string, error) {
 	t.Helper()
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
@@ -18,15 +23,12 @@ func run(t *testing.T, o Options) (string, string, error) {
 	if o.Catalog.Region == "" && o.Catalog.InstanceTypesFile == "" {
 		o.Catalog.Region = "us-east-1"
 	}
-	err := o.Validate()
-	if err == nil {
-		err = o.Run()
-	}
+	err := o.Run(context.Background())
 	return out.String(), errOut.String(), err
 }
 
 func TestExplainSeedWalkthrough(t *testing.T) {
-	out, errOut, err := run(t, Options{Filenames: []string{"../snapshot/testdata/seed"}})
+	out, errOut, err := run(t, Options{Input: snapshot.Input{Filenames: []string{"../snapshot/testdata/seed"}}})
 	if err != nil {
 		t.Fatalf("explain: %v", err)
 	}
@@ -45,7 +47,7 @@ func TestExplainSeedWalkthrough(t *testing.T) {
 }
 
 func TestExplainJSONContract(t *testing.T) {
-	out, _, err := run(t, Options{Filenames: []string{"../../examples/flash-sale.yaml"}, Output: "json"})
+	out, _, err := run(t, Options{Input: snapshot.Input{Filenames: []string{"../../examples/flash-sale.yaml"}}, Output: "json"})
 	if err != nil {
 		t.Fatalf("explain: %v", err)
 	}
@@ -105,7 +107,7 @@ func TestExplainOutputs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.Filenames = []string{"../../examples/flash-sale.yaml"}
+			tc.opts.Input.Filenames = []string{"../../examples/flash-sale.yaml"}
 			out, _, err := run(t, tc.opts)
 			if err != nil {
 				t.Fatalf("explain: %v", err)
@@ -123,7 +125,7 @@ func TestExplainDefaultPoolFlags(t *testing.T) {
 	dir := t.TempDir()
 	app := filepath.Join(dir, "app.yaml")
 	writeFile(t, app, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n    resources: {requests: {cpu: '1', memory: 1Gi}}\n")
-	out, _, err := run(t, Options{Filenames: []string{app}, Output: "json", Default: DefaultPool{CapacityTypes: []string{"spot"}, InstanceFamilies: []string{"m7i"}}})
+	out, _, err := run(t, Options{Input: snapshot.Input{Filenames: []string{app}}, Output: "json", Default: DefaultPool{CapacityTypes: []string{"spot"}, InstanceFamilies: []string{"m7i"}}})
 	if err != nil {
 		t.Fatalf("explain: %v", err)
 	}
@@ -133,7 +135,7 @@ func TestExplainDefaultPoolFlags(t *testing.T) {
 }
 
 func TestExplainInstanceTypesFile(t *testing.T) {
-	out, _, err := run(t, Options{Filenames: []string{"../../examples/flash-sale.yaml"}, Output: "json", Catalog: Catalog{InstanceTypesFile: "../../examples/instance-types.yaml"}})
+	out, _, err := run(t, Options{Input: snapshot.Input{Filenames: []string{"../../examples/flash-sale.yaml"}}, Output: "json", Catalog: Catalog{InstanceTypesFile: "../../examples/instance-types.yaml"}})
 	if err != nil {
 		t.Fatalf("explain: %v", err)
 	}
@@ -153,14 +155,14 @@ func TestExplainBadInput(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"no input", Options{}, "no input"},
-		{"bad output", Options{Filenames: []string{bad}, Output: "xml"}, `--output "xml"`},
-		{"bad quantity names the file and line", Options{Filenames: []string{bad}}, "bad.yaml: document 1 (line 1)"},
-		{"missing file", Options{Filenames: []string{filepath.Join(dir, "nope.yaml")}}, "nope.yaml"},
-		{"empty input", Options{Filenames: []string{empty}}, "no pods or workloads found"},
-		{"unknown region", Options{Filenames: []string{"../../examples/flash-sale.yaml"}, Catalog: Catalog{Region: "mars-1"}}, `"mars-1"`},
-		{"bad capacity type", Options{Filenames: []string{"../snapshot/testdata/seed/03-memory-hog.yaml"}, Default: DefaultPool{CapacityTypes: []string{"reserved"}}}, `--capacity-type "reserved"`},
-		{"missing instance-types file", Options{Filenames: []string{"../snapshot/testdata/seed"}, Catalog: Catalog{InstanceTypesFile: filepath.Join(dir, "types.yaml")}}, "types.yaml"},
+		{"bad quantity names the file and line", Options{Input: snapshot.Input{Filenames: []string{bad}}}, "bad.yaml: document 1 (line 1)"},
+		{"missing file", Options{Input: snapshot.Input{Filenames: []string{filepath.Join(dir, "nope.yaml")}}}, "nope.yaml"},
+		{"empty input", Options{Input: snapshot.Input{Filenames: []string{empty}}}, "no pods or workloads found"},
+		{"unknown region", Options{Input: snapshot.Input{Filenames: []string{"../../examples/flash-sale.yaml"}}, Catalog: Catalog{Region: "mars-1"}}, `"mars-1"`},
+		{"bad capacity type", Options{Input: snapshot.Input{Filenames: []string{"../snapshot/testdata/seed/03-memory-hog.yaml"}}, Default: DefaultPool{CapacityTypes: []string{"reserved"}}}, `--capacity-type "reserved"`},
+		{"neither manifests nor a cluster", Options{}, "neither manifests nor a cluster"},
+		{"bad workload", Options{Workload: "service/web", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}}, `unknown workload type "service"`},
+		{"missing instance-types file", Options{Input: snapshot.Input{Filenames: []string{"../snapshot/testdata/seed"}}, Catalog: Catalog{InstanceTypesFile: filepath.Join(dir, "types.yaml")}}, "types.yaml"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,6 +174,20 @@ func TestExplainBadInput(t *testing.T) {
 				t.Errorf("error %q: want one line containing %q", msg, tc.want)
 			}
 		})
+	}
+}
+
+func TestExplainRunStopsWhenTheContextEnds(t *testing.T) {
+	streams, _, out, _ := genericiooptions.NewTestIOStreams()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := Options{Input: snapshot.Input{Filenames: []string{"../../examples/flash-sale.yaml"}}, Catalog: Catalog{Region: "us-east-1"}, IOStreams: streams}
+	err := o.Run(ctx)
+	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "planning: ") {
+		t.Fatalf("error %v, want planning: context canceled", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed a report:\n%s", out.String())
 	}
 }
 

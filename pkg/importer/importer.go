@@ -46,7 +46,7 @@ type Result struct {
 // Karpenter kinds, values that cannot be converted) and when the input holds
 // no Karpenter object.
 func Import(paths []string, stdin io.Reader) (*Result, error) {
-	docs, err := snapshot.ReadDocuments(paths, stdin)
+	docs, err := snapshot.ReadDocuments(paths, stdin, false)
 	if err != nil {
 		return nil, err
 	}

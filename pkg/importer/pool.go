@@ -94,6 +94,21 @@ func (c *converter) pool(where, kind, apiVersion string, j []byte) error {
 		spec.Taints = append(spec.Taints, src.taints...)
 		spec.StartupTaints = append(spec.StartupTaints, src.startupTaints...)
 	}
+	if provisioner {
+		var given [][]karpenter.Requirement
+		for _, src := range sources {
+			given = append(given, src.reqs)
+		}
+		defaults, note := karpenter.ProvisionerDefaults(given...)
+		for _, r := range defaults {
+			spec.Requirements = append(spec.Requirements, v1alpha1.NodeSelectorRequirement{
+				Key: r.Key, Operator: v1alpha1.NodeSelectorOperator(r.Operator), Values: r.Values,
+			})
+		}
+		if note != "" {
+			c.warnf(where, "%s", strings.Replace(note, "planned with", "given", 1))
+		}
+	}
 	if minValues {
 		c.warnf(where, "requirements: minValues kept, but the planner does not enforce it yet")
 	}

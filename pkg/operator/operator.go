@@ -65,7 +65,7 @@ import (
 )
 
 // DefaultLeaderElectionID is the name of the Lease replicas compete for.
-const DefaultLeaderElectionID = "rightsize-operator"
+const DefaultLeaderElectionID = v1alpha1.OperatorLeaseName
 
 // CloudFactory builds the cloud provider. The client it gets reads the API
 // server directly (not the cache), so that idempotency checks see the
@@ -199,7 +199,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := repair.New(mgr.GetClient(), recorder, opts.Repair).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodeclaim repair: %w", err)
 	}
-	if err := podevents.New(mgr.GetClient(), log.WithName("podevents")).Register(mgr); err != nil {
+	if err := podevents.New(mgr.GetClient(), log.WithName("podevents"), nil).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodeclaim pod events: %w", err)
 	}
 	if err := nodepool.New(mgr.GetClient(), cp).Register(mgr); err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,8 +37,8 @@ const (
 	LabelPodTemplateHash  = "pod-template-hash"
 	// AnnotationDoNotDisrupt on a pod or node keeps consolidation away;
 	// AnnotationRightsizeDoNotDisrupt is rightsize.dev's name for it.
-	AnnotationDoNotDisrupt          = "karpenter.sh/do-not-disrupt"
-	AnnotationRightsizeDoNotDisrupt = "rightsize.dev/do-not-disrupt"
+	AnnotationDoNotDisrupt          = v1alpha1.KarpenterAnnotationDoNotDisrupt
+	AnnotationRightsizeDoNotDisrupt = v1alpha1.AnnotationDoNotDisrupt
 )
 
 // KarpenterNodePools is the resource of Karpenter's v1 NodePools, read
@@ -146,9 +147,10 @@ func NewClusterClients(cfg *rest.Config) (ClusterClients, error) {
 
 // ReadCluster reads pods, nodes, DaemonSets, PodDisruptionBudgets and, when
 // their CRDs exist, Karpenter NodePools and rightsize.dev NodePools and
-// NodeClaims, and converts them for the solver.
-// Lists are paginated. Errors are *APIError: one line naming what could not
-// be read and what to do. A missing Karpenter or rightsize.dev CRD is not
+// NodeClaims, and converts them for the solver exactly as FromObjects
+// converts a watcher's objects (one assembly for both). Lists are
+// paginated. Errors are *APIError: one line naming what could not be read
+// and what to do. A missing Karpenter or rightsize.dev CRD is not
 // an error; pods, NodePools or DaemonSets the solver cannot model are left
 // out with a warning.
 func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*Cluster, error) {
@@ -161,7 +163,7 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 		pods                          []corev1.Pod
 		podNS                         string
 		nodes                         []corev1.Node
-		daemonSets                    []daemonSet
+		daemonSets                    []appsv1.DaemonSet
 		pdbs                          []policyv1.PodDisruptionBudget
 		pools                         []json.RawMessage
 		karpenter, rightsize          bool
@@ -191,54 +193,50 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 			return nil, err
 		}
 	}
-	cl := &Cluster{PodNamespace: podNS, KarpenterInstalled: karpenter}
-	if podNS != "" {
-		cl.warnf("pods", "you may not list pods in every namespace; free room on nodes counts only the pods of namespace %q", podNS)
-	}
+	// What could not be read is said first, then the objects go through
+	// the assembly a watcher's objects go through (FromObjects).
+	o := &Objects{PodNamespace: podNS, KarpenterInstalled: karpenter, RightsizeInstalled: rightsize, NodePools: pools,
+		Pods: pointers(pods), Nodes: pointers(nodes), DaemonSets: pointers(daemonSets), PDBs: pointers(pdbs)}
+	var warnings []string
 	if pdbErr != nil {
-		cl.Warnings = append(cl.Warnings, pdbErr.Error()+"; PodDisruptionBudgets are not needed to plan new nodes")
+		warnings = append(warnings, pdbErr.Error()+"; PodDisruptionBudgets are not needed to plan new nodes")
 	}
-	cl.addPending(pods)
-	cl.addPDBs(pdbs)
-	for _, raw := range pools {
-		cl.addLivePool(raw)
-	}
-	var npObjs []*v1alpha1.NodePool
 	for _, raw := range rsPools {
 		np := &v1alpha1.NodePool{}
 		if err := json.Unmarshal(raw, np); err != nil {
-			cl.warnf("rightsize.dev NodePool", "left out: %v", err)
+			warnings = append(warnings, oneLine(fmt.Sprintf("rightsize.dev NodePool: left out: %v", err)))
 			continue
 		}
-		npObjs = append(npObjs, np)
+		o.RightsizeNodePools = append(o.RightsizeNodePools, np)
 	}
-	claims := make([]v1alpha1.NodeClaim, 0, len(rsClaims))
 	for _, raw := range rsClaims {
-		var nc v1alpha1.NodeClaim
-		if err := json.Unmarshal(raw, &nc); err != nil {
-			cl.warnf("rightsize.dev NodeClaim", "left out: %v", err)
+		nc := &v1alpha1.NodeClaim{}
+		if err := json.Unmarshal(raw, nc); err != nil {
+			warnings = append(warnings, oneLine(fmt.Sprintf("rightsize.dev NodeClaim: left out: %v", err)))
 			continue
 		}
-		claims = append(claims, nc)
+		o.NodeClaims = append(o.NodeClaims, nc)
 	}
-	cl.Rightsize.Installed = rightsize
-	cl.addRightsizePools(npObjs)
 	for i, gvr := range classResources {
 		if classErr[i] != nil {
-			cl.Warnings = append(cl.Warnings, classErr[i].Error()+"; kubelet settings of those node classes are not planned")
+			warnings = append(warnings, classErr[i].Error()+"; kubelet settings of those node classes are not planned")
 			continue
 		}
-		cl.addLiveClasses(gvr, classKinds[i], classes[i])
+		if o.NodeClasses == nil {
+			o.NodeClasses = map[schema.GroupVersionResource][]json.RawMessage{}
+		}
+		o.NodeClasses[gvr] = classes[i]
 	}
-	cl.resolveKubelets()
-	for i := range daemonSets {
-		cl.addDaemonSet(&daemonSets[i])
+	return assemble(o, warnings), nil
+}
+
+// pointers returns pointers to the elements of s.
+func pointers[T any](s []T) []*T {
+	out := make([]*T, len(s))
+	for i := range s {
+		out[i] = &s[i]
 	}
-	cl.addNodes(nodes, pods)
-	cl.Rightsize.Claims, cl.Rightsize.NodeObjects = claims, nodes
-	cl.addClaims(claims)
-	cl.Warnings = dedupe(cl.Warnings)
-	return cl, nil
+	return out
 }
 
 // Region returns the most common topology.kubernetes.io/region of the
@@ -265,7 +263,7 @@ type reader struct {
 	opts ClusterOptions
 }
 
-// daemonSet is the part of a DaemonSet ReadCluster keeps.
+// daemonSet is the part of a DaemonSet the conversion reads.
 type daemonSet struct {
 	namespace, name string
 	spec            corev1.PodSpec
@@ -318,19 +316,14 @@ func (r *reader) nodes(ctx context.Context) ([]corev1.Node, error) {
 	return nodes, nil
 }
 
-func (r *reader) daemonSets(ctx context.Context) ([]daemonSet, error) {
+func (r *reader) daemonSets(ctx context.Context) ([]appsv1.DaemonSet, error) {
 	list, err := listAll(ctx, r.opts.PageSize, metav1.ListOptions{},
-		func(ctx context.Context, o metav1.ListOptions) ([]daemonSet, string, error) {
+		func(ctx context.Context, o metav1.ListOptions) ([]appsv1.DaemonSet, string, error) {
 			l, err := r.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, o)
 			if err != nil {
 				return nil, "", err
 			}
-			out := make([]daemonSet, len(l.Items))
-			for i := range l.Items {
-				d := &l.Items[i]
-				out[i] = daemonSet{namespace: d.Namespace, name: d.Name, spec: d.Spec.Template.Spec}
-			}
-			return out, l.Continue, nil
+			return l.Items, l.Continue, nil
 		})
 	if err != nil {
 		return nil, r.apiError("list", "daemonsets.apps", "", err)
@@ -449,6 +442,7 @@ func (c *Cluster) addPending(pods []corev1.Pod) {
 			}
 			shape.Namespace, shape.Name, shape.Owner = pod.Namespace, pod.Name, pp.Owner
 			shape.Labels, shape.Controller = pod.Labels, metav1.GetControllerOf(pod) != nil
+			resolveMatchLabelKeys(&pod.Spec, &shape)
 			pp.Index = len(c.Pods)
 			c.Pods = append(c.Pods, shape)
 		}
@@ -538,7 +532,7 @@ func (c *Cluster) addDaemonSet(d *daemonSet) {
 	}
 	c.DaemonSets = append(c.DaemonSets, solver.DaemonSet{
 		Namespace: d.namespace, Name: d.name, Requests: shape.Requests,
-		NodeSelector: shape.NodeSelector, Affinity: shape.Affinity, Tolerations: shape.Tolerations,
+		NodeSelector: shape.NodeSelector, Affinity: shape.Affinity, Tolerations: shape.Tolerations, HostPorts: shape.HostPorts,
 	})
 }
 
@@ -589,6 +583,7 @@ func (c *Cluster) boundPod(pod *corev1.Pod) solver.Pod {
 		Labels:       pod.Labels,
 		Controller:   metav1.GetControllerOf(pod) != nil,
 		DoNotDisrupt: DoNotDisrupt(pod.Annotations),
+		HostPorts:    hostPorts(&pod.Spec),
 	}
 	p.Requests[solver.Pods] = 1
 	// Where the pod may run again once evicted: consolidation moves it

@@ -26,12 +26,13 @@ func (d *Document) Errorf(err error) error {
 }
 
 // ReadDocuments reads every path as Read does (a file, a directory's *.yaml,
-// *.yml and *.json files in lexical order, or "-" for stdin) and returns
-// their non-empty documents as JSON, without interpreting them. A document
-// that is not valid YAML or JSON is a *DocumentError.
-func ReadDocuments(paths []string, stdin io.Reader) ([]Document, error) {
+// *.yml and *.json files in lexical order, its subdirectories' too when
+// recursive, or "-" for stdin) and returns their non-empty documents as
+// JSON, without interpreting them. A document that is not valid YAML or JSON
+// is a *DocumentError.
+func ReadDocuments(paths []string, stdin io.Reader, recursive bool) ([]Document, error) {
 	var out []Document
-	err := readInputs(paths, stdin, func(name string, data []byte) error {
+	err := readInputs(paths, stdin, recursive, func(name string, data []byte) error {
 		data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 		docs, err := splitJSON(data)
 		if err != nil {

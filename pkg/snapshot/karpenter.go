@@ -42,7 +42,7 @@ type (
 // decodePool reads a Provisioner or a NodePool into a solver.Pool.
 func (m *Manifests) decodePool(where, kind string, j []byte, generic any) error {
 	var o karpenterPool
-	if err := decodeStrict(j, &o, generic); err != nil {
+	if err := m.decodeFields(j, &o, generic); err != nil {
 		return err
 	}
 	return m.addPool(where, kind, &o)
@@ -113,6 +113,23 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 		}
 		if pool.StartupTaints, err = taints(src.path+".startupTaints", pool.StartupTaints, src.startupTaints); err != nil {
 			return err
+		}
+	}
+	if provisioner {
+		var given [][]karpenter.Requirement
+		for _, src := range sources {
+			given = append(given, src.reqs)
+		}
+		defaults, note := karpenter.ProvisionerDefaults(given...)
+		for i, r := range defaults {
+			req, err := nodeRequirement(fmt.Sprintf("default requirement %d", i), r.Key, r.Operator, r.Values)
+			if err != nil {
+				return err
+			}
+			pool.Requirements = append(pool.Requirements, req)
+		}
+		if note != "" {
+			m.warnf(where, "%s: %s", label, note)
 		}
 	}
 	if err := m.setPoolKubelet(where, name, s); err != nil {
@@ -269,7 +286,7 @@ func checkDuration(path, d string) error {
 // decodeNodeClass reads an EC2NodeClass and records its name.
 func (m *Manifests) decodeNodeClass(where, apiVersion string, j []byte, generic any) error {
 	var o ec2NodeClass
-	if err := decodeStrict(j, &o, generic); err != nil {
+	if err := m.decodeFields(j, &o, generic); err != nil {
 		return err
 	}
 	if o.Metadata.Name == "" {

@@ -40,7 +40,11 @@ type Objects struct {
 // FromObjects converts objects already read (for example by informers) the
 // way ReadCluster converts what it lists, so that a watcher and a one-shot
 // read give the solver the same input.
-func FromObjects(o *Objects) *Cluster {
+func FromObjects(o *Objects) *Cluster { return assemble(o, nil) }
+
+// assemble converts the objects, ReadCluster's and a watcher's alike;
+// warnings (what could not be read) come first.
+func assemble(o *Objects, warnings []string) *Cluster {
 	pods := make([]corev1.Pod, 0, len(o.Pods))
 	for _, p := range o.Pods {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -60,6 +64,7 @@ func FromObjects(o *Objects) *Cluster {
 	if o.PodNamespace != "" {
 		cl.warnf("pods", "you may not list pods in every namespace; free room on nodes counts only the pods of namespace %q", o.PodNamespace)
 	}
+	cl.Warnings = append(cl.Warnings, warnings...)
 	cl.addPending(pods)
 	cl.addPDBs(pdbs)
 	for _, raw := range o.NodePools {

@@ -224,3 +224,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// hostPorts lists the host ports a pod binds, as kube-scheduler's NodePorts
+// filter counts them: every container's ports with a hostPort, and those
+// of sidecars (init containers with restartPolicy Always), which run as
+// long as the pod does.
+func hostPorts(spec *corev1.PodSpec) []solver.HostPort {
+	var out []solver.HostPort
+	add := func(c *corev1.Container) {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				out = append(out, solver.HostPort{Port: p.HostPort, Protocol: string(p.Protocol), HostIP: p.HostIP})
+			}
+		}
+	}
+	for i := range spec.InitContainers {
+		if c := &spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			add(c)
+		}
+	}
+	for i := range spec.Containers {
+		add(&spec.Containers[i])
+	}
+	return out
+}

@@ -147,7 +147,7 @@ func (m *Manifests) decodeRightsize(where, kind string, j []byte, generic any) e
 	switch kind {
 	case "NodePool":
 		var np v1alpha1.NodePool
-		if err := decodeStrict(j, &np, generic); err != nil {
+		if err := m.decodeFields(j, &np, generic); err != nil {
 			return err
 		}
 		raw, err := json.Marshal(&np)
@@ -166,13 +166,13 @@ func (m *Manifests) decodeRightsize(where, kind string, j []byte, generic any) e
 		return nil
 	case "EC2NodeClass":
 		var c v1alpha1.EC2NodeClass
-		if err := decodeStrict(j, &c, generic); err != nil {
+		if err := m.decodeFields(j, &c, generic); err != nil {
 			return err
 		}
 		name, kubelet = c.Name, c.Spec.Kubelet
 	default:
 		var c v1alpha1.SimNodeClass
-		if err := decodeStrict(j, &c, generic); err != nil {
+		if err := m.decodeFields(j, &c, generic); err != nil {
 			return err
 		}
 		name, kubelet = c.Name, c.Spec.Kubelet

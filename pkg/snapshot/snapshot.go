@@ -8,8 +8,9 @@
 // Manifests are not defaulted or validated by an API server, so the reader
 // applies the API server's defaulting where it changes the answer (requests
 // default to limits) and rejects input it cannot read faithfully: malformed
-// YAML, unknown fields of known kinds, bad quantities. Kinds it does not use
-// (Service, ConfigMap, ...) are skipped with a warning.
+// YAML, bad quantities. Unknown fields of known kinds are warnings, as
+// kubectl's warn field validation (errors with Strict). Kinds it does not
+// use (Service, ConfigMap, ...) are skipped with a warning.
 package snapshot
 
 import (
@@ -55,11 +56,18 @@ type Manifests struct {
 	// Warnings are one line each, e.g.
 	// "deploy.yaml: document 3: kind Service skipped: not supported".
 	Warnings []string
+	// Strict makes unknown, duplicate and miscased fields of known kinds
+	// errors (--strict); by default each is a warning and the rest of the
+	// object is read, as kubectl's warn field validation applies it.
+	Strict bool
 
-	documents int        // non-empty documents seen
-	workloads int        // pod and workload documents seen, even with 0 replicas
-	classRefs []classRef // nodeClassRefs to check once everything is read
-	kubelets  kubeletSources
+	object      string       // "file: document N: Kind "name"" of the object being decoded, for field warnings
+	skipped     skipped      // objects not planned, summed up at the end of Read
+	autoscalers []autoscaler // HorizontalPodAutoscalers, applied at the end of Read
+	documents   int          // non-empty documents seen
+	workloads   int          // pod and workload documents seen, even with 0 replicas
+	classRefs   []classRef   // nodeClassRefs to check once everything is read
+	kubelets    kubeletSources
 }
 
 // classRef is a pool's reference to a node class, checked by Read.
@@ -99,13 +107,13 @@ const stdinName = "<stdin>"
 
 // readInputs calls read with the name and contents of every input: each
 // file of each path (a file, a directory's *.yaml, *.yml and *.json files in
-// lexical order), or stdin for "-".
-func readInputs(paths []string, stdin io.Reader, read func(name string, data []byte) error) error {
+// lexical order, its subdirectories' too when recursive), or stdin for "-".
+func readInputs(paths []string, stdin io.Reader, recursive bool, read func(name string, data []byte) error) error {
 	if len(paths) == 0 {
 		return errors.New("no input files")
 	}
 	for _, p := range paths {
-		files, err := expand(p)
+		files, err := expand(p, recursive)
 		if err != nil {
 			return err
 		}
@@ -132,18 +140,22 @@ func readInputs(paths []string, stdin io.Reader, read func(name string, data []b
 	return nil
 }
 
-// Read reads every path: a file, a directory (recursively, its *.yaml, *.yml
-// and *.json files in lexical order) or "-" for stdin. It fails if the input
-// holds no pod or workload, and warns about pools whose nodeClassRef names a
-// node class that is not in the input.
+// Read reads every path: a file, a directory (its *.yaml, *.yml and *.json
+// files in lexical order; not its subdirectories, as kubectl without -R)
+// or "-" for stdin. It fails if the input holds no pod or workload, and
+// warns about pools whose nodeClassRef names a node class that is not in
+// the input, and about unknown fields. Input.Read takes kubectl's other
+// ways to name manifests.
 func Read(paths []string, stdin io.Reader) (*Manifests, error) {
-	m := &Manifests{}
-	if err := readInputs(paths, stdin, func(name string, data []byte) error { return Decode(name, data, m) }); err != nil {
-		return nil, err
-	}
+	return Input{Filenames: paths}.Read(stdin)
+}
+
+// finish checks what the whole input holds and applies what spans
+// documents; names are the inputs, for errors.
+func (m *Manifests) finish(names []string) (*Manifests, error) {
 	if m.workloads == 0 {
-		shown := make([]string, len(paths))
-		for i, p := range paths {
+		shown := make([]string, len(names))
+		for i, p := range names {
 			shown[i] = p
 			if p == "-" {
 				shown[i] = stdinName
@@ -166,11 +178,13 @@ func Read(paths []string, stdin io.Reader) (*Manifests, error) {
 	}
 	m.classRefs = nil
 	m.resolveKubelets()
+	m.applyAutoscalers()
+	m.Warnings = append(m.Warnings, m.skipped.summary()...)
 	return m, nil
 }
 
 // expand turns a path into the files to read.
-func expand(p string) ([]string, error) {
+func expand(p string, recursive bool) ([]string, error) {
 	if p == "-" {
 		return []string{p}, nil
 	}
@@ -186,6 +200,9 @@ func expand(p string) ([]string, error) {
 		if err != nil {
 			return err
 		}
+		if d.IsDir() && path != p && !recursive {
+			return fs.SkipDir
+		}
 		switch strings.ToLower(filepath.Ext(path)) {
 		case ".yaml", ".yml", ".json":
 			if !d.IsDir() {
@@ -198,6 +215,9 @@ func expand(p string) ([]string, error) {
 		return nil, err
 	}
 	if len(files) == 0 {
+		if !recursive {
+			return nil, fmt.Errorf("%s: no *.yaml, *.yml or *.json files (-R reads its subdirectories too)", p)
+		}
 		return nil, fmt.Errorf("%s: no *.yaml, *.yml or *.json files", p)
 	}
 	return files, nil
@@ -233,27 +253,25 @@ func Decode(name string, data []byte, m *Manifests) error {
 }
 
 // splitJSON splits a stream that starts with '{' or '[' into its JSON
-// values. It fails if the stream does not look like JSON or the first value
-// is not valid JSON, so that the caller can read it as YAML instead; later
-// syntax errors become a document that fails to decode.
+// values, which may be separated by "---" lines as kubectl apply accepts. It
+// fails if the stream does not look like JSON or the first value is not
+// valid JSON, so that the caller can read it as YAML instead; later syntax
+// errors become a document that fails to decode.
 func splitJSON(data []byte) ([]document, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
 		return nil, errors.New("not JSON")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
 	var docs []document
-	line, counted := 1, 0 // line is the line of data[counted]
+	line, counted, start := 1, 0, 0 // line is the line of data[counted]
 	for {
-		start := int(dec.InputOffset())
-		for start < len(data) && strings.IndexByte(" \t\r\n", data[start]) >= 0 {
-			start++
-		}
+		start = skipSeparators(data, start)
 		if start == len(data) {
 			return docs, nil
 		}
 		line += bytes.Count(data[counted:start], []byte("\n"))
 		counted = start
+		dec := json.NewDecoder(bytes.NewReader(data[start:]))
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			if len(docs) == 0 {
@@ -263,7 +281,32 @@ func splitJSON(data []byte) ([]document, error) {
 			return append(docs, document{index: len(docs) + 1, line: line, first: line, data: data[start:], json: true}), nil
 		}
 		docs = append(docs, document{index: len(docs) + 1, line: line, first: line, data: raw, json: true})
+		start += int(dec.InputOffset())
 	}
+}
+
+// skipSeparators returns the offset of the first byte at or after i that is
+// neither white space nor part of a "---" document separator line.
+func skipSeparators(data []byte, i int) int {
+	for i < len(data) {
+		switch {
+		case strings.IndexByte(" \t\r\n", data[i]) >= 0:
+			i++
+		case bytes.HasPrefix(data[i:], []byte("---")) && (i == 0 || data[i-1] == '\n'):
+			rest := data[i+3:]
+			end := bytes.IndexByte(rest, '\n')
+			if end < 0 {
+				end = len(rest)
+			}
+			if len(bytes.TrimSpace(rest[:end])) > 0 {
+				return i // "---" followed by content on its line is not a separator
+			}
+			i += 3 + end
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 // splitYAML splits a YAML stream at "---" and "..." lines. Only documents
@@ -347,12 +390,16 @@ func (doc document) toJSON() ([]byte, error) {
 }
 
 // decodeDocument decodes one document and adds what it holds to m.
+// A document that fails and holds "{{" is taken for a Helm template.
 func (m *Manifests) decodeDocument(where string, doc document) error {
 	j, err := doc.toJSON()
-	if err != nil {
-		return err
+	if err == nil {
+		err = m.decodeObject(where, j, false)
 	}
-	return m.decodeObject(where, j, false)
+	if err != nil && bytes.Contains(doc.data, []byte("{{")) {
+		return fmt.Errorf("%w; this looks like a Helm template: render it first: helm template RELEASE CHART | kubectl rightsize explain -f -", err)
+	}
+	return err
 }
 
 // decodeObject dispatches one JSON object (a document or, when inList, a
@@ -396,13 +443,16 @@ func (m *Manifests) decodeObject(where string, j []byte, inList bool) error {
 	}
 	want, known := kinds[kind]
 	if !known {
-		m.warnf(where, "kind %s skipped: not supported", kind)
+		m.skip(where, kind, label)
 		return nil
 	}
 	if !slices.Contains(want, apiVersion) {
 		m.warnf(where, "%s skipped: apiVersion %s is not supported (want %s)", label, apiVersion, strings.Join(want, " or "))
 		return nil
 	}
+	outer := m.object
+	m.object = where + ": " + label
+	defer func() { m.object = outer }()
 	if err := m.decodeKind(where, kind, apiVersion, j, generic); err != nil {
 		if kind == "List" {
 			return err // items[i]: Kind "name": ...
@@ -414,19 +464,20 @@ func (m *Manifests) decodeObject(where string, j []byte, inList bool) error {
 
 // kinds maps each kind read to the apiVersions it is read from.
 var kinds = map[string][]string{
-	"List":                  {"v1"},
-	"Pod":                   {"v1"},
-	"ReplicationController": {"v1"},
-	"Deployment":            {"apps/v1"},
-	"StatefulSet":           {"apps/v1"},
-	"ReplicaSet":            {"apps/v1"},
-	"DaemonSet":             {"apps/v1"},
-	"Job":                   {"batch/v1"},
-	"CronJob":               {"batch/v1"},
-	"Provisioner":           {"karpenter.sh/v1alpha5"},
-	"NodePool":              {"karpenter.sh/v1", "karpenter.sh/v1beta1", rightsizeAPIVersion},
-	"EC2NodeClass":          {"karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1", "karpenter.sh/v1alpha5", rightsizeAPIVersion},
-	"SimNodeClass":          {rightsizeAPIVersion},
+	"List":                    {"v1"},
+	"Pod":                     {"v1"},
+	"ReplicationController":   {"v1"},
+	"Deployment":              {"apps/v1"},
+	"StatefulSet":             {"apps/v1"},
+	"ReplicaSet":              {"apps/v1"},
+	"DaemonSet":               {"apps/v1"},
+	"Job":                     {"batch/v1"},
+	"CronJob":                 {"batch/v1"},
+	"Provisioner":             {"karpenter.sh/v1alpha5"},
+	"NodePool":                {"karpenter.sh/v1", "karpenter.sh/v1beta1", rightsizeAPIVersion},
+	"EC2NodeClass":            {"karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1", "karpenter.sh/v1alpha5", rightsizeAPIVersion},
+	"SimNodeClass":            {rightsizeAPIVersion},
+	"HorizontalPodAutoscaler": {"autoscaling/v2", "autoscaling/v1"},
 }
 
 // rightsizeAPIVersion is this project's own API: its NodePools and node
@@ -442,7 +493,7 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 			Metadata   json.RawMessage   `json:"metadata,omitempty"`
 			Items      []json.RawMessage `json:"items"`
 		}
-		if err := decodeStrict(j, &list, generic); err != nil {
+		if err := m.decodeFields(j, &list, generic); err != nil {
 			return err
 		}
 		for i, item := range list.Items {
@@ -461,6 +512,8 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 		return m.decodePool(where, kind, j, generic)
 	case "Provisioner":
 		return m.decodePool(where, kind, j, generic)
+	case "HorizontalPodAutoscaler":
+		return m.decodeAutoscaler(where, j, generic)
 	default:
 		return m.decodeWorkload(where, kind, j, generic)
 	}
@@ -470,7 +523,12 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 // case mismatches and bad quantities. generic is j decoded into an any, used
 // to say where a bad quantity is.
 func decodeStrict(j []byte, v any, generic any) error {
-	err := strictjson.Decode(j, v)
+	return explainValueError(strictjson.Decode(j, v), generic)
+}
+
+// explainValueError names the path of a bad quantity when err is a
+// *strictjson.ValueError caused by one.
+func explainValueError(err error, generic any) error {
 	var ve *strictjson.ValueError
 	if errors.As(err, &ve) {
 		if path, value, ok := findBadQuantity(generic, ""); ok {

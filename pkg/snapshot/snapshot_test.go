@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -33,6 +34,7 @@ func TestReadSeed(t *testing.T) {
 	wantReqs := []solver.Requirement{
 		{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand", "spot"}},
 		{Key: "node.kubernetes.io/instance-type", Operator: "In", Values: []string{"m5.large", "m5.xlarge", "c5.xlarge"}},
+		{Key: "kubernetes.io/arch", Operator: "In", Values: []string{"amd64"}}, // Karpenter's v1alpha5 default
 	}
 	if !reflect.DeepEqual(p.Requirements, wantReqs) {
 		t.Errorf("pool requirements = %v, want %v", p.Requirements, wantReqs)
@@ -269,8 +271,8 @@ spec:
     resources: {limits: {vendor.com/fpga: 2, example.com/dongle: 1}}
 `, pods: []pod{{"default/p", "Pod/p", res(0, 0, solver.NumFixedResources, 1, solver.NumFixedResources+1, 2)}}},
 		{name: "unknown kinds and apiVersions are skipped", in: `
-apiVersion: v1
-kind: Service
+apiVersion: example.com/v1
+kind: Widget
 metadata: {name: s}
 ---
 apiVersion: extensions/v1beta1
@@ -281,7 +283,7 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: c}
 data: {a: b}
-`, warnings: []string{"document 1: kind Service skipped: not supported", `document 2: Deployment "old" skipped: apiVersion extensions/v1beta1 is not supported`, "document 3: kind ConfigMap skipped"}},
+`, warnings: []string{"document 1: kind Widget skipped: not supported", `document 2: Deployment "old" skipped: apiVersion extensions/v1beta1 is not supported`}},
 		{name: "list", in: `
 apiVersion: v1
 kind: List
@@ -291,10 +293,16 @@ items:
   kind: Pod
   metadata: {name: a}
   spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}
-- apiVersion: v1
-  kind: Service
+- apiVersion: example.com/v1
+  kind: Widget
   metadata: {name: s}
-`, pods: []pod{{"default/a", "Pod/a", res(1000, 0)}}, warnings: []string{"document 1: items[1]: kind Service skipped"}},
+`, pods: []pod{{"default/a", "Pod/a", res(1000, 0)}}, warnings: []string{"document 1: items[1]: kind Widget skipped"}},
+		{name: "json documents separated by ---", in: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}}
+---
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b"}, "spec": {"containers": [{"name": "c"}]}}
+---
+`,
+			pods: []pod{{"default/a", "Pod/a", res(0, 0)}, {"default/b", "Pod/b", res(0, 0)}}},
 		{name: "json stream", in: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}}
 {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b"}, "spec": {"containers": [{"name": "c"}]}}`,
 			pods: []pod{{"default/a", "Pod/a", res(0, 0)}, {"default/b", "Pod/b", res(0, 0)}}},
@@ -585,14 +593,17 @@ spec:
   limits: {resources: {cpu: 1k, pods: 500}}
 `, want: solver.Pool{
 			Name: "old", Weight: 50,
-			Requirements:  []solver.Requirement{{Key: "node.kubernetes.io/instance-type", Operator: "NotIn", Values: []string{"t3.nano"}}},
+			Requirements: []solver.Requirement{{Key: "node.kubernetes.io/instance-type", Operator: "NotIn", Values: []string{"t3.nano"}},
+				// Karpenter's AWS webhook defaults for a v1alpha5 Provisioner.
+				{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}},
+				{Key: "kubernetes.io/arch", Operator: "In", Values: []string{"amd64"}}},
 			Labels:        map[string]string{"env": "prod", LabelNodePool: "old", LabelProvisionerName: "old"},
 			Taints:        []solver.Taint{{Key: "a", Effect: "PreferNoSchedule"}},
 			StartupTaints: []solver.Taint{{Key: "b", Effect: "NoSchedule"}},
 			Limits:        solver.Resources{solver.CPU: 1_000_000, solver.Pods: 500},
 			HasLimit:      [solver.MaxResources]bool{solver.CPU: true, solver.Pods: true},
 			Consolidation: solver.Consolidation{Policy: solver.WhenEmpty, After: 30 * time.Second, NodesAllowed: -1},
-		}},
+		}, warnings: []string{`Provisioner "old": planned with the requirements Karpenter's AWS webhook defaulted v1alpha5 Provisioners to: karpenter.sh/capacity-type In [on-demand], kubernetes.io/arch In [amd64]`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -636,6 +647,10 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"malformed YAML", pod + "apiVersion: v1\nkind: Pod\n  bad: [\n", "document 2 (line 6): invalid YAML: yaml: line 8:"},
 		{"malformed JSON", `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": []}}` + "\n{\"kind\": ", "document 2 (line 2): invalid JSON"},
+		{"helm template", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: {{ .Values.replicaCount }}\n",
+			"document 1 (line 1): invalid YAML: yaml: invalid map key: map[interface {}]interface {}{\".Values.replicaCount\":interface {}(nil)}; this looks like a Helm template: render it first: helm template RELEASE CHART | kubectl rightsize explain -f -"},
+		{"helm template that parses", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: \"{{ .Values.cpu }}\"}}\n",
+			`invalid quantity "{{ .Values.cpu }}"; this looks like a Helm template: render it first`},
 		{"duplicate key", "apiVersion: v1\nkind: Pod\nkind: Pod\n", "document 1 (line 1): invalid YAML"},
 		{"not an object", "- a\n- b\n", "document 1 (line 1): expected a Kubernetes object, got a list"},
 		{"missing kind", "apiVersion: v1\nmetadata: {name: a}\n", "document 1 (line 1): kind is missing"},
@@ -684,7 +699,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Decode("in.yaml", []byte(tt.in), &Manifests{})
+			err := Decode("in.yaml", []byte(tt.in), &Manifests{Strict: true})
 			if err == nil {
 				t.Fatalf("no error, want %q", tt.want)
 			}
@@ -695,6 +710,103 @@ func TestDecodeErrors(t *testing.T) {
 			}
 			if strings.Contains(msg, "\n") {
 				t.Errorf("error has several lines: %q", msg)
+			}
+		})
+	}
+}
+
+func TestSkippedObjectsSummed(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "app.yaml")
+	doc := func(apiVersion, kind, name string) string {
+		return fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata: {name: %s}\n---\n", apiVersion, kind, name)
+	}
+	data := doc("v1", "Service", "a") + doc("v1", "Service", "b") + doc("v1", "ConfigMap", "c") + doc("rbac.authorization.k8s.io/v1", "ClusterRole", "d") +
+		doc("monitoring.coreos.com/v1", "Prometheus", "k8s") + doc("monitoring.coreos.com/v1", "Alertmanager", "main") + doc("example.com/v1", "Widget", "w") +
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n"
+	if err := os.WriteFile(in, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Read([]string{in}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		in + ": document 7: kind Widget skipped: not supported",
+		"skipped 4 object(s) of 3 kind(s) that do not schedule pods (ClusterRole, ConfigMap, Service)",
+		`not planned: Prometheus "k8s", Alertmanager "main" run pods through an operator`,
+	}
+	if len(m.Warnings) != len(want) {
+		t.Fatalf("warnings %q, want %d", m.Warnings, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(m.Warnings[i], w) {
+			t.Errorf("warning %d %q, want it to contain %q", i, m.Warnings[i], w)
+		}
+	}
+}
+
+func TestUnknownFieldsWarn(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		warnings []string // each is contained in one warning, in order
+		pods     int
+		check    func(*testing.T, *Manifests)
+	}{
+		{"misspelt replicas plans one", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replica: 3\n  template: {spec: {containers: [{name: c}]}}\n",
+			[]string{`in.yaml: document 1: Deployment "web": unknown field "spec.replica" ignored (--strict rejects it); did you mean replicas? without it 1 replica is planned`}, 1, nil},
+		{"misspelt requests", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requets: {cpu: 2}}\n",
+			[]string{`Pod "p": unknown field "spec.containers[0].resources.requets" ignored (--strict rejects it); did you mean requests? without it the container requests no CPU or memory`}, 1,
+			func(t *testing.T, m *Manifests) {
+				if got := m.Pods[0].Requests[solver.CPU]; got != 0 {
+					t.Errorf("cpu request %d, want 0: the misspelt field is ignored", got)
+				}
+			}},
+		{"wrong case", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  Replicas: 3\n  template: {spec: {containers: [{name: c}]}}\n",
+			[]string{`unknown field "spec.Replicas" ignored (--strict rejects it); did you mean replicas?`}, 1, nil},
+		{"unrelated field has no hint", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, imagePolicy: x}]\n",
+			[]string{`Pod "p": unknown field "spec.containers[0].imagePolicy" ignored (--strict rejects it)`}, 1,
+			func(t *testing.T, m *Manifests) {
+				if strings.Contains(m.Warnings[0], "did you mean") {
+					t.Errorf("hint on an unrelated field: %s", m.Warnings[0])
+				}
+			}},
+		{"pool typo keeps the pool", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n  template: {spec: {requirments: [], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n",
+			[]string{`NodePool "np": unknown field "spec.template.spec.requirments" ignored (--strict rejects it); did you mean requirements? without it the pool allows every instance type`}, 1,
+			func(t *testing.T, m *Manifests) {
+				if len(m.Pools) != 1 {
+					t.Errorf("%d pools, want 1", len(m.Pools))
+				}
+			}},
+		{"list item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {foo: 1, containers: [{name: c}]}\n",
+			[]string{`in.yaml: document 1: items[0]: Pod "p": unknown field "spec.foo" ignored`}, 1, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &Manifests{}
+			if err := Decode("in.yaml", []byte(tt.in), m); err != nil {
+				t.Fatalf("error %v, want warnings only", err)
+			}
+			var fieldWarnings []string
+			for _, w := range m.Warnings {
+				if strings.Contains(w, "field") {
+					fieldWarnings = append(fieldWarnings, w)
+				}
+			}
+			if len(fieldWarnings) != len(tt.warnings) {
+				t.Fatalf("warnings %q, want %d about fields", m.Warnings, len(tt.warnings))
+			}
+			for i, want := range tt.warnings {
+				if !strings.Contains(fieldWarnings[i], want) {
+					t.Errorf("warning %q\nwant it to contain %q", fieldWarnings[i], want)
+				}
+			}
+			if len(m.Pods) != tt.pods {
+				t.Errorf("%d pods, want %d", len(m.Pods), tt.pods)
+			}
+			if tt.check != nil {
+				tt.check(t, m)
 			}
 		})
 	}
@@ -736,8 +848,19 @@ func TestRead(t *testing.T) {
 	for _, p := range m.Pods {
 		names = append(names, p.Name)
 	}
-	if want := []string{"z", "b", "c", "stdin"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("pods %v, want %v", names, want)
+	if want := []string{"b", "c", "stdin"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("pods %v, want %v: without -R, as kubectl, subdirectories are not read", names, want)
+	}
+	m, err = Input{Filenames: []string{dir}, Recursive: true}.Read(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = nil
+	for _, p := range m.Pods {
+		names = append(names, p.Name)
+	}
+	if want := []string{"z", "b", "c"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("pods %v, want %v with -R", names, want)
 	}
 
 	errTests := []struct {
@@ -747,7 +870,7 @@ func TestRead(t *testing.T) {
 		want  string
 	}{
 		{"missing file", []string{filepath.Join(dir, "nope.yaml")}, "", "nope.yaml: no such file or directory"},
-		{"directory without manifests", []string{filepath.Join(dir, "empty")}, "", "empty: no *.yaml, *.yml or *.json files"},
+		{"directory without manifests", []string{filepath.Join(dir, "empty")}, "", "empty: no *.yaml, *.yml or *.json files (-R reads its subdirectories too)"},
 		{"empty stdin", []string{"-"}, "", "no pods or workloads found in <stdin>: the input is empty"},
 		{"comments only", []string{"-"}, "# nothing\n---\n", "no pods or workloads found in <stdin>: the input is empty"},
 		{"nothing usable", []string{filepath.Join(dir, "svc.yaml")}, "", "no pods or workloads found in " + filepath.Join(dir, "svc.yaml")},

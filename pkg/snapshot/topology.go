@@ -26,15 +26,15 @@ func (m *Manifests) podTopology(where, path string, spec *corev1.PodSpec, p *sol
 		if err != nil {
 			return err
 		}
-		if len(c.MatchLabelKeys) > 0 {
-			m.warnf(where, "%s.matchLabelKeys is not supported; the labelSelector alone is used", cp)
-		}
 		spread := solver.TopologySpread{MaxSkew: c.MaxSkew, TopologyKey: c.TopologyKey, Selector: sel}
 		if c.MinDomains != nil {
 			spread.MinDomains = *c.MinDomains
 		}
 		if c.NodeAffinityPolicy != nil {
 			spread.NodeAffinityPolicy = string(*c.NodeAffinityPolicy)
+		}
+		if c.NodeTaintsPolicy != nil {
+			spread.NodeTaintsPolicy = string(*c.NodeTaintsPolicy)
 		}
 		switch c.WhenUnsatisfiable {
 		case corev1.DoNotSchedule:
@@ -46,9 +46,9 @@ func (m *Manifests) podTopology(where, path string, spec *corev1.PodSpec, p *sol
 		default:
 			return fmt.Errorf("%s.whenUnsatisfiable: unsupported value %q (want DoNotSchedule or ScheduleAnyway)", cp, c.WhenUnsatisfiable)
 		}
-		if c.TopologyKey != solver.LabelZone && c.TopologyKey != solver.LabelHostname {
-			m.warnf(where, "%s: topology key %q is not modelled (only %s and %s); ignored", cp, c.TopologyKey, solver.LabelZone, solver.LabelHostname)
-		}
+	}
+	if len(p.Labels) > 0 {
+		resolveMatchLabelKeys(spec, p)
 	}
 	a := spec.Affinity
 	if a == nil {
@@ -93,6 +93,44 @@ func (m *Manifests) podTopology(where, path string, spec *corev1.PodSpec, p *sol
 	return nil
 }
 
+// resolveMatchLabelKeys adds to each converted spread constraint's selector
+// the pod's own value of every key in its matchLabelKeys (a key the pod does
+// not carry is skipped), as kube-scheduler does when it reads the
+// constraint. podTopology calls it when the pod's labels are known; callers
+// that set the labels afterwards call it then.
+func resolveMatchLabelKeys(spec *corev1.PodSpec, p *solver.Pod) {
+	hard, soft := 0, 0
+	var prefs []*solver.TopologySpread
+	for i := range p.Preferences {
+		if p.Preferences[i].Kind == solver.PreferScheduleAnywaySpread && p.Preferences[i].Spread != nil {
+			prefs = append(prefs, p.Preferences[i].Spread)
+		}
+	}
+	for _, c := range spec.TopologySpreadConstraints {
+		var sp *solver.TopologySpread
+		switch c.WhenUnsatisfiable {
+		case corev1.DoNotSchedule:
+			if hard < len(p.Spread) {
+				sp = &p.Spread[hard]
+			}
+			hard++
+		case corev1.ScheduleAnyway:
+			if soft < len(prefs) {
+				sp = prefs[soft]
+			}
+			soft++
+		}
+		if sp == nil {
+			continue
+		}
+		for _, key := range c.MatchLabelKeys {
+			if v, ok := p.Labels[key]; ok {
+				sp.Selector.MatchExpressions = append(sp.Selector.MatchExpressions, solver.Requirement{Key: key, Operator: solver.OpIn, Values: []string{v}})
+			}
+		}
+	}
+}
+
 // podTerms converts required pod (anti-)affinity terms.
 func (m *Manifests) podTerms(where, path string, terms []corev1.PodAffinityTerm) ([]solver.PodAffinityTerm, error) {
 	var out []solver.PodAffinityTerm
@@ -130,13 +168,36 @@ func (m *Manifests) podTerm(where, path string, t *corev1.PodAffinityTerm) (solv
 	if err != nil {
 		return solver.PodAffinityTerm{}, err
 	}
+	term := solver.PodAffinityTerm{Selector: sel, TopologyKey: t.TopologyKey, Namespaces: append([]string(nil), t.Namespaces...)}
 	if t.NamespaceSelector != nil {
-		m.warnf(where, "%s.namespaceSelector is not supported; only the listed namespaces (or the pod's own) are matched", path)
+		nsSel, err := selector(path+".namespaceSelector", t.NamespaceSelector)
+		if err != nil {
+			return solver.PodAffinityTerm{}, err
+		}
+		term.NamespaceSelector = &nsSel
+		for _, k := range selectorKeys(nsSel) {
+			if k != solver.LabelNamespaceName {
+				m.warnf(where, "%s.namespaceSelector: namespace labels other than %s are not read yet; key %q matches no namespace", path, solver.LabelNamespaceName, k)
+				break
+			}
+		}
 	}
 	if t.TopologyKey != solver.LabelZone && t.TopologyKey != solver.LabelHostname {
 		m.warnf(where, "%s: topology key %q is not modelled (only %s and %s); ignored", path, t.TopologyKey, solver.LabelZone, solver.LabelHostname)
 	}
-	return solver.PodAffinityTerm{Selector: sel, TopologyKey: t.TopologyKey, Namespaces: append([]string(nil), t.Namespaces...)}, nil
+	return term, nil
+}
+
+// selectorKeys are the label keys a selector reads.
+func selectorKeys(sel solver.Selector) []string {
+	var keys []string
+	for k := range sel.MatchLabels {
+		keys = append(keys, k)
+	}
+	for _, r := range sel.MatchExpressions {
+		keys = append(keys, r.Key)
+	}
+	return keys
 }
 
 // selector converts a label selector; nil selects nothing, as in Kubernetes,

@@ -64,7 +64,7 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 	default:
 		return fmt.Errorf("kind %s is not a workload", kind)
 	}
-	if err := decodeStrict(j, obj, generic); err != nil {
+	if err := m.decodeFields(j, obj, generic); err != nil {
 		return err
 	}
 	if w.meta.Name == "" {
@@ -132,6 +132,7 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 		return err
 	}
 	shape.Labels, shape.Controller = podLabels(obj), true
+	resolveMatchLabelKeys(w.spec, &shape)
 	ns := w.meta.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceDefault
@@ -140,7 +141,7 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 	case "DaemonSet":
 		m.DaemonSets = append(m.DaemonSets, solver.DaemonSet{
 			Namespace: ns, Name: w.meta.Name, Requests: shape.Requests,
-			NodeSelector: shape.NodeSelector, Affinity: shape.Affinity, Tolerations: shape.Tolerations,
+			NodeSelector: shape.NodeSelector, Affinity: shape.Affinity, Tolerations: shape.Tolerations, HostPorts: shape.HostPorts,
 		})
 	case "Pod":
 		shape.Namespace, shape.Name, shape.Owner = ns, w.meta.Name, "Pod/"+w.meta.Name
@@ -149,13 +150,10 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 	default:
 		for i := range w.replicas {
 			p := shape
-			p.Namespace, p.Name, p.Owner = ns, w.meta.Name+"-"+strconv.Itoa(int(i)), kind+"/"+w.meta.Name
 			if i > 0 { // the pods must not share maps and slices
-				p.NodeSelector = maps.Clone(p.NodeSelector)
-				p.Affinity = cloneTerms(p.Affinity)
-				p.Tolerations = append([]solver.Toleration(nil), p.Tolerations...)
-				p.Labels = maps.Clone(p.Labels)
+				p = copyPod(shape)
 			}
+			p.Namespace, p.Name, p.Owner = ns, w.meta.Name+"-"+strconv.Itoa(int(i)), kind+"/"+w.meta.Name
 			m.Pods = append(m.Pods, p)
 		}
 	}
@@ -239,6 +237,7 @@ func (m *Manifests) podShape(where, path string, spec *corev1.PodSpec) (solver.P
 		return p, err
 	}
 	p.Requests[solver.Pods] = 1
+	p.HostPorts = hostPorts(spec)
 
 	if len(spec.NodeSelector) > 0 {
 		p.NodeSelector = maps.Clone(spec.NodeSelector)

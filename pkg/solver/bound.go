@@ -96,23 +96,30 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 	}
 	// Node-count bounds: a cap group of n pods with at most c per node
 	// needs ceil(n/c) nodes, each at least the cheapest kind any of them fits.
-	pods := make([]int, len(s.capLimit))
-	cheapest := make([]float64, len(s.capLimit))
+	// Only carriers that count in their own cap are held to it on every
+	// node; the pods they merely match may go where no carrier is.
+	pods := make([]int, len(s.caps))
+	cheapest := make([]float64, len(s.caps))
 	for g := range cheapest {
 		cheapest[g] = math.Inf(1)
 	}
 	for ci, c := range s.classes {
-		if c.capGroup < 0 || count[ci] == 0 {
+		if count[ci] == 0 {
 			continue
 		}
-		pods[c.capGroup] += count[ci]
-		for _, ki := range c.kinds {
-			cheapest[c.capGroup] = min(cheapest[c.capGroup], s.kinds[ki].price)
+		for _, m := range c.caps {
+			if !m.carrier || m.weight == 0 {
+				continue
+			}
+			pods[m.group] += count[ci]
+			for _, ki := range c.kinds {
+				cheapest[m.group] = min(cheapest[m.group], s.kinds[ki].price)
+			}
 		}
 	}
 	for g, n := range pods {
 		if n > 0 && !math.IsInf(cheapest[g], 1) {
-			nodes := (n + s.capLimit[g] - 1) / s.capLimit[g]
+			nodes := (n + s.caps[g].limit - 1) / s.caps[g].limit
 			bound = max(bound, float64(nodes)*cheapest[g])
 		}
 	}

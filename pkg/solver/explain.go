@@ -2,6 +2,7 @@ package solver
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -93,6 +94,9 @@ func (s *state) diagnose(c *class) string {
 	if len(p.Pools) == 0 {
 		return "no NodePool is defined"
 	}
+	if msg := s.unanswerableKey(pod); msg != "" {
+		return msg
+	}
 	var sentences []string
 	for _, pi := range p.poolOrder() {
 		sentences = append(sentences, s.diagnosePool(c, pod, pi))
@@ -107,7 +111,7 @@ func (s *state) diagnose(c *class) string {
 func (s *state) diagnosePool(c *class, pod *Pod, pi int) string {
 	p := s.p
 	pool := &p.Pools[pi]
-	pl := poolLabels(pool)
+	pl := poolLabelsFor(pool, pod)
 	if t := untolerated(pod.Tolerations, pool.Taints); t != nil {
 		return fmt.Sprintf("NodePool %s has taint %s=%s:%s that the pod does not tolerate", pool.Name, t.Key, t.Value, t.Effect)
 	}
@@ -139,6 +143,13 @@ func (s *state) diagnosePool(c *class, pod *Pod, pi int) string {
 		}
 	}
 	if len(allowed) == 0 {
+		for _, r := range pool.Requirements {
+			if needsLabel(r) {
+				if why := s.keyProblem(r.Key, pod); why != "" {
+					return fmt.Sprintf("NodePool %s requires %s: %s", pool.Name, formatRequirements([]Requirement{r}), why)
+				}
+			}
+		}
 		return fmt.Sprintf("NodePool %s allows no instance type offered here (its requirements: %s)", pool.Name, formatRequirements(pool.Requirements))
 	}
 	if len(matching) == 0 {
@@ -260,28 +271,37 @@ func (s *state) cheapestAnywhere(c *class, pod *Pod) string {
 	first := p.poolOrder()[0]
 	pool := &p.Pools[first]
 	types := p.PoolTypes(first)
-	pl := poolLabels(pool)
+	pl := poolLabelsFor(pool, pod)
 	var offeringReqs []Requirement
 	for _, r := range pool.Requirements {
 		if r.Key == LabelZone || r.Key == LabelCapacityType {
 			offeringReqs = append(offeringReqs, r)
 		}
 	}
-	bestType, bestOff := -1, -1
-	for ti := range types {
-		it := &types[ti]
-		for oi, o := range it.Offerings {
-			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-			if !allMatch(offeringReqs, labels) || !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
-				continue
-			}
-			if !c.req.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
-				continue
-			}
-			if bestType < 0 || o.Price < types[bestType].Offerings[bestOff].Price {
-				bestType, bestOff = ti, oi
+	cheapest := func(reqs []Requirement) (bestType, bestOff int) {
+		bestType, bestOff = -1, -1
+		for ti := range types {
+			it := &types[ti]
+			for oi, o := range it.Offerings {
+				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+				if !allMatch(reqs, labels) || !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
+					continue
+				}
+				if !c.req.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
+					continue
+				}
+				if bestType < 0 || o.Price < types[bestType].Offerings[bestOff].Price {
+					bestType, bestOff = ti, oi
+				}
 			}
 		}
+		return bestType, bestOff
+	}
+	bestType, bestOff := cheapest(offeringReqs)
+	if bestType < 0 && len(offeringReqs) > 0 {
+		// The pool's zones or capacity types rule the pod out, not room:
+		// name the offering another pool could use.
+		bestType, bestOff = cheapest(nil)
 	}
 	if bestType < 0 {
 		return "no instance type in the catalog has room for " + p.describe(c.req)
@@ -342,4 +362,76 @@ func percent(a, b int64) float64 {
 		return 0
 	}
 	return 100 * float64(a) / float64(b)
+}
+
+// needsLabel reports whether the requirement holds only on a node that
+// carries its key.
+func needsLabel(r Requirement) bool {
+	return r.Operator == OpIn || r.Operator == OpExists || r.Operator == OpGt || r.Operator == OpLt
+}
+
+// unanswerableKey returns, when the pod's node selector, or a requirement
+// in every term of its required node affinity, needs a label that no
+// candidate node can carry, a sentence naming the key: the catalog does
+// not know it, or no instance type, offering or pool sets it. Such a pod
+// is not short of room, and saying so would send the user the wrong way.
+func (s *state) unanswerableKey(pod *Pod) string {
+	for _, k := range slices.Sorted(maps.Keys(pod.NodeSelector)) {
+		if why := s.keyProblem(k, pod); why != "" {
+			return fmt.Sprintf("its nodeSelector %s=%s cannot be met: %s", k, pod.NodeSelector[k], why)
+		}
+	}
+	first := ""
+	for _, t := range pod.Affinity {
+		found := ""
+		for _, r := range t {
+			if needsLabel(r) {
+				if why := s.keyProblem(r.Key, pod); why != "" {
+					found = fmt.Sprintf("its node affinity (%s) cannot be met: %s", formatRequirements([]Requirement{r}), why)
+					break
+				}
+			}
+		}
+		if found == "" {
+			return ""
+		}
+		if first == "" {
+			first = found
+		}
+	}
+	return first
+}
+
+// keyProblem says why no candidate node can carry label key: the catalog
+// does not know it (Problem.UnknownLabels), or nothing sets it. It returns
+// "" when some instance type, offering or pool sets the key.
+func (s *state) keyProblem(key string, pod *Pod) string {
+	p := s.p
+	key = NormalizeLabelKey(key)
+	if slices.Contains(p.UnknownLabels, key) {
+		return fmt.Sprintf("the catalog does not know label %s (Karpenter sets it from the EC2 API; the embedded data has no source for it)", key)
+	}
+	if offeringLabel(key) || key == LabelNodePool {
+		return ""
+	}
+	for i := range p.Nodes {
+		if _, ok := p.Nodes[i].Labels[key]; ok {
+			return "" // an existing node has it: the usual diagnosis applies
+		}
+	}
+	for pi := range p.Pools {
+		if _, ok := poolLabelsFor(&p.Pools[pi], pod)[key]; ok {
+			return ""
+		}
+	}
+	n := 0
+	for _, types := range p.typeLists() {
+		for i := range types {
+			if _, ok := types[i].Labels[key]; ok {
+				return ""
+			}
+		}
+		n += len(types)
+	}
+	return fmt.Sprintf("no instance type carries label %s (none of %d in the catalog, and no NodePool sets it)", key, n)
 }

@@ -79,14 +79,22 @@ func randomProblem(rng *rand.Rand, n int) *Problem {
 			batch[i].NodeSelector, batch[i].Tolerations, batch[i].Affinity = shape.NodeSelector, shape.Tolerations, shape.Affinity
 		}
 		// Topology: the whole batch is one workload with one rule.
+		// Every pod also carries a tier shared across workloads, and some
+		// rules select a tier rather than their own workload, so that
+		// selectors span workloads as in Karpenter's benchmark.
 		app := fmt.Sprintf("w%d", len(p.Pods))
+		tier := []string{"x", "y", "z"}[rng.IntN(3)]
 		sel := Selector{MatchLabels: map[string]string{"app": app}}
+		if rng.IntN(3) == 0 {
+			sel = Selector{MatchLabels: map[string]string{"tier": []string{"x", "y", "z"}[rng.IntN(3)]}}
+		}
+		spreadKey := []string{LabelZone, LabelZone, LabelCapacityType}[rng.IntN(3)]
 		rule, skew := rng.IntN(8), int32(1+rng.IntN(3))
 		for i := range batch {
-			batch[i].Labels = map[string]string{"app": app}
+			batch[i].Labels = map[string]string{"app": app, "tier": tier}
 			switch rule {
 			case 0:
-				batch[i].Spread = []TopologySpread{{MaxSkew: skew, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: sel}}
+				batch[i].Spread = []TopologySpread{{MaxSkew: skew, TopologyKey: spreadKey, WhenUnsatisfiable: DoNotSchedule, Selector: sel}}
 			case 1:
 				batch[i].Spread = []TopologySpread{{MaxSkew: skew, TopologyKey: LabelHostname, WhenUnsatisfiable: DoNotSchedule, Selector: sel}}
 			case 2:

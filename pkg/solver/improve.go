@@ -248,16 +248,7 @@ func (s *state) backfill(deadline time.Time) {
 				if t.n == 0 || !c.req.Fits(free[hi]) || !kh.compat.has(c.group) || s.conflictsWith(t.class, h.takes) {
 					continue
 				}
-				n := min(t.n, fitCount(free[hi], c.req))
-				if c.capGroup >= 0 {
-					room := s.capLimit[c.capGroup]
-					for _, ht := range h.takes {
-						if s.classes[ht.class].capGroup == c.capGroup {
-							room -= ht.n
-						}
-					}
-					n = min(n, room)
-				}
+				n := min(t.n, fitCount(free[hi], c.req), s.capRoomOn(t.class, nil, h.takes))
 				if n <= 0 {
 					continue
 				}

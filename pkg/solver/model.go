@@ -131,6 +131,10 @@ type Pod struct {
 	// Preferences are soft constraints: honoured when they can be, relaxed
 	// one at a time (see Preference) when they block placement.
 	Preferences []Preference `json:"preferences,omitempty"`
+	// HostPorts are the host ports the pod's containers bind: two pods
+	// whose host ports overlap never share a node (kube-scheduler's
+	// NodePorts filter).
+	HostPorts []HostPort `json:"hostPorts,omitempty"`
 	// DoNotDisrupt marks a running pod that consolidation must not evict.
 	DoNotDisrupt bool `json:"doNotDisrupt,omitempty"`
 	// Controller is false for a bare pod that nothing would recreate.
@@ -150,7 +154,8 @@ const (
 	ScheduleAnyway = "ScheduleAnyway"
 )
 
-// TopologySpread is a topology spread constraint on a zone or hostname key.
+// TopologySpread is a topology spread constraint on any node label key
+// (zone, hostname, capacity type, a pool's own label...).
 type TopologySpread struct {
 	MaxSkew           int32    `json:"maxSkew"`
 	TopologyKey       string   `json:"topologyKey"`
@@ -160,6 +165,9 @@ type TopologySpread struct {
 	// NodeAffinityPolicy "Ignore" counts domains of every node, not only of
 	// nodes matching the pod's node affinity ("Honor", the default).
 	NodeAffinityPolicy string `json:"nodeAffinityPolicy,omitempty"`
+	// NodeTaintsPolicy "Honor" counts only domains of nodes whose taints
+	// the pod tolerates; "Ignore" (the default) counts every node's.
+	NodeTaintsPolicy string `json:"nodeTaintsPolicy,omitempty"`
 }
 
 // PodAffinityTerm is a required inter-pod (anti-)affinity term: pods
@@ -169,6 +177,11 @@ type PodAffinityTerm struct {
 	Selector    Selector `json:"selector"`
 	TopologyKey string   `json:"topologyKey"`
 	Namespaces  []string `json:"namespaces,omitempty"`
+	// NamespaceSelector, when set, adds the namespaces whose labels it
+	// matches (Problem.NamespaceLabels, and kubernetes.io/metadata.name,
+	// which every namespace has); an empty one matches every namespace.
+	// With it set, the pod's own namespace counts only if listed or matched.
+	NamespaceSelector *Selector `json:"namespaceSelector,omitempty"`
 }
 
 // Preference kinds, in the order they are relaxed when they block placement.
@@ -203,6 +216,18 @@ type DaemonSet struct {
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	Affinity     []Term            `json:"affinity,omitempty"`
 	Tolerations  []Toleration      `json:"tolerations,omitempty"`
+	// HostPorts are bound on every node the DaemonSet runs on, so no pod
+	// binding an overlapping port can run there.
+	HostPorts []HostPort `json:"hostPorts,omitempty"`
+}
+
+// HostPort is a container port bound on the node: Protocol is TCP (the
+// default when empty), UDP or SCTP; an empty HostIP or 0.0.0.0 means every
+// address of the node.
+type HostPort struct {
+	Port     int32  `json:"port"`
+	Protocol string `json:"protocol,omitempty"`
+	HostIP   string `json:"hostIP,omitempty"`
 }
 
 // Offering is one way to buy an instance type.
@@ -219,10 +244,17 @@ type InstanceType struct {
 	// Labels are the well-known labels of a node of this type (instance
 	// type, family, size, arch, os, cpu, memory, gpu...), without zone,
 	// capacity type or pool labels, which come from the offering and pool.
-	Labels    map[string]string `json:"labels"`
-	Capacity  Resources         `json:"capacity"`
-	Overhead  Resources         `json:"overhead"` // kube-reserved + eviction + VM overhead
-	Offerings []Offering        `json:"offerings"`
+	Labels   map[string]string `json:"labels"`
+	Capacity Resources         `json:"capacity"`
+	// Extended is the capacity of named extended resources (amd.com/gpu,
+	// aws.amazon.com/neuron, ...) that have no fixed index: the solver
+	// puts each one the problem names (Problem.ExtendedResources) into
+	// Capacity at its index, so that a type's data need not know which
+	// extended resources a problem uses. An entry already non-zero in
+	// Capacity is left alone.
+	Extended  map[string]int64 `json:"extended,omitempty"`
+	Overhead  Resources        `json:"overhead"` // kube-reserved + eviction + VM overhead
+	Offerings []Offering       `json:"offerings"`
 }
 
 // Allocatable is capacity minus overhead.
@@ -341,7 +373,14 @@ type Problem struct {
 	InstanceTypes     []InstanceType `json:"instanceTypes"`
 	Nodes             []Node         `json:"nodes,omitempty"`
 	PDBs              []PDB          `json:"pdbs,omitempty"`
-	Options           Options        `json:"-"`
+	// NamespaceLabels are the labels of namespaces, for pod (anti-)affinity
+	// namespace selectors.
+	NamespaceLabels map[string]map[string]string `json:"namespaceLabels,omitempty"`
+	// UnknownLabels are label keys the instance-type data cannot answer
+	// (Karpenter sets them, the catalog's sources do not give them): a pod
+	// or pool needing one is explained as such, not as short of room.
+	UnknownLabels []string `json:"unknownLabels,omitempty"`
+	Options       Options  `json:"-"`
 }
 
 // PoolTypes returns the instance types the nodes of pool pi may be: the

@@ -32,6 +32,10 @@ type NewNode struct {
 	Requested   Resources `json:"requested"`
 	// Reason says in one sentence why this node, for this plan.
 	Reason string `json:"reason"`
+	// Labels are the values the node must carry for keys its pool's
+	// requirements leave open (team In [a, b], team Exists) and its pods
+	// select: the node takes the pods only with these.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Placement puts a pod on an existing node.

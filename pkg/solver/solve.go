@@ -24,19 +24,24 @@ type class struct {
 	// groups them by pool, highest weight first.
 	kinds []int
 	pools []poolKinds
-	// capGroup, when not -1, indexes state.capLimit: the most pods of all
-	// classes in the group one node may run (hostname spread and
-	// anti-affinity); conflicts lists classes it may not share a node with;
-	// refused, when set, is why no node may take it.
-	capGroup  int
+	// caps are the per-node cap groups (hostname spread and
+	// anti-affinity) the class counts in or is limited by; conflicts lists
+	// classes it may not share a node with; refused, when set, is why no
+	// node may take it.
+	caps      []capMember
 	conflicts []int
 	refused   string
+	// bundle marks a class of a group whose required hostname affinity
+	// selects its own pods: all of them go on one new node (planBundles).
+	bundle bool
 }
 
 // group is a set of pods with identical scheduling constraints; rep is one of
-// them.
+// them, with its node-affinity preferences applied once topology is; orig
+// is rep before them (topology spread domains never depend on preferences).
 type group struct {
-	rep *Pod
+	rep, orig *Pod
+	from      int // 1 + the group a zone share was split from; 0 for none
 }
 
 // kind is a candidate node: an instance type bought through one offering in
@@ -45,9 +50,10 @@ type group struct {
 type kind struct {
 	pool, typ, offering int
 	price               float64
-	alloc               Resources // allocatable minus DaemonSet overhead
-	compat              bitset    // groups that may run on it
-	order               []int     // compatible classes in fill order
+	alloc               Resources         // allocatable minus DaemonSet overhead
+	compat              bitset            // groups that may run on it
+	labels              map[string]string // values the pool leaves open (see NewNode.Labels)
+	order               []int             // compatible classes in fill order
 	// shape caches, per entry of order, the class's requests as shares of
 	// alloc, their Euclidean length and the largest share.
 	shape []classShape
@@ -108,10 +114,20 @@ type state struct {
 	hasTopology bool
 	// zoned are the pending pods assigned to zones so far.
 	zoned []zonedPod
-	// capLimit is the per-node limit of each cap group; capCount is scratch
-	// space counting a node's pods per cap group while it is filled, and
-	// taken its pods per class.
-	capLimit, capCount, taken []int
+	// caps are the per-node cap groups; capCount and capCarrier are
+	// scratch space counting, while a node is filled, the pods counted by
+	// each cap group and its carriers; taken counts its pods per class.
+	caps                        []capGroup
+	capCount, capCarrier, taken []int
+	// zoneSpreads are the zonal DoNotSchedule spread constraints of the
+	// pending pods, with the matching pods counted per zone as pods are
+	// assigned to zones.
+	zoneSpreads []*zoneSpread
+	// zoneAntis are the required zonal anti-affinity terms of pending and
+	// running pods; isTarget marks the groups other groups' zonal affinity
+	// selects.
+	zoneAntis []*zoneAnti
+	isTarget  map[int]bool
 	// cand is scratch space for fillBalanced.
 	cand []int32
 }
@@ -131,11 +147,12 @@ func Solve(p *Problem) (*Plan, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	s := &state{p: p}
+	s := &state{p: resolveNamespaces(p.normalized())}
 	s.buildClasses()
 	s.buildKinds()
 	s.placeOnExisting()
 	s.explainInfeasible()
+	bundles := s.planBundles()
 	pending := slices.Clone(s.rem)
 	for ci, c := range s.classes {
 		if len(c.kinds) == 0 {
@@ -148,6 +165,7 @@ func Solve(p *Problem) (*Plan, error) {
 		bound, prices = s.fluidBound(pending)
 	}
 	s.bestPacking(prices)
+	s.nodes = append(s.nodes, bundles...)
 	s.emit()
 	placed := make([]int, len(s.classes))
 	for _, n := range s.nodes {
@@ -188,8 +206,10 @@ func (p *Problem) validate() error {
 	return nil
 }
 
-// constraintKey identifies a pod's scheduling constraints.
-func constraintKey(p *Pod) string {
+// constraintKey identifies a pod's scheduling constraints; seen, when any
+// pod has topology constraints, says which of the problem's selectors match
+// the pod (see selectorsSeen), which is all of its labels other pods see.
+func constraintKey(p *Pod, seen string) string {
 	var b strings.Builder
 	keys := make([]string, 0, len(p.NodeSelector))
 	for k := range p.NodeSelector {
@@ -217,7 +237,7 @@ func constraintKey(p *Pod) string {
 		b.WriteByte(3)
 	}
 	b.WriteByte(1)
-	b.WriteString(topologyKey(p))
+	b.WriteString(topologyKey(p, seen))
 	b.WriteByte(1)
 	for _, t := range p.Tolerations {
 		b.WriteString(t.Key)
@@ -227,6 +247,11 @@ func constraintKey(p *Pod) string {
 		b.WriteString(t.Value)
 		b.WriteByte(0)
 		b.WriteString(t.Effect)
+		b.WriteByte(2)
+	}
+	b.WriteByte(1)
+	for _, h := range p.HostPorts {
+		fmt.Fprintf(&b, "%d/%s/%s", h.Port, h.Protocol, h.HostIP)
 		b.WriteByte(2)
 	}
 	return b.String()
@@ -240,18 +265,35 @@ func (s *state) buildClasses() {
 	}
 	classIdx := map[classKey]int{}
 	for i := range s.p.Pods {
-		if topologyKey(&s.p.Pods[i]) != "" {
+		if hasTopology(&s.p.Pods[i]) || len(s.p.Pods[i].HostPorts) > 0 {
 			s.hasTopology = true
 		}
 	}
+	// Running pods' anti-affinity keeps pending pods away (kube-scheduler
+	// checks it for every incoming pod).
+	for i := range s.p.Nodes {
+		for j := range s.p.Nodes[i].Pods {
+			if len(s.p.Nodes[i].Pods[j].PodAntiAffinity) > 0 {
+				s.hasTopology = true
+			}
+		}
+	}
+	var sels problemSelectors
+	if s.hasTopology {
+		sels = s.p.selectors()
+	}
 	for i := range s.p.Pods {
 		pod := &s.p.Pods[i]
-		ck := constraintKey(pod)
+		seen := ""
+		if s.hasTopology {
+			seen = sels.seen(pod)
+		}
+		ck := constraintKey(pod, seen)
 		g, ok := groupIdx[ck]
 		if !ok {
 			g = len(s.groups)
 			groupIdx[ck] = g
-			s.groups = append(s.groups, group{rep: pod})
+			s.groups = append(s.groups, group{rep: pod, orig: pod})
 		}
 		req := pod.Requests
 		req[Pods] = max(req[Pods], 1)
@@ -260,11 +302,14 @@ func (s *state) buildClasses() {
 		if !ok {
 			c = len(s.classes)
 			classIdx[key] = c
-			s.classes = append(s.classes, &class{req: req, group: g, capGroup: -1})
+			s.classes = append(s.classes, &class{req: req, group: g})
 		}
 		s.classes[c].pods = append(s.classes[c].pods, i)
 	}
 	s.applyTopology()
+	if s.p.hostPortsUsed() {
+		s.applyHostPorts()
+	}
 	s.rem = make([]int, len(s.classes))
 	for i, c := range s.classes {
 		s.rem[i] = len(c.pods)
@@ -304,32 +349,6 @@ func (p *Problem) poolOrder() []int {
 	return order
 }
 
-// poolLabels returns the labels a pool puts on its nodes, including the pool
-// name and the values of single-valued In requirements on keys no instance
-// type defines.
-func poolLabels(pool *Pool) map[string]string {
-	labels := make(map[string]string, len(pool.Labels)+2)
-	for k, v := range pool.Labels {
-		labels[k] = v
-	}
-	labels[LabelNodePool] = pool.Name
-	for _, r := range pool.Requirements {
-		if r.Operator == OpIn && len(r.Values) > 0 && r.Key != LabelZone && r.Key != LabelCapacityType {
-			if _, ok := labels[r.Key]; !ok && !wellKnownTypeLabel(r.Key) {
-				labels[r.Key] = r.Values[0]
-			}
-		}
-	}
-	return labels
-}
-
-// wellKnownTypeLabel reports whether key is a label the instance type, not
-// the pool, decides.
-func wellKnownTypeLabel(key string) bool {
-	return key == LabelInstanceType || key == "kubernetes.io/arch" || key == "kubernetes.io/os" ||
-		key == "topology.kubernetes.io/region" || strings.HasPrefix(key, "karpenter.k8s.aws/")
-}
-
 // daemonOverhead sums the requests of the DaemonSets that would run on a node
 // with these labels and taints.
 func (p *Problem) daemonOverhead(labels Labels, taints []Taint) Resources {
@@ -357,9 +376,10 @@ func (s *state) buildKinds() {
 	seen := map[dedupeKey]int{}
 	for _, pi := range p.poolOrder() {
 		pool := &p.Pools[pi]
-		pl := poolLabels(pool)
 		types := p.PoolTypes(pi)
-		for ti := range types {
+		variants := poolVariants(pool, s.groups) // label sets the pool's nodes may carry
+		for vt := range len(variants) * len(types) {
+			pl, ti := variants[vt/len(types)], vt%len(types)
 			it := &types[ti]
 			base := it.Allocatable()
 			for oi, o := range it.Offerings {
@@ -374,7 +394,8 @@ func (s *state) buildKinds() {
 				compat := newBitset(len(s.groups))
 				for g := range s.groups {
 					rep := s.groups[g].rep
-					if matchesAffinity(rep.NodeSelector, rep.Affinity, labels) && untolerated(rep.Tolerations, pool.Taints) == nil {
+					if matchesAffinity(rep.NodeSelector, rep.Affinity, labels) && untolerated(rep.Tolerations, pool.Taints) == nil &&
+						!p.daemonPortConflict(rep, labels, pool.Taints) {
 						compat.set(g)
 					}
 				}
@@ -389,10 +410,11 @@ func (s *state) buildKinds() {
 					continue
 				}
 				seen[key] = len(s.kinds)
-				s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, price: o.Price, alloc: alloc, compat: compat})
+				s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, price: o.Price, alloc: alloc, compat: compat, labels: openLabels(pool, pl)})
 			}
 		}
 	}
+	s.preferUntainted()
 	s.pruneDominated()
 	for _, c := range s.classes {
 		if c.refused != "" || (s.hasTopology && s.onlyExisting(c)) {
@@ -470,7 +492,7 @@ func (s *state) placeOnExisting() {
 	}
 	for _, ci := range s.classesBySize() {
 		c := s.classes[ci]
-		if c.refused != "" {
+		if c.refused != "" || c.bundle {
 			continue
 		}
 		rep := s.groups[c.group].rep
@@ -479,15 +501,10 @@ func (s *state) placeOnExisting() {
 				break
 			}
 			n := &nodes[ni]
-			if n.Unschedulable || !matchesAffinity(rep.NodeSelector, rep.Affinity, MapLabels(n.Labels)) || untolerated(rep.Tolerations, n.Taints) != nil || s.conflictsWith(ci, placed[ni]) {
+			if n.Unschedulable || !matchesAffinity(rep.NodeSelector, rep.Affinity, MapLabels(n.Labels)) || untolerated(rep.Tolerations, n.Taints) != nil || s.conflictsWith(ci, placed[ni]) || nodePortConflict(rep, n) {
 				continue
 			}
-			room := s.existingRoom(c, n)
-			for _, t := range placed[ni] {
-				if c.capGroup >= 0 && s.classes[t.class].capGroup == c.capGroup {
-					room -= t.n
-				}
-			}
+			room := min(s.existingRoom(c, n), s.capRoomOn(ci, n, placed[ni]))
 			k := min(fitCount(free[ni], c.req), s.rem[ci], max(room, 0))
 			if k == 0 {
 				continue
@@ -763,7 +780,7 @@ func (s *state) fork() *state {
 		kk.order, kk.shape = nil, nil
 		w.kinds[i] = &kk
 	}
-	w.capCount = make([]int, len(s.capCount))
+	w.capCount, w.capCarrier = make([]int, len(s.capCount)), make([]int, len(s.capCarrier))
 	w.taken, w.cand = nil, nil
 	return &w
 }
@@ -1019,7 +1036,7 @@ func (s *state) emit() {
 		for copy := 0; copy < n.count; copy++ {
 			node := NewNode{
 				Pool: s.p.Pools[k.pool].Name, InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType,
-				Price: o.Price, Allocatable: k.alloc, Reason: reason,
+				Price: o.Price, Allocatable: k.alloc, Reason: reason, Labels: k.labels,
 			}
 			for _, t := range n.takes {
 				c := s.classes[t.class]

@@ -17,16 +17,21 @@ const LabelHostname = "kubernetes.io/hostname"
 //
 //   - Zonal topology spread (DoNotSchedule, and ScheduleAnyway as a
 //     preference), zonal pod anti-affinity against the pod's own group and
-//     zonal self-affinity assign each pod of a group to a zone up front: spread
-//     fills the least-loaded eligible zone first (counting matching pods
-//     already running), anti-affinity allows one pod per zone, self-affinity
-//     puts the group in the zone its running pods are in, or the first
-//     eligible one. Each zone's share becomes its own class, pinned to the
-//     zone by a node requirement.
-//   - Hostname spread caps a class at maxSkew pods per node; hostname
-//     anti-affinity against the pod's own group caps it at one; hostname
-//     anti-affinity against other pods keeps the two classes off the same
-//     node (a conflict) and off existing nodes running matching pods.
+//     zonal self-affinity assign each pod of a group to a zone up front:
+//     spread water-fills every required zonal selector over its eligible
+//     zones, counting every pod it matches (running ones, and pending ones
+//     of any workload, which are assigned zones too when a selector matches
+//     them), anti-affinity allows one pod per zone, self-affinity puts the
+//     group in the zone its running pods are in, or the first eligible one.
+//     Each zone's share becomes its own class, pinned to the zone by a node
+//     requirement. Domains come from the pod's node affinity before
+//     preferences are applied.
+//   - Hostname spread becomes a cap group: on a node running a pod that
+//     carries it, at most maxSkew pods its selector matches, whichever
+//     workload they belong to; hostname anti-affinity against the pod's own
+//     group caps it at one; hostname anti-affinity against other pods keeps
+//     the two classes off the same node (a conflict) and off existing nodes
+//     running matching pods. See caps.go.
 //   - Pod affinity to other pods' zones pins the class to the zones where
 //     matching pods run; to other pods' nodes, to those existing nodes.
 //   - Preferences are treated as requirements, highest weight first, as long
@@ -34,10 +39,9 @@ const LabelHostname = "kubernetes.io/hostname"
 //     none is relaxed (dropped). ScheduleAnyway spread and preferred pod
 //     (anti-)affinity always hold in this way: more nodes or zones satisfy them.
 //
-// Known limits: pods that match a spread selector without carrying the
-// constraint are not counted among the new pods; required hostname
-// self-affinity (all pods on one node) is refused as unsupported rather
-// than planned wrongly.
+// Required hostname self-affinity puts the group on one new node (as many
+// of its pods as the largest allowed node holds, the rest pending), or,
+// once some of its pods run, on the nodes they run on.
 
 // Matches reports whether labels satisfy the selector. An empty selector
 // matches everything, as in Kubernetes.
@@ -62,13 +66,198 @@ func (t *PodAffinityTerm) selects(owner, other *Pod) bool {
 	return t.Selector.Matches(other.Labels)
 }
 
-// topologyKey identifies the topology fields of a pod, for grouping.
-func topologyKey(p *Pod) string {
-	if len(p.Spread) == 0 && len(p.PodAffinity) == 0 && len(p.PodAntiAffinity) == 0 && len(p.Preferences) == 0 {
+// hasTopology reports whether the pod has topology constraints or
+// preferences.
+func hasTopology(p *Pod) bool {
+	return len(p.Spread) > 0 || len(p.PodAffinity) > 0 || len(p.PodAntiAffinity) > 0 || len(p.Preferences) > 0
+}
+
+// LabelNamespaceName is the label every namespace carries with its name.
+const LabelNamespaceName = "kubernetes.io/metadata.name"
+
+// noNamespace is a namespace no pod is in, for a term that selects none.
+const noNamespace = "\x00none"
+
+// resolveNamespaces returns the problem with every pod (anti-)affinity
+// namespace selector turned into the list of namespaces it selects among
+// those of the problem's pods, so that matching needs no namespace labels;
+// the problem itself when no term has one. Only the pods are copied.
+func resolveNamespaces(p *Problem) *Problem {
+	has := func(pods []Pod) bool {
+		for i := range pods {
+			for _, ts := range [][]PodAffinityTerm{pods[i].PodAffinity, pods[i].PodAntiAffinity} {
+				for _, t := range ts {
+					if t.NamespaceSelector != nil {
+						return true
+					}
+				}
+			}
+			for _, pref := range pods[i].Preferences {
+				if pref.PodTerm != nil && pref.PodTerm.NamespaceSelector != nil {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	found := has(p.Pods)
+	for i := range p.Nodes {
+		found = found || has(p.Nodes[i].Pods)
+	}
+	if !found {
+		return p
+	}
+	var namespaces []string
+	note := func(pods []Pod) {
+		for i := range pods {
+			if !slices.Contains(namespaces, pods[i].Namespace) {
+				namespaces = append(namespaces, pods[i].Namespace)
+			}
+		}
+	}
+	note(p.Pods)
+	for i := range p.Nodes {
+		note(p.Nodes[i].Pods)
+	}
+	sort.Strings(namespaces)
+	resolve := func(t PodAffinityTerm) PodAffinityTerm {
+		if t.NamespaceSelector == nil {
+			return t
+		}
+		out := slices.Clone(t.Namespaces)
+		for _, ns := range namespaces {
+			labels := map[string]string{LabelNamespaceName: ns}
+			for k, v := range p.NamespaceLabels[ns] {
+				labels[k] = v
+			}
+			if t.NamespaceSelector.Matches(labels) && !slices.Contains(out, ns) {
+				out = append(out, ns)
+			}
+		}
+		if len(out) == 0 {
+			out = []string{noNamespace}
+		}
+		t.Namespaces, t.NamespaceSelector = out, nil
+		return t
+	}
+	resolvePods := func(pods []Pod) []Pod {
+		out := slices.Clone(pods)
+		for i := range out {
+			q := &out[i]
+			q.PodAffinity, q.PodAntiAffinity = slices.Clone(q.PodAffinity), slices.Clone(q.PodAntiAffinity)
+			for j := range q.PodAffinity {
+				q.PodAffinity[j] = resolve(q.PodAffinity[j])
+			}
+			for j := range q.PodAntiAffinity {
+				q.PodAntiAffinity[j] = resolve(q.PodAntiAffinity[j])
+			}
+			q.Preferences = slices.Clone(q.Preferences)
+			for j := range q.Preferences {
+				if pt := q.Preferences[j].PodTerm; pt != nil {
+					r := resolve(*pt)
+					q.Preferences[j].PodTerm = &r
+				}
+			}
+		}
+		return out
+	}
+	q := *p
+	q.Pods = resolvePods(p.Pods)
+	q.Nodes = slices.Clone(p.Nodes)
+	for i := range q.Nodes {
+		q.Nodes[i].Pods = resolvePods(q.Nodes[i].Pods)
+	}
+	return &q
+}
+
+// topologyKey identifies the topology fields of a pod, for grouping, with
+// seen (which of the problem's selectors match it; "" when no pod has
+// topology constraints).
+func topologyKey(p *Pod, seen string) string {
+	if seen == "" && !hasTopology(p) {
 		return ""
 	}
-	data, _ := json.Marshal([]any{p.Labels, p.Spread, p.PodAffinity, p.PodAntiAffinity, p.Preferences})
+	data, _ := json.Marshal([]any{p.Namespace, seen, p.Spread, p.PodAffinity, p.PodAntiAffinity, p.Preferences})
+	if hasTopology(p) {
+		// Its own terms read its labels (selfish rules) and namespace.
+		labels, _ := json.Marshal(p.Labels)
+		data = append(data, labels...)
+	}
 	return string(data)
+}
+
+// problemSelector is one label selector some pod's topology reads, in the
+// namespaces it reads it.
+type problemSelector struct {
+	sel     Selector
+	matches func(*Pod) bool
+}
+
+// problemSelectors are every selector of the pending pods' spread and pod
+// (anti-)affinity and of the running pods' anti-affinity.
+type problemSelectors []problemSelector
+
+// selectors collects the problem's selectors, once each.
+func (p *Problem) selectors() problemSelectors {
+	var out problemSelectors
+	seen := map[string]bool{}
+	add := func(key []byte, sel Selector, match func(*Pod) bool) {
+		if !seen[string(key)] {
+			seen[string(key)] = true
+			out = append(out, problemSelector{sel, match})
+		}
+	}
+	term := func(owner *Pod, t PodAffinityTerm) {
+		key, _ := json.Marshal([]any{"term", owner.Namespace, t.Namespaces, t.Selector})
+		add(key, t.Selector, func(o *Pod) bool { return t.selects(owner, o) })
+	}
+	spread := func(owner *Pod, c *TopologySpread) {
+		ns, sel := owner.Namespace, c.Selector
+		key, _ := json.Marshal([]any{"spread", ns, sel})
+		add(key, sel, func(o *Pod) bool { return o.Namespace == ns && sel.Matches(o.Labels) })
+	}
+	for i := range p.Pods {
+		pod := &p.Pods[i]
+		for j := range pod.Spread {
+			spread(pod, &pod.Spread[j])
+		}
+		for _, t := range pod.PodAffinity {
+			term(pod, t)
+		}
+		for _, t := range pod.PodAntiAffinity {
+			term(pod, t)
+		}
+		for _, pref := range pod.Preferences {
+			if pref.PodTerm != nil {
+				term(pod, *pref.PodTerm)
+			}
+			if pref.Spread != nil {
+				spread(pod, pref.Spread)
+			}
+		}
+	}
+	for i := range p.Nodes {
+		for j := range p.Nodes[i].Pods {
+			pod := &p.Nodes[i].Pods[j]
+			for _, t := range pod.PodAntiAffinity {
+				term(pod, t)
+			}
+		}
+	}
+	return out
+}
+
+// seen says which selectors match the pod, one byte each.
+func (ps problemSelectors) seen(p *Pod) string {
+	b := make([]byte, len(ps)+1)
+	b[0] = '|'
+	for i := range ps {
+		b[i+1] = '0'
+		if ps[i].matches(p) {
+			b[i+1] = '1'
+		}
+	}
+	return string(b)
 }
 
 // applyPreferences returns the pod with its node-affinity preferences added
@@ -77,6 +266,18 @@ func topologyKey(p *Pod) string {
 func (s *state) applyPreferences(pod *Pod) *Pod {
 	prefs := slices.Clone(pod.Preferences)
 	sort.SliceStable(prefs, func(a, b int) bool { return prefs[a].Weight > prefs[b].Weight })
+	// A preference must not take domains from a required spread: kube-
+	// scheduler holds the spread over every domain and only scores by the
+	// preference within it.
+	var keys []string
+	for _, c := range pod.Spread {
+		if c.TopologyKey != LabelHostname && c.WhenUnsatisfiable != ScheduleAnyway && !slices.Contains(keys, c.TopologyKey) {
+			keys = append(keys, c.TopologyKey)
+		}
+	}
+	usable := func(p *Pod, key string) []string {
+		return s.domainsOf(p, key, domainFilter{taints: true, affinity: true})
+	}
 	out := pod
 	for _, pref := range prefs {
 		if pref.Kind != PreferNodeAffinity || len(pref.NodeTerm) == 0 {
@@ -84,7 +285,14 @@ func (s *state) applyPreferences(pod *Pod) *Pod {
 		}
 		cand := clonePod(out)
 		cand.Affinity = withRequirements(cand.Affinity, pref.NodeTerm...)
-		if len(s.eligibleZones(cand, false, false)) > 0 {
+		if len(s.eligibleZones(cand)) == 0 {
+			continue
+		}
+		shrinks := false
+		for _, k := range keys {
+			shrinks = shrinks || len(usable(cand, k)) < len(usable(out, k))
+		}
+		if !shrinks {
 			out = cand
 		}
 	}
@@ -109,45 +317,82 @@ func withRequirements(terms []Term, reqs ...Requirement) []Term {
 	return out
 }
 
-// eligibleZones lists the zones where the pod could run: zones of offerings
-// some pool allows whose taints the pod tolerates and whose labels its node
-// affinity accepts, and of existing nodes likewise. As domains for topology
-// spread (domains true), taints do not count (Kubernetes' default
-// nodeTaintsPolicy) and neither does node affinity when ignoreAffinity.
-func (s *state) eligibleZones(pod *Pod, domains, ignoreAffinity bool) []string {
-	zones := map[string]bool{}
+// eligibleZones lists the zones where the pod could run, cheapest first
+// (see domainsOf).
+func (s *state) eligibleZones(pod *Pod) []string {
+	return s.domainsOf(pod, LabelZone, domainFilter{taints: true, affinity: true})
+}
+
+// domainFilter says which node properties decide whether a node's domain
+// counts: its taints (the pod must tolerate them) and its labels (the pod's
+// node affinity must accept them).
+type domainFilter struct{ taints, affinity bool }
+
+// spreadFilter is the filter of a spread constraint's domains, from its
+// nodeTaintsPolicy (Ignore by default) and nodeAffinityPolicy (Honor by
+// default), as kube-scheduler reads them.
+func spreadFilter(c *TopologySpread) domainFilter {
+	return domainFilter{taints: c.NodeTaintsPolicy == "Honor", affinity: c.NodeAffinityPolicy != "Ignore"}
+}
+
+// domainsOf lists the values of key on the nodes the pod could get: new
+// nodes of offerings some pool allows and existing nodes, filtered as f
+// says. The cheapest domains come first: ordered by what the pod would cost
+// on its best offering there (price times the largest share of the node it
+// takes), then by name.
+func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
+	cost := map[string]float64{}
+	note := func(v string, c float64) {
+		if old, ok := cost[v]; !ok || c < old {
+			cost[v] = c
+		}
+	}
 	for pi := range s.p.Pools {
 		pool := &s.p.Pools[pi]
-		if !domains && untolerated(pod.Tolerations, pool.Taints) != nil {
+		if f.taints && untolerated(pod.Tolerations, pool.Taints) != nil {
 			continue
 		}
-		pl := poolLabels(pool)
+		pl := poolLabelsFor(pool, pod)
 		types := s.p.PoolTypes(pi)
 		for ti := range types {
 			it := &types[ti]
+			alloc := it.Allocatable()
 			for _, o := range it.Offerings {
-				if zones[o.Zone] {
+				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+				v, ok := labels.Label(key)
+				if !ok || !allMatch(pool.Requirements, labels) || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
 					continue
 				}
-				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-				if allMatch(pool.Requirements, labels) && (ignoreAffinity || matchesAffinity(pod.NodeSelector, pod.Affinity, labels)) {
-					zones[o.Zone] = true
+				c := math.Inf(1)
+				if pod.Requests.Fits(alloc) {
+					c = o.Price * share(pod.Requests, alloc)
 				}
+				note(v, c)
 			}
 		}
 	}
 	for i := range s.p.Nodes {
 		n := &s.p.Nodes[i]
-		z := n.Labels[LabelZone]
-		if z != "" && (domains || untolerated(pod.Tolerations, n.Taints) == nil) && (ignoreAffinity || matchesAffinity(pod.NodeSelector, pod.Affinity, MapLabels(n.Labels))) {
-			zones[z] = true
+		v, ok := n.Labels[key]
+		if !ok || f.taints && untolerated(pod.Tolerations, n.Taints) != nil || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, MapLabels(n.Labels)) {
+			continue
 		}
+		c := math.Inf(1)
+		if !n.Unschedulable && pod.Requests.Fits(n.Allocatable.Sub(n.Requested)) {
+			c = 0 // room already paid for
+		}
+		note(v, c)
 	}
-	out := make([]string, 0, len(zones))
-	for z := range zones {
-		out = append(out, z)
+	out := make([]string, 0, len(cost))
+	for v := range cost {
+		out = append(out, v)
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(a, b int) bool {
+		if cost[out[a]] != cost[out[b]] {
+			return cost[out[a]] < cost[out[b]]
+		}
+		return out[a] < out[b]
+	})
 	return out
 }
 
@@ -182,73 +427,333 @@ type zonedPod struct {
 	zone string
 }
 
-// zonePlan is how a group's pods are split across zones.
+// zonePlan is how a group's pods are split across the domains of one key.
 type zonePlan struct {
-	zones  []string // zone of each pod, in pod order; "" = refused
+	zones  []string // domain of each pod, in pod order; "" = refused
 	reason string   // why refused pods are refused
 }
 
-// planZones decides each pod's zone for a group with zonal constraints, or
-// returns nil when the group has none.
-func (s *state) planZones(rep *Pod, n int) *zonePlan {
-	selfSpread, selfAnti, selfAff, otherAff := (*TopologySpread)(nil), (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil)
-	for i := range rep.Spread {
-		if rep.Spread[i].TopologyKey == LabelZone && rep.Spread[i].WhenUnsatisfiable != ScheduleAnyway {
-			selfSpread = &rep.Spread[i]
-			break
+// zoneSpread is one DoNotSchedule spread constraint of the pending pods on
+// a key other than the hostname, shared by every group carrying it, with
+// the pods its selector matches counted per domain: running ones, and
+// pending ones as they are assigned domains, whatever workload they belong
+// to.
+type zoneSpread struct {
+	c       TopologySpread
+	ns      string
+	domains []string
+	counts  map[string]int
+}
+
+func (z *zoneSpread) matches(p *Pod) bool {
+	return p.Namespace == z.ns && z.c.Selector.Matches(p.Labels)
+}
+
+// carriedBy reports whether the pod carries constraint z.
+func (z *zoneSpread) carriedBy(p *Pod) bool {
+	return p.Namespace == z.ns && hasSpread(p, &z.c)
+}
+
+// skewAfter is the skew of domain d once a pod is added there (adding one
+// to its count when the pod matches).
+func (z *zoneSpread) skewAfter(d string, matches bool) int {
+	add := 0
+	if matches {
+		add = 1
+	}
+	lo := math.MaxInt
+	for _, o := range z.domains {
+		c := z.counts[o]
+		if o == d {
+			c += add
+		}
+		lo = min(lo, c)
+	}
+	if lo == math.MaxInt || int32(len(z.domains)) < z.c.MinDomains {
+		lo = 0
+	}
+	return z.counts[d] + add - lo
+}
+
+// zoneAnti is one required zonal anti-affinity term, of pending pods or of
+// running ones: no zone may hold both a pod carrying it and a pod it
+// selects (kube-scheduler checks it both ways). carriers and selected count
+// those pods per zone, running ones and pending ones as they are assigned.
+type zoneAnti struct {
+	owner              *Pod
+	term               PodAffinityTerm
+	carriers, selected map[string]int
+}
+
+// carriedBy reports whether the pod carries the term (the same term, read
+// in the same namespace).
+func (a *zoneAnti) carriedBy(p *Pod) bool {
+	if p.Namespace != a.owner.Namespace && len(a.term.Namespaces) == 0 {
+		return false
+	}
+	for _, t := range p.PodAntiAffinity {
+		if t.TopologyKey == LabelZone && selectorEqual(&t.Selector, &a.term.Selector) && slices.Equal(t.Namespaces, a.term.Namespaces) {
+			return true
 		}
 	}
-	if selfSpread == nil {
-		for i := range rep.Spread {
-			if rep.Spread[i].TopologyKey == LabelZone {
-				selfSpread = &rep.Spread[i]
-				break
+	return false
+}
+
+// allows reports whether a pod carrying the term (carries) or selected by
+// it (selected) may join zone z.
+func (a *zoneAnti) allows(z string, carries, selected bool) bool {
+	return !(carries && a.selected[z] > 0 || selected && a.carriers[z] > 0)
+}
+
+// collectZoneAntis gathers the required zonal anti-affinity terms of the
+// first n groups and of running pods, with their carriers and the pods they
+// select counted per zone among running pods.
+func (s *state) collectZoneAntis(n int) {
+	byKey := map[string]*zoneAnti{}
+	add := func(owner *Pod) {
+		for _, t := range owner.PodAntiAffinity {
+			if t.TopologyKey != LabelZone {
+				continue
+			}
+			ns := t.Namespaces
+			if len(ns) == 0 {
+				ns = []string{owner.Namespace}
+			}
+			key, _ := json.Marshal([]any{ns, t.Selector})
+			if _, ok := byKey[string(key)]; !ok {
+				a := &zoneAnti{owner: owner, term: t, carriers: map[string]int{}, selected: map[string]int{}}
+				byKey[string(key)] = a
+				s.zoneAntis = append(s.zoneAntis, a)
 			}
 		}
 	}
-	if selfSpread == nil {
-		for _, pref := range rep.Preferences {
-			if pref.Kind == PreferScheduleAnywaySpread && pref.Spread != nil && pref.Spread.TopologyKey == LabelZone {
-				selfSpread = pref.Spread
-				break
+	for g := 0; g < n; g++ {
+		add(s.groups[g].rep)
+	}
+	for i := range s.p.Nodes {
+		for j := range s.p.Nodes[i].Pods {
+			add(&s.p.Nodes[i].Pods[j])
+		}
+	}
+	for _, a := range s.zoneAntis {
+		for i := range s.p.Nodes {
+			node := &s.p.Nodes[i]
+			z, ok := node.Labels[LabelZone]
+			if !ok {
+				continue
+			}
+			for j := range node.Pods {
+				if a.carriedBy(&node.Pods[j]) {
+					a.carriers[z]++
+				}
+				if a.term.selects(a.owner, &node.Pods[j]) {
+					a.selected[z]++
+				}
 			}
 		}
 	}
-	terms := func(required []PodAffinityTerm, kind string) []PodAffinityTerm {
-		out := slices.Clone(required)
-		for _, pref := range rep.Preferences {
-			if pref.Kind == kind && pref.PodTerm != nil {
-				out = append(out, *pref.PodTerm)
+}
+
+// zoneAffinityTarget reports whether some group's required zonal affinity
+// to other pods selects the pod: then its pods are assigned zones first, so
+// that the followers can be put where it is planned.
+func (s *state) zoneAffinityTarget(rep *Pod, n int) bool {
+	for g := 0; g < n; g++ {
+		o := s.groups[g].rep
+		for _, t := range o.PodAffinity {
+			if t.TopologyKey == LabelZone && !t.selects(o, o) && t.selects(o, rep) {
+				return true
 			}
 		}
-		return out
 	}
-	for _, t := range terms(rep.PodAntiAffinity, PreferPodAntiAffinity) {
-		if t.TopologyKey == LabelZone && t.selects(rep, rep) {
-			selfAnti = &t
-			break
+	return false
+}
+
+// followsOthers reports whether the pod has required zonal affinity to
+// pods other than its own.
+func followsOthers(rep *Pod) bool {
+	for _, t := range rep.PodAffinity {
+		if t.TopologyKey == LabelZone && !t.selects(rep, rep) {
+			return true
 		}
 	}
-	for _, t := range terms(rep.PodAffinity, PreferPodAffinity) {
-		if t.TopologyKey != LabelZone {
+	return false
+}
+
+// collectZoneSpreads gathers the DoNotSchedule spread constraints on keys
+// other than the hostname of the first n groups, counts the running pods
+// each selects, and returns their keys, the zone first.
+func (s *state) collectZoneSpreads(n int) []string {
+	byKey := map[string]*zoneSpread{}
+	var keys []string
+	for g := 0; g < n; g++ {
+		rep, orig := s.groups[g].rep, s.groups[g].orig
+		for _, c := range rep.Spread {
+			if c.TopologyKey == LabelHostname || c.WhenUnsatisfiable == ScheduleAnyway {
+				continue
+			}
+			domains := s.domainsOf(orig, c.TopologyKey, spreadFilter(&c))
+			key, _ := json.Marshal([]any{rep.Namespace, c, domains})
+			if _, ok := byKey[string(key)]; ok {
+				continue
+			}
+			z := &zoneSpread{c: c, ns: rep.Namespace, domains: domains, counts: map[string]int{}}
+			for i := range s.p.Nodes {
+				node := &s.p.Nodes[i]
+				d, ok := node.Labels[c.TopologyKey]
+				if !ok {
+					continue
+				}
+				for j := range node.Pods {
+					if z.matches(&node.Pods[j]) {
+						z.counts[d]++
+					}
+				}
+			}
+			byKey[string(key)] = z
+			s.zoneSpreads = append(s.zoneSpreads, z)
+			if !slices.Contains(keys, c.TopologyKey) {
+				keys = append(keys, c.TopologyKey)
+			}
+		}
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if (keys[a] == LabelZone) != (keys[b] == LabelZone) {
+			return keys[a] == LabelZone
+		}
+		return keys[a] < keys[b]
+	})
+	if !slices.Contains(keys, LabelZone) {
+		keys = append([]string{LabelZone}, keys...) // zonal pod (anti-)affinity
+	}
+	return keys
+}
+
+// planDomains decides each of n pods' domain of key for the pods of group
+// g, whose representative (pinned to the domains earlier keys chose) is
+// rep, when they have constraints on key or other pods' spread on key
+// selects them; it returns nil when neither.
+func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
+	var carried, matched []*zoneSpread
+	for _, z := range s.zoneSpreads {
+		if z.c.TopologyKey != key {
 			continue
 		}
-		if t.selects(rep, rep) {
-			selfAff = &t
-		} else {
-			otherAff = &t
+		if z.carriedBy(rep) {
+			carried = append(carried, z)
 		}
-		break
+		if z.matches(rep) {
+			matched = append(matched, z)
+		}
 	}
-	if selfSpread == nil && selfAnti == nil && selfAff == nil && otherAff == nil {
+	selfAnti, selfAff, otherAff := (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil)
+	var softSpread *TopologySpread
+	if key == LabelZone {
+		for i := range rep.Spread {
+			if rep.Spread[i].TopologyKey == LabelZone && rep.Spread[i].WhenUnsatisfiable == ScheduleAnyway {
+				softSpread = &rep.Spread[i]
+				break
+			}
+		}
+		if softSpread == nil {
+			for _, pref := range rep.Preferences {
+				if pref.Kind == PreferScheduleAnywaySpread && pref.Spread != nil && pref.Spread.TopologyKey == LabelZone {
+					softSpread = pref.Spread
+					break
+				}
+			}
+		}
+		terms := func(required []PodAffinityTerm, kind string) []PodAffinityTerm {
+			out := slices.Clone(required)
+			for _, pref := range rep.Preferences {
+				if pref.Kind == kind && pref.PodTerm != nil {
+					out = append(out, *pref.PodTerm)
+				}
+			}
+			return out
+		}
+		for _, t := range terms(rep.PodAntiAffinity, PreferPodAntiAffinity) {
+			if t.TopologyKey == LabelZone && t.selects(rep, rep) {
+				selfAnti = &t
+				break
+			}
+		}
+		for _, t := range terms(rep.PodAffinity, PreferPodAffinity) {
+			if t.TopologyKey != LabelZone {
+				continue
+			}
+			if t.selects(rep, rep) {
+				selfAff = &t
+			} else {
+				otherAff = &t
+			}
+			break
+		}
+	}
+	type antiRole struct {
+		a                 *zoneAnti
+		carries, selected bool
+	}
+	var antis []antiRole
+	target := false
+	if key == LabelZone {
+		for _, a := range s.zoneAntis {
+			c, sel := a.carriedBy(rep), a.term.selects(a.owner, rep)
+			if c || sel {
+				antis = append(antis, antiRole{a, c, sel})
+			}
+		}
+		target = s.isTarget[s.origin(g)]
+	}
+	if len(carried) == 0 && len(matched) == 0 && softSpread == nil && selfAnti == nil && selfAff == nil && otherAff == nil && len(antis) == 0 && !target {
 		return nil
 	}
-	usable := s.eligibleZones(rep, false, false)
+	usable := s.domainsOf(rep, key, domainFilter{taints: true, affinity: true})
+	if len(antis) > 0 {
+		// Zonal anti-affinity, either way: leave out zones holding pods
+		// that forbid these or that these forbid.
+		kept := usable[:0:0]
+		for _, z := range usable {
+			ok := true
+			for _, r := range antis {
+				ok = ok && r.a.allows(z, r.carries, r.selected)
+			}
+			if ok {
+				kept = append(kept, z)
+			}
+		}
+		if len(kept) == 0 && len(usable) > 0 {
+			plan := &zonePlan{zones: make([]string, n), reason: fmt.Sprintf("its pod anti-affinity on %s (its own, or that of pods it would join) rules out every zone it may use: %s", LabelZone, strings.Join(usable, ", "))}
+			return plan
+		}
+		usable = kept
+	}
 	plan := &zonePlan{zones: make([]string, n)}
 	if len(usable) == 0 {
+		if len(carried) == 0 && key != LabelZone {
+			return nil // only selected by others' spread: a node without the key is outside it
+		}
 		plan.reason = "no zone has an allowed node for it"
+		if key != LabelZone {
+			plan.reason = fmt.Sprintf("its topology spread on %s (DoNotSchedule) needs a node labelled %s and no node it may use has that label", key, key)
+		}
 		return plan
 	}
+	// The pods' domains count in every constraint that selects them
+	// (balanceZones counts as it goes).
+	if selfAnti == nil && selfAff == nil && otherAff == nil && (len(carried) > 0 || softSpread == nil) {
+		s.balanceZones(rep, carried, matched, usable, plan)
+		return plan
+	}
+	defer func() {
+		for _, z := range plan.zones {
+			for _, m := range matched {
+				if z != "" {
+					m.counts[z]++
+				}
+			}
+		}
+	}()
 	switch {
 	case otherAff != nil:
 		counts := s.runningMatches(rep, otherAff)
@@ -291,75 +796,186 @@ func (s *state) planZones(rep *Pod, n int) *zonePlan {
 			plan.reason = fmt.Sprintf("its pod anti-affinity on %s allows one such pod per zone and only %d zone(s) are free", LabelZone, i)
 		}
 	default:
-		s.spreadZones(rep, selfSpread, usable, plan)
+		s.spreadZones(rep, softSpread, usable, plan)
 	}
 	return plan
 }
 
-// spreadZones water-fills the pods over zones: each goes to the usable zone
-// with the fewest matching pods, as long as the skew over all domains stays
-// within maxSkew.
-func (s *state) spreadZones(rep *Pod, c *TopologySpread, usable []string, plan *zonePlan) {
-	domains := s.eligibleZones(rep, true, c.NodeAffinityPolicy == "Ignore")
-	counts := s.zoneCounts(func(p *Pod) bool { return p.Namespace == rep.Namespace && c.Selector.Matches(p.Labels) })
-	skew := max(int(c.MaxSkew), 1)
+// balanceZones assigns the pods one at a time to the usable domain that
+// keeps every spread constraint they carry within its maxSkew, and, among
+// those, the one with the fewest pods matching the constraints that select
+// them (water-filling every selector, whichever workloads it spans), then
+// the cheapest (usable is cheapest first). A domain that would push a
+// constraint the pod is merely selected by past its maxSkew is avoided
+// while another is not; the pod itself is refused only when every domain
+// breaks a constraint it carries.
+func (s *state) balanceZones(rep *Pod, carried, matched []*zoneSpread, usable []string, plan *zonePlan) {
+	relevant := slices.Clone(carried)
+	for _, m := range matched {
+		if !slices.Contains(relevant, m) {
+			relevant = append(relevant, m)
+		}
+	}
 	for i := range plan.zones {
-		globalMin := math.MaxInt
-		for _, z := range domains {
-			globalMin = min(globalMin, counts[z])
+		best, bestHard, bestSoft, bestLoad := "", 0, 0, 0
+		for _, z := range usable {
+			hard, soft, load := 0, 0, 0
+			for _, c := range relevant {
+				m := c.matches(rep)
+				if c.skewAfter(z, m) > int(max(c.c.MaxSkew, 1)) {
+					if slices.Contains(carried, c) {
+						hard++
+					} else {
+						soft++
+					}
+				}
+				if m {
+					load += c.counts[z]
+				}
+			}
+			if best == "" || hard < bestHard || hard == bestHard && (soft < bestSoft || soft == bestSoft && load < bestLoad) {
+				best, bestHard, bestSoft, bestLoad = z, hard, soft, load
+			}
 		}
-		if int32(len(domains)) < c.MinDomains {
-			globalMin = 0
+		if bestHard > 0 {
+			var broken *zoneSpread
+			for _, c := range carried {
+				if c.skewAfter(best, c.matches(rep)) > int(max(c.c.MaxSkew, 1)) {
+					broken = c
+					break
+				}
+			}
+			plan.reason = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: the domains it may use are full relative to %s", broken.c.TopologyKey, max(broken.c.MaxSkew, 1), strings.Join(broken.domains, ", "))
+			if int32(len(broken.domains)) < broken.c.MinDomains {
+				plan.reason += fmt.Sprintf(" (minDomains %d, only %d domain(s), so each may hold %d)", broken.c.MinDomains, len(broken.domains), max(broken.c.MaxSkew, 1))
+			}
+			return
 		}
+		plan.zones[i] = best
+		for _, c := range matched {
+			c.counts[best]++
+		}
+	}
+}
+
+// spreadZones water-fills the pods over zones for a ScheduleAnyway spread
+// no pending pod requires: each goes to the usable zone with the fewest
+// matching pods, the cheapest on a tie.
+func (s *state) spreadZones(rep *Pod, c *TopologySpread, usable []string, plan *zonePlan) {
+	counts := s.zoneCounts(func(p *Pod) bool { return p.Namespace == rep.Namespace && c.Selector.Matches(p.Labels) })
+	for i := range plan.zones {
 		best := ""
 		for _, z := range usable {
 			if best == "" || counts[z] < counts[best] {
 				best = z
 			}
 		}
-		if c.WhenUnsatisfiable != ScheduleAnyway && counts[best]+1-globalMin > skew {
-			plan.reason = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: zones it may use are full relative to %s", LabelZone, skew, strings.Join(domains, ", "))
-			return
-		}
 		plan.zones[i] = best
 		counts[best]++
 	}
 }
 
-// hostnameRules sets the per-node cap of a class and whether it is refused,
-// from hostname spread and self anti-affinity (required or preferred).
-func hostnameRules(rep *Pod) (perNode int, unsupported string) {
-	for _, c := range rep.Spread {
-		if c.TopologyKey == LabelHostname && c.Selector.Matches(rep.Labels) {
-			perNode = minCap(perNode, max(int(c.MaxSkew), 1))
+// selfHostnameAffinity returns the pod's required hostname affinity term
+// that selects its own pods, or nil.
+func selfHostnameAffinity(rep *Pod) *PodAffinityTerm {
+	for i := range rep.PodAffinity {
+		if t := &rep.PodAffinity[i]; t.TopologyKey == LabelHostname && t.selects(rep, rep) {
+			return t
 		}
 	}
-	for _, pref := range rep.Preferences {
-		if pref.Kind == PreferScheduleAnywaySpread && pref.Spread != nil && pref.Spread.TopologyKey == LabelHostname && pref.Spread.Selector.Matches(rep.Labels) {
-			perNode = minCap(perNode, max(int(pref.Spread.MaxSkew), 1))
-		}
-		if pref.Kind == PreferPodAntiAffinity && pref.PodTerm != nil && pref.PodTerm.TopologyKey == LabelHostname && pref.PodTerm.selects(rep, rep) {
-			perNode = 1
-		}
-	}
-	for _, t := range rep.PodAntiAffinity {
-		if t.TopologyKey == LabelHostname && t.selects(rep, rep) {
-			perNode = 1
-		}
-	}
-	for _, t := range rep.PodAffinity {
-		if t.TopologyKey == LabelHostname && t.selects(rep, rep) {
-			unsupported = "required pod affinity on " + LabelHostname + " to its own pods (all on one node) is not supported yet"
-		}
-	}
-	return perNode, unsupported
+	return nil
 }
 
-func minCap(a, b int) int {
-	if a == 0 {
-		return b
+// runningMatch reports whether some running pod matches the term of owner.
+func (s *state) runningMatch(owner *Pod, t *PodAffinityTerm) bool {
+	for i := range s.p.Nodes {
+		for j := range s.p.Nodes[i].Pods {
+			if t.selects(owner, &s.p.Nodes[i].Pods[j]) {
+				return true
+			}
+		}
 	}
-	return min(a, b)
+	return false
+}
+
+// mustJoinRunning reports whether a required hostname affinity term binds
+// the pod to nodes already running pods it selects: a term for other pods
+// always, one for its own pods when such pods already run (kube-scheduler
+// lets only the first pod of a group go anywhere).
+func (s *state) mustJoinRunning(rep *Pod, t *PodAffinityTerm) bool {
+	return t.TopologyKey == LabelHostname && (!t.selects(rep, rep) || s.runningMatch(rep, t))
+}
+
+// planBundles puts the pods of each group whose required hostname affinity
+// selects its own pods (and none of which run yet) on one new node: the
+// cheapest kind that holds them all, or else the one that holds the most.
+// Pods beyond what one node holds stay pending with a sentence. The bundle
+// classes are then kept out of packing. It returns the nodes to add to the
+// plan.
+func (s *state) planBundles() []plannedNode {
+	byGroup := map[int][]int{}
+	var order []int
+	for ci, c := range s.classes {
+		if !c.bundle || s.rem[ci] == 0 {
+			continue
+		}
+		g := s.origin(c.group)
+		if _, ok := byGroup[g]; !ok {
+			order = append(order, g)
+		}
+		byGroup[g] = append(byGroup[g], ci)
+	}
+	var out []plannedNode
+	for _, g := range order {
+		cs := byGroup[g]
+		total := 0
+		for _, ci := range cs {
+			total += s.rem[ci]
+		}
+		bestKind, bestPods := -1, 0
+		var bestTakes []take
+		for ki, k := range s.kinds { // cheapest first
+			compatible := true
+			for _, ci := range cs {
+				compatible = compatible && k.compat.has(s.classes[ci].group)
+			}
+			if !compatible || s.limitRoom(k) == 0 {
+				continue
+			}
+			free, n := k.alloc, 0
+			var takes []take
+			for _, ci := range cs {
+				if m := min(fitCount(free, s.classes[ci].req), s.rem[ci]); m > 0 {
+					free = free.Sub(s.classes[ci].req.Scale(int64(m)))
+					takes = append(takes, take{ci, m})
+					n += m
+				}
+			}
+			if n > bestPods {
+				bestKind, bestPods, bestTakes = ki, n, takes
+			}
+			if n == total {
+				break
+			}
+		}
+		if bestKind >= 0 {
+			k := s.kinds[bestKind]
+			s.used[k.pool] = s.used[k.pool].Add(s.p.PoolTypes(k.pool)[k.typ].Capacity)
+			for _, t := range bestTakes {
+				s.rem[t.class] -= t.n
+			}
+			out = append(out, plannedNode{kind: bestKind, takes: bestTakes, count: 1})
+		}
+		for _, ci := range cs {
+			if s.rem[ci] > 0 {
+				if _, explained := s.reasons[ci]; !explained {
+					s.reasons[ci] = fmt.Sprintf("its required pod affinity on %s to its own pods puts all %d on one node, and the largest node it may get holds %d of them", LabelHostname, total, bestPods)
+				}
+			}
+			s.classes[ci].kinds, s.classes[ci].pools = nil, nil
+		}
+	}
+	return out
 }
 
 // hostnameAntiTerms are the pod's hostname anti-affinity terms (required
@@ -379,7 +995,7 @@ func hostnameAntiTerms(rep *Pod) []PodAffinityTerm {
 	return out
 }
 
-// applyTopology rewrites the classes for topology constraints: zone-pinned
+// applyTopology rewrites the classes for topology constraints: domain-pinned
 // sub-classes, per-node caps, conflicts, refusals. It runs after grouping and
 // before candidate kinds are built.
 func (s *state) applyTopology() {
@@ -391,72 +1007,174 @@ func (s *state) applyTopology() {
 	for _, c := range s.classes {
 		groupClasses[c.group] = append(groupClasses[c.group], c)
 	}
-	for g := 0; g < len(s.groups); g++ {
+	ngroups := len(s.groups)
+	for g := 0; g < ngroups; g++ {
+		s.groups[g].rep = s.applyPreferences(s.groups[g].rep)
+	}
+	keys := s.collectZoneSpreads(ngroups)
+	s.collectZoneAntis(ngroups)
+	s.isTarget = map[int]bool{}
+	order := make([]int, 0, ngroups)
+	var followers []int
+	for g := 0; g < ngroups; g++ {
+		s.isTarget[g] = s.zoneAffinityTarget(s.groups[g].rep, ngroups)
+		if followsOthers(s.groups[g].rep) {
+			followers = append(followers, g)
+		} else {
+			order = append(order, g)
+		}
+	}
+	// Followers of other pods' zones come last, once their leaders, pending
+	// ones too, have zones.
+	order = append(order, followers...)
+	for _, g := range order {
 		cs := groupClasses[g]
 		if len(cs) == 0 {
 			continue
 		}
-		rep := s.applyPreferences(s.groups[g].rep)
-		s.groups[g].rep = rep
-		perNode, unsupported := hostnameRules(rep)
-		capGroup := -1
-		if perNode > 0 {
-			capGroup = len(s.capLimit)
-			s.capLimit = append(s.capLimit, perNode)
-		}
+		rep := s.groups[g].rep
 		n := 0
 		for _, c := range cs {
 			n += len(c.pods)
 		}
-		zp := s.planZones(rep, n)
-		if zp == nil {
-			for _, c := range cs {
-				c.capGroup, c.refused = capGroup, unsupported
-				classes = append(classes, c)
-			}
+		pins, refused := s.planGroupDomains(g, n, keys)
+		if pins == nil {
+			classes = append(classes, cs...)
 			continue
 		}
-		// Split every class of the group by zone, in pod order.
-		zoneGroup := map[string]int{}
+		// Split every class of the group by its pods' domains, in pod order.
+		pinGroup := map[string]int{}
 		i := 0
 		for _, c := range cs {
-			byZone := map[string]*class{}
+			byPin := map[string]*class{}
 			var order []string
 			for _, pod := range c.pods {
-				z := zp.zones[i]
+				pin, why := pins[i], refused[i]
 				i++
-				if z != "" {
+				id := pinID(pin)
+				if why != "" {
+					id = "refused"
+				} else if z := pinValue(pin, LabelZone); z != "" {
 					s.zoned = append(s.zoned, zonedPod{&s.p.Pods[pod], z})
 				}
-				sub, ok := byZone[z]
+				sub, ok := byPin[id]
 				if !ok {
-					sub = &class{req: c.req, group: g, capGroup: capGroup, refused: unsupported}
-					if z == "" {
-						sub.refused = zp.reason
-					} else {
-						zg, ok := zoneGroup[z]
+					sub = &class{req: c.req, group: g}
+					switch {
+					case why != "":
+						sub.refused = why
+					case len(pin) > 0:
+						zg, ok := pinGroup[id]
 						if !ok {
 							pinned := clonePod(rep)
-							pinned.Affinity = withRequirements(pinned.Affinity, Requirement{Key: LabelZone, Operator: OpIn, Values: []string{z}})
+							pinned.Affinity = withRequirements(pinned.Affinity, pin...)
 							zg = len(s.groups)
-							s.groups = append(s.groups, group{rep: pinned})
-							zoneGroup[z] = zg
+							s.groups = append(s.groups, group{rep: pinned, orig: s.groups[g].orig, from: g + 1})
+							pinGroup[id] = zg
 						}
 						sub.group = zg
 					}
-					byZone[z] = sub
-					order = append(order, z)
+					byPin[id] = sub
+					order = append(order, id)
 				}
 				sub.pods = append(sub.pods, pod)
 			}
-			for _, z := range order {
-				classes = append(classes, byZone[z])
+			for _, id := range order {
+				classes = append(classes, byPin[id])
 			}
 		}
 	}
 	s.classes = classes
-	s.capCount = make([]int, len(s.capLimit))
+	for _, c := range s.classes {
+		rep := s.groups[c.group].rep
+		if t := selfHostnameAffinity(rep); t != nil && !s.runningMatch(rep, t) {
+			c.bundle = true
+		}
+	}
+	s.buildCaps()
 	s.buildConflicts()
+}
+
+// planGroupDomains plans, key by key, each of the n pods of group g into
+// domains: the requirements pinning each pod, and why a pod is refused
+// ("" when placed). It returns nil pins when no key concerns the group.
+// A later key is planned for the pods that share earlier domains together,
+// with those domains pinned, so that every combination chosen exists.
+func (s *state) planGroupDomains(g, n int, keys []string) ([][]Requirement, []string) {
+	rep := s.groups[g].rep
+	pins := make([][]Requirement, n)
+	refused := make([]string, n)
+	planned := false
+	for _, key := range keys {
+		byPin := map[string][]int{}
+		var order []string
+		for i := 0; i < n; i++ {
+			if refused[i] != "" {
+				continue
+			}
+			id := pinID(pins[i])
+			if _, ok := byPin[id]; !ok {
+				order = append(order, id)
+			}
+			byPin[id] = append(byPin[id], i)
+		}
+		for _, id := range order {
+			idx := byPin[id]
+			r := rep
+			if pin := pins[idx[0]]; len(pin) > 0 {
+				r = clonePod(rep)
+				r.Affinity = withRequirements(r.Affinity, pin...)
+			}
+			zp := s.planDomains(g, r, len(idx), key)
+			if zp == nil {
+				continue
+			}
+			planned = true
+			for j, i := range idx {
+				if zp.zones[j] == "" {
+					refused[i] = zp.reason
+					continue
+				}
+				if key == LabelZone {
+					for _, a := range s.zoneAntis {
+						if a.carriedBy(r) {
+							a.carriers[zp.zones[j]]++
+						}
+						if a.term.selects(a.owner, r) {
+							a.selected[zp.zones[j]]++
+						}
+					}
+				}
+				pins[i] = append(slices.Clone(pins[i]), Requirement{Key: key, Operator: OpIn, Values: []string{zp.zones[j]}})
+			}
+		}
+	}
+	if !planned {
+		return nil, nil
+	}
+	return pins, refused
+}
+
+// pinID identifies a list of pinning requirements.
+func pinID(pin []Requirement) string {
+	var b strings.Builder
+	for _, r := range pin {
+		b.WriteString(r.Key)
+		b.WriteByte('=')
+		b.WriteString(r.Values[0])
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// pinValue is the domain a pin gives key ("" for none).
+func pinValue(pin []Requirement, key string) string {
+	for _, r := range pin {
+		if r.Key == key {
+			return r.Values[0]
+		}
+	}
+	return ""
 }
 
 // buildConflicts records, for every pair of classes where one's hostname
@@ -467,7 +1185,7 @@ func (s *state) buildConflicts() {
 		for _, t := range hostnameAntiTerms(ra) {
 			for b, cb := range s.classes {
 				// A cap group of one pod per node already keeps its classes apart.
-				if a == b || (ca.capGroup >= 0 && ca.capGroup == cb.capGroup && s.capLimit[ca.capGroup] == 1) {
+				if a == b || s.unitCapTogether(ca, cb) {
 					continue
 				}
 				rb := s.groups[cb.group].rep
@@ -485,9 +1203,9 @@ func (s *state) buildConflicts() {
 }
 
 // existingRoom is how many pods of the class an existing node may take
-// given topology: its per-node cap less matching pods already there, zero
-// when anti-affinity (either way) or a required affinity to other pods' nodes
-// rules the node out.
+// given hostname (anti-)affinity: zero when anti-affinity (either way) or a
+// required affinity to other pods' nodes rules the node out, else no limit
+// (per-node caps are capRoomOn's).
 func (s *state) existingRoom(c *class, n *Node) int {
 	room := math.MaxInt
 	if !s.hasTopology {
@@ -509,7 +1227,7 @@ func (s *state) existingRoom(c *class, n *Node) int {
 		}
 	}
 	for _, t := range rep.PodAffinity {
-		if t.TopologyKey == LabelHostname && !t.selects(rep, rep) {
+		if s.mustJoinRunning(rep, &t) {
 			found := false
 			for j := range n.Pods {
 				found = found || t.selects(rep, &n.Pods[j])
@@ -519,18 +1237,6 @@ func (s *state) existingRoom(c *class, n *Node) int {
 			}
 		}
 	}
-	if c.capGroup >= 0 {
-		same := 0
-		for j := range n.Pods {
-			for _, sp := range rep.Spread {
-				if sp.TopologyKey == LabelHostname && n.Pods[j].Namespace == rep.Namespace && sp.Selector.Matches(n.Pods[j].Labels) {
-					same++
-					break
-				}
-			}
-		}
-		room = max(0, s.capLimit[c.capGroup]-same)
-	}
 	return room
 }
 
@@ -539,7 +1245,7 @@ func (s *state) existingRoom(c *class, n *Node) int {
 func (s *state) onlyExisting(c *class) bool {
 	rep := s.groups[c.group].rep
 	for _, t := range rep.PodAffinity {
-		if t.TopologyKey == LabelHostname && !t.selects(rep, rep) {
+		if s.mustJoinRunning(rep, &t) {
 			return true
 		}
 	}
@@ -567,39 +1273,76 @@ func (s *state) conflict(ci, cj int) bool {
 	return found
 }
 
-// enforceSpread is the safety net for zonal spread: when packing could not
-// place some of a group's zone shares (pool limits, say), the placed pods can
-// be more skewed than maxSkew allows. It takes pods back from the fullest
-// zone, newest first, until the skew holds, reports them unschedulable, and
-// drops new nodes left empty. It returns whether it changed the plan.
+// enforceSpread is the safety net for spread and zonal affinity: when
+// packing could not place some of a group's domain shares (pool limits,
+// say), the placed pods can be more skewed than maxSkew allows, or followers
+// can be left in a zone without their leaders. It takes such pods back
+// (from the fullest domain, newest first, for spread), reports them
+// unschedulable, and drops new nodes left empty. It returns whether it
+// changed the plan.
 func (s *state) enforceSpread() bool {
 	if !s.hasTopology {
 		return false
 	}
-	zoneOf := map[int]string{} // pod → zone of its placement
-	where := map[int]int{}     // pod → new node index, -1 for existing
-	for ni, n := range s.plan.NewNodes {
-		for _, pod := range n.Pods {
-			zoneOf[pod], where[pod] = n.Zone, ni
-		}
-	}
-	nodeZone := map[string]string{}
+	// The final nodes (existing, then planned) and where each placed pod is.
+	var final []finalNode
+	nodeOf := map[int]int{}
+	existingIdx := map[string]int{}
 	for i := range s.p.Nodes {
-		nodeZone[s.p.Nodes[i].Name] = s.p.Nodes[i].Labels[LabelZone]
+		n := &s.p.Nodes[i]
+		existingIdx[n.Name] = len(final)
+		final = append(final, finalNode{labels: MapLabels(n.Labels), taints: n.Taints, running: n.Pods})
 	}
 	for _, e := range s.plan.Existing {
-		zoneOf[e.Pod], where[e.Pod] = nodeZone[e.Node], -1
+		nodeOf[e.Pod] = existingIdx[e.Node]
 	}
+	for ni := range s.plan.NewNodes {
+		n := &s.plan.NewNodes[ni]
+		var taints []Taint
+		for pi := range s.p.Pools {
+			if s.p.Pools[pi].Name == n.Pool {
+				taints = s.p.Pools[pi].Taints
+			}
+		}
+		for _, pod := range n.Pods {
+			nodeOf[pod] = len(final)
+		}
+		final = append(final, finalNode{labels: s.newNodeLabels(n), taints: taints})
+	}
+	// Taking pods back for one rule can break another; repeat until none
+	// takes any more.
 	removed := map[int]string{}
+	// Each constraint once per way of choosing its domains (zone shares of
+	// a group and groups differing only in labels share both).
+	type constraint struct {
+		orig *Pod
+		c    *TopologySpread
+	}
+	var constraints []constraint
+	seen := map[string]bool{}
 	for g := range s.groups {
-		rep := s.groups[g].rep
-		for ci := range rep.Spread {
-			c := &rep.Spread[ci]
-			if c.TopologyKey != LabelZone || c.WhenUnsatisfiable == ScheduleAnyway {
+		if s.groups[g].from > 0 {
+			continue
+		}
+		orig := s.groups[g].orig
+		for ci := range orig.Spread {
+			c := &orig.Spread[ci]
+			if c.TopologyKey == LabelHostname || c.WhenUnsatisfiable == ScheduleAnyway {
 				continue
 			}
-			s.trimSpread(rep, c, zoneOf, where, removed)
+			key, _ := json.Marshal([]any{orig.Namespace, c, orig.NodeSelector, orig.Affinity, orig.Tolerations})
+			if !seen[string(key)] {
+				seen[string(key)] = true
+				constraints = append(constraints, constraint{orig, c})
+			}
 		}
+	}
+	for before := -1; before != len(removed); {
+		before = len(removed)
+		for _, k := range constraints {
+			s.trimSpread(k.orig, k.c, final, nodeOf, removed)
+		}
+		s.trimAffinity(final, nodeOf, removed)
 	}
 	if len(removed) == 0 {
 		return false
@@ -637,61 +1380,136 @@ func (s *state) enforceSpread() bool {
 	return true
 }
 
-// trimSpread removes placed pods carrying constraint c from the fullest zone
-// until the final skew is within maxSkew.
-func (s *state) trimSpread(rep *Pod, c *TopologySpread, zoneOf map[int]string, where map[int]int, removed map[int]string) {
-	domains := s.eligibleZones(rep, true, c.NodeAffinityPolicy == "Ignore")
-	if len(domains) == 0 {
-		return
-	}
-	matches := func(p *Pod) bool { return p.Namespace == rep.Namespace && c.Selector.Matches(p.Labels) }
-	counts := map[string]int{}
-	for i := range s.p.Nodes {
-		n := &s.p.Nodes[i]
-		for j := range n.Pods {
-			if matches(&n.Pods[j]) {
-				counts[n.Labels[LabelZone]]++
+// trimAffinity is the safety net for zonal affinity to other pods: a
+// follower whose zone ends up without a pod it selects (its leaders could
+// not all be placed) is taken back, and so on until none is left alone.
+func (s *state) trimAffinity(final []finalNode, nodeOf map[int]int, removed map[int]string) {
+	zoneOf := func(ni int) (string, bool) { return final[ni].labels.Label(LabelZone) }
+	for changed := true; changed; {
+		changed = false
+		for pod := range s.p.Pods {
+			ni, placed := nodeOf[pod]
+			if _, gone := removed[pod]; !placed || gone {
+				continue
+			}
+			p := &s.p.Pods[pod]
+			z, ok := zoneOf(ni)
+			for ti := range p.PodAffinity {
+				t := &p.PodAffinity[ti]
+				if t.TopologyKey != LabelZone || t.selects(p, p) {
+					continue
+				}
+				found := false
+				for i := 0; i < len(final) && !found && ok; i++ {
+					if d, has := zoneOf(i); has && d == z {
+						for j := range final[i].running {
+							found = found || t.selects(p, &final[i].running[j])
+						}
+					}
+				}
+				for other, oi := range nodeOf {
+					if found || !ok {
+						break
+					}
+					if _, gone := removed[other]; gone || other == pod {
+						continue
+					}
+					if d, has := zoneOf(oi); has && d == z && t.selects(p, &s.p.Pods[other]) {
+						found = true
+					}
+				}
+				if !found {
+					removed[pod] = "its required pod affinity on " + LabelZone + ": the pods it must join could not all be placed, and none is in its zone"
+					changed = true
+					break
+				}
 			}
 		}
 	}
-	var mine []int // placed pods carrying this constraint, in pod order
-	for pod := range s.p.Pods {
-		z, placed := zoneOf[pod]
-		if _, gone := removed[pod]; !placed || gone || !matches(&s.p.Pods[pod]) {
+}
+
+// finalNode is a node of the final cluster as the safety net sees it.
+type finalNode struct {
+	labels  Labels
+	taints  []Taint
+	running []Pod
+}
+
+// trimSpread removes placed pods carrying constraint c (of pods like orig)
+// from the fullest domain until every carrier's domain is within maxSkew of
+// the emptiest, counting as kube-scheduler does: domains and matching pods
+// of the final nodes the constraint's node affinity and taints policies
+// accept.
+func (s *state) trimSpread(orig *Pod, c *TopologySpread, nodes []finalNode, nodeOf map[int]int, removed map[int]string) {
+	f := spreadFilter(c)
+	key := c.TopologyKey
+	eligible := make([]bool, len(nodes))
+	domainOf := make([]string, len(nodes))
+	counts := map[string]int{}
+	var domains []string
+	matches := func(p *Pod) bool { return p.Namespace == orig.Namespace && c.Selector.Matches(p.Labels) }
+	for i := range nodes {
+		n := &nodes[i]
+		d, ok := n.labels.Label(key)
+		domainOf[i] = d
+		eligible[i] = ok && (!f.affinity || matchesAffinity(orig.NodeSelector, orig.Affinity, n.labels)) &&
+			(!f.taints || untolerated(orig.Tolerations, n.taints) == nil)
+		if !eligible[i] {
 			continue
 		}
-		counts[z]++
+		if !slices.Contains(domains, d) {
+			domains = append(domains, d)
+		}
+		for j := range n.running {
+			if matches(&n.running[j]) {
+				counts[d]++
+			}
+		}
+	}
+	if len(domains) == 0 {
+		return
+	}
+	var mine []int // placed pods carrying this constraint, in pod order
+	for pod := range s.p.Pods {
+		ni, placed := nodeOf[pod]
+		if _, gone := removed[pod]; !placed || gone {
+			continue
+		}
+		if eligible[ni] && matches(&s.p.Pods[pod]) {
+			counts[domainOf[ni]]++
+		}
 		if hasSpread(&s.p.Pods[pod], c) {
 			mine = append(mine, pod)
 		}
 	}
 	skew := max(int(c.MaxSkew), 1)
 	for {
-		lo, hi := math.MaxInt, ""
+		lo := math.MaxInt
 		for _, z := range domains {
 			lo = min(lo, counts[z])
-			if hi == "" || counts[z] > counts[hi] {
-				hi = z
-			}
 		}
 		if int32(len(domains)) < c.MinDomains {
 			lo = 0
 		}
-		if counts[hi]-lo <= skew {
-			return
-		}
+		// The newest carrier in the fullest domain that breaks the skew.
 		victim := -1
 		for i := len(mine) - 1; i >= 0; i-- {
-			if _, gone := removed[mine[i]]; !gone && zoneOf[mine[i]] == hi {
-				victim = mine[i]
-				break
+			p := mine[i]
+			d := domainOf[nodeOf[p]]
+			if _, gone := removed[p]; gone || counts[d]-lo <= skew {
+				continue
+			}
+			if victim < 0 || counts[d] > counts[domainOf[nodeOf[victim]]] {
+				victim = p
 			}
 		}
 		if victim < 0 {
 			return
 		}
-		removed[victim] = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: the other zones' share of its workload could not be placed", LabelZone, skew)
-		counts[hi]--
+		removed[victim] = fmt.Sprintf("its topology spread on %s (maxSkew %d) would be broken: the other domains' share of the pods it selects could not be placed", key, skew)
+		if ni := nodeOf[victim]; eligible[ni] && matches(&s.p.Pods[victim]) {
+			counts[domainOf[ni]]--
+		}
 	}
 }
 
@@ -712,28 +1530,21 @@ func selectorEqual(a, b *Selector) bool {
 	return string(x) == string(y)
 }
 
-// capRoom is how many more pods of class ci the node being filled may take
-// under its cap group (MaxInt without one).
-func (s *state) capRoom(ci int) int {
-	g := s.classes[ci].capGroup
-	if g < 0 {
-		return math.MaxInt
-	}
-	return max(0, s.capLimit[g]-s.capCount[g])
-}
-
-// countCap records n pods of class ci on the node being filled.
-func (s *state) countCap(ci, n int) {
-	if g := s.classes[ci].capGroup; g >= 0 {
-		s.capCount[g] += n
-	}
-}
-
-// resetCaps clears the counts the takes added.
-func (s *state) resetCaps(takes []take) {
-	for _, t := range takes {
-		if g := s.classes[t.class].capGroup; g >= 0 {
-			s.capCount[g] = 0
+// newNodeLabels are the labels a planned node will carry, as candidate
+// labels of its offering, pool and type.
+func (s *state) newNodeLabels(n *NewNode) Labels {
+	l := &candidateLabels{zone: n.Zone, capacityType: n.CapacityType}
+	for pi := range s.p.Pools {
+		if s.p.Pools[pi].Name != n.Pool {
+			continue
+		}
+		l.pool = poolLabels(&s.p.Pools[pi])
+		types := s.p.PoolTypes(pi)
+		for ti := range types {
+			if types[ti].Name == n.InstanceType {
+				l.typ = types[ti].Labels
+			}
 		}
 	}
+	return l
 }

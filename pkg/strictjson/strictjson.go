@@ -26,17 +26,28 @@ func (e *ValueError) Unwrap() error { return e.Err }
 // "FIELD: expected a string, got number"; strict-field problems are joined;
 // other decoding errors come as a *ValueError.
 func Decode(j []byte, v any) error {
+	fields, err := DecodeFields(j, v)
+	if err != nil {
+		return err
+	}
+	return errors.Join(fields...)
+}
+
+// DecodeFields decodes j into v as Decode does, but returns the strict-field
+// problems (unknown, duplicate and miscased fields, one error each) apart
+// from err: they do not stop decoding, so v holds everything else, as
+// kubectl's warn field validation would apply it. err is a type mismatch
+// ("FIELD: expected a string, got number") or a *ValueError.
+func DecodeFields(j []byte, v any) (fields []error, err error) {
 	strict, err := kjson.UnmarshalStrict(j, v)
 	var ute *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &ute) && ute.Field != "":
-		return fmt.Errorf("%s: expected %s, got %s", ute.Field, TypeName(ute.Type), ute.Value)
+		return nil, fmt.Errorf("%s: expected %s, got %s", ute.Field, TypeName(ute.Type), ute.Value)
 	case err != nil:
-		return &ValueError{err}
-	case len(strict) > 0:
-		return errors.Join(strict...)
+		return nil, &ValueError{err}
 	}
-	return nil
+	return strict, nil
 }
 
 // TypeName describes a Go type in JSON terms ("a string", "a list", ...).

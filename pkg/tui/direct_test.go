@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -151,8 +150,8 @@ func (f *directFixture) joins(t *testing.T, claim *v1alpha1.NodeClaim, ready boo
 			}},
 			Spec: corev1.NodeSpec{ProviderID: claim.Status.ProviderID, Taints: []corev1.Taint{cloud.UnregisteredTaint}},
 		}
-		if cloudName := claim.Annotations[launch.AnnotationLaunchedDirectly]; cloudName != "" {
-			n.Annotations = map[string]string{launch.AnnotationLaunchedDirectly: cloudName}
+		if cloudName := claim.Annotations[v1alpha1.AnnotationLaunchedDirectly]; cloudName != "" {
+			n.Annotations = map[string]string{v1alpha1.AnnotationLaunchedDirectly: cloudName}
 		}
 		if err := f.client.Create(ctx, &n); err != nil {
 			t.Fatal(err)
@@ -210,7 +209,7 @@ func TestDirectLaunchConfirmsTheCloudAndShowsProgressUntilThePodsRun(t *testing.
 	}
 	c := claims[0]
 	if c.Name != "default-x1" || c.Labels[v1alpha1.LabelNodePool] != "default" || c.Labels[v1alpha1.KarpenterLabelNodePool] != "default" ||
-		c.Annotations[launch.AnnotationLaunchedDirectly] != "sim" || c.Annotations[launch.AnnotationLaunchedBy] != "test" {
+		c.Annotations[v1alpha1.AnnotationLaunchedDirectly] != "sim" || c.Annotations[v1alpha1.AnnotationLaunchedBy] != "test" {
 		t.Errorf("claim launched %s, labels %v, annotations %v: want default-x1 in pool default, launched directly on sim by test", c.Name, c.Labels, c.Annotations)
 	}
 	pinned := map[string]string{}
@@ -295,7 +294,7 @@ func TestDirectLaunchRecordsTheNodeClaimWhenTheCRDAndNodePoolExist(t *testing.T)
 	}
 	if c := f.cloud.created(); len(c) != 1 || c[0].Name != claim.Name {
 		t.Fatalf("cloud launched %d claims; want one named %s", len(c), claim.Name)
-	} else if c[0].Annotations[launch.AnnotationLaunchedDirectly] != "" {
+	} else if c[0].Annotations[v1alpha1.AnnotationLaunchedDirectly] != "" {
 		// The claim object records the instance: it is the operator's
 		// like any other, not one for the garbage collector to adopt.
 		t.Errorf("instance launched with annotations %v: want no adoption marker when a NodeClaim records it", c[0].Annotations)
@@ -451,27 +450,4 @@ func TestProgramLaunchesDirectlyThroughTheRealEventLoop(t *testing.T) {
 		t.Fatalf("launched %d instances, %d launches in the model", len(f.cloud.created()), len(final.launches))
 	}
 	_, _ = io.ReadAll(tm.FinalOutput(t))
-}
-
-func TestCommandRejectsCloudWithOfflineReadOnlyOrUnknownClouds(t *testing.T) {
-	newCloud := func(context.Context, string, *rest.Config, client.Client) (cloud.CloudProvider, error) {
-		return nil, nil
-	}
-	for _, tc := range []struct {
-		name string
-		o    CmdOptions
-		want string
-	}{
-		{"-f", CmdOptions{Cloud: "sim", Filenames: []string{"x.yaml"}, ClusterName: "c", NewCloud: newCloud}, "--cloud sim launches into a cluster, and -f works offline"},
-		{"--read-only", CmdOptions{Cloud: "aws", ReadOnly: true, ClusterName: "c", NewCloud: newCloud, restConfig: &rest.Config{}}, "--cloud aws is for launching, which --read-only turns off"},
-		{"no cluster name", CmdOptions{Cloud: "sim", NewCloud: newCloud, restConfig: &rest.Config{}}, "--cluster-name must not be empty"},
-		{"unknown", CmdOptions{Cloud: "gcp", restConfig: &rest.Config{}}, `--cloud "gcp": must be sim or aws`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.o.Validate()
-			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("Validate() = %v; want one line with %q", err, tc.want)
-			}
-		})
-	}
 }

@@ -149,7 +149,7 @@ func (s *store) claimList() []report.Claim {
 // claimOf reads the fields of a NodeClaim the TUI shows.
 func claimOf(u *unstructured.Unstructured) report.Claim {
 	c := report.Claim{Name: u.GetName(), Created: u.GetCreationTimestamp().Time, Deleting: u.GetDeletionTimestamp() != nil}
-	c.Pool = u.GetLabels()["rightsize.dev/nodepool"]
+	c.Pool = u.GetLabels()[v1alpha1.LabelNodePool]
 	c.InstanceType, _, _ = unstructured.NestedString(u.Object, "status", "instanceType")
 	c.Zone, _, _ = unstructured.NestedString(u.Object, "status", "zone")
 	c.CapacityType, _, _ = unstructured.NestedString(u.Object, "status", "capacityType")
@@ -173,7 +173,7 @@ func claimOf(u *unstructured.Unstructured) report.Claim {
 			c.Zone = cmpOr(c.Zone, v)
 		case solver.LabelCapacityType:
 			c.CapacityType = cmpOr(c.CapacityType, v)
-		case "rightsize.dev/nodepool", solver.LabelNodePool:
+		case v1alpha1.LabelNodePool, solver.LabelNodePool:
 			c.Pool = cmpOr(c.Pool, v)
 		}
 	}

@@ -194,6 +194,10 @@ func (m *Model) emptyText() string {
 	case viewPending:
 		return "No pending pods."
 	case viewProposed:
+		if r := m.rep; r != nil && len(r.Plan.Unschedulable) > 0 {
+			// Never "no new nodes needed" while pods cannot be placed.
+			return fmt.Sprintf("No new node can be proposed: %d pod(s) cannot be placed (pending view: enter for why).", len(r.Plan.Unschedulable))
+		}
 		return "No new nodes needed."
 	case viewNodes:
 		return "No nodes."

@@ -15,7 +15,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
@@ -126,13 +125,13 @@ func TestOperatorAdoptsNodesTheTUILaunchedWithoutIt(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKey{Name: adoptable.Claim}, &claim); err != nil {
 			return false, nil
 		}
-		return nodeclaim.IsTrue(&claim, v1alpha1.ConditionInitialized), nil
+		return claim.IsInitialized(), nil
 	}); err != nil {
 		t.Fatalf("NodeClaim %s not adopted through to Initialized: %+v", adoptable.Claim, claim.Status)
 	}
 	initializedAfter := time.Since(opStart)
 	for _, cond := range []string{v1alpha1.ConditionLaunched, v1alpha1.ConditionRegistered, v1alpha1.ConditionInitialized, v1alpha1.ConditionReady} {
-		if !nodeclaim.IsTrue(&claim, cond) {
+		if !claim.IsTrue(cond) {
 			t.Errorf("NodeClaim %s: %s not True: %+v", claim.Name, cond, claim.Status.Conditions)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	cmdexplain "github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/explain"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
@@ -64,16 +64,16 @@ func BenchmarkExplainLive(b *testing.B) {
 
 		start = time.Now()
 		out.Reset()
-		o := &explain.Options{Cluster: config, AllNamespaces: true, IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}
-		o.Default.CapacityTypes = []string{"on-demand"}
-		o.Catalog.Model.MaxPods = 110
+		o := &cmdexplain.ExplainOptions{Cluster: config, AllNamespaces: true, IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}
+		o.Planning.Default.CapacityTypes = []string{"on-demand"}
+		o.Planning.Catalog.Model.MaxPods = 110
 		if err := o.Complete(nil); err != nil {
 			b.Fatal(err)
 		}
 		if err := o.Validate(); err != nil {
 			b.Fatal(err)
 		}
-		if err := o.Run(); err != nil {
+		if err := o.Run(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		total += time.Since(start)

@@ -78,7 +78,7 @@ func testKarpenterConsolidation(t *testing.T, env *testenv.Env) {
 				"topology.kubernetes.io/zone":      fmt.Sprintf("us-east-1%c", 'a'+i),
 				"topology.kubernetes.io/region":    "us-east-1",
 				"karpenter.sh/capacity-type":       "on-demand",
-				"karpenter.sh/nodepool":            "general",
+				v1alpha1.KarpenterLabelNodePool:    "general",
 			},
 			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")},
 		}); err != nil {

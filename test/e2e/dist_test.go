@@ -340,7 +340,7 @@ func TestOperatorManifestsOnTheControlPlane(t *testing.T) {
 		}
 	}
 	// A node the operator launched must not take the operator.
-	if _, err := env.AddNode(ctx, testenv.Node{Name: "provisioned", Labels: map[string]string{"rightsize.dev/nodepool": "default"}}); err != nil {
+	if _, err := env.AddNode(ctx, testenv.Node{Name: "provisioned", Labels: map[string]string{v1alpha1.LabelNodePool: "default"}}); err != nil {
 		t.Fatal(err)
 	}
 	r = kubectl(t, env, "-n", ns, "rollout", "status", "deployment/"+config.Deployment, "--timeout", "90s")

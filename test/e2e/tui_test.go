@@ -219,7 +219,7 @@ func TestTUIShowsPendingPodsAndLaunchesANodeClaim(t *testing.T) {
 		t.Fatalf("no NodeClaim created: %v", err)
 	}
 	typ, zone := claimRequirement(claim, "node.kubernetes.io/instance-type"), claimRequirement(claim, "topology.kubernetes.io/zone")
-	if typ == "" || zone == "" || claim.GetLabels()["rightsize.dev/nodepool"] != "general" {
+	if typ == "" || zone == "" || claim.GetLabels()[v1alpha1.LabelNodePool] != "general" {
 		t.Fatalf("NodeClaim %s lacks its type, zone or pool: %v", claim.GetName(), claim.Object)
 	}
 	if ref, _, _ := unstructured.NestedString(claim.Object, "spec", "nodeClassRef", "name"); ref != "sim" {
@@ -231,7 +231,7 @@ func TestTUIShowsPendingPodsAndLaunchesANodeClaim(t *testing.T) {
 	t.Logf("no operator runs in this test: registering node %s for NodeClaim %s (%s in %s) by hand", claim.GetName(), claim.GetName(), typ, zone)
 	addNodeRetrying(ctx, t, env, testenv.Node{Name: claim.GetName(), Labels: map[string]string{
 		"node.kubernetes.io/instance-type": typ, "topology.kubernetes.io/zone": zone, "karpenter.sh/capacity-type": "on-demand",
-		"karpenter.sh/nodepool": "general", "rightsize.dev/nodepool": "general",
+		v1alpha1.KarpenterLabelNodePool: "general", v1alpha1.LabelNodePool: "general",
 	}, Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")}})
 	_ = unstructured.SetNestedField(claim.Object, claim.GetName(), "status", "nodeName")
 	_ = unstructured.SetNestedSlice(claim.Object, []any{
@@ -367,16 +367,16 @@ func testTUIDirectLaunch(t *testing.T, crds bool) {
 		}
 		onNodes[n.Name] = n
 		for _, taint := range n.Spec.Taints {
-			if taint.Key == "rightsize.dev/unregistered" {
+			if taint.Key == v1alpha1.TaintKeyUnregistered {
 				t.Errorf("node %s keeps the unregistered taint", n.Name)
 			}
 		}
-		if n.Labels["rightsize.dev/nodepool"] != pool || n.Labels["node.kubernetes.io/instance-type"] != typ || n.Labels["sim.rightsize.dev/nodeclaim"] != n.Name {
+		if n.Labels[v1alpha1.LabelNodePool] != pool || n.Labels["node.kubernetes.io/instance-type"] != typ || n.Labels["sim.rightsize.dev/nodeclaim"] != n.Name {
 			t.Errorf("node %s labels %v: want pool %s, %s, tagged with its claim", n.Name, n.Labels, pool, typ)
 		}
 		// Marked for an operator's garbage collection to adopt only when
 		// no NodeClaim object records it (test/e2e/adopt_test.go).
-		if marked := n.Annotations["rightsize.dev/launched-directly"] == "sim"; marked == crds {
+		if marked := n.Annotations[v1alpha1.AnnotationLaunchedDirectly] == "sim"; marked == crds {
 			t.Errorf("node %s annotations %v: adoption marker %v, want %v", n.Name, n.Annotations, marked, !crds)
 		}
 	}
@@ -415,7 +415,7 @@ func testTUIDirectLaunch(t *testing.T, crds bool) {
 					t.Errorf("NodeClaim %s: condition %s not True: %v", claim.GetName(), want, conds)
 				}
 			}
-			if claim.GetAnnotations()["rightsize.dev/launched-directly"] != "sim" {
+			if claim.GetAnnotations()[v1alpha1.AnnotationLaunchedDirectly] != "sim" {
 				t.Errorf("NodeClaim annotations %v lack launched-directly: sim", claim.GetAnnotations())
 			}
 		}

@@ -78,8 +78,55 @@ const (
 
 // AnnotationDeletionReason records on a NodeClaim why the operator (or
 // one of its cloud controllers, such as AWS interruption handling) deleted
-// it, for the metrics and events of its termination.
+// it, a DeletionReason: it decides how the node drains (see
+// DeletionReason.Graceful) and labels the metrics and events of its
+// termination.
 const AnnotationDeletionReason = Group + "/deletion-reason"
+
+// TerminationFinalizer keeps a NodeClaim until its node is drained and its
+// instance terminated.
+const TerminationFinalizer = Group + "/termination"
+
+// Annotations the provisioner (and kubectl rightsize tui, which builds its
+// claims the same way) puts on the NodeClaims it creates.
+const (
+	// AnnotationReason is the solver's one-sentence reason for the node.
+	AnnotationReason = Group + "/reason"
+	// AnnotationPlannedPods is the number of pods the node was planned for.
+	AnnotationPlannedPods = Group + "/planned-pods"
+	// AnnotationBatch names the provisioning decision that created the
+	// claim, and AnnotationBatchSize counts the claims it created: the
+	// lifecycle controller opens the nodes of one decision together, so that
+	// the scheduler places the pods as the plan packed them.
+	AnnotationBatch     = Group + "/batch"
+	AnnotationBatchSize = Group + "/batch-size"
+	// AnnotationLaunchedBy records who created a claim from kubectl
+	// rightsize tui.
+	AnnotationLaunchedBy = Group + "/launched-by"
+	// AnnotationLaunchedDirectly marks an instance launched without the
+	// operator, by kubectl rightsize tui --cloud, that no NodeClaim object
+	// records; its value names the cloud. The cloud providers record it on
+	// the instance (a tag, a node annotation) so that the operator's garbage
+	// collector adopts such an instance instead of terminating it.
+	AnnotationLaunchedDirectly = Group + "/launched-directly"
+)
+
+// Annotations users put on pods and nodes.
+const (
+	// KarpenterAnnotationDoNotDisrupt "true" on a pod or node keeps
+	// consolidation away from the node, as in Karpenter.
+	KarpenterAnnotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+	// AnnotationDoNotDisrupt is rightsize.dev's name for
+	// KarpenterAnnotationDoNotDisrupt; either one is honoured.
+	AnnotationDoNotDisrupt = Group + "/do-not-disrupt"
+)
+
+// TaintKeyUnregistered is the taint every cloud provider puts on a node at
+// launch (a kubelet registers with it). It keeps pods off the node until
+// the operator has matched the node to its NodeClaim, copied the claim's
+// labels and taints onto it and removed this taint. Karpenter's is
+// karpenter.sh/unregistered.
+const TaintKeyUnregistered = Group + "/unregistered"
 
 // NodeSelectorRequirement is a label requirement on the nodes of a pool or
 // claim, as in a pod's node affinity, with Karpenter's minValues.
@@ -174,3 +221,8 @@ func (np *NodePool) NodeLabels() map[string]string {
 	labels[KarpenterLabelNodePool] = np.Name
 	return labels
 }
+
+// OperatorLeaseName is the default name of the leader-election Lease the
+// operator's replicas compete for; the TUI reads it to tell whether an
+// operator runs.
+const OperatorLeaseName = "rightsize-operator"

@@ -35,6 +35,12 @@
 //	S  <source description>
 //	Z  <region> <zone suffixes, e.g. abcdef>
 //	T  <name> <vCPUs> <memory MiB> <amd64|arm64> <max ENIs> <IPv4 per ENI> <GPUs> <GPU manufacturer> <GPU model>
+//	   <MiB per GPU> <accelerator manufacturer> <accelerator name> <accelerators> <NeuronCores>
+//	   <CPU manufacturer> <network Mbps> <EBS Mbps> <local NVMe GB>
+//
+// (version 1 files end T after the GPU model). An empty number means none
+// or unknown.
+//
 //	R  <region>                       starts the prices of a region
 //	P  <type> <on-demand USD/h> <spot USD/h> <zone suffixes, empty for all>
 //
@@ -172,7 +178,7 @@ func decode(gz []byte) (*Catalog, error) {
 	}
 	zoneLetters := map[string]string{}
 	region := ""
-	var f [11]string
+	var f [20]string
 	for lineNo := 1; len(data) > 0; lineNo++ {
 		var line []byte
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -209,8 +215,8 @@ func decode(gz []byte) (*Catalog, error) {
 			c.zones[r] = zs
 			c.regions = append(c.regions, r)
 		case "T":
-			if len(fields) != 10 {
-				return nil, bad("T wants 9 fields")
+			if len(fields) != 10 && len(fields) != 19 {
+				return nil, bad("T wants 9 or 18 fields")
 			}
 			var n [5]int64 // vCPUs, MiB, ENIs, IPv4 per ENI, GPUs
 			for i, fi := range []int{2, 3, 5, 6, 7} {
@@ -241,6 +247,23 @@ func decode(gz []byte) (*Catalog, error) {
 				GPUManufacturer: fields[8],
 				GPUName:         fields[9],
 			})
+			if len(fields) == 19 {
+				it := &c.types[len(c.types)-1]
+				var v [6]int64 // GPU MiB, accelerators, NeuronCores, network, EBS, NVMe
+				for i, fi := range []int{10, 13, 14, 16, 17, 18} {
+					if fields[fi] == "" {
+						continue
+					}
+					x, err := strconv.ParseInt(fields[fi], 10, 64)
+					if err != nil || x < 0 {
+						return nil, bad("%s: bad number %q", fields[1], fields[fi])
+					}
+					v[i] = x
+				}
+				it.GPUMemory, it.Accelerators, it.NeuronCores = v[0], v[1], v[2]
+				it.NetworkBandwidth, it.EBSBandwidth, it.LocalNVMe = v[3], v[4], v[5]
+				it.AcceleratorManufacturer, it.AcceleratorName, it.CPUManufacturer = fields[11], fields[12], fields[15]
+			}
 		case "R":
 			if len(fields) != 2 {
 				return nil, bad("R wants 1 field")

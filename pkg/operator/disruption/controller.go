@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -40,9 +41,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
+
+// TaintKey is the NoSchedule taint put on nodes a disruption action is
+// about to drain (disruption.TaintKey).
+const TaintKey = disruption.TaintKey
 
 // Options tune the disruption controller.
 type Options struct {
@@ -68,13 +73,18 @@ type Options struct {
 	SolveTimeout time.Duration
 	// Disabled turns the controller off.
 	Disabled bool
+	// Clock tells the time of the intervals, the debounce, the validation
+	// delay, the consolidateAfter deadlines and the replacement and drain
+	// waits; the real clock when nil. The solver's own deadline is always
+	// the wall clock's.
+	Clock clock.WithTicker
 }
 
 // Source is where the controller gets its view of the cluster and launches
 // replacements: the provisioner, so that both plan on the same input.
 type Source interface {
-	Snapshot(ctx context.Context) (*provisioning.Snapshot, error)
-	Launch(ctx context.Context, s *provisioning.Snapshot, n *solver.NewNode) (*v1alpha1.NodeClaim, error)
+	Snapshot(ctx context.Context) (*disruption.Snapshot, error)
+	Launch(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode) (*v1alpha1.NodeClaim, error)
 	// Forget drops a launched NodeClaim the controller deleted again.
 	Forget(claim string)
 }
@@ -88,6 +98,7 @@ type Controller struct {
 	recorder events.EventRecorder
 	log      logr.Logger
 	opts     Options
+	clock    clock.WithTicker
 	trigger  chan struct{}
 
 	mu sync.Mutex
@@ -119,7 +130,10 @@ func New(c client.Client, kube kubernetes.Interface, source Source, recorder eve
 	if opts.SolveTimeout <= 0 {
 		opts.SolveTimeout = 10 * time.Second
 	}
-	return &Controller{client: c, kube: kube, source: source, recorder: recorder, log: log, opts: opts,
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Controller{client: c, kube: kube, source: source, recorder: recorder, log: log, opts: opts, clock: opts.Clock,
 		trigger: make(chan struct{}, 1), told: map[string]string{}}
 }
 
@@ -208,16 +222,16 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.untaintLeftovers(ctx)
 	next := time.Duration(0)
 	for {
-		wake := time.NewTimer(next)
+		wake := c.clock.NewTimer(next)
 		select {
 		case <-ctx.Done():
 			wake.Stop()
 			return nil
-		case <-wake.C:
+		case <-wake.C():
 		case <-c.trigger:
 			wake.Stop()
 			// Debounce: wait until the cluster has been quiet for a while.
-			quiet := time.NewTimer(c.opts.Debounce)
+			quiet := c.clock.NewTimer(c.opts.Debounce)
 		wait:
 			for {
 				select {
@@ -226,7 +240,7 @@ func (c *Controller) Start(ctx context.Context) error {
 					return nil
 				case <-c.trigger:
 					quiet.Reset(c.opts.Debounce)
-				case <-quiet.C:
+				case <-quiet.C():
 					break wait
 				}
 			}
@@ -259,29 +273,29 @@ func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
 		c.log.Info("consolidation planned", "currentPricePerHour", plan.CurrentPrice, "savingPerHour", plan.Saving,
 			"targetPricePerHour", plan.TargetPrice, "actions", len(plan.Actions), "blocked", len(plan.Blocked))
 	}
-	chosen, refused := v.choose(plan)
+	chosen, refused := v.Choose(plan)
 	c.tellRefusals(v, refused)
 	if chosen == nil {
-		return c.nextDeadline(v), nil
+		return v.NextDeadline(c.opts.Interval), nil
 	}
-	c.log.Info("disruption action chosen; validating", "action", chosen.action.Kind, "reason", chosen.reason, "nodes", chosen.action.Nodes,
-		"savingPerHour", chosen.action.Saving, "why", chosen.action.Reason, "validationDelay", c.opts.ValidationDelay.String())
+	c.log.Info("disruption action chosen; validating", "action", chosen.Action.Kind, "reason", chosen.Reason, "nodes", chosen.Action.Nodes,
+		"savingPerHour", chosen.Action.Saving, "why", chosen.Action.Reason, "validationDelay", c.opts.ValidationDelay.String())
 	select {
 	case <-ctx.Done():
 		return 0, nil
-	case <-time.After(c.opts.ValidationDelay):
+	case <-c.clock.After(c.opts.ValidationDelay):
 	}
 	v, plan, err = c.plan(ctx)
 	if err != nil {
 		return 0, err
 	}
-	valid, why := v.revalidate(chosen, plan)
+	valid, why := v.Revalidate(chosen, plan)
 	if valid == nil {
-		c.log.Info("disruption action no longer valid; not carried out", "action", chosen.action.Kind, "nodes", chosen.action.Nodes, "why", why)
-		for _, n := range chosen.action.Nodes {
-			if info := v.nodes[n]; info != nil {
-				c.recorder.Eventf(info.node, nil, corev1.EventTypeNormal, "DisruptionCancelled", "Validate",
-					"%s was planned (%s) but no longer holds after %s: %s", describe(&chosen.action), chosen.reason, c.opts.ValidationDelay, why)
+		c.log.Info("disruption action no longer valid; not carried out", "action", chosen.Action.Kind, "nodes", chosen.Action.Nodes, "why", why)
+		for _, n := range chosen.Action.Nodes {
+			if node, _, ok := v.Node(n); ok {
+				c.recorder.Eventf(node, nil, corev1.EventTypeNormal, "DisruptionCancelled", "Validate",
+					"%s was planned (%s) but no longer holds after %s: %s", disruption.Describe(&chosen.Action), chosen.Reason, c.opts.ValidationDelay, why)
 			}
 		}
 		return 0, nil
@@ -293,7 +307,7 @@ func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
 }
 
 // plan builds a view of the cluster and asks the consolidation planner.
-func (c *Controller) plan(ctx context.Context) (*view, *solver.ConsolidationPlan, error) {
+func (c *Controller) plan(ctx context.Context) (*disruption.View, *solver.ConsolidationPlan, error) {
 	snap, err := c.source.Snapshot(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot: %w", err)
@@ -306,43 +320,18 @@ func (c *Controller) plan(ctx context.Context) (*view, *solver.ConsolidationPlan
 	if err := c.client.List(ctx, &claims); err != nil {
 		return nil, nil, err
 	}
-	now := time.Now()
-	v, err := newView(viewInput{snap: snap, nodes: nodes.Items, claims: claims.Items,
-		allowUncontrolled: c.opts.AllowUncontrolled, now: now})
+	now := c.clock.Now()
+	v, err := disruption.NewView(disruption.Input{Snapshot: snap, Nodes: nodes.Items, Claims: claims.Items,
+		AllowUncontrolled: c.opts.AllowUncontrolled, Now: now})
 	if err != nil {
 		return nil, nil, err
 	}
-	v.problem.Options.Deadline = now.Add(c.opts.SolveTimeout)
-	plan, err := solver.Consolidate(v.problem)
+	v.Problem().Options.Deadline = now.Add(c.opts.SolveTimeout)
+	plan, err := solver.Consolidate(v.Problem())
 	if err != nil {
 		return nil, nil, fmt.Errorf("planning consolidation: %w", err)
 	}
 	return v, plan, nil
-}
-
-// nextDeadline is how long until a node's consolidateAfter elapses, so
-// that the node is planned for then rather than at the next interval.
-func (c *Controller) nextDeadline(v *view) time.Duration {
-	next := c.opts.Interval
-	after := map[string]time.Duration{}
-	for _, p := range v.problem.Pools {
-		after[p.Name] = p.Consolidation.After
-	}
-	for name, info := range v.nodes {
-		sn := &v.problem.Nodes[info.index]
-		a := after[sn.Pool]
-		if a <= 0 || v.blocked[name] != "" {
-			continue
-		}
-		last := sn.LastPodChange
-		if last.IsZero() {
-			last = sn.Created
-		}
-		if d := last.Add(a).Sub(v.now); d > 0 {
-			next = min(next, d+500*time.Millisecond)
-		}
-	}
-	return next
 }
 
 // digits matches the numbers in a refusal (ages, prices), which change
@@ -351,23 +340,23 @@ var digits = regexp.MustCompile(`[0-9.$]+`)
 
 // tellRefusals records on each node why it is left alone, once per new
 // reason.
-func (c *Controller) tellRefusals(v *view, refused map[string]string) {
+func (c *Controller) tellRefusals(v *disruption.View, refused map[string]disruption.Refusal) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name, why := range refused {
-		info := v.nodes[name]
-		if info == nil {
+		node, claim, ok := v.Node(name)
+		if !ok {
 			continue
 		}
-		key := digits.ReplaceAllString(why, "#")
+		key := digits.ReplaceAllString(why.Reason, "#")
 		if c.told[name] == key {
 			continue
 		}
 		c.told[name] = key
-		c.recorder.Eventf(info.node, claimOrNil(info.claim), corev1.EventTypeNormal, "DisruptionBlocked", "Plan", "not disrupted: %s", why)
+		c.recorder.Eventf(node, claimOrNil(claim), corev1.EventTypeNormal, "DisruptionBlocked", "Plan", "not disrupted: %s", why.Reason)
 	}
 	for name := range c.told {
-		if _, ok := v.nodes[name]; !ok {
+		if _, _, ok := v.Node(name); !ok {
 			delete(c.told, name)
 		} else if _, still := refused[name]; !still {
 			delete(c.told, name)

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 )
 
 // Rollback reasons, for the metric.
@@ -34,10 +34,10 @@ const (
 // replacements, drain, delete the NodeClaims. A failure before the
 // NodeClaims are deleted rolls the action back; it is recorded, not
 // returned.
-func (c *Controller) execute(ctx context.Context, v *view, cand *candidate) error {
-	a := &cand.action
-	log := c.log.WithValues("action", a.Kind, "reason", cand.reason, "nodes", a.Nodes)
-	start := time.Now()
+func (c *Controller) execute(ctx context.Context, v *disruption.View, cand *disruption.Candidate) error {
+	a := &cand.Action
+	log := c.log.WithValues("action", a.Kind, "reason", cand.Reason, "nodes", a.Nodes)
+	start := c.clock.Now()
 	var tainted []string
 	for _, n := range a.Nodes {
 		if err := c.taintNode(ctx, n); err != nil {
@@ -47,17 +47,17 @@ func (c *Controller) execute(ctx context.Context, v *view, cand *candidate) erro
 		tainted = append(tainted, n)
 	}
 	for _, n := range a.Nodes {
-		info := v.nodes[n]
-		c.recorder.Eventf(info.node, claimOrNil(info.claim), corev1.EventTypeNormal, "Disrupting", "Taint",
-			"%s (%s): %s", describe(a), cand.reason, a.Reason)
+		node, claim, _ := v.Node(n)
+		c.recorder.Eventf(node, claimOrNil(claim), corev1.EventTypeNormal, "Disrupting", "Taint",
+			"%s (%s): %s", disruption.Describe(a), cand.Reason, a.Reason)
 	}
 	log.Info("disrupting: nodes tainted", "replacements", len(a.Replacements), "savingPerHour", a.Saving, "why", a.Reason)
 
 	var launched []*v1alpha1.NodeClaim
 	for i := range a.Replacements {
 		nn := a.Replacements[i]
-		nn.Reason = fmt.Sprintf("replaces %s (%s): %s", strings.Join(a.Nodes, ", "), cand.reason, nn.Reason)
-		claim, err := c.source.Launch(ctx, v.snap, &nn)
+		nn.Reason = fmt.Sprintf("replaces %s (%s): %s", strings.Join(a.Nodes, ", "), cand.Reason, nn.Reason)
+		claim, err := c.source.Launch(ctx, v.Snapshot(), &nn)
 		if err != nil {
 			c.rollback(ctx, v, cand, tainted, launched, rollbackReplacement, fmt.Sprintf("creating the replacement NodeClaim failed: %v", err))
 			return nil
@@ -71,7 +71,7 @@ func (c *Controller) execute(ctx context.Context, v *view, cand *candidate) erro
 			c.rollback(ctx, v, cand, tainted, launched, rollbackReplacement, why)
 			return nil
 		}
-		log.Info("replacements initialized", "took", time.Since(start).Round(time.Millisecond).String())
+		log.Info("replacements initialized", "took", c.clock.Since(start).Round(time.Millisecond).String())
 	}
 
 	evicted, err := c.drain(ctx, v, a.Nodes)
@@ -83,17 +83,17 @@ func (c *Controller) execute(ctx context.Context, v *view, cand *candidate) erro
 	}
 
 	for _, n := range a.Nodes {
-		info := v.nodes[n]
-		if err := c.deleteClaim(ctx, info.claim); err != nil {
-			return fmt.Errorf("deleting NodeClaim %s of node %s: %w", info.claim.Name, n, err)
+		node, claim, _ := v.Node(n)
+		if err := c.deleteClaim(ctx, claim); err != nil {
+			return fmt.Errorf("deleting NodeClaim %s of node %s: %w", claim.Name, n, err)
 		}
-		c.recorder.Eventf(info.claim, info.node, corev1.EventTypeNormal, "Disrupted", "Delete",
-			"%s (%s) carried out: %s evicted, saving %s; the NodeClaim is deleted and its instance terminated", describe(a), cand.reason,
-			plural(int(evicted[n]), "pod", "pods"), dollars(a.Saving))
+		c.recorder.Eventf(claim, node, corev1.EventTypeNormal, "Disrupted", "Delete",
+			"%s (%s) carried out: %s evicted, saving %s; the NodeClaim is deleted and its instance terminated", disruption.Describe(a), cand.Reason,
+			disruption.Plural(int(evicted[n]), "pod", "pods"), disruption.Dollars(a.Saving))
 	}
-	pools := v.pools(cand)
+	pools := v.Pools(cand)
 	for i, pool := range pools {
-		metrics.DisruptionActions.WithLabelValues(a.Kind, pool, cand.reason).Inc()
+		metrics.DisruptionActions.WithLabelValues(a.Kind, pool, cand.Reason).Inc()
 		if i == 0 {
 			metrics.DisruptionSaving.WithLabelValues(pool).Add(a.Saving)
 		}
@@ -103,7 +103,7 @@ func (c *Controller) execute(ctx context.Context, v *view, cand *candidate) erro
 		total += k
 	}
 	log.Info("disruption action carried out", "savingPerHour", a.Saving, "evicted", total, "replacements", len(launched),
-		"took", time.Since(start).Round(time.Millisecond).String(), "why", a.Reason)
+		"took", c.clock.Since(start).Round(time.Millisecond).String(), "why", a.Reason)
 	return nil
 }
 
@@ -117,8 +117,8 @@ func (c *Controller) taintNode(ctx context.Context, name string) error {
 		if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintKey }) {
 			return nil
 		}
-		t := Taint
-		t.TimeAdded = &metav1.Time{Time: time.Now()}
+		t := disruption.Taint
+		t.TimeAdded = &metav1.Time{Time: c.clock.Now()}
 		node.Spec.Taints = append(node.Spec.Taints, t)
 		_, err = c.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		return err
@@ -149,7 +149,7 @@ func (c *Controller) untaint(ctx context.Context, name string) error {
 // it returns why not when one is deleted (e.g. insufficient capacity) or
 // the timeout passes.
 func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.NodeClaim) string {
-	deadline := time.Now().Add(c.opts.ReplacementTimeout)
+	deadline := c.clock.Now().Add(c.opts.ReplacementTimeout)
 	pending := slices.Clone(claims)
 	for len(pending) > 0 {
 		var still []*v1alpha1.NodeClaim
@@ -161,7 +161,7 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 				if why := c.failure(ctx, want.Name); why != "" {
 					return fmt.Sprintf("replacement NodeClaim %s failed before its node initialized: %s", want.Name, why)
 				}
-				if time.Since(want.CreationTimestamp.Time) < 10*time.Second {
+				if c.clock.Since(want.CreationTimestamp.Time) < 10*time.Second {
 					still = append(still, want) // not in the cache yet
 					continue
 				}
@@ -171,10 +171,10 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 			case claim.DeletionTimestamp != nil:
 				why := c.failure(ctx, want.Name)
 				if why == "" {
-					why = strings.ReplaceAll(claim.Annotations[v1alpha1.AnnotationDeletionReason], "_", " ")
+					why = strings.ReplaceAll(string(claim.DeletionReason()), "_", " ")
 				}
 				return fmt.Sprintf("replacement NodeClaim %s failed before its node initialized: %s", want.Name, why)
-			case !nodeclaim.IsTrue(&claim, v1alpha1.ConditionInitialized):
+			case !claim.IsInitialized():
 				still = append(still, want)
 			}
 		}
@@ -182,13 +182,13 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1alpha1.Nod
 		if len(pending) == 0 {
 			return ""
 		}
-		if time.Now().After(deadline) {
+		if c.clock.Now().After(deadline) {
 			return fmt.Sprintf("replacement NodeClaim %s did not initialize within %s", pending[0].Name, c.opts.ReplacementTimeout)
 		}
 		select {
 		case <-ctx.Done():
 			return "the operator is stopping"
-		case <-time.After(500 * time.Millisecond):
+		case <-c.clock.After(500 * time.Millisecond):
 		}
 	}
 	return ""
@@ -215,7 +215,7 @@ func (c *Controller) failure(ctx context.Context, claim string) string {
 // drain evicts the pods of the nodes (in parallel) through the eviction
 // API, honouring PodDisruptionBudgets and grace periods, within
 // DrainTimeout. It returns how many pods each node had evicted.
-func (c *Controller) drain(ctx context.Context, v *view, nodes []string) (map[string]int64, error) {
+func (c *Controller) drain(ctx context.Context, v *disruption.View, nodes []string) (map[string]int64, error) {
 	counts := make([]atomic.Int64, len(nodes))
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
@@ -246,8 +246,8 @@ func (c *Controller) drain(ctx context.Context, v *view, nodes []string) (map[st
 	out := map[string]int64{}
 	for i, name := range nodes {
 		out[name] = counts[i].Load()
-		if info := v.nodes[name]; info != nil && out[name] > 0 {
-			metrics.PodsEvicted.WithLabelValues(v.problem.Nodes[info.index].Pool).Add(float64(out[name]))
+		if _, _, ok := v.Node(name); ok && out[name] > 0 {
+			metrics.PodsEvicted.WithLabelValues(v.Pool(name)).Add(float64(out[name]))
 		}
 	}
 	return out, errors.Join(errs...)
@@ -257,10 +257,7 @@ func (c *Controller) drain(ctx context.Context, v *view, nodes []string) (map[st
 // terminates its instance and deletes the Node.
 func (c *Controller) deleteClaim(ctx context.Context, claim *v1alpha1.NodeClaim) error {
 	orig := claim.DeepCopy()
-	if claim.Annotations == nil {
-		claim.Annotations = map[string]string{}
-	}
-	claim.Annotations[v1alpha1.AnnotationDeletionReason] = metrics.ReasonDisruption
+	claim.SetDeletionReason(v1alpha1.DeletionReasonDisruption)
 	if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -270,8 +267,8 @@ func (c *Controller) deleteClaim(ctx context.Context, claim *v1alpha1.NodeClaim)
 // rollback undoes an action that could not finish: the replacements
 // launched are deleted, the nodes untainted; no pod was evicted unless the
 // drain had started.
-func (c *Controller) rollback(ctx context.Context, v *view, cand *candidate, tainted []string, launched []*v1alpha1.NodeClaim, reason, why string) {
-	a := &cand.action
+func (c *Controller) rollback(ctx context.Context, v *disruption.View, cand *disruption.Candidate, tainted []string, launched []*v1alpha1.NodeClaim, reason, why string) {
+	a := &cand.Action
 	for _, claim := range launched {
 		if err := c.deleteClaim(ctx, claim); err != nil {
 			c.log.Error(err, "deleting a replacement NodeClaim during rollback", "nodeclaim", claim.Name)
@@ -284,14 +281,14 @@ func (c *Controller) rollback(ctx context.Context, v *view, cand *candidate, tai
 		}
 	}
 	for _, n := range a.Nodes {
-		info := v.nodes[n]
-		c.recorder.Eventf(info.node, claimOrNil(info.claim), corev1.EventTypeWarning, "DisruptionRolledBack", "Rollback",
-			"%s (%s) rolled back: %s; the node is untainted and keeps its pods", describe(a), cand.reason, why)
+		node, claim, _ := v.Node(n)
+		c.recorder.Eventf(node, claimOrNil(claim), corev1.EventTypeWarning, "DisruptionRolledBack", "Rollback",
+			"%s (%s) rolled back: %s; the node is untainted and keeps its pods", disruption.Describe(a), cand.Reason, why)
 	}
-	for _, pool := range v.pools(cand) {
+	for _, pool := range v.Pools(cand) {
 		metrics.DisruptionRolledBack.WithLabelValues(a.Kind, pool, reason).Inc()
 	}
-	c.log.Info("disruption action rolled back", "action", a.Kind, "reason", cand.reason, "nodes", a.Nodes, "rollback", reason, "why", why)
+	c.log.Info("disruption action rolled back", "action", a.Kind, "reason", cand.Reason, "nodes", a.Nodes, "rollback", reason, "why", why)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

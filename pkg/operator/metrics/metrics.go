@@ -17,24 +17,17 @@ const (
 	LabelAction       = "action"
 )
 
-// Reasons NodeClaims are created and deleted for.
+// Reasons NodeClaims are created for, the reason label of
+// nodeclaims_created_total. The reasons they are deleted for, the reason
+// label of nodeclaims_deleted_total, are v1alpha1.DeletionReason values.
 const (
-	ReasonProvisioning         = "provisioning"
-	ReasonInsufficientCapacity = "insufficient_capacity"
-	ReasonLaunchTimeout        = "launch_timeout"
-	ReasonRegistrationTimeout  = "registration_timeout"
-	ReasonInstanceGone         = "instance_gone"
-	ReasonDeleted              = "deleted"
-	ReasonGarbageCollected     = "garbage_collected"
+	ReasonProvisioning = "provisioning"
 	// ReasonAdopted is a NodeClaim garbage collection created for an
 	// instance `tui --cloud` launched before the operator's CRDs existed.
 	ReasonAdopted = "adopted"
-	// ReasonDisruption is a NodeClaim created or deleted by the disruption
-	// controller (consolidation, expiration or drift).
+	// ReasonDisruption is a NodeClaim created by the disruption controller
+	// to replace nodes (consolidation, expiration or drift).
 	ReasonDisruption = "disruption"
-	// ReasonRepair is a NodeClaim deleted because its node stayed
-	// unhealthy (nodeclaim/repair); it is terminated without draining.
-	ReasonRepair = "repair"
 )
 
 var (

@@ -1,40 +1,19 @@
-// Package nodeclaim holds what the NodeClaim controllers share: the
-// finalizer, field indexes, condition helpers and the conversion of a
-// NodeClaim's status to solver units. The controllers live in its
+// Package nodeclaim holds what the NodeClaim controllers share: field
+// indexes and the watches built on them, and the claim's price. The
+// NodeClaim's vocabulary (labels, annotations, finalizer, deletion reasons,
+// condition transitions) and its one builder are in pkg/apis/v1alpha1. The controllers live in its
 // subpackages, one per concern.
 package nodeclaim
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-)
-
-// Finalizer keeps a NodeClaim until its node is drained and its instance
-// terminated.
-const Finalizer = v1alpha1.Group + "/termination"
-
-// Annotations the provisioner puts on NodeClaims.
-const (
-	// AnnotationReason is the solver's one-sentence reason for the node.
-	AnnotationReason = v1alpha1.Group + "/reason"
-	// AnnotationPods is the number of pods the node was planned for.
-	AnnotationPods = v1alpha1.Group + "/planned-pods"
-	// AnnotationBatch names the provisioning decision that created the
-	// claim, and AnnotationBatchSize counts the claims it created: the
-	// lifecycle controller opens the nodes of one decision together, so that
-	// the scheduler places the pods as the plan packed them.
-	AnnotationBatch     = v1alpha1.Group + "/batch"
-	AnnotationBatchSize = v1alpha1.Group + "/batch-size"
 )
 
 // Field indexes registered by the operator.
@@ -63,24 +42,17 @@ func SetupIndexes(ctx context.Context, idx client.FieldIndexer) error {
 	})
 }
 
-// IsTrue reports whether the claim's condition is True.
+// IsTrue reports whether the claim's condition is True; it is
+// claim.IsTrue, kept for the callers outside the nodeclaim controllers.
 func IsTrue(claim *v1alpha1.NodeClaim, condition string) bool {
-	return meta.IsStatusConditionTrue(claim.Status.Conditions, condition)
+	return claim.IsTrue(condition)
 }
 
-// TransitionTime returns when the condition last changed, or zero.
+// TransitionTime returns when the condition last changed, or zero; it is
+// claim.TransitionTime, kept for the callers outside the nodeclaim
+// controllers.
 func TransitionTime(claim *v1alpha1.NodeClaim, condition string) time.Time {
-	if c := meta.FindStatusCondition(claim.Status.Conditions, condition); c != nil {
-		return c.LastTransitionTime.Time
-	}
-	return time.Time{}
-}
-
-// SetCondition sets a condition; it reports whether anything changed.
-func SetCondition(claim *v1alpha1.NodeClaim, condition string, status metav1.ConditionStatus, reason, message string) bool {
-	return meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{
-		Type: condition, Status: status, Reason: reason, Message: message, ObservedGeneration: claim.Generation,
-	})
+	return claim.TransitionTime(condition)
 }
 
 // Price returns the claim's hourly price, 0 when unknown.
@@ -92,79 +64,8 @@ func Price(claim *v1alpha1.NodeClaim) float64 {
 	return p
 }
 
-// Pool returns the name of the NodePool the claim belongs to.
+// Pool returns the name of the NodePool the claim belongs to; it is
+// claim.NodePool, kept for the callers outside the nodeclaim controllers.
 func Pool(claim *v1alpha1.NodeClaim) string {
-	return claim.Labels[v1alpha1.LabelNodePool]
-}
-
-// ApplyToNode puts the claim's labels and taints on its registered node,
-// and, when owned, an owner reference to the claim, so that deleting the
-// claim's object collects the Node. It changes node in place.
-func ApplyToNode(claim *v1alpha1.NodeClaim, node *corev1.Node, owned bool) {
-	if node.Labels == nil {
-		node.Labels = map[string]string{}
-	}
-	for k, v := range claim.Labels {
-		node.Labels[k] = v
-	}
-	for _, t := range claim.Spec.Taints {
-		if !slices.ContainsFunc(node.Spec.Taints, func(n corev1.Taint) bool { return n.MatchTaint(&t) }) {
-			node.Spec.Taints = append(node.Spec.Taints, t)
-		}
-	}
-	if owned && claim.UID != "" && !slices.ContainsFunc(node.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == claim.UID }) {
-		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
-			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: claim.Name, UID: claim.UID,
-		})
-	}
-}
-
-// Usable reports whether a registered claim's node could take pods but for
-// the unregistered taint: Ready, and no not-ready, unreachable or startup
-// taint left.
-func Usable(claim *v1alpha1.NodeClaim, node *corev1.Node) bool {
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			ready = cond.Status == corev1.ConditionTrue
-		}
-	}
-	if !ready {
-		return false
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable ||
-			slices.ContainsFunc(claim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {
-			return false
-		}
-	}
-	return true
-}
-
-// ForPool returns a NodeClaim of the pool: owned by it, with its node
-// class, taints, startup taints, expiry and termination grace period, and
-// the labels, annotations and requirements given. The provisioner builds
-// its claims with it, and garbage collection the claims of adopted
-// instances.
-func ForPool(pool *v1alpha1.NodePool, name string, labels, annotations map[string]string, reqs []v1alpha1.NodeSelectorRequirement) *v1alpha1.NodeClaim {
-	t := &pool.Spec.Template
-	return &v1alpha1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Labels:      labels,
-			Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool", Name: pool.Name, UID: pool.UID,
-				BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec: v1alpha1.NodeClaimSpec{
-			Requirements:           reqs,
-			NodeClassRef:           t.Spec.NodeClassRef,
-			Taints:                 t.Spec.Taints,
-			StartupTaints:          t.Spec.StartupTaints,
-			ExpireAfter:            t.Spec.ExpireAfter,
-			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
-		},
-	}
+	return claim.NodePool()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -14,16 +15,8 @@ import (
 // Snapshot is the solver's view of the cluster that provisioning plans
 // with, for the other controllers that plan (disruption): the same pods,
 // nodes, in-flight NodeClaims, pools and offerings, so that they decide on
-// the same input.
-type Snapshot struct {
-	// Problem has the pending pods not yet nominated to a NodeClaim, every
-	// node with the pods bound to it, the nodes of NodeClaims that have not
-	// initialized (InFlight), the pools that can launch and the offerings
-	// not marked unavailable.
-	Problem *solver.Problem
-	// Pools are the NodePools in the problem, by name.
-	Pools map[string]*v1alpha1.NodePool
-}
+// the same input (disruption.Snapshot).
+type Snapshot = disruption.Snapshot
 
 // Snapshot reads the informer cache into the solver's problem exactly as a
 // provisioning batch does.

@@ -378,23 +378,6 @@ type launch struct {
 // newClaim builds the NodeClaim of a planned node, one of size created by
 // the decision batch.
 func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNode, batch string, size int) *v1alpha1.NodeClaim {
-	t := &np.Spec.Template
-	labels := np.NodeLabels()
-	labels[v1alpha1.LabelNodeClass] = t.Spec.NodeClassRef.Name
-	annotations := map[string]string{}
-	for k, v := range t.Annotations {
-		annotations[k] = v
-	}
-	annotations[nodeclaim.AnnotationReason] = n.Reason
-	annotations[nodeclaim.AnnotationPods] = strconv.Itoa(len(n.Pods))
-	annotations[nodeclaim.AnnotationBatch] = batch
-	annotations[nodeclaim.AnnotationBatchSize] = strconv.Itoa(size)
-	reqs := append([]v1alpha1.NodeSelectorRequirement{}, t.Spec.Requirements...)
-	reqs = append(reqs,
-		v1alpha1.NodeSelectorRequirement{Key: solver.LabelInstanceType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.InstanceType}},
-		v1alpha1.NodeSelectorRequirement{Key: solver.LabelZone, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.Zone}},
-		v1alpha1.NodeSelectorRequirement{Key: solver.LabelCapacityType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.CapacityType}},
-	)
 	requests := corev1.ResourceList{}
 	for i := range solver.MaxResources {
 		name := b.problem.ResourceName(i)
@@ -409,8 +392,16 @@ func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNod
 			requests[corev1.ResourceName(name)] = *resource.NewQuantity(n.Requested[i], resource.DecimalSI)
 		}
 	}
-	claim := nodeclaim.ForPool(np, np.Name+"-"+utilrand.String(5), labels, annotations, reqs)
-	claim.Spec.Resources = v1alpha1.ResourceRequirements{Requests: requests}
+	claim := np.NewNodeClaim(v1alpha1.NodeClaimOptions{
+		InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType, Requests: requests,
+		Annotations: map[string]string{
+			v1alpha1.AnnotationReason:      n.Reason,
+			v1alpha1.AnnotationPlannedPods: strconv.Itoa(len(n.Pods)),
+			v1alpha1.AnnotationBatch:       batch,
+			v1alpha1.AnnotationBatchSize:   strconv.Itoa(size),
+		},
+	})
+	claim.Name = np.Name + "-" + utilrand.String(5)
 	return claim
 }
 

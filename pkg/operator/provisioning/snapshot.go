@@ -19,6 +19,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -79,10 +80,10 @@ func unschedulable(pod *corev1.Pod) bool {
 // snapshot reads the informer cache into the solver's problem: pods marked
 // Unschedulable (less those nominated to in-flight NodeClaims), existing
 // nodes with what is bound to them, and every NodeClaim's node, launched or
-// not, so that no pod gets a second node. With plan set (a provisioning
+// not, so that no pod gets a second node. With batching set (a provisioning
 // batch), the pods of leaving nodes are planned as pending (see
 // batch.moving); the other planners see them where they run.
-func (p *Provisioner) snapshot(ctx context.Context, plan bool) (*batch, error) {
+func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, error) {
 	var (
 		pods   corev1.PodList
 		nodes  corev1.NodeList
@@ -123,7 +124,7 @@ func (p *Provisioner) snapshot(ctx context.Context, plan bool) (*batch, error) {
 		case pod.Spec.NodeName != "":
 			switch {
 			case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-			case plan && leaving[pod.Spec.NodeName] && reschedulable(pod):
+			case batching && leaving[pod.Spec.NodeName] && reschedulable(pod):
 				b.moving[pod.UID] = true
 				objs.Pods = append(objs.Pods, asPending(pod))
 			default:
@@ -291,36 +292,14 @@ func (p *Provisioner) snapshot(ctx context.Context, plan bool) (*batch, error) {
 				}
 			}
 		} else {
-			if typ == nil && c.Status.Allocatable == nil {
-				continue // an instance type no longer offered; nothing to plan on
+			// Its node, as every front end plans it (plan.InFlightNode),
+			// under a name no Node has.
+			pc := plan.ClaimOf(c)
+			n, ok := plan.InFlightNode(&pc, typ, cl.ExtendedResources, cl.DaemonSets)
+			if !ok {
+				continue // nothing says how large its node is
 			}
-			labels := map[string]string{}
-			if typ != nil {
-				for k, v := range typ.Labels {
-					labels[k] = v
-				}
-			}
-			for k, v := range c.Labels {
-				labels[k] = v
-			}
-			zone, ct := c.Status.Zone, c.Status.CapacityType
-			if zone == "" {
-				zone = requirementValue(c, solver.LabelZone)
-			}
-			if ct == "" {
-				ct = requirementValue(c, solver.LabelCapacityType)
-			}
-			labels[solver.LabelZone], labels[solver.LabelCapacityType] = zone, ct
-			labels[corev1.LabelHostname] = c.Name
-			n := solver.Node{
-				Name: inFlightPrefix + c.Name, Pool: pool, InstanceType: labels[solver.LabelInstanceType],
-				Zone: zone, CapacityType: ct, Price: nodeclaim.Price(c), Labels: labels,
-				Allocatable: alloc, InFlight: true, Created: c.CreationTimestamp.Time,
-			}
-			for _, t := range c.Spec.Taints {
-				n.Taints = append(n.Taints, solver.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
-			}
-			n.Requested = daemonOverhead(cl.DaemonSets, n.Labels, n.Taints)
+			n.Name = inFlightPrefix + c.Name
 			cl.Nodes = append(cl.Nodes, n)
 			nodeIndex[n.Name] = len(cl.Nodes) - 1
 			sn = &cl.Nodes[len(cl.Nodes)-1]
@@ -336,15 +315,13 @@ func (p *Provisioner) snapshot(ctx context.Context, plan bool) (*batch, error) {
 		cl.Pools[pi].Used = b.usage[cl.Pools[pi].Name]
 	}
 
-	b.problem = &solver.Problem{
-		ExtendedResources: cl.ExtendedResources,
-		Pods:              cl.Pods,
-		DaemonSets:        cl.DaemonSets,
-		Pools:             cl.Pools,
-		InstanceTypes:     instanceTypes,
-		Nodes:             cl.Nodes,
-		PDBs:              cl.PDBs,
+	// The problem every front end builds: nodes priced by what their
+	// NodeClaims pay, else the catalog; no default pool.
+	built, err := plan.Build(plan.Input{Cluster: cl, InstanceTypes: instanceTypes})
+	if err != nil {
+		return nil, fmt.Errorf("building the problem: %w", err)
 	}
+	b.problem = built.Problem
 	return b, nil
 }
 
@@ -404,10 +381,10 @@ func (p *Provisioner) claimResources(c *v1alpha1.NodeClaim, extended []string, t
 		capacity, alloc = typ.Capacity, typ.Allocatable()
 	}
 	if c.Status.Capacity != nil {
-		capacity = toSolver(c.Status.Capacity, extended)
+		capacity = plan.Resources(c.Status.Capacity, extended)
 	}
 	if c.Status.Allocatable != nil {
-		alloc = toSolver(c.Status.Allocatable, extended)
+		alloc = plan.Resources(c.Status.Allocatable, extended)
 	}
 	return capacity, alloc, typ
 }
@@ -448,63 +425,10 @@ func requirementValue(c *v1alpha1.NodeClaim, key string) string {
 	return ""
 }
 
-// toSolver converts a resource list to solver units; unknown names are
-// left out.
-func toSolver(list corev1.ResourceList, extended []string) solver.Resources {
-	var r solver.Resources
-	for name, q := range list {
-		i := slices.Index(solver.FixedResourceNames[:], string(name))
-		if i < 0 {
-			j := slices.Index(extended, string(name))
-			if j < 0 {
-				continue
-			}
-			i = solver.NumFixedResources + j
-		}
-		if i == solver.CPU {
-			r[i] = q.MilliValue()
-		} else {
-			r[i] = q.Value()
-		}
-	}
-	return r
-}
-
 // podRequests returns a pod's effective requests in solver units.
 func podRequests(pod *corev1.Pod, extended []string) solver.Resources {
-	r := toSolver(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), extended)
+	r := plan.Resources(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), extended)
 	r[solver.Pods] = 1
-	return r
-}
-
-// daemonOverhead sums the requests of the DaemonSets that would run on a
-// node with these labels and taints.
-func daemonOverhead(dss []solver.DaemonSet, labels map[string]string, taints []solver.Taint) solver.Resources {
-	var r solver.Resources
-	ml := solver.MapLabels(labels)
-	for _, d := range dss {
-		ok := true
-		for k, v := range d.NodeSelector {
-			if labels[k] != v {
-				ok = false
-			}
-		}
-		if ok && len(d.Affinity) > 0 {
-			ok = slices.ContainsFunc(d.Affinity, func(t solver.Term) bool { return t.Matches(ml) })
-		}
-		for ti := range taints {
-			t := &taints[ti]
-			if t.Effect == solver.EffectPreferNoSchedule {
-				continue
-			}
-			if !slices.ContainsFunc(d.Tolerations, func(tol solver.Toleration) bool { return tol.Tolerates(t) }) {
-				ok = false
-			}
-		}
-		if ok {
-			r = r.Add(d.Requests)
-		}
-	}
 	return r
 }
 

@@ -83,7 +83,13 @@ func Plan(p *solver.Problem, plan *solver.Plan) error {
 				return fmt.Errorf("node %d (%s): pool %s requirement %v not met", ni, n.InstanceType, pool.Name, r)
 			}
 		}
-		capacity := it.Capacity.Sub(it.Overhead)
+		capacity := it.Capacity
+		for j, name := range p.ExtendedResources { // named capacity (InstanceType.Extended)
+			if v, ok := it.Extended[name]; ok && capacity[solver.NumFixedResources+j] == 0 {
+				capacity[solver.NumFixedResources+j] = v
+			}
+		}
+		capacity = capacity.Sub(it.Overhead)
 		for _, ds := range p.DaemonSets {
 			if allowedDS(&ds, labels, pool.Taints) {
 				capacity = capacity.Sub(ds.Requests)
@@ -201,9 +207,20 @@ func newNodeLabels(p *solver.Problem, n *solver.NewNode) (map[string]string, err
 	for k, v := range pool.Labels {
 		labels[k] = v
 	}
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
 	labels[solver.LabelNodePool] = pool.Name
 	labels[solver.LabelZone] = n.Zone
 	labels[solver.LabelCapacityType] = n.CapacityType
+	// Selectors on deprecated keys (beta.kubernetes.io/arch, ...) match
+	// the current keys' values, as Karpenter normalises them.
+	for _, old := range []string{"failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+		"beta.kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type"} {
+		if v, ok := labels[solver.NormalizeLabelKey(old)]; ok {
+			labels[old] = v
+		}
+	}
 	return labels, nil
 }
 

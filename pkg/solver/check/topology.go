@@ -8,7 +8,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -38,9 +40,15 @@ const LabelHostname = "kubernetes.io/hostname"
 //     the first pod of a group that matches its own terms, no matching pod
 //     anywhere else.
 //
-// Not judged: matchLabelKeys, namespace selectors, nodeTaintsPolicy Honor
-// (taints are ignored when choosing domains, the Kubernetes default), and
-// running pods' own constraints (IgnoredDuringExecution).
+//     With nodeTaintsPolicy Honor, nodes with taints the pod does not
+//     tolerate are not eligible (Ignore, the default, counts them).
+//
+// Pod (anti-)affinity terms select pods in their listed namespaces and in
+// those their namespace selector matches (by Problem.NamespaceLabels and
+// kubernetes.io/metadata.name), or in the owner's when neither is given.
+//
+// Not judged: matchLabelKeys (the snapshot resolves it into the selector),
+// and running pods' own constraints (IgnoredDuringExecution).
 
 // cluster is the final placement.
 type cluster struct {
@@ -99,6 +107,10 @@ func (c *cluster) emptiest(key string, eligible []bool, counts map[string]int) (
 }
 
 func newCluster(p *solver.Problem, plan *solver.Plan, newLabels []map[string]string) *cluster {
+	poolTaints := map[string][]solver.Taint{}
+	for i := range p.Pools {
+		poolTaints[p.Pools[i].Name] = p.Pools[i].Taints
+	}
 	c := &cluster{p: p, selectors: map[string]labels.Selector{}, counts: map[string]*domainCounts{}, eligible: map[string][]bool{}}
 	byName := map[string]int{}
 	for i := range p.Nodes {
@@ -114,7 +126,7 @@ func newCluster(p *solver.Problem, plan *solver.Plan, newLabels []map[string]str
 			l[solver.LabelZone] = n.Zone
 		}
 		byName[n.Name] = len(c.nodes)
-		c.addNode(n.Name, l)
+		c.addNode(n.Name, l, n.Taints)
 		for j := range n.Pods {
 			c.pods = append(c.pods, placedPod{pod: &n.Pods[j], node: len(c.nodes) - 1})
 		}
@@ -129,7 +141,7 @@ func newCluster(p *solver.Problem, plan *solver.Plan, newLabels []map[string]str
 			l[k] = v
 		}
 		l[LabelHostname] = name
-		c.addNode(name, l)
+		c.addNode(name, l, poolTaints[n.Pool])
 		for _, pi := range n.Pods {
 			c.pods = append(c.pods, placedPod{pod: &p.Pods[pi], node: len(c.nodes) - 1, planned: true, index: pi})
 		}
@@ -137,8 +149,8 @@ func newCluster(p *solver.Problem, plan *solver.Plan, newLabels []map[string]str
 	return c
 }
 
-func (c *cluster) addNode(name string, l map[string]string) {
-	c.nodes = append(c.nodes, clusterNode{name: name, labels: l, v1: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}})
+func (c *cluster) addNode(name string, l map[string]string, taints []solver.Taint) {
+	c.nodes = append(c.nodes, clusterNode{name: name, labels: l, v1: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}, Spec: v1.NodeSpec{Taints: toV1Taints(taints)}}})
 }
 
 // Topology checks the plan's placements against topology spread and required
@@ -185,7 +197,7 @@ func (c *cluster) spreadOK(pp placedPod, sc *solver.TopologySpread) error {
 	if !ok {
 		return fmt.Errorf("node has no %s label", sc.TopologyKey)
 	}
-	eligible, err := c.eligibleNodes(pp.pod, sc.NodeAffinityPolicy)
+	eligible, err := c.eligibleNodes(pp.pod, sc.NodeAffinityPolicy, sc.NodeTaintsPolicy)
 	if err != nil {
 		return err
 	}
@@ -193,7 +205,7 @@ func (c *cluster) spreadOK(pp placedPod, sc *solver.TopologySpread) error {
 	if err != nil {
 		return err
 	}
-	key, _ := json.Marshal([]any{"spread", sc.TopologyKey, sc.Selector, pp.pod.Namespace, eligibleKey(pp.pod, sc.NodeAffinityPolicy)})
+	key, _ := json.Marshal([]any{"spread", sc.TopologyKey, sc.Selector, pp.pod.Namespace, eligibleKey(pp.pod, sc.NodeAffinityPolicy, sc.NodeTaintsPolicy)})
 	counts := c.count(string(key), sc.TopologyKey, eligible, func(o *solver.Pod) bool {
 		return o.Namespace == pp.pod.Namespace && sel.Matches(labels.Set(o.Labels))
 	})
@@ -332,20 +344,35 @@ func (c *cluster) termMatcher(owner *solver.Pod, t *solver.PodAffinityTerm) (fun
 		return nil, err
 	}
 	namespaces := t.Namespaces
-	if len(namespaces) == 0 {
+	if len(namespaces) == 0 && t.NamespaceSelector == nil {
 		namespaces = []string{owner.Namespace}
 	}
+	var nsSel labels.Selector
+	if t.NamespaceSelector != nil {
+		if nsSel, err = c.selector(*t.NamespaceSelector); err != nil {
+			return nil, fmt.Errorf("namespace selector: %w", err)
+		}
+	}
 	return func(o *solver.Pod) bool {
-		return slices.Contains(namespaces, o.Namespace) && sel.Matches(labels.Set(o.Labels))
+		inNamespace := slices.Contains(namespaces, o.Namespace)
+		if !inNamespace && nsSel != nil {
+			// Every namespace carries its name as a label.
+			nsLabels := labels.Set{"kubernetes.io/metadata.name": o.Namespace}
+			for k, v := range c.p.NamespaceLabels[o.Namespace] {
+				nsLabels[k] = v
+			}
+			inNamespace = nsSel.Matches(nsLabels)
+		}
+		return inNamespace && sel.Matches(labels.Set(o.Labels))
 	}, nil
 }
 
 func termKey(kind string, owner *solver.Pod, t *solver.PodAffinityTerm) string {
 	namespaces := t.Namespaces
-	if len(namespaces) == 0 {
+	if len(namespaces) == 0 && t.NamespaceSelector == nil {
 		namespaces = []string{owner.Namespace}
 	}
-	key, _ := json.Marshal([]any{kind, t.TopologyKey, t.Selector, namespaces})
+	key, _ := json.Marshal([]any{kind, t.TopologyKey, t.Selector, namespaces, t.NamespaceSelector})
 	return string(key)
 }
 
@@ -370,34 +397,49 @@ func (c *cluster) selector(s solver.Selector) (labels.Selector, error) {
 }
 
 // eligibleNodes returns which nodes a spread constraint counts: those
-// matching the pod's node selector and required affinity (Honor), or all
-// (Ignore).
-func (c *cluster) eligibleNodes(pod *solver.Pod, policy string) ([]bool, error) {
-	key := eligibleKey(pod, policy)
+// matching the pod's node selector and required affinity (affinity policy
+// Honor, the default) or all (Ignore), and of those only nodes whose
+// NoSchedule and NoExecute taints the pod tolerates when the taints policy is
+// Honor (by default taints do not matter), as kube-scheduler's
+// PodTopologySpread filter does.
+func (c *cluster) eligibleNodes(pod *solver.Pod, affinityPolicy, taintsPolicy string) ([]bool, error) {
+	key := eligibleKey(pod, affinityPolicy, taintsPolicy)
 	if e, ok := c.eligible[key]; ok {
 		return e, nil
 	}
 	e := make([]bool, len(c.nodes))
 	required := nodeaffinity.NewRequiredNodeAffinity(pod.NodeSelector, toV1Affinity(pod.Affinity))
+	tolerations := toV1Tolerations(pod.Tolerations)
 	for i := range c.nodes {
-		if policy == "Ignore" {
-			e[i] = true
-			continue
+		e[i] = true
+		if affinityPolicy != "Ignore" {
+			ok, err := required.Match(c.nodes[i].v1)
+			if err != nil {
+				return nil, fmt.Errorf("node affinity: %w", err)
+			}
+			e[i] = ok
 		}
-		ok, err := required.Match(c.nodes[i].v1)
-		if err != nil {
-			return nil, fmt.Errorf("node affinity: %w", err)
+		if e[i] && taintsPolicy == "Honor" {
+			_, untolerated := corev1.FindMatchingUntoleratedTaint(klog.Background(), c.nodes[i].v1.Spec.Taints, tolerations, func(t *v1.Taint) bool {
+				return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+			}, false)
+			e[i] = !untolerated
 		}
-		e[i] = ok
 	}
 	c.eligible[key] = e
 	return e, nil
 }
 
-func eligibleKey(pod *solver.Pod, policy string) string {
-	if policy == "Ignore" {
-		return "ignore"
+func eligibleKey(pod *solver.Pod, affinityPolicy, taintsPolicy string) string {
+	var key []byte
+	if affinityPolicy == "Ignore" {
+		key = []byte("ignore")
+	} else {
+		key, _ = json.Marshal([]any{pod.NodeSelector, pod.Affinity})
 	}
-	key, _ := json.Marshal([]any{pod.NodeSelector, pod.Affinity})
+	if taintsPolicy == "Honor" {
+		tols, _ := json.Marshal(pod.Tolerations)
+		key = append(append(key, " honor "...), tols...)
+	}
 	return string(key)
 }

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,15 +24,8 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
-
-// AnnotationLaunchedDirectly names the cloud a NodeClaim's instance was
-// launched on by the TUI itself, without the operator. On an instance that
-// no NodeClaim object records, it is what lets the operator's garbage
-// collector adopt the instance instead of terminating it.
-const AnnotationLaunchedDirectly = cloud.AnnotationLaunchedDirectly
 
 // DirectLauncher launches proposed nodes through a cloud provider, for
 // clusters where no operator runs (tui --cloud sim|aws). The instance is
@@ -49,7 +41,7 @@ const AnnotationLaunchedDirectly = cloud.AnnotationLaunchedDirectly
 // find instances by claim name, so its Create is a no-op) and carries on
 // from there, and its garbage collection sees an owned instance. Without
 // the CRD (or the NodePool) there is nothing to record the claim in: the
-// instance carries the tags and AnnotationLaunchedDirectly (providers keep
+// instance carries the tags and v1alpha1.AnnotationLaunchedDirectly (providers keep
 // it as a tag), and an operator installed later adopts it: its garbage
 // collector creates the NodeClaim, under the tagged name, once the
 // instance's NodePool exists, and never terminates it. The marker goes on
@@ -77,7 +69,7 @@ type DirectLauncher struct {
 	// description of it) or "" if none does. Launching next to a running
 	// operator is refused: both would launch for the same claim.
 	OperatorRunning func(ctx context.Context) (string, error)
-	// LaunchedBy is recorded in AnnotationLaunchedBy.
+	// LaunchedBy is recorded in v1alpha1.AnnotationLaunchedBy.
 	LaunchedBy string
 	// Suffix returns the random suffix of claim names (5 letters and
 	// digits when nil).
@@ -151,7 +143,7 @@ func (l *DirectLauncher) Launch(ctx context.Context, req Request) (Launched, err
 	}
 	claim := Claim(pool, req, l.LaunchedBy)
 	claim.Name = req.Node.Pool + "-" + suffix()
-	claim.Annotations[AnnotationLaunchedDirectly] = l.CloudName
+	claim.Annotations[v1alpha1.AnnotationLaunchedDirectly] = l.CloudName
 	p, err := l.provider(ctx, req.Region)
 	if err != nil {
 		return Launched{}, err
@@ -167,7 +159,7 @@ func (l *DirectLauncher) Launch(ctx context.Context, req Request) (Launched, err
 	}
 	launch := claim.DeepCopy()
 	if out.ClaimInCluster {
-		delete(launch.Annotations, AnnotationLaunchedDirectly)
+		delete(launch.Annotations, v1alpha1.AnnotationLaunchedDirectly)
 	}
 	view, err := p.Create(ctx, launch)
 	if err != nil {
@@ -186,9 +178,7 @@ func (l *DirectLauncher) Launch(ctx context.Context, req Request) (Launched, err
 	s.ProviderID, s.ImageID = view.Status.ProviderID, view.Status.ImageID
 	s.Capacity, s.Allocatable = view.Status.Capacity, view.Status.Allocatable
 	s.InstanceType, s.Zone, s.CapacityType, s.PricePerHour = view.Status.InstanceType, view.Status.Zone, view.Status.CapacityType, view.Status.PricePerHour
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionLaunched, metav1.ConditionTrue, "Launched", "launched directly on "+l.CloudName+" by "+l.LaunchedBy)
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionRegistered, metav1.ConditionUnknown, "AwaitingRegistration", "waiting for the node to join")
-	nodeclaim.SetCondition(claim, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotRegistered", "the node has not joined yet")
+	claim.SetLaunched(v1alpha1.ReasonLaunched, "launched directly on "+l.CloudName+" by "+l.LaunchedBy)
 	out.Direct = claim
 	if out.ClaimInCluster {
 		if err := l.recordLaunch(ctx, orig, claim); err != nil {
@@ -212,55 +202,27 @@ func (l *DirectLauncher) recordLaunch(ctx context.Context, orig, claim *v1alpha1
 }
 
 // Claim builds the NodeClaim of a proposed node as the operator's
-// provisioner does: the pool's node labels and annotations, its
-// requirements narrowed to the planned type, zone and capacity type, the
-// planned pods' requests, the pool's node class and taints, owned by the
-// pool when it exists. The name is left to the caller.
+// provisioner does (v1alpha1.NodePool.NewNodeClaim): the pool's node labels
+// and annotations, its requirements narrowed to the planned type, zone and
+// capacity type, the planned pods' requests, the pool's node class and
+// taints, owned by the pool when it exists; and who launched it. The name
+// is left to the caller.
 func Claim(pool *v1alpha1.NodePool, req Request, launchedBy string) *v1alpha1.NodeClaim {
 	n := req.Node
-	t := &pool.Spec.Template
-	labels := pool.NodeLabels()
-	if t.Spec.NodeClassRef.Name != "" {
-		labels[v1alpha1.LabelNodeClass] = t.Spec.NodeClassRef.Name
+	annotations := map[string]string{
+		v1alpha1.AnnotationLaunchedBy:  launchedBy,
+		v1alpha1.AnnotationPlannedPods: strconv.Itoa(len(req.Pods)),
 	}
-	annotations := map[string]string{}
-	for k, v := range t.Annotations {
-		annotations[k] = v
-	}
-	annotations[AnnotationLaunchedBy] = launchedBy
-	annotations[AnnotationPods] = strconv.Itoa(len(req.Pods))
 	if n.Reason != "" {
-		annotations[v1alpha1.Group+"/reason"] = n.Reason
+		annotations[v1alpha1.AnnotationReason] = n.Reason
 	}
-	reqs := slices.Clone(t.Spec.Requirements)
-	reqs = append(reqs,
-		v1alpha1.NodeSelectorRequirement{Key: solver.LabelInstanceType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.InstanceType}},
-		v1alpha1.NodeSelectorRequirement{Key: solver.LabelZone, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.Zone}},
-		v1alpha1.NodeSelectorRequirement{Key: solver.LabelCapacityType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{n.CapacityType}},
-	)
-	claim := &v1alpha1.NodeClaim{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeClaim"},
-		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
-		Spec: v1alpha1.NodeClaimSpec{
-			Requirements:           reqs,
-			Resources:              v1alpha1.ResourceRequirements{Requests: resourceList(n.Requested)},
-			NodeClassRef:           t.Spec.NodeClassRef,
-			Taints:                 t.Spec.Taints,
-			StartupTaints:          t.Spec.StartupTaints,
-			ExpireAfter:            t.Spec.ExpireAfter,
-			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
-		},
-	}
-	if pool.UID != "" {
-		yes := true
-		claim.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool", Name: pool.Name, UID: pool.UID, BlockOwnerDeletion: &yes,
-		}}
-	}
-	return claim
+	return pool.NewNodeClaim(v1alpha1.NodeClaimOptions{
+		InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType,
+		Requests: resourceList(n.Requested), Annotations: annotations,
+	})
 }
 
-// resourceList renders CPU, memory and pods requests as quantities.
+// resourceList renders CPU, memory and pods as Kubernetes quantities.
 func resourceList(r solver.Resources) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	if r[solver.CPU] > 0 {
@@ -287,7 +249,7 @@ func Resumable(cloudName string, node *corev1.Node, claimAnnotations map[string]
 	if cloudName == "" || !HasUnregisteredTaint(node) || node.Spec.ProviderID == "" {
 		return false
 	}
-	return node.Annotations[AnnotationLaunchedDirectly] == cloudName || claimAnnotations[AnnotationLaunchedDirectly] == cloudName
+	return node.Annotations[v1alpha1.AnnotationLaunchedDirectly] == cloudName || claimAnnotations[v1alpha1.AnnotationLaunchedDirectly] == cloudName
 }
 
 // Resume rebuilds what Launch returned for the instance behind a
@@ -324,7 +286,7 @@ func (l *DirectLauncher) Resume(ctx context.Context, node *corev1.Node) (Launche
 		var claim v1alpha1.NodeClaim
 		err := l.Client.Get(ctx, client.ObjectKey{Name: view.Name}, &claim)
 		switch {
-		case err == nil && claim.Annotations[AnnotationLaunchedDirectly] == l.CloudName:
+		case err == nil && claim.Annotations[v1alpha1.AnnotationLaunchedDirectly] == l.CloudName:
 			if claim.Status.ProviderID == "" {
 				// The launch's status write never landed: the
 				// instance's view has it.
@@ -335,7 +297,7 @@ func (l *DirectLauncher) Resume(ctx context.Context, node *corev1.Node) (Launche
 			return Launched{}, fmt.Errorf("node %s: reading NodeClaim %s: %w", node.Name, view.Name, err)
 		}
 	}
-	if node.Annotations[AnnotationLaunchedDirectly] != l.CloudName {
+	if node.Annotations[v1alpha1.AnnotationLaunchedDirectly] != l.CloudName {
 		return Launched{}, fmt.Errorf("node %s was not launched directly on %s", node.Name, l.CloudName)
 	}
 	return Launched{Claim: view.Name, Direct: view}, nil
@@ -351,7 +313,7 @@ func (l *DirectLauncher) Register(ctx context.Context, launched Launched, nodeNa
 		return false, errors.New("register: not a direct launch")
 	}
 	node, err := l.updateNode(ctx, claim, nodeName, func(n *corev1.Node) {
-		nodeclaim.ApplyToNode(claim, n, launched.ClaimInCluster)
+		claim.ApplyToNode(n, launched.ClaimInCluster)
 	})
 	if node == nil || err != nil {
 		if err != nil {
@@ -359,13 +321,14 @@ func (l *DirectLauncher) Register(ctx context.Context, launched Launched, nodeNa
 		}
 		return false, err
 	}
-	usable := nodeclaim.Usable(claim, node)
+	usable := claim.Usable(node)
 	if launched.ClaimInCluster {
 		err := l.recordConditions(ctx, claim.Name, func(c *v1alpha1.NodeClaim) {
-			c.Status.NodeName = node.Name
-			nodeclaim.SetCondition(c, v1alpha1.ConditionRegistered, metav1.ConditionTrue, "Registered", "")
-			if !meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionInitialized) {
-				nodeclaim.SetCondition(c, v1alpha1.ConditionInitialized, metav1.ConditionUnknown, "AwaitingInitialization", "waiting for the node to be Ready")
+			if !c.IsInitialized() {
+				c.SetRegistered(node.Name)
+			} else {
+				c.Status.NodeName = node.Name
+				c.SetCondition(v1alpha1.ConditionRegistered, metav1.ConditionTrue, v1alpha1.ReasonRegistered, "")
 			}
 		})
 		if err != nil {
@@ -397,7 +360,7 @@ func (l *DirectLauncher) Open(ctx context.Context, launched Launched, nodeName s
 		return errors.New("open: not a direct launch")
 	}
 	node, err := l.updateNode(ctx, claim, nodeName, func(n *corev1.Node) {
-		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintKeyUnregistered })
 	})
 	if err != nil {
 		return fmt.Errorf("opening node %s to pods: %w", nodeName, err)
@@ -409,8 +372,7 @@ func (l *DirectLauncher) Open(ctx context.Context, launched Launched, nodeName s
 		return nil
 	}
 	return l.recordConditions(ctx, claim.Name, func(c *v1alpha1.NodeClaim) {
-		nodeclaim.SetCondition(c, v1alpha1.ConditionInitialized, metav1.ConditionTrue, "Initialized", "")
-		nodeclaim.SetCondition(c, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready", "")
+		c.SetInitialized()
 	})
 }
 
@@ -470,7 +432,7 @@ func (l *DirectLauncher) recordConditions(ctx context.Context, name string, upda
 
 // HasUnregisteredTaint reports whether pods are still kept off the node.
 func HasUnregisteredTaint(node *corev1.Node) bool {
-	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintKeyUnregistered })
 }
 
 // OperatorRunning looks for the operator's leader-election Lease (named

@@ -12,13 +12,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -29,19 +28,8 @@ import (
 
 // Resources and labels of the rightsize.dev API the claims use.
 var (
-	NodeClaims = schema.GroupVersionResource{Group: "rightsize.dev", Version: "v1alpha1", Resource: "nodeclaims"}
-	NodePools  = schema.GroupVersionResource{Group: "rightsize.dev", Version: "v1alpha1", Resource: "nodepools"}
-)
-
-const (
-	// LabelNodePool names the NodePool of a claim.
-	LabelNodePool = "rightsize.dev/nodepool"
-	// KarpenterLabelNodePool is set too, as the operator does.
-	KarpenterLabelNodePool = "karpenter.sh/nodepool"
-	// AnnotationLaunchedBy records who created a claim.
-	AnnotationLaunchedBy = "rightsize.dev/launched-by"
-	// AnnotationPods lists the pods a claim was planned for (informational).
-	AnnotationPods = "rightsize.dev/planned-pods"
+	NodeClaims = v1alpha1.SchemeGroupVersion.WithResource("nodeclaims")
+	NodePools  = v1alpha1.SchemeGroupVersion.WithResource("nodepools")
 )
 
 // ErrNoCRDs says the NodeClaim CRD is not installed; its message says what to do.
@@ -114,11 +102,12 @@ type Resumer interface {
 type NodeClaimLauncher struct {
 	Dynamic   dynamic.Interface
 	Discovery discovery.DiscoveryInterface
-	// LaunchedBy is recorded in AnnotationLaunchedBy.
+	// LaunchedBy is recorded in v1alpha1.AnnotationLaunchedBy.
 	LaunchedBy string
 }
 
-// Launch creates a NodeClaim pinned to the node's instance type, zone and
+// Launch creates the NodeClaim of the proposed node as the operator's
+// provisioner would (Claim): pinned to the node's instance type, zone and
 // capacity type, in its NodePool, with the node class and taints of that
 // NodePool, requesting what the planned pods request.
 func (l *NodeClaimLauncher) Launch(ctx context.Context, req Request) (Launched, error) {
@@ -145,71 +134,25 @@ func (l *NodeClaimLauncher) launch(ctx context.Context, req Request) (string, er
 	case err != nil:
 		return "", fmt.Errorf("%s: reading NodePool %s: %w", req.Name, n.Pool, err)
 	}
-	template, _, _ := unstructured.NestedMap(pool.Object, "spec", "template", "spec")
-	classRef, _, _ := unstructured.NestedMap(template, "nodeClassRef")
-	if len(classRef) == 0 {
+	var np v1alpha1.NodePool
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(pool.Object, &np); err != nil {
+		return "", fmt.Errorf("%s: reading NodePool %s: %w", req.Name, n.Pool, err)
+	}
+	if np.Spec.Template.Spec.NodeClassRef.Name == "" {
 		return "", fmt.Errorf("%s: NodePool %s has no spec.template.spec.nodeClassRef", req.Name, n.Pool)
 	}
-	spec := map[string]any{
-		"nodeClassRef": classRef,
-		"requirements": []any{
-			requirement(solver.LabelInstanceType, n.InstanceType),
-			requirement(solver.LabelZone, n.Zone),
-			requirement(solver.LabelCapacityType, n.CapacityType),
-			requirement(LabelNodePool, n.Pool),
-		},
-		"resources": map[string]any{"requests": requestList(n.Requested)},
+	typed := Claim(&np, req, l.LaunchedBy)
+	typed.GenerateName = n.Pool + "-"
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return "", fmt.Errorf("%s: building the NodeClaim: %w", req.Name, err)
 	}
-	for _, f := range []string{"taints", "startupTaints", "expireAfter", "terminationGracePeriod"} {
-		if v, ok := template[f]; ok {
-			spec[f] = v
-		}
-	}
-	labels := map[string]any{LabelNodePool: n.Pool, KarpenterLabelNodePool: n.Pool}
-	if tl, ok, _ := unstructured.NestedMap(pool.Object, "spec", "template", "metadata", "labels"); ok {
-		for k, v := range tl {
-			if _, set := labels[k]; !set {
-				labels[k] = v
-			}
-		}
-	}
-	claim := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": NodeClaims.GroupVersion().String(),
-		"kind":       "NodeClaim",
-		"metadata": map[string]any{
-			"generateName": n.Pool + "-",
-			"labels":       labels,
-			"annotations": map[string]any{
-				AnnotationLaunchedBy: l.LaunchedBy,
-				AnnotationPods:       strconv.Itoa(len(req.Pods)),
-			},
-		},
-		"spec": spec,
-	}}
+	claim := &unstructured.Unstructured{Object: obj}
 	created, err := l.Dynamic.Resource(NodeClaims).Create(ctx, claim, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("%s: creating the NodeClaim: %w", req.Name, err)
 	}
 	return created.GetName(), nil
-}
-
-func requirement(key, value string) map[string]any {
-	return map[string]any{"key": key, "operator": "In", "values": []any{value}}
-}
-
-// requestList renders CPU, memory and pods as Kubernetes quantities.
-func requestList(r solver.Resources) map[string]any {
-	out := map[string]any{}
-	if r[solver.CPU] > 0 {
-		out[string(corev1.ResourceCPU)] = resource.NewMilliQuantity(r[solver.CPU], resource.DecimalSI).String()
-	}
-	if r[solver.Memory] > 0 {
-		out[string(corev1.ResourceMemory)] = resource.NewQuantity(r[solver.Memory], resource.BinarySI).String()
-	}
-	if r[solver.Pods] > 0 {
-		out[string(corev1.ResourcePods)] = strconv.FormatInt(r[solver.Pods], 10)
-	}
-	return out
 }
 
 // Served reports whether the API server serves the resource (its CRD is

@@ -16,8 +16,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -25,69 +25,28 @@ import (
 // HoursPerMonth converts hourly prices to monthly ones, as explain does.
 const HoursPerMonth = explain.HoursPerMonth
 
-// WhatIf are the overrides the user toggles on screen; the zero value
-// changes nothing.
-type WhatIf struct {
-	// Spot, when set, replaces every pool's capacity-type requirement:
-	// true allows spot and on-demand, false on-demand only.
-	Spot *bool
-	// Families, when set, replaces every pool's instance-family requirement.
-	Families []string
-	// Region, when set, replaces the catalog region.
-	Region string
-}
-
-// Active reports whether any override is set.
-func (w WhatIf) Active() bool { return w.Spot != nil || len(w.Families) > 0 || w.Region != "" }
-
-// String describes the overrides, e.g. "spot on, families m7i,c7i".
-func (w WhatIf) String() string {
-	var parts []string
-	if w.Spot != nil {
-		if *w.Spot {
-			parts = append(parts, "spot on")
-		} else {
-			parts = append(parts, "spot off")
-		}
-	}
-	if len(w.Families) > 0 {
-		parts = append(parts, "families "+strings.Join(w.Families, ","))
-	}
-	if w.Region != "" {
-		parts = append(parts, "region "+w.Region)
-	}
-	return strings.Join(parts, ", ")
-}
+// WhatIf are the overrides the user toggles on screen (plan.WhatIf); the
+// zero value changes nothing.
+type WhatIf = plan.WhatIf
 
 // Claim is a NodeClaim (rightsize.dev/v1alpha1) as the Nodes view and the
-// planner need it.
-type Claim struct {
-	Name, Pool, InstanceType, Zone, CapacityType string
-	// NodeName is set once a Node registered for the claim.
-	NodeName string
-	// Price is status.pricePerHour, 0 when not set.
-	Price float64
-	// Conditions are the True condition types (Launched, Registered, ...).
-	Conditions []string
-	// Requests are spec.resources.requests.
-	Requests corev1.ResourceList
-	Created  time.Time
-	Deleting bool
-}
+// planner need it (plan.Claim).
+type Claim = plan.Claim
 
 // Input is what a report is built from: a live cluster's objects, or
 // manifests read offline.
 type Input struct {
 	// Objects are the live cluster's objects; nil when Manifests is set.
 	Objects *snapshot.Objects
-	// Claims are the NodeClaims; the ones without a registered node are
-	// in-flight capacity the plan uses first.
+	// Claims are the NodeClaims, those of Objects and those launched but
+	// not seen yet; the ones without a registered node are in-flight
+	// capacity the plan uses first (plan.Build).
 	Claims []Claim
 	// Manifests are read offline (-f).
 	Manifests *snapshot.Manifests
 
-	Catalog explain.Catalog
-	Default explain.DefaultPool
+	Catalog plan.Catalog
+	Default plan.DefaultPool
 	WhatIf  WhatIf
 	// Timeout bounds each solve; the best plan found by then is kept.
 	Timeout time.Duration
@@ -195,7 +154,7 @@ type cachedTypes struct {
 // NewPlanner returns a Planner with an empty catalog cache.
 func NewPlanner() *Planner { return &Planner{types: map[string]cachedTypes{}} }
 
-func (p *Planner) instanceTypes(c explain.Catalog) ([]solver.InstanceType, string, error) {
+func (p *Planner) instanceTypes(c plan.Catalog) ([]solver.InstanceType, string, error) {
 	key := fmt.Sprintf("%s|%s|%v", c.Region, c.InstanceTypesFile, c.Model)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -246,30 +205,19 @@ func (p *Planner) Build(in Input) (*Report, error) {
 		return nil, err
 	}
 	r.Source, r.Region = source, cat.Region
-	prob, err := explain.Problem(m, types, in.Default)
+	built, err := plan.Build(plan.Input{Cluster: cl, Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &in.Default, Claims: in.Claims, WhatIf: in.WhatIf})
 	if err != nil {
 		return nil, err
 	}
-	if err := cat.ApplyKubelets(prob, m.Kubelets); err != nil {
-		return nil, err
-	}
-	prices := explain.NewPriceList(types)
-	if cl != nil {
-		prob.Nodes, prob.PDBs = slices.Clone(cl.Nodes), cl.PDBs
-		for i := range prob.Nodes {
-			prob.Nodes[i].Price, _ = prices.Price(&prob.Nodes[i])
-		}
-		prob.Nodes = append(prob.Nodes, inFlight(in.Claims, cl.Nodes, types, prob)...)
-	}
-	applyWhatIf(prob, in.WhatIf)
+	prob, prices := built.Problem, built.Prices
 	if in.Timeout > 0 {
 		prob.Options.Deadline = time.Now().Add(in.Timeout)
 	}
-	plan, err := solver.Solve(prob)
+	solved, err := solver.Solve(prob)
 	if err != nil {
 		return nil, fmt.Errorf("planning: %w", err)
 	}
-	r.Problem, r.Plan, r.Baseline = prob, plan, plan.TotalPrice
+	r.Problem, r.Plan, r.Baseline = prob, solved, solved.TotalPrice
 	if in.WhatIf.Active() {
 		r.Baseline, err = p.baseline(in, m, cl, base)
 		if err != nil {
@@ -297,114 +245,24 @@ func (p *Planner) Build(in Input) (*Report, error) {
 }
 
 // baseline solves again without the overrides, for the cost difference.
-func (p *Planner) baseline(in Input, m *snapshot.Manifests, cl *snapshot.Cluster, cat explain.Catalog) (float64, error) {
+func (p *Planner) baseline(in Input, m *snapshot.Manifests, cl *snapshot.Cluster, cat plan.Catalog) (float64, error) {
 	types, _, err := p.instanceTypes(cat)
 	if err != nil {
 		return 0, err
 	}
-	prob, err := explain.Problem(m, types, in.Default)
+	built, err := plan.Build(plan.Input{Cluster: cl, Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &in.Default, Claims: in.Claims})
 	if err != nil {
 		return 0, err
 	}
-	if err := cat.ApplyKubelets(prob, m.Kubelets); err != nil {
-		return 0, err
-	}
-	if cl != nil {
-		prob.Nodes = append(slices.Clone(cl.Nodes), inFlight(in.Claims, cl.Nodes, types, prob)...)
-	}
+	prob := built.Problem
 	if in.Timeout > 0 {
 		prob.Options.Deadline = time.Now().Add(in.Timeout)
 	}
-	plan, err := solver.Solve(prob)
+	solved, err := solver.Solve(prob)
 	if err != nil {
 		return 0, fmt.Errorf("planning without the what-if: %w", err)
 	}
-	return plan.TotalPrice, nil
-}
-
-// applyWhatIf replaces the pools' capacity-type and family requirements.
-func applyWhatIf(p *solver.Problem, w WhatIf) {
-	if w.Spot == nil && len(w.Families) == 0 {
-		return
-	}
-	pools := make([]solver.Pool, len(p.Pools))
-	for i, pool := range p.Pools {
-		var reqs []solver.Requirement
-		for _, r := range pool.Requirements {
-			if w.Spot != nil && r.Key == solver.LabelCapacityType || len(w.Families) > 0 && r.Key == cloud.LabelInstanceFamily {
-				continue
-			}
-			reqs = append(reqs, r)
-		}
-		if w.Spot != nil {
-			cts := []string{cloud.CapacityTypeOnDemand}
-			if *w.Spot {
-				cts = []string{cloud.CapacityTypeSpot, cloud.CapacityTypeOnDemand}
-			}
-			reqs = append(reqs, solver.Requirement{Key: solver.LabelCapacityType, Operator: solver.OpIn, Values: cts})
-		}
-		if len(w.Families) > 0 {
-			reqs = append(reqs, solver.Requirement{Key: cloud.LabelInstanceFamily, Operator: solver.OpIn, Values: slices.Clone(w.Families)})
-		}
-		pool.Requirements = reqs
-		pools[i] = pool
-	}
-	p.Pools = pools
-}
-
-// inFlight turns the NodeClaims no registered node stands for yet into
-// in-flight nodes, so that the plan does not propose them again.
-func inFlight(claims []Claim, nodes []solver.Node, types []solver.InstanceType, p *solver.Problem) []solver.Node {
-	registered := make(map[string]bool, len(nodes))
-	for i := range nodes {
-		registered[nodes[i].Name] = true
-	}
-	byName := make(map[string]*solver.InstanceType, len(types))
-	for i := range types {
-		byName[types[i].Name] = &types[i]
-	}
-	var out []solver.Node
-	for _, c := range claims {
-		if c.Deleting || (c.NodeName != "" && registered[c.NodeName]) || registered[c.Name] {
-			continue
-		}
-		labels := map[string]string{
-			solver.LabelInstanceType: c.InstanceType, solver.LabelZone: c.Zone,
-			solver.LabelCapacityType: c.CapacityType, solver.LabelNodePool: c.Pool,
-			"rightsize.dev/nodepool": c.Pool, "kubernetes.io/hostname": c.Name,
-		}
-		n := solver.Node{
-			Name: c.Name, Pool: c.Pool, InstanceType: c.InstanceType, Zone: c.Zone, CapacityType: c.CapacityType,
-			Labels: labels, InFlight: true, Created: c.Created, Price: c.Price,
-		}
-		if it := byName[c.InstanceType]; it != nil {
-			for k, v := range it.Labels {
-				if _, ok := labels[k]; !ok {
-					labels[k] = v
-				}
-			}
-			n.Allocatable = it.Allocatable().Sub(daemonOverhead(p, solver.MapLabels(labels), nil))
-		} else {
-			n.Allocatable = requests(c.Requests)
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-// requests converts a claim's requests (cpu, memory, pods).
-func requests(l corev1.ResourceList) solver.Resources {
-	var r solver.Resources
-	if q, ok := l[corev1.ResourceCPU]; ok {
-		r[solver.CPU] = q.MilliValue()
-	}
-	if q, ok := l[corev1.ResourceMemory]; ok {
-		r[solver.Memory] = q.Value()
-	}
-	if q, ok := l[corev1.ResourcePods]; ok {
-		r[solver.Pods] = q.Value()
-	}
-	return r
+	return solved.TotalPrice, nil
 }
 
 func (r *Report) buildProposed() {
@@ -572,14 +430,14 @@ func formatRequests(p *solver.Problem, req solver.Resources) string {
 	return strings.Join(parts, ", ")
 }
 
-func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims []Claim, prices explain.PriceList) {
+func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims []Claim, prices plan.Prices) {
 	raw := make(map[string]*corev1.Node, len(objs.Nodes))
 	for _, n := range objs.Nodes {
 		raw[n.Name] = n
 	}
 	r.ClusterNodes = len(cl.Nodes)
 	for i := range cl.Nodes {
-		n := &cl.Nodes[i]
+		n := &r.Existing[i] // priced by plan.Build: what a NodeClaim pays, else the catalog
 		row := NodeRow{
 			Name: n.Name, InstanceType: n.InstanceType, Capacity: n.CapacityType, Zone: n.Zone, Pool: n.Pool,
 			CPUReq: n.Requested[solver.CPU], CPUAlloc: n.Allocatable[solver.CPU],
@@ -587,7 +445,7 @@ func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims
 			Pods: n.Requested[solver.Pods], MaxPods: n.Allocatable[solver.Pods], Created: n.Created,
 			Status: nodeStatus(raw[n.Name]),
 		}
-		if price, ok := prices.Price(n); ok {
+		if price, ok := prices.Node(n); ok {
 			row.Price = &price
 			r.ClusterPrice += price
 		}
@@ -605,7 +463,7 @@ func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims
 				row.Status = "NodeClaim: " + claimPhase(c)
 			}
 		}
-		if price, ok := prices.Price(&f); ok {
+		if price, ok := prices.Node(&f); ok {
 			row.Price = &price
 		}
 		r.Nodes = append(r.Nodes, row)

@@ -43,7 +43,7 @@ const (
 
 // ReasonInterruption is the NodeClaim deletion reason the lifecycle
 // controller's metrics and logs report for claims deleted here.
-const ReasonInterruption = "interruption"
+const ReasonInterruption = string(v1alpha1.DeletionReasonInterruption)
 
 // OfferingMarker remembers offerings to avoid for a while; the aws
 // provider's *UnavailableOfferings, which insufficient-capacity errors fill

@@ -81,7 +81,7 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		For(&v1alpha1.NodeClaim{}, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				old, cl := e.ObjectOld.(*v1alpha1.NodeClaim), e.ObjectNew.(*v1alpha1.NodeClaim)
-				return nodeclaim.IsTrue(old, v1alpha1.ConditionLaunched) != nodeclaim.IsTrue(cl, v1alpha1.ConditionLaunched) ||
+				return old.IsLaunched() != cl.IsLaunched() ||
 					driftOf(old) != driftOf(cl) ||
 					old.Annotations[v1alpha1.AnnotationNodeClassHash] != cl.Annotations[v1alpha1.AnnotationNodeClassHash]
 			},
@@ -127,7 +127,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.client.Get(ctx, req.NamespacedName, &claim); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if claim.DeletionTimestamp != nil || !nodeclaim.IsTrue(&claim, v1alpha1.ConditionLaunched) {
+	if claim.DeletionTimestamp != nil || !claim.IsLaunched() {
 		return reconcile.Result{}, nil
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("nodeclaim", claim.Name)
@@ -144,7 +144,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	orig := claim.DeepCopy()
 	changed := false
 	if why != "" {
-		changed = nodeclaim.SetCondition(&claim, v1alpha1.ConditionDrifted, metav1.ConditionTrue, ReasonDrifted, why)
+		changed = claim.SetCondition(v1alpha1.ConditionDrifted, metav1.ConditionTrue, ReasonDrifted, why)
 	} else {
 		changed = meta.RemoveStatusCondition(&claim.Status.Conditions, v1alpha1.ConditionDrifted)
 	}

@@ -4,7 +4,7 @@
 // grace period, and NodeClaims whose instance vanished are deleted so that
 // their pods are planned again.
 //
-// Instances marked cloud.AnnotationLaunchedDirectly are the exception:
+// Instances marked v1alpha1.AnnotationLaunchedDirectly are the exception:
 // kubectl rightsize tui --cloud launched them without the operator, on a
 // cluster with no NodeClaim CRD (or no NodePool) to record them in, and
 // they run the user's pods. Past the grace period the collector adopts
@@ -32,22 +32,20 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 // Options tune the garbage collector.
@@ -64,6 +62,9 @@ type Options struct {
 	// Recorder, when set, records an event on each NodeClaim adopted and
 	// on the Node of each instance that cannot be adopted yet.
 	Recorder events.EventRecorder
+	// Clock tells the time of the grace period and the listing interval;
+	// the real clock when nil.
+	Clock clock.WithTicker
 }
 
 // Collector is a leader-only manager.Runnable.
@@ -95,6 +96,9 @@ func New(reader client.Reader, c client.Client, cp cloud.CloudProvider, log logr
 	if opts.Interval <= 0 {
 		opts.Interval = min(10*time.Second, max(opts.GracePeriod/2, time.Second))
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	if opts.Replan == nil {
 		opts.Replan = func() {}
 	}
@@ -106,7 +110,7 @@ func (g *Collector) NeedLeaderElection() bool { return true }
 
 // Start collects every Interval until ctx ends.
 func (g *Collector) Start(ctx context.Context) error {
-	t := time.NewTicker(g.opts.Interval)
+	t := g.opts.Clock.NewTicker(g.opts.Interval)
 	defer t.Stop()
 	for {
 		if err := g.Collect(ctx); err != nil && ctx.Err() == nil {
@@ -115,7 +119,7 @@ func (g *Collector) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -144,11 +148,11 @@ func (g *Collector) Collect(ctx context.Context) error {
 		if byID[inst.Status.ProviderID] || byName[inst.Name] {
 			continue
 		}
-		age := time.Since(inst.CreationTimestamp.Time)
+		age := g.opts.Clock.Since(inst.CreationTimestamp.Time)
 		if age < g.opts.GracePeriod {
 			continue
 		}
-		if inst.Annotations[cloud.AnnotationLaunchedDirectly] != "" {
+		if inst.Annotations[v1alpha1.AnnotationLaunchedDirectly] != "" {
 			if err := g.adopt(ctx, inst); err != nil {
 				g.log.Error(err, "adopting an instance launched by kubectl rightsize tui", "providerID", inst.Status.ProviderID, "nodeclaim", inst.Name)
 			}
@@ -176,10 +180,10 @@ func (g *Collector) Collect(ctx context.Context) error {
 	for i := range claims.Items {
 		c := &claims.Items[i]
 		id := c.Status.ProviderID
-		if id == "" || alive[id] || c.DeletionTimestamp != nil || !nodeclaim.IsTrue(c, v1alpha1.ConditionLaunched) {
+		if id == "" || alive[id] || c.DeletionTimestamp != nil || !c.IsLaunched() {
 			continue
 		}
-		if time.Since(nodeclaim.TransitionTime(c, v1alpha1.ConditionLaunched)) < 10*time.Second {
+		if g.opts.Clock.Since(c.TransitionTime(v1alpha1.ConditionLaunched)) < 10*time.Second {
 			continue
 		}
 		if _, err := g.cloud.Get(ctx, id); !cloud.IsNotFound(err) {
@@ -187,10 +191,7 @@ func (g *Collector) Collect(ctx context.Context) error {
 		}
 		g.log.Info("deleting a NodeClaim whose instance is gone", "nodeclaim", c.Name, "providerID", id)
 		orig := c.DeepCopy()
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Annotations[v1alpha1.AnnotationDeletionReason] = metrics.ReasonInstanceGone
+		c.SetDeletionReason(v1alpha1.DeletionReasonInstanceGone)
 		if err := g.client.Patch(ctx, c, client.MergeFrom(orig)); err != nil {
 			continue
 		}
@@ -207,7 +208,7 @@ func (g *Collector) Collect(ctx context.Context) error {
 // or reports once that its NodePool does not exist.
 func (g *Collector) adopt(ctx context.Context, inst *v1alpha1.NodeClaim) error {
 	id := inst.Status.ProviderID
-	poolName := nodeclaim.Pool(inst)
+	poolName := inst.NodePool()
 	var pool v1alpha1.NodePool
 	var err error
 	if poolName != "" && inst.Name != "" {
@@ -236,7 +237,7 @@ func (g *Collector) adopt(ctx context.Context, inst *v1alpha1.NodeClaim) error {
 	if err := g.client.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsConflict(err) {
 		g.log.Error(err, "recording the instance on an adopted NodeClaim; the lifecycle controller will", "nodeclaim", claim.Name)
 	}
-	by := inst.Annotations[cloud.AnnotationLaunchedDirectly]
+	by := inst.Annotations[v1alpha1.AnnotationLaunchedDirectly]
 	metrics.NodeClaimsCreated.WithLabelValues(pool.Name, metrics.ReasonAdopted).Inc()
 	g.mu.Lock()
 	delete(g.unadoptable, id)
@@ -283,41 +284,21 @@ func (g *Collector) notAdoptable(ctx context.Context, inst *v1alpha1.NodeClaim, 
 // provisioner would have built it for its pool, pinned to what was
 // launched; the instance's own labels fill in what the pool does not set.
 func adoptedClaim(pool *v1alpha1.NodePool, inst *v1alpha1.NodeClaim) *v1alpha1.NodeClaim {
-	t := &pool.Spec.Template
-	labels := pool.NodeLabels()
-	if t.Spec.NodeClassRef.Name != "" {
-		labels[v1alpha1.LabelNodeClass] = t.Spec.NodeClassRef.Name
-	}
-	for k, v := range inst.Labels {
-		if _, ok := labels[k]; !ok && !strings.HasPrefix(k, corev1.LabelHostname) {
-			labels[k] = v
-		}
-	}
-	annotations := maps.Clone(t.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	by := inst.Annotations[cloud.AnnotationLaunchedDirectly]
-	annotations[cloud.AnnotationLaunchedDirectly] = by
-	annotations[nodeclaim.AnnotationReason] = "launched by kubectl rightsize tui directly on " + by + " and adopted by the operator"
+	by := inst.Annotations[v1alpha1.AnnotationLaunchedDirectly]
 	// The hash of the node class the instance was launched with, when the
 	// provider recorded one: drift is judged by it. Without it the claim
 	// never drifts by hash.
-	annotations = cloud.CopyNodeClassHash(annotations, inst.Annotations)
-	reqs := slices.Clone(t.Spec.Requirements)
-	for _, pin := range []struct{ key, value string }{
-		{solver.LabelInstanceType, inst.Status.InstanceType},
-		{solver.LabelZone, inst.Status.Zone},
-		{solver.LabelCapacityType, inst.Status.CapacityType},
-	} {
-		if pin.value != "" {
-			reqs = append(reqs, v1alpha1.NodeSelectorRequirement{Key: pin.key, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{pin.value}})
-		}
-	}
+	annotations := cloud.CopyNodeClassHash(map[string]string{
+		v1alpha1.AnnotationLaunchedDirectly: by,
+		v1alpha1.AnnotationReason:           "launched by kubectl rightsize tui directly on " + by + " and adopted by the operator",
+	}, inst.Annotations)
+	claim := pool.NewNodeClaim(v1alpha1.NodeClaimOptions{
+		InstanceType: inst.Status.InstanceType, Zone: inst.Status.Zone, CapacityType: inst.Status.CapacityType,
+		Labels: inst.Labels, Annotations: annotations,
+	})
+	claim.Name = inst.Name
 	// A NoExecute taint would evict the pods the node runs already.
-	taints := slices.DeleteFunc(slices.Clone(t.Spec.Taints), func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute })
-	claim := nodeclaim.ForPool(pool, inst.Name, labels, annotations, reqs)
-	claim.Spec.Taints = taints
+	claim.Spec.Taints = slices.DeleteFunc(slices.Clone(claim.Spec.Taints), func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute })
 	return claim
 }
 
@@ -333,9 +314,7 @@ func adoptedStatus(inst *v1alpha1.NodeClaim, generation int64) v1alpha1.NodeClai
 	}
 	c := &v1alpha1.NodeClaim{Status: out}
 	c.Generation = generation
-	by := inst.Annotations[cloud.AnnotationLaunchedDirectly]
-	nodeclaim.SetCondition(c, v1alpha1.ConditionLaunched, metav1.ConditionTrue, "Adopted", "launched by kubectl rightsize tui directly on "+by+"; adopted by the garbage collector")
-	nodeclaim.SetCondition(c, v1alpha1.ConditionRegistered, metav1.ConditionUnknown, "AwaitingRegistration", "waiting for the node to join")
-	nodeclaim.SetCondition(c, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotRegistered", "the node has not joined yet")
+	by := inst.Annotations[v1alpha1.AnnotationLaunchedDirectly]
+	c.SetLaunched(v1alpha1.ReasonAdopted, "launched by kubectl rightsize tui directly on "+by+"; adopted by the garbage collector")
 	return c.Status
 }

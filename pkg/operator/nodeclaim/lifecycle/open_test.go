@@ -15,7 +15,6 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 )
 
 // The fake client stands in for the informer cache only for the grouping of
@@ -32,12 +31,12 @@ func readyNode(name string, taints ...corev1.Taint) *corev1.Node {
 
 func batchClaim(name, batch, size, node string, conditions ...string) *v1alpha1.NodeClaim {
 	c := &v1alpha1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-		nodeclaim.AnnotationBatch: batch, nodeclaim.AnnotationBatchSize: size,
+		v1alpha1.AnnotationBatch: batch, v1alpha1.AnnotationBatchSize: size,
 	}}}
 	c.Spec.StartupTaints = []corev1.Taint{{Key: "example.com/agent", Effect: corev1.TaintEffectNoSchedule}}
 	c.Status.NodeName = node
 	for _, cond := range conditions {
-		nodeclaim.SetCondition(c, cond, metav1.ConditionTrue, cond, "")
+		c.SetCondition(cond, metav1.ConditionTrue, cond, "")
 	}
 	return c
 }
@@ -56,7 +55,7 @@ func TestUsableNodeWaitsForReadinessAndStartupTaints(t *testing.T) {
 		{"not-ready taint left", readyNode("a", corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}), false},
 		{"startup taint left", readyNode("a", claim.Spec.StartupTaints[0]), false},
 	} {
-		if got := nodeclaim.Usable(claim, tc.node); got != tc.want {
+		if got := claim.Usable(tc.node); got != tc.want {
 			t.Errorf("%s: usable %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -98,7 +97,7 @@ func TestGangCountsTheDecisionsClaimsNotUsableYet(t *testing.T) {
 	}
 
 	// A claim of the decision not in the cache yet is waited for too.
-	self.Annotations[nodeclaim.AnnotationBatchSize] = "5"
+	self.Annotations[v1alpha1.AnnotationBatchSize] = "5"
 	if _, waiting, _ = c.gang(ctx, self, node, "b1"); waiting != 2 {
 		t.Errorf("waiting %d with one claim of five unseen; want 2", waiting)
 	}

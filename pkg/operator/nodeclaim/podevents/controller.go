@@ -41,6 +41,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -60,7 +61,7 @@ const Window = 10 * time.Second
 type Controller struct {
 	client client.Client
 	log    logr.Logger
-	now    func() time.Time
+	clock  clock.PassiveClock
 
 	mu sync.Mutex
 	// pending is the latest pod event seen on each node that is not
@@ -68,9 +69,13 @@ type Controller struct {
 	pending map[string]time.Time
 }
 
-// New returns the controller; c reads from the manager's cache.
-func New(c client.Client, log logr.Logger) *Controller {
-	return &Controller{client: c, log: log, now: time.Now, pending: map[string]time.Time{}}
+// New returns the controller; c reads from the manager's cache and clk
+// tells the time of pod events (the real clock when nil).
+func New(c client.Client, log logr.Logger, clk clock.PassiveClock) *Controller {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Controller{client: c, log: log, clock: clk, pending: map[string]time.Time{}}
 }
 
 // RBAC of the pod events controller: it reads pods, nodes and NodeClaims,
@@ -93,12 +98,12 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 				pod := e.ObjectNew.(*corev1.Pod)
 				if Changed(e.ObjectOld.(*corev1.Pod), pod) {
-					c.seen(q, pod.Spec.NodeName, c.now())
+					c.seen(q, pod.Spec.NodeName, c.clock.Now())
 				}
 			},
 			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) {
 				if pod, ok := e.Object.(*corev1.Pod); ok && Deleted(pod) {
-					c.seen(q, pod.Spec.NodeName, c.now())
+					c.seen(q, pod.Spec.NodeName, c.clock.Now())
 				}
 			},
 		}).
@@ -155,7 +160,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if t := claim.Status.LastPodEventTime; t != nil {
 		stored = t.Time
 	}
-	write, wait := Next(stored, latest, c.now())
+	write, wait := Next(stored, latest, c.clock.Now())
 	if wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}

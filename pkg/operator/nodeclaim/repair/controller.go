@@ -23,13 +23,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 )
 
@@ -70,6 +70,9 @@ type Options struct {
 	Toleration time.Duration
 	// MaxUnhealthyShare (DefaultMaxUnhealthyShare when zero).
 	MaxUnhealthyShare float64
+	// Clock tells the time tolerations are counted to; the real clock when
+	// nil.
+	Clock clock.PassiveClock
 }
 
 // Broken is a policy a node breaks: which condition, since when, and when
@@ -106,7 +109,7 @@ type Controller struct {
 	client   client.Client
 	recorder events.EventRecorder
 	opts     Options
-	now      func() time.Time
+	clock    clock.PassiveClock
 }
 
 // New returns the repair controller.
@@ -117,7 +120,10 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) *Controll
 	if opts.MaxUnhealthyShare <= 0 {
 		opts.MaxUnhealthyShare = DefaultMaxUnhealthyShare
 	}
-	return &Controller{client: c, recorder: recorder, opts: opts, now: time.Now}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Controller{client: c, recorder: recorder, opts: opts, clock: opts.Clock}
 }
 
 // RBAC of the repair controller.
@@ -146,7 +152,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.client.Get(ctx, req.NamespacedName, &claim); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if claim.DeletionTimestamp != nil || !nodeclaim.IsTrue(&claim, v1alpha1.ConditionInitialized) {
+	if claim.DeletionTimestamp != nil || !claim.IsInitialized() {
 		return reconcile.Result{}, nil // not yet a node to repair, or already going
 	}
 	node, err := nodeclaim.NodeOf(ctx, c.client, &claim)
@@ -157,11 +163,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if broken == nil {
 		return reconcile.Result{}, nil
 	}
-	now := c.now()
+	now := c.clock.Now()
 	if wait := broken.Due.Sub(now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	pool := nodeclaim.Pool(&claim)
+	pool := claim.NodePool()
 	unhealthy, total, err := c.poolHealth(ctx, pool, now)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -175,10 +181,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	why := fmt.Sprintf("node %s has had %s=%s for %s (tolerated: %s): terminating it without draining and replacing it",
 		node.Name, broken.Policy.Condition, broken.Policy.Status, now.Sub(broken.Since).Round(time.Second), broken.Policy.Toleration)
 	orig := claim.DeepCopy()
-	if claim.Annotations == nil {
-		claim.Annotations = map[string]string{}
-	}
-	claim.Annotations[v1alpha1.AnnotationDeletionReason] = metrics.ReasonRepair
+	claim.SetDeletionReason(v1alpha1.DeletionReasonRepair)
 	// Guarded by the resourceVersion: a reconcile on a cached claim that
 	// another one already repaired gets a conflict, not a second repair.
 	if err := c.client.Patch(ctx, &claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -206,7 +209,7 @@ func (c *Controller) poolHealth(ctx context.Context, pool string, now time.Time)
 	}
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		if !nodeclaim.IsTrue(claim, v1alpha1.ConditionInitialized) {
+		if !claim.IsInitialized() {
 			continue
 		}
 		node, err := nodeclaim.NodeOf(ctx, c.client, claim)

@@ -12,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 )
 
@@ -100,7 +100,7 @@ func TestReconcileRepairsOnlyPastTheTolerationAndNotAWiderFailure(t *testing.T) 
 					ready = cond(corev1.NodeReady, corev1.ConditionFalse, ago)
 				}
 				n := node(name, ready)
-				claim := &v1alpha1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelNodePool: "pool"}, Finalizers: []string{nodeclaim.Finalizer}},
+				claim := &v1alpha1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelNodePool: "pool"}, Finalizers: []string{v1alpha1.TerminationFinalizer}},
 					Status: v1alpha1.NodeClaimStatus{ProviderID: n.Spec.ProviderID, Conditions: []metav1.Condition{
 						{Type: v1alpha1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(now.Add(-3 * time.Hour))}}}}
 				objs = append(objs, n, claim)
@@ -110,8 +110,7 @@ func TestReconcileRepairsOnlyPastTheTolerationAndNotAWiderFailure(t *testing.T) 
 				WithIndex(&corev1.Node{}, nodeclaim.IndexNodeProviderID, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
 				Build()
 			rec := events.NewFakeRecorder(10)
-			ctrl := New(c, rec, Options{})
-			ctrl.now = func() time.Time { return now }
+			ctrl := New(c, rec, Options{Clock: clocktesting.NewFakePassiveClock(now)})
 			res, err := ctrl.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "n0"}})
 			if err != nil {
 				t.Fatal(err)
@@ -123,8 +122,8 @@ func TestReconcileRepairsOnlyPastTheTolerationAndNotAWiderFailure(t *testing.T) 
 			if deleted := claim.DeletionTimestamp != nil; deleted != tt.wantDeleted {
 				t.Errorf("claim deleted %v, want %v", deleted, tt.wantDeleted)
 			}
-			if tt.wantDeleted && claim.Annotations[v1alpha1.AnnotationDeletionReason] != metrics.ReasonRepair {
-				t.Errorf("deletion reason %q, want %q", claim.Annotations[v1alpha1.AnnotationDeletionReason], metrics.ReasonRepair)
+			if tt.wantDeleted && claim.DeletionReason() != v1alpha1.DeletionReasonRepair {
+				t.Errorf("deletion reason %q, want %q", claim.DeletionReason(), v1alpha1.DeletionReasonRepair)
 			}
 			if res.RequeueAfter != tt.wantRequeue {
 				t.Errorf("requeue after %s, want %s", res.RequeueAfter, tt.wantRequeue)
@@ -138,5 +137,47 @@ func TestReconcileRepairsOnlyPastTheTolerationAndNotAWiderFailure(t *testing.T) 
 				t.Errorf("event %q, want one with %q", got, tt.wantEvent)
 			}
 		})
+	}
+}
+
+func TestRepairWaitsOutTheTolerationOnTheClock(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	n := node("n0", cond(corev1.NodeReady, corev1.ConditionFalse, 10*time.Minute))
+	claim := &v1alpha1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "n0", Labels: map[string]string{v1alpha1.LabelNodePool: "pool"}, Finalizers: []string{v1alpha1.TerminationFinalizer}},
+		Status: v1alpha1.NodeClaimStatus{ProviderID: n.Spec.ProviderID}}
+	claim.SetInitialized()
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(n, claim).
+		WithIndex(&v1alpha1.NodeClaim{}, nodeclaim.IndexClaimProviderID, func(o client.Object) []string { return []string{o.(*v1alpha1.NodeClaim).Status.ProviderID} }).
+		WithIndex(&corev1.Node{}, nodeclaim.IndexNodeProviderID, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
+		Build()
+	clk := clocktesting.NewFakePassiveClock(now)
+	ctrl := New(c, events.NewFakeRecorder(10), Options{Clock: clk})
+	for _, step := range []struct {
+		at          time.Duration // after now
+		wantRequeue time.Duration
+		wantDeleted bool
+	}{
+		{0, 20 * time.Minute, false}, // NotReady for 10 of the 30 minutes tolerated
+		{19 * time.Minute, time.Minute, false},
+		{20 * time.Minute, 0, true},
+	} {
+		clk.SetTime(now.Add(step.at))
+		res, err := ctrl.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "n0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got v1alpha1.NodeClaim
+		if err := c.Get(context.Background(), client.ObjectKey{Name: "n0"}, &got); err != nil {
+			t.Fatal(err)
+		}
+		if deleted := got.DeletionTimestamp != nil; res.RequeueAfter != step.wantRequeue || deleted != step.wantDeleted {
+			t.Errorf("at +%s: requeue after %s, deleted %v; want %s, %v", step.at, res.RequeueAfter, deleted, step.wantRequeue, step.wantDeleted)
+		}
 	}
 }

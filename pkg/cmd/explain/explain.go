@@ -1,0 +1,160 @@
+// Package explain is the `kubectl rightsize explain` command: its flags,
+// their validation and the run that prints the report of pkg/explain.
+package explain
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
+	report "github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+)
+
+const explainExample = `  # Why are pods pending in the current namespace, what would fix it, and what do the nodes cost?
+  kubectl rightsize explain
+
+  # The same for every namespace, or for one workload
+  kubectl rightsize explain -A
+  kubectl rightsize explain deployment/web -n shop
+
+  # Plan nodes for a directory of manifests with the embedded AWS catalog, offline
+  kubectl rightsize explain -f deploy/
+
+  # The same in eu-west-1, allowing spot, one row per node with its pods
+  kubectl rightsize explain -f app.yaml --region eu-west-1 --capacity-type spot,on-demand -o wide
+
+  # Your own instance types and prices, output as JSON
+  kubectl rightsize explain -f app.yaml --instance-types my-types.yaml -o json`
+
+// ExplainOptions are the options of `kubectl rightsize explain`.
+type ExplainOptions struct {
+	genericiooptions.IOStreams
+	// Cluster gives the kubeconfig, context, namespace and request timeout
+	// (the root command's --kubeconfig, --context, -n, --request-timeout).
+	Cluster genericclioptions.RESTClientGetter
+
+	// Input names manifests to plan offline (-f, -k, -R, --strict). When
+	// none are given, explain reads the live cluster that Cluster points at.
+	Input flags.Input
+	// Output is "", "wide", "json" or "yaml".
+	Output   string
+	Planning flags.Planning
+	// Timeout bounds the solve; the best plan found by then is printed.
+	Timeout time.Duration
+	// AllNamespaces reports the pending pods of every namespace rather than
+	// those of the current namespace (-A).
+	AllNamespaces bool
+	// Consolidation adds what the consolidation planner would do now (live
+	// clusters only; read-only).
+	Consolidation bool
+	// Workload narrows the report to one workload: "NAME" or "pod/NAME" for
+	// a pod, "TYPE/NAME" for a controller (deployment/web). The plan still
+	// considers every pending pod.
+	Workload string
+
+	// Set by Complete.
+	cluster    *flags.Cluster
+	clusterErr error
+}
+
+// NewCmdExplain builds `kubectl rightsize explain`. cluster gives the
+// kubeconfig flags of the root command. The command only parses: it runs
+// runF when given (tests), else ExplainOptions.Run.
+func NewCmdExplain(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter, runF func(context.Context, *ExplainOptions) error) *cobra.Command {
+	o := &ExplainOptions{IOStreams: streams, Cluster: cluster}
+	cmd := &cobra.Command{
+		Use:   "explain [POD | TYPE/NAME] [-f FILENAME]",
+		Short: "Show why pods are pending, which right-sized nodes would fix it, what they cost, and what the current nodes cost",
+		Long: `Show why pods are pending, which right-sized nodes would fix it and what they cost.
+
+Without -f, explain reads the cluster of the current kubeconfig context: pending
+pods (of the current namespace, -n NAMESPACE, or -A for all), nodes, DaemonSets,
+PodDisruptionBudgets and Karpenter NodePools. It plans for every pending pod,
+then reports the pending pods in scope with the scheduler's message and the
+node that would take them, the proposed nodes, and the current nodes with their
+price. Naming a pod or a workload (deployment/web) narrows the report to it.
+
+With -f, explain plans offline for the workloads in the manifests.`,
+		Example: explainExample,
+		Args:    cobra.ArbitraryArgs, // Complete says what is wrong with extra ones
+		RunE:    flags.RunE(o, runF),
+	}
+	f := cmd.Flags()
+	o.Input.AddFlags(f, "a file, a directory, or - for stdin")
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "report the pending pods of every namespace")
+	f.BoolVar(&o.Consolidation, "consolidation", false, "also show what consolidation would do now and what it would save (read-only)")
+	f.StringVarP(&o.Output, "output", "o", "", "output format: wide, json or yaml")
+	o.Planning.AddFlags(f)
+	f.DurationVar(&o.Timeout, "timeout", 0, "stop improving the plan after this long and print the best found (0: no limit)")
+	return cmd
+}
+
+// Complete takes the positional arguments and, when no manifests are given,
+// resolves the cluster from Cluster. A kubeconfig that cannot be used is
+// not an error yet: Validate reports it, since -f needs none.
+func (o *ExplainOptions) Complete(args []string) error {
+	switch len(args) {
+	case 0:
+	case 1:
+		o.Workload = args[0]
+	default:
+		return fmt.Errorf("at most one workload may be named (POD, pod/NAME or TYPE/NAME), got %d: %s", len(args), strings.Join(args, " "))
+	}
+	if o.Input.Given() || o.Cluster == nil {
+		return nil
+	}
+	o.cluster, o.clusterErr = flags.ResolveCluster(o.Cluster)
+	return nil
+}
+
+// Validate checks the options before anything is read.
+func (o *ExplainOptions) Validate() error {
+	if !o.Input.Given() && o.cluster == nil {
+		return flags.NoInputError(o.clusterErr)
+	}
+	if o.Workload != "" {
+		if o.Input.Given() {
+			return fmt.Errorf("%s: naming a workload needs a live cluster; with -f every manifest is planned", o.Workload)
+		}
+		if err := report.CheckWorkload(o.Workload); err != nil {
+			return err
+		}
+	}
+	switch o.Output {
+	case "", "wide", "json", "yaml":
+	default:
+		return fmt.Errorf("--output %q: must be one of wide, json, yaml", o.Output)
+	}
+	if err := o.Planning.Validate(); err != nil {
+		return err
+	}
+	if o.Consolidation && o.Input.Given() {
+		return fmt.Errorf("--consolidation reads a live cluster's nodes; it cannot be combined with -f")
+	}
+	return nil
+}
+
+// Run reads the manifests or the cluster, solves and prints the report.
+// When ctx ends first (Ctrl-C), it returns promptly with an error that
+// says so, and prints no report.
+func (o *ExplainOptions) Run(ctx context.Context) error {
+	r := report.Options{
+		Input: o.Input.Input, Output: o.Output, Catalog: o.Planning.Catalog, Default: o.Planning.Default,
+		Timeout: o.Timeout, AllNamespaces: o.AllNamespaces, Consolidation: o.Consolidation, Workload: o.Workload,
+		IOStreams: o.IOStreams,
+	}
+	if o.cluster != nil {
+		r.RESTConfig, r.Namespace = o.cluster.RESTConfig, o.cluster.Namespace
+	}
+	err := r.Run(ctx)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("interrupted before the report was ready, nothing printed: %w", err)
+	}
+	return err
+}

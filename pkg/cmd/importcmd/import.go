@@ -1,0 +1,108 @@
+// Package importcmd is the `kubectl rightsize import` command, which converts
+// Karpenter manifests with pkg/importer (the package is not named import,
+// a Go keyword).
+package importcmd
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/importer"
+)
+
+const importExample = `  # Convert Karpenter manifests to rightsize's and apply them
+  kubectl rightsize import -f karpenter/ | kubectl apply -f -
+
+  # Convert what a cluster running Karpenter has, as JSON
+  kubectl get nodepools.karpenter.sh,ec2nodeclasses.karpenter.k8s.aws -o yaml | kubectl rightsize import -f - -o json`
+
+// ImportOptions are the options of `kubectl rightsize import`.
+type ImportOptions struct {
+	genericiooptions.IOStreams
+	// Filenames are files, directories or "-" for stdin.
+	Filenames []string
+	// Output is yaml (the default) or json.
+	Output string
+}
+
+// NewCmdImport builds `kubectl rightsize import`. The command only parses:
+// it runs runF when given (tests), else ImportOptions.Run.
+func NewCmdImport(streams genericiooptions.IOStreams, runF func(*ImportOptions) error) *cobra.Command {
+	o := &ImportOptions{IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "import -f FILENAME",
+		Short: "Convert Karpenter NodePools, Provisioners and EC2NodeClasses into rightsize's",
+		Long: `Convert Karpenter manifests into rightsize.dev/v1alpha1 objects and print them.
+
+It reads karpenter.sh/v1alpha5 Provisioners (also ones mixing in v1beta1's
+spec.template and spec.disruption), karpenter.sh/v1beta1 and v1 NodePools,
+karpenter.k8s.aws/v1beta1 and v1 EC2NodeClasses and v1alpha1 AWSNodeTemplates,
+and prints NodePools and EC2NodeClasses with the same field names. Fields
+that are renamed, moved or cannot be carried over are reported on stderr, one
+line each; other kinds in the input are skipped with a note.
+
+Workloads that select Karpenter's node labels keep scheduling: a NodePool
+made from a Provisioner named X has the template label
+karpenter.sh/provisioner-name: X, and the operator labels every node of every
+pool with karpenter.sh/nodepool: <pool name> as well as rightsize.dev/nodepool.`,
+		Example: importExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return o.Run()
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVarP(&o.Filenames, "filename", "f", nil, "Karpenter manifests to convert: a file, a directory, or - for stdin (repeatable)")
+	f.StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml or json")
+	return cmd
+}
+
+// Complete fills in defaults.
+func (o *ImportOptions) Complete() error {
+	if o.Output == "" {
+		o.Output = "yaml"
+	}
+	return nil
+}
+
+// Validate checks the options.
+func (o *ImportOptions) Validate() error {
+	if len(o.Filenames) == 0 {
+		return errors.New("no input: give the Karpenter manifests with -f FILE, -f DIR or -f - for stdin")
+	}
+	switch o.Output {
+	case "yaml", "json":
+	default:
+		return fmt.Errorf("unknown output format %q: use -o yaml or -o json", o.Output)
+	}
+	return nil
+}
+
+// Run converts the manifests, prints the objects on Out and the warnings on
+// ErrOut.
+func (o *ImportOptions) Run() error {
+	res, err := importer.Import(o.Filenames, o.In)
+	if err != nil {
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(o.ErrOut, "Warning: %s\n", strings.Join(strings.Fields(w), " ")) // one line each
+	}
+	if o.Output == "json" {
+		return importer.PrintJSON(o.Out, res.Objects)
+	}
+	return importer.PrintYAML(o.Out, res.Objects)
+}

@@ -1,0 +1,214 @@
+package operator
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/resource"
+
+	"github.com/rightsize-dev/kubectl-rightsize/config"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/version"
+)
+
+const operatorInstallExample = `  # Print the manifests of this version for an EKS cluster, to review or commit
+  kubectl rightsize operator install --cluster-name prod --region eu-west-1 > rightsize.yaml
+
+  # Install them into the cluster of the current context
+  kubectl rightsize operator install --cluster-name prod --region eu-west-1 --apply
+
+  # Draining spot nodes on EC2 interruption warnings, from an SQS queue fed by EventBridge
+  kubectl rightsize operator install --cluster-name prod --interruption-queue prod-interruptions --apply
+
+  # With IAM roles for service accounts on EKS
+  kubectl rightsize operator install --cluster-name prod --iam-role-arn arn:aws:iam::111122223333:role/rightsize --apply
+
+  # The simulated cloud, where kwok plays the kubelets of launched nodes
+  kubectl rightsize operator install --cloud sim --apply`
+
+// defaultSimClusterName names the cluster for clouds where the name only
+// labels simulated instances.
+const defaultSimClusterName = "rightsize"
+
+// fieldManager owns the fields that `operator install --apply` sets.
+const fieldManager = "kubectl-rightsize"
+
+// OperatorInstallOptions are the settings of `kubectl rightsize operator install`.
+type OperatorInstallOptions struct {
+	genericiooptions.IOStreams
+	// Cluster gives the kubeconfig flags (for -n and --apply).
+	Cluster genericclioptions.RESTClientGetter
+
+	Manifests config.Options
+	// Apply installs the manifests with server-side apply instead of printing them.
+	Apply bool
+	// Version is the plugin's version; it picks the default image tag.
+	Version string
+}
+
+// NewCmdOperatorInstall builds `kubectl rightsize operator install`, meant to
+// be attached under the `operator` command. cluster gives the kubeconfig flags
+// of the root command; pluginVersion is this plugin's version (empty: the
+// build's). The command only parses: it runs runF when given (tests), else
+// OperatorInstallOptions.Run.
+func NewCmdOperatorInstall(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter, pluginVersion string, runF func(*OperatorInstallOptions) error) *cobra.Command {
+	o := &OperatorInstallOptions{IOStreams: streams, Cluster: cluster, Version: pluginVersion}
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Print, or apply with --apply, the operator's manifests for this version",
+		Long: `Print the manifests that run the operator in a cluster: its namespace, the
+CRDs, a ServiceAccount with least-privilege RBAC, and a Deployment of two
+replicas with leader election, probes, resource limits, a metrics Service, a
+PodDisruptionBudget and a PriorityClass. The image is the one released with
+this version of the plugin.
+
+With --apply they are installed with server-side apply into the cluster of the
+current kubeconfig context (-n chooses the namespace, default ` + config.DefaultNamespace + `).`,
+		Example: operatorInstallExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return o.Run()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Manifests.Cloud, "cloud", "aws", "cloud the operator launches nodes in: "+strings.Join(config.Clouds, " or "))
+	f.StringVar(&o.Manifests.ClusterName, "cluster-name", "", "name of the cluster; the operator tags the instances it launches with it (required with --cloud aws; default "+defaultSimClusterName+" with sim)")
+	f.StringVar(&o.Manifests.Region, "region", "", "cloud region (default: the operator's environment, e.g. the EC2 instance metadata)")
+	f.StringVar(&o.Manifests.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join (aws; default: the operator's in-cluster server)")
+	f.StringVar(&o.Manifests.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version for AMI aliases, e.g. 1.33 (aws)")
+	f.StringVar(&o.Manifests.Image, "image", "", "operator image, or a tag of "+config.ImageRepository+" (default: this plugin's version)")
+	f.StringVar(&o.Manifests.InterruptionQueue, "interruption-queue", "", "SQS queue EventBridge sends EC2 interruption events to; the operator drains and replaces interrupted nodes (aws; see docs/aws.md)")
+	f.StringVar(&o.Manifests.IAMRoleARN, "iam-role-arn", "", "IAM role for the operator's ServiceAccount (EKS IAM roles for service accounts)")
+	f.BoolVar(&o.Apply, "apply", false, "install into the cluster with server-side apply instead of printing")
+	return cmd
+}
+
+// Complete fills the namespace from -n and the image from the version.
+func (o *OperatorInstallOptions) Complete() error {
+	if o.Version == "" {
+		o.Version = version.Current(version.Info{}).Version
+	}
+	if o.Cluster != nil {
+		ns, explicit, err := o.Cluster.ToRawKubeConfigLoader().Namespace()
+		if err == nil && explicit {
+			o.Manifests.Namespace = ns
+		}
+	}
+	if o.Manifests.Namespace == "" {
+		o.Manifests.Namespace = config.DefaultNamespace
+	}
+	if o.Manifests.Image == "" {
+		o.Manifests.Image = imageTag(o.Version)
+	}
+	if o.Manifests.ClusterName == "" && o.Manifests.Cloud != "aws" {
+		// Nothing outside the cluster is tagged, so any name does.
+		o.Manifests.ClusterName = defaultSimClusterName
+	}
+	return nil
+}
+
+// Validate checks the flags before anything is rendered or sent.
+func (o *OperatorInstallOptions) Validate() error {
+	if o.Manifests.Cloud == "aws" && o.Manifests.ClusterName == "" {
+		return errors.New("--cluster-name is required with --cloud aws: the operator tags the instances it launches with it, " +
+			"and only ever deletes instances carrying that tag; pass the EKS cluster's name")
+	}
+	return o.Manifests.Validate()
+}
+
+// Run prints the rendered manifests or applies them.
+func (o *OperatorInstallOptions) Run() error {
+	manifests, err := config.Render(o.Manifests)
+	if err != nil {
+		return err
+	}
+	if !o.Apply {
+		header := fmt.Sprintf("# kubectl-rightsize operator %s: cloud %s, namespace %s, image %s\n",
+			o.Version, o.Manifests.Cloud, o.Manifests.Namespace, o.Manifests.ImageRef())
+		if _, err := fmt.Fprint(o.Out, header); err != nil {
+			return err
+		}
+		_, err = o.Out.Write(manifests)
+		return err
+	}
+	return o.apply(manifests)
+}
+
+// apply sends every object with server-side apply, in the rendered order
+// (namespace and CRDs first), and reports each as kubectl does.
+func (o *OperatorInstallOptions) apply(manifests []byte) error {
+	if o.Cluster == nil {
+		return errors.New("--apply needs a cluster: none is configured")
+	}
+	infos, err := resource.NewBuilder(o.Cluster).
+		Unstructured().
+		Stream(bytes.NewReader(manifests), "operator manifests").
+		Flatten().
+		Do().
+		Infos()
+	if err != nil {
+		return fmt.Errorf("cannot map the operator manifests to the cluster's API: %w; check the kubeconfig context", err)
+	}
+	force := true
+	for _, info := range infos {
+		data, err := runtime.Encode(unstructuredJSON, info.Object)
+		if err != nil {
+			return err
+		}
+		helper := resource.NewHelper(info.Client, info.Mapping).WithFieldManager(fieldManager)
+		obj, err := helper.Patch(info.Namespace, info.Name, types.ApplyPatchType, data, &metav1.PatchOptions{Force: &force})
+		if err != nil {
+			return fmt.Errorf("applying %s %s: %w; the objects before it were applied, fix the cause and run again (apply is idempotent)",
+				strings.ToLower(info.Mapping.GroupVersionKind.Kind), info.Name, err)
+		}
+		_ = info.Refresh(obj, true)
+		fmt.Fprintf(o.Out, "%s/%s serverside-applied\n", kindResource(info), info.Name)
+	}
+	fmt.Fprintf(o.ErrOut, "The operator is starting; watch it with:\n  kubectl -n %s rollout status deployment/%s\n",
+		o.Manifests.Namespace, config.Deployment)
+	return nil
+}
+
+// kindResource names an object's kind as kubectl's apply output does
+// ("deployment.apps").
+func kindResource(info *resource.Info) string {
+	gk := info.Mapping.GroupVersionKind.GroupKind()
+	if gk.Group == "" {
+		return strings.ToLower(gk.Kind)
+	}
+	return strings.ToLower(gk.Kind) + "." + gk.Group
+}
+
+// unstructuredJSON encodes unstructured objects as JSON for apply patches.
+var unstructuredJSON = unstructured.UnstructuredJSONScheme
+
+// releaseVersion matches the versions releases stamp: 1.2.3, v1.2.3, 1.2.3-rc.1.
+var releaseVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+([-.][0-9A-Za-z.-]+)?$`)
+
+// imageTag is the tag of the image released with version: releases are
+// tagged vX.Y.Z; a development build has no released image, so it uses
+// "latest" (pass --image to pin one).
+func imageTag(version string) string {
+	if releaseVersion.MatchString(version) {
+		return "v" + strings.TrimPrefix(version, "v")
+	}
+	return "latest"
+}

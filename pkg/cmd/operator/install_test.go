@@ -1,0 +1,72 @@
+package operator
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/rightsize-dev/kubectl-rightsize/config"
+)
+
+func TestOperatorInstall(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    []string
+		wantErr string
+	}{
+		{"prints the manifests for aws", []string{"--cluster-name", "prod", "--region", "eu-west-1"},
+			[]string{"kind: Deployment", "cloud: aws", "cluster-name: prod", "--region=eu-west-1", "image: " + config.ImageRepository + ":latest"}, ""},
+		{"sim needs no cluster name", []string{"--cloud", "sim"}, []string{"cloud: sim", "cluster-name: rightsize"}, ""},
+		{"-n moves everything", []string{"--cloud", "sim", "-n", "ops"}, []string{"name: ops\n", "namespace: ops"}, ""},
+		{"an image tag", []string{"--cloud", "sim", "--image", "v9.9.9"}, []string{"image: " + config.ImageRepository + ":v9.9.9"}, ""},
+		{"IRSA", []string{"--cluster-name", "prod", "--iam-role-arn", "arn:aws:iam::1:role/r"}, []string{"eks.amazonaws.com/role-arn: arn:aws:iam::1:role/r"}, ""},
+		{"the interruption queue is passed on", []string{"--cluster-name", "prod", "--interruption-queue", "prod-interruptions"},
+			[]string{"--interruption-queue=prod-interruptions"}, ""},
+		{"no interruption queue with sim", []string{"--cloud", "sim", "--interruption-queue", "q"}, nil, "an interruption queue is for --cloud aws"},
+		{"aws needs a cluster name", nil, nil, "--cluster-name is required with --cloud aws"},
+		{"unknown cloud", []string{"--cloud", "gcp"}, nil, `cloud "gcp" is not supported`},
+		{"apply needs a cluster", []string{"--cloud", "sim", "--apply", "--kubeconfig", "../testdata/kubeconfig", "--request-timeout", "5s"}, nil, "cannot map the operator manifests"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			streams, _, out, _ := genericiooptions.NewTestIOStreams()
+			flags := genericclioptions.NewConfigFlags(true)
+			cmd := NewCmdOperatorInstall(streams, flags, "", nil)
+			flags.AddFlags(cmd.Flags())
+			cmd.SetArgs(tc.args)
+			cmd.SilenceUsage, cmd.SilenceErrors = true, true
+			err := cmd.Execute()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q", w)
+				}
+			}
+			if err := config.Lint(out.Bytes()); err != nil {
+				t.Errorf("printed manifests fail the lint: %v", err)
+			}
+		})
+	}
+}
+
+func TestImageTagFollowsTheVersion(t *testing.T) {
+	for version, want := range map[string]string{
+		"0.3.1": "v0.3.1", "v0.3.1": "v0.3.1", "1.0.0-rc.1": "v1.0.0-rc.1",
+		"0.0.1-snapshot-4f07bec": "v0.0.1-snapshot-4f07bec", "dev": "latest", "4f07bec-dirty": "latest",
+	} {
+		if got := imageTag(version); got != want {
+			t.Errorf("imageTag(%q) = %s, want %s", version, got, want)
+		}
+	}
+}

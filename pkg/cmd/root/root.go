@@ -1,0 +1,72 @@
+// Package root is the `kubectl rightsize` command tree: the root command with
+// the kubeconfig flags every subcommand shares, and Execute, which main
+// calls.
+package root
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/completion"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/importcmd"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/operator"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/tui"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/version"
+)
+
+// NewCmdRoot builds the `kubectl rightsize` command tree. stamped is the
+// version a release stamped into main.
+func NewCmdRoot(streams genericiooptions.IOStreams, stamped version.Info) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "kubectl-rightsize",
+		Short: "Right-sized nodes for pending pods: see the plan, its cost and why",
+		Long: `kubectl rightsize plans the cheapest right-sized nodes for your workloads,
+explains why pods are pending and what would fix them, and what it costs.
+
+It reads the cluster of your kubeconfig, or works offline on manifests (-f),
+with an embedded AWS price catalog.`,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl rightsize"},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	config := genericclioptions.NewConfigFlags(true)
+	config.AddFlags(cmd.PersistentFlags())
+	op := operator.NewCmdOperator(streams, config, nil)
+	op.AddCommand(operator.NewCmdOperatorInstall(streams, config, version.Current(stamped).Version, nil))
+	cmd.AddCommand(
+		explain.NewCmdExplain(streams, config, nil),
+		version.NewCmdVersion(streams, stamped, nil),
+		importcmd.NewCmdImport(streams, nil),
+		tui.NewCmdTUI(streams, config, nil),
+		op,
+	)
+	completion.Register(cmd, config)
+	return cmd
+}
+
+// Execute runs the command line args (without the program name) until ctx
+// ends, printing an error as kubectl does, on one line of ErrOut. It
+// returns the process's exit code.
+func Execute(ctx context.Context, streams genericiooptions.IOStreams, stamped version.Info, args []string) int {
+	cmd := NewCmdRoot(streams, stamped)
+	cmd.SetArgs(args)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", oneLine(err.Error()))
+		return 1
+	}
+	return 0
+}
+
+// oneLine keeps an error message to a single line for the terminal.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,380 @@
+package disruption
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// TaintKey is the NoSchedule taint put on nodes a disruption action is
+// about to drain: it keeps new pods off them while the action runs, and
+// goes again when the action is rolled back.
+const TaintKey = v1alpha1.Group + "/disrupted"
+
+// Taint is the taint put on the candidates of an action.
+var Taint = corev1.Taint{Key: TaintKey, Effect: corev1.TaintEffectNoSchedule}
+
+// Snapshot is the solver's view of the cluster the operator plans with
+// (its provisioner's, built by plan.Build): the pods, nodes, in-flight
+// NodeClaims, pools and offerings, so that provisioning and disruption
+// decide on the same input.
+type Snapshot struct {
+	// Problem has the pending pods not yet nominated to a NodeClaim, every
+	// node with the pods bound to it, the nodes of NodeClaims that have not
+	// initialized (InFlight), the pools that can launch and the offerings
+	// not marked unavailable.
+	Problem *solver.Problem
+	// Pools are the NodePools in the problem, by name.
+	Pools map[string]*v1alpha1.NodePool
+}
+
+// nodeInfo is what the controller knows of one node of the problem.
+type nodeInfo struct {
+	node  *corev1.Node
+	claim *v1alpha1.NodeClaim
+	pool  *v1alpha1.NodePool
+	// index is the node's index in the problem.
+	index int
+	// disrupting says why the node counts against its pool's budget
+	// already (being disrupted, deleted or NotReady); "" when it does not.
+	disrupting string
+}
+
+// View is one look at the cluster: the solver's problem prepared for
+// consolidation, and what the guards need besides. Build it with NewView.
+type View struct {
+	snap    *Snapshot
+	problem *solver.Problem
+	nodes   map[string]*nodeInfo
+	budgets map[string][]Budget
+	// total and disrupting count each pool's nodes.
+	total, disrupting map[string]int
+	// blocked is why a node may not be disrupted at all, found by the
+	// controller rather than the planner; it overrides the planner's reason.
+	blocked map[string]string
+	now     time.Time
+}
+
+// Input is one look at the cluster: the provisioner's snapshot (or one
+// built the same way, with plan.Build) and the objects the guards read.
+type Input struct {
+	// Snapshot's Problem is prepared for consolidation in place: callers
+	// pass a problem they do not reuse. Its Options.Deadline bounds the plan.
+	Snapshot *Snapshot
+	Nodes    []corev1.Node
+	Claims   []v1alpha1.NodeClaim
+	// AllowUncontrolled lets actions evict pods no controller recreates.
+	AllowUncontrolled bool
+	Now               time.Time
+}
+
+// NewView prepares the snapshot's problem for consolidation: node prices
+// from their NodeClaims, consolidateAfter counted from the NodeClaims'
+// lastPodEventTime too (pod departures, which the snapshot cannot see),
+// nodes already disrupting or not ours blocked, and every pool's
+// NodesAllowed from its budgets.
+func NewView(in Input) (*View, error) {
+	if in.Snapshot == nil || in.Snapshot.Problem == nil {
+		return nil, fmt.Errorf("disruption: no snapshot to plan on")
+	}
+	v := &View{snap: in.Snapshot, problem: in.Snapshot.Problem, nodes: map[string]*nodeInfo{}, total: map[string]int{}, disrupting: map[string]int{},
+		blocked: map[string]string{}, now: in.Now}
+	byProviderID := map[string]*v1alpha1.NodeClaim{}
+	for i := range in.Claims {
+		if id := in.Claims[i].Status.ProviderID; id != "" {
+			byProviderID[id] = &in.Claims[i]
+		}
+	}
+	nodes := map[string]*corev1.Node{}
+	for i := range in.Nodes {
+		nodes[in.Nodes[i].Name] = &in.Nodes[i]
+	}
+	p := v.problem
+	p.Options.Now = in.Now
+	for i := range p.Nodes {
+		sn := &p.Nodes[i]
+		if sn.InFlight {
+			// Pods are never evicted towards a node that may not come:
+			// its launch can still fail.
+			sn.Unschedulable = true
+		}
+		node := nodes[sn.Name]
+		if node == nil {
+			// An in-flight NodeClaim without a Node yet, or a Node the
+			// cache lost between the two reads: not a candidate.
+			sn.DoNotDisrupt = true
+			continue
+		}
+		info := &nodeInfo{node: node, index: i}
+		v.nodes[sn.Name] = info
+		if node.Spec.ProviderID != "" {
+			info.claim = byProviderID[node.Spec.ProviderID]
+		}
+		if info.claim != nil {
+			info.pool = in.Snapshot.Pools[claimPool(info.claim)]
+			if price := claimPrice(info.claim); price > 0 {
+				sn.Price = price
+			}
+			if sn.Pool == "" {
+				sn.Pool = claimPool(info.claim)
+			}
+		}
+		if info.claim != nil {
+			sn.LastPodChange = lastPodChange(sn.LastPodChange, info.claim)
+		}
+		if in.AllowUncontrolled {
+			for j := range sn.Pods {
+				sn.Pods[j].Controller = true
+			}
+		}
+		info.disrupting = disruptingReason(node, info.claim)
+		if sn.Pool != "" && !sn.InFlight {
+			v.total[sn.Pool]++
+			if info.disrupting != "" {
+				v.disrupting[sn.Pool]++
+			}
+		}
+		switch {
+		case info.disrupting != "":
+			v.blocked[sn.Name] = info.disrupting
+		case sn.Requested[solver.Pods] > int64(len(sn.Pods)):
+			// The provisioner counts pods it nominated to the node in its
+			// requests before they are bound: the node only looks empty.
+			v.blocked[sn.Name] = fmt.Sprintf("%d pod(s) the provisioner planned onto it have not arrived yet",
+				sn.Requested[solver.Pods]-int64(len(sn.Pods)))
+		case info.claim == nil:
+			v.blocked[sn.Name] = "no rightsize NodeClaim owns it, so the operator never removes it"
+		case info.pool == nil:
+			v.blocked[sn.Name] = fmt.Sprintf("its NodePool %s is gone or cannot launch nodes now", claimPool(info.claim))
+		}
+		if v.blocked[sn.Name] != "" {
+			// The planner leaves do-not-disrupt nodes alone; the reason
+			// given is ours.
+			sn.DoNotDisrupt = true
+		}
+	}
+	v.budgets = poolBudgets(in.Snapshot.Pools)
+	for i := range p.Pools {
+		pool := &p.Pools[i]
+		pool.Consolidation.NodesAllowed = min(max(v.allowed(pool.Name, ReasonEmpty), v.allowed(pool.Name, ReasonUnderutilized)), v.total[pool.Name])
+	}
+	return v, nil
+}
+
+// Problem is the problem prepared for consolidation, the one to plan on.
+func (v *View) Problem() *solver.Problem { return v.problem }
+
+// Snapshot is what the view was built from.
+func (v *View) Snapshot() *Snapshot { return v.snap }
+
+// Node returns a node of the problem that a Node object stands for, and
+// the NodeClaim that owns it (nil when none does); ok is false for an
+// in-flight NodeClaim's node and for names the problem does not have.
+func (v *View) Node(name string) (node *corev1.Node, claim *v1alpha1.NodeClaim, ok bool) {
+	info := v.nodes[name]
+	if info == nil {
+		return nil, nil, false
+	}
+	return info.node, info.claim, true
+}
+
+// Pool names the NodePool of a node of the problem, "" when none.
+func (v *View) Pool(node string) string {
+	if info := v.nodes[node]; info != nil {
+		return v.problem.Nodes[info.index].Pool
+	}
+	return ""
+}
+
+// NextDeadline is how long until a node's consolidateAfter elapses (plus
+// half a second, so that it has), at most interval: the node is planned for
+// then rather than at the next interval.
+func (v *View) NextDeadline(interval time.Duration) time.Duration {
+	next := interval
+	after := map[string]time.Duration{}
+	for _, p := range v.problem.Pools {
+		after[p.Name] = p.Consolidation.After
+	}
+	for name, info := range v.nodes {
+		sn := &v.problem.Nodes[info.index]
+		a := after[sn.Pool]
+		if a <= 0 || v.blocked[name] != "" {
+			continue
+		}
+		last := sn.LastPodChange
+		if last.IsZero() {
+			last = sn.Created
+		}
+		if d := last.Add(a).Sub(v.now); d > 0 {
+			next = min(next, d+500*time.Millisecond)
+		}
+	}
+	return next
+}
+
+// claimPool names the NodePool a NodeClaim belongs to.
+func claimPool(claim *v1alpha1.NodeClaim) string { return claim.Labels[v1alpha1.LabelNodePool] }
+
+// claimPrice is the hourly price a NodeClaim recorded, 0 when unknown.
+func claimPrice(claim *v1alpha1.NodeClaim) float64 {
+	p, err := strconv.ParseFloat(claim.Status.PricePerHour, 64)
+	if err != nil {
+		return 0
+	}
+	return p
+}
+
+// lastPodChange is when a pod last arrived on or left a node: the later of
+// the last arrival the snapshot saw and the pod event its NodeClaim
+// recorded.
+func lastPodChange(arrival time.Time, claim *v1alpha1.NodeClaim) time.Time {
+	if t := claim.Status.LastPodEventTime; t != nil && t.After(arrival) {
+		return t.Time
+	}
+	return arrival
+}
+
+// disruptingReason says why a node already counts as disrupted: our taint
+// is on it, it or its NodeClaim is being deleted, it is cordoned (as
+// Karpenter and explain count it) or it is not Ready.
+func disruptingReason(node *corev1.Node, claim *v1alpha1.NodeClaim) string {
+	switch {
+	case node.DeletionTimestamp != nil:
+		return "it is being deleted"
+	case claim != nil && claim.DeletionTimestamp != nil:
+		return fmt.Sprintf("its NodeClaim %s is being deleted", claim.Name)
+	case slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintKey }):
+		return "a disruption action is already under way on it"
+	case node.Spec.Unschedulable:
+		return "it is cordoned"
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+			return "it is not Ready"
+		}
+	}
+	return ""
+}
+
+// poolBudgets reads the pools' disruption budgets. A pool whose budgets
+// cannot be read gets a budget of zero: an invalid budget blocks rather
+// than allows.
+func poolBudgets(pools map[string]*v1alpha1.NodePool) map[string][]Budget {
+	out := make(map[string][]Budget, len(pools))
+	for name, np := range pools {
+		budgets, err := PoolBudgets(np)
+		if err != nil {
+			budgets = []Budget{{Nodes: "0"}}
+		}
+		out[name] = budgets
+	}
+	return out
+}
+
+// allowed is how many more of a pool's nodes its budgets let be disrupted
+// now for the reason.
+func (v *View) allowed(pool, reason string) int {
+	a := Allowed(v.budgets[pool], reason, v.total[pool], v.disrupting[pool], v.now)
+	if a == math.MaxInt {
+		return v.total[pool]
+	}
+	return a
+}
+
+// budgetRefusal says why disrupting the nodes for the reason would exceed
+// a pool's budget, or "".
+func (v *View) budgetRefusal(nodes []string, reason string) string {
+	count := map[string]int{}
+	for _, n := range nodes {
+		info := v.nodes[n]
+		if info == nil {
+			return fmt.Sprintf("node %s is gone", n)
+		}
+		count[v.problem.Nodes[info.index].Pool]++
+	}
+	for _, pool := range sortedKeys(count) {
+		if a := v.allowed(pool, reason); count[pool] > a {
+			return fmt.Sprintf("NodePool %s's disruption budget allows %d more node(s) for reason %s now (%d of %d already disrupting)",
+				pool, a, reason, v.disrupting[pool], v.total[pool])
+		}
+	}
+	return ""
+}
+
+// expired returns why a node's NodeClaim has outlived its expireAfter, or "".
+func expired(claim *v1alpha1.NodeClaim, now time.Time) string {
+	d, ok, err := claim.Spec.ExpireAfter.Duration()
+	if err != nil || !ok {
+		return ""
+	}
+	if age := now.Sub(claim.CreationTimestamp.Time); age >= d {
+		return fmt.Sprintf("it is %s old and its expireAfter is %s", age.Round(time.Second), d)
+	}
+	return ""
+}
+
+// drifted returns why a node no longer matches its NodePool (node class,
+// requirements, labels or taints changed since it launched) or its node
+// class (the claim's Drifted condition, which the drift controller keeps
+// from the cloud provider), or "".
+func drifted(node *corev1.Node, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool) string {
+	t := &np.Spec.Template
+	if ref := t.Spec.NodeClassRef; ref.Name != claim.Spec.NodeClassRef.Name || ref.Kind != claim.Spec.NodeClassRef.Kind {
+		return fmt.Sprintf("NodePool %s now uses %s %s and the node was launched with %s %s", np.Name, ref.Kind, ref.Name,
+			claim.Spec.NodeClassRef.Kind, claim.Spec.NodeClassRef.Name)
+	}
+	labels := solver.MapLabels(node.Labels)
+	for _, r := range t.Spec.Requirements {
+		// As Karpenter's requirement drift: a label the node does not
+		// carry is compatible (not every requirement key becomes a label),
+		// one it carries must satisfy the requirement.
+		have, ok := node.Labels[r.Key]
+		if !ok {
+			continue
+		}
+		sr := solver.Requirement{Key: r.Key, Operator: string(r.Operator), Values: r.Values}
+		if !sr.Matches(labels) {
+			return fmt.Sprintf("its label %s=%s no longer satisfies NodePool %s's requirement %s %s %s", r.Key, have, np.Name,
+				r.Key, r.Operator, strings.Join(r.Values, ","))
+		}
+	}
+	for _, k := range sortedKeys(t.Labels) {
+		if node.Labels[k] != t.Labels[k] {
+			return fmt.Sprintf("NodePool %s now labels its nodes %s=%s", np.Name, k, t.Labels[k])
+		}
+	}
+	for _, want := range t.Spec.Taints {
+		if !slices.ContainsFunc(node.Spec.Taints, func(have corev1.Taint) bool {
+			return have.Key == want.Key && have.Value == want.Value && have.Effect == want.Effect
+		}) {
+			return fmt.Sprintf("NodePool %s now taints its nodes %s", np.Name, want.ToString())
+		}
+	}
+	if c := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionDrifted); c != nil && c.Status == metav1.ConditionTrue {
+		if c.Message == "" {
+			return fmt.Sprintf("its NodeClaim %s is Drifted from its node class", claim.Name)
+		}
+		return c.Message
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

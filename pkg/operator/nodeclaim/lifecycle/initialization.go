@@ -1,0 +1,338 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+)
+
+// member is a claim whose node is usable but not open yet.
+type member struct {
+	claim *v1alpha1.NodeClaim
+	node  *corev1.Node
+}
+
+// initialize opens the claim's node once it is usable (Ready, startup and
+// not-ready taints gone): registration leaves the unregistered taint in
+// place so that no pod lands on the node before then. The nodes of one
+// provisioning decision open together, after the other nodes of the
+// decision are usable too or GangWait has passed.
+func (c *Controller) initialize(ctx context.Context, claim *v1alpha1.NodeClaim) (reconcile.Result, error) {
+	var node corev1.Node
+	if err := c.client.Get(ctx, client.ObjectKey{Name: claim.Status.NodeName}, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil // the garbage collector deals with vanished nodes
+		}
+		return reconcile.Result{}, err
+	}
+	if !claim.Usable(&node) {
+		return reconcile.Result{}, nil // the Node's update brings us back
+	}
+	now := c.clock.Now()
+	c.mu.Lock()
+	since, ok := c.usable[claim.Name]
+	if !ok {
+		since = now
+		c.usable[claim.Name] = now
+	}
+	c.mu.Unlock()
+	members := []member{{claim: claim, node: &node}}
+	if batch := claim.Annotations[v1alpha1.AnnotationBatch]; batch != "" {
+		var waiting int
+		var err error
+		if members, waiting, err = c.gang(ctx, claim, &node, batch); err != nil {
+			return reconcile.Result{}, err
+		}
+		if left := c.opts.GangWait - now.Sub(since); waiting > 0 && left > 0 {
+			// The last of them to become usable opens them all.
+			logr.FromContextOrDiscard(ctx).V(1).Info("node usable; waiting for the other nodes of its decision", "node", node.Name, "waiting", waiting)
+			return reconcile.Result{RequeueAfter: left}, nil
+		}
+	}
+	return reconcile.Result{}, c.open(ctx, members)
+}
+
+// gang returns the usable nodes of a provisioning decision that are not
+// open yet, the claim's own first, and how many of the decision's claims
+// (those not in the cache yet included) are still short of usable.
+func (c *Controller) gang(ctx context.Context, claim *v1alpha1.NodeClaim, node *corev1.Node, batch string) ([]member, int, error) {
+	var list v1alpha1.NodeClaimList
+	if err := c.client.List(ctx, &list); err != nil {
+		return nil, 0, err
+	}
+	members := []member{{claim: claim, node: node}}
+	seen, waiting := 0, 0
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Annotations[v1alpha1.AnnotationBatch] != batch {
+			continue
+		}
+		seen++
+		if s.Name == claim.Name || s.DeletionTimestamp != nil || s.IsInitialized() || c.isOpened(s.Name) {
+			continue
+		}
+		var n corev1.Node
+		if s.Status.NodeName == "" || c.client.Get(ctx, client.ObjectKey{Name: s.Status.NodeName}, &n) != nil || !s.Usable(&n) {
+			waiting++
+			continue
+		}
+		members = append(members, member{claim: s, node: &n})
+	}
+	if size, err := strconv.Atoi(claim.Annotations[v1alpha1.AnnotationBatchSize]); err == nil && seen < size {
+		waiting += size - seen
+	}
+	return members, waiting, nil
+}
+
+func (c *Controller) isOpened(claim string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.opened[claim]
+	return ok
+}
+
+// open makes the members' nodes schedulable as the plan intended: it sets
+// status.nominatedNodeName on the pods planned for each node, waits until
+// the nominations are visible (the scheduler then keeps room on each node
+// for its pods and tries that node first for them), removes the
+// unregistered taint of all the nodes at once and marks the claims
+// Initialized. Afterwards it puts back, for a while, nominations the
+// scheduler dropped from pods still waiting.
+func (c *Controller) open(ctx context.Context, members []member) error {
+	c.opening.Lock()
+	defer c.opening.Unlock()
+	members = slices.DeleteFunc(members, func(m member) bool { return c.isOpened(m.claim.Name) })
+	if len(members) == 0 {
+		return nil
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	start := c.clock.Now()
+	planned := c.nominate(ctx, members)
+	nominated := c.clock.Since(start)
+
+	errs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for i := range members {
+		wg.Go(func() { errs[i] = c.untaint(ctx, members[i].node) })
+	}
+	wg.Wait()
+	for i := range members {
+		if errs[i] != nil {
+			continue
+		}
+		wg.Go(func() {
+			claim := members[i].claim
+			orig := claim.DeepCopy()
+			claim.SetInitialized()
+			errs[i] = client.IgnoreNotFound(c.client.Status().Patch(ctx, claim, client.MergeFrom(orig)))
+		})
+	}
+	wg.Wait()
+	now := c.clock.Now()
+	c.mu.Lock()
+	for i, m := range members {
+		if errs[i] == nil {
+			c.opened[m.claim.Name] = now
+		}
+	}
+	for name, at := range c.opened {
+		if now.Sub(at) > time.Hour {
+			delete(c.opened, name)
+			delete(c.usable, name)
+		}
+	}
+	c.mu.Unlock()
+	for i, m := range members {
+		if errs[i] == nil {
+			log.Info("initialized", "node", m.node.Name, "nodeclaim", m.claim.Name, "openedWith", len(members)-1,
+				"nominatedPods", len(planned), "nominating", nominated.Round(time.Millisecond).String())
+		}
+	}
+	if len(planned) > 0 {
+		go c.keep(context.WithoutCancel(ctx), planned)
+	}
+	return errors.Join(errs...)
+}
+
+// untaint removes the unregistered taint from a node. A JSON patch that
+// tests the taints it replaces leaves the node's other taints to whoever
+// changes them concurrently, and does not conflict with status updates.
+func (c *Controller) untaint(ctx context.Context, node *corev1.Node) error {
+	taints := node.Spec.Taints
+	for attempt := 0; ; attempt++ {
+		if !slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey }) {
+			return nil
+		}
+		rest := slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == cloud.UnregisteredTaintKey })
+		if rest == nil {
+			rest = []corev1.Taint{}
+		}
+		patch, err := json.Marshal([]map[string]any{
+			{"op": "test", "path": "/spec/taints", "value": taints},
+			{"op": "replace", "path": "/spec/taints", "value": rest},
+		})
+		if err != nil {
+			return err
+		}
+		_, err = c.kube.CoreV1().Nodes().Patch(ctx, node.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+		if err == nil || apierrors.IsNotFound(err) || attempt == 3 {
+			return client.IgnoreNotFound(err)
+		}
+		fresh, gerr := c.kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return client.IgnoreNotFound(gerr)
+		}
+		taints = fresh.Spec.Taints
+	}
+}
+
+// plannedPod is a pod planned onto a node being opened.
+type plannedPod struct {
+	key  types.NamespacedName
+	node string
+	// patched is when the nomination was last set; kept counts how often
+	// keep set it again after the node opened.
+	patched time.Time
+	kept    int
+}
+
+// Bounds of the nominating before and after a node opens.
+const (
+	// nominateFor bounds the wait for the nominations to show before
+	// the nodes open anyway.
+	nominateFor = 3 * time.Second
+	// renominateAfter is how long a nomination may take to show in the
+	// cache before it is taken as dropped by the scheduler and set again.
+	renominateAfter = 300 * time.Millisecond
+	// maxKept bounds how often keep sets one pod's nomination again.
+	maxKept = 3
+)
+
+// nominate points the pods planned for the members' nodes at them and
+// waits until the cache (which the scheduler's watch keeps pace with)
+// shows every nomination. The scheduler drops the nomination of a pod it
+// retries meanwhile, e.g. in the wave of retries that the nodes' arrival
+// started; such nominations are set again, for nominateFor at most.
+func (c *Controller) nominate(ctx context.Context, members []member) []*plannedPod {
+	var pods []*plannedPod
+	for _, m := range members {
+		for _, key := range c.opts.NominatedPods(m.claim.Name) {
+			pods = append(pods, &plannedPod{key: key, node: m.node.Name})
+		}
+	}
+	if len(pods) == 0 {
+		return nil
+	}
+	deadline := c.clock.Now().Add(nominateFor)
+	for {
+		missing, _ := c.unnominated(ctx, pods)
+		if len(missing) == 0 || c.clock.Now().After(deadline) {
+			return pods
+		}
+		missing = slices.DeleteFunc(missing, func(p *plannedPod) bool { return c.clock.Since(p.patched) < renominateAfter })
+		c.setNominated(ctx, missing)
+		c.clock.Sleep(20 * time.Millisecond)
+	}
+}
+
+// unnominated returns the planned pods, still pending, whose nominated node
+// the cache shows empty or different from their node, and counts the
+// planned pods still pending.
+func (c *Controller) unnominated(ctx context.Context, pods []*plannedPod) (missing []*plannedPod, pending int) {
+	for _, p := range pods {
+		var pod corev1.Pod
+		if err := c.client.Get(ctx, p.key, &pod); err != nil || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+			continue
+		}
+		pending++
+		if pod.Status.NominatedNodeName != p.node {
+			missing = append(missing, p)
+		}
+	}
+	return missing, pending
+}
+
+// setNominated patches status.nominatedNodeName of pods, 16 at a time.
+func (c *Controller) setNominated(ctx context.Context, pods []*plannedPod) {
+	if len(pods) == 0 {
+		return
+	}
+	work := make(chan *plannedPod)
+	var wg sync.WaitGroup
+	for range min(16, len(pods)) {
+		wg.Go(func() {
+			for p := range work {
+				patch := []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, p.node))
+				_, err := c.kube.CoreV1().Pods(p.key.Namespace).Patch(ctx, p.key.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+				if err != nil && !apierrors.IsNotFound(err) {
+					logr.FromContextOrDiscard(ctx).V(1).Info("could not nominate a pod", "pod", p.key.String(), "error", err.Error())
+				}
+			}
+		})
+	}
+	for _, p := range pods {
+		p.patched = c.clock.Now()
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+}
+
+// keep puts back, for KeepNominations or until the pods are bound, the
+// nominations the scheduler dropped. The scheduler clears a pod's
+// nominated node whenever a try fails everywhere, which can happen while
+// the nodes of one decision open one after the other; a pod without its
+// nomination is placed by the scheduler's scoring and may take room the
+// plan kept for another.
+func (c *Controller) keep(ctx context.Context, pods []*plannedPod) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.KeepNominations)
+	defer cancel()
+	tick := c.clock.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	restored := 0
+	defer func() {
+		if restored > 0 {
+			logr.FromContextOrDiscard(ctx).Info("put back nominations the scheduler dropped", "pods", restored)
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C():
+		}
+		missing, pending := c.unnominated(ctx, pods)
+		if pending == 0 {
+			return
+		}
+		// A pod the scheduler nominated elsewhere is being bound there or
+		// preempting; only emptied nominations are put back.
+		var cleared []*plannedPod
+		for _, p := range missing {
+			var pod corev1.Pod
+			if c.client.Get(ctx, p.key, &pod) == nil && pod.Status.NominatedNodeName == "" && p.kept < maxKept &&
+				c.clock.Since(p.patched) > renominateAfter {
+				p.kept++
+				cleared = append(cleared, p)
+			}
+		}
+		restored += len(cleared)
+		c.setNominated(ctx, cleared)
+	}
+}

@@ -1,0 +1,150 @@
+package plan
+
+import (
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// DefaultRegion is the catalog region used when neither the user nor the
+// nodes' topology.kubernetes.io/region label says otherwise.
+const DefaultRegion = "us-east-1"
+
+// Catalog says where instance types and prices come from.
+type Catalog struct {
+	// Region picks the embedded catalog's region.
+	Region string
+	// InstanceTypesFile, when set, replaces the embedded catalog.
+	InstanceTypesFile string
+	// Model is the allocatable model applied to every type.
+	Model cloud.NodeModel
+}
+
+// InstanceTypes loads the catalog (the embedded one for Region, or
+// InstanceTypesFile) and converts it for the solver. It also returns a
+// one-line description of where the data came from, e.g. "embedded AWS
+// catalog, region us-east-1".
+func (c *Catalog) InstanceTypes() ([]solver.InstanceType, string, error) {
+	types, source, region, err := c.load()
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]solver.InstanceType, len(types))
+	for i := range types {
+		out[i] = c.Model.SolverType(&types[i], region)
+	}
+	return out, source, nil
+}
+
+// load reads the catalog's instance types, the description of where they
+// came from and the region their labels name ("" for a file).
+func (c *Catalog) load() ([]cloud.InstanceType, string, string, error) {
+	if c.InstanceTypesFile != "" {
+		data, err := os.ReadFile(c.InstanceTypesFile)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("reading --instance-types: %w", err)
+		}
+		types, err := cloud.ReadInstanceTypes(c.InstanceTypesFile, data)
+		if err != nil {
+			return nil, "", "", err
+		}
+		return types, fmt.Sprintf("instance types from %s", c.InstanceTypesFile), "", nil
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		return nil, "", "", fmt.Errorf("loading the embedded catalog: %w", err)
+	}
+	types, err := cat.InstanceTypes(c.Region)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return types, fmt.Sprintf("embedded AWS catalog, region %s", c.Region), c.Region, nil
+}
+
+// ApplyKubelets gives every pool of p that has kubelet settings in
+// kubelets (by pool name; see snapshot.Manifests.Kubelets) its own copy of
+// the catalog's instance types, with the settings applied to pods and
+// allocatable (cloud.NodeModel). Pools with the same settings share one
+// copy; settings that change no allocatable (clusterDNS, image GC) leave a
+// pool on the shared types. Only types p already offers are kept, so that
+// a filtered catalog stays filtered.
+func (c *Catalog) ApplyKubelets(p *solver.Problem, kubelets map[string]*v1alpha1.KubeletConfiguration) error {
+	if len(kubelets) == 0 {
+		return nil
+	}
+	var raw []cloud.InstanceType
+	var region string
+	byKubelet := map[cloud.Kubelet][]solver.InstanceType{}
+	for i := range p.Pools {
+		pool := &p.Pools[i]
+		k, err := cloud.NewKubelet(kubelets[pool.Name])
+		if err != nil {
+			return fmt.Errorf("NodePool %s: %w", pool.Name, err)
+		}
+		if k == nil {
+			continue
+		}
+		if list, ok := byKubelet[*k]; ok {
+			pool.InstanceTypes = list
+			continue
+		}
+		if raw == nil {
+			if raw, _, region, err = c.load(); err != nil {
+				return err
+			}
+		}
+		offered := make(map[string]int, len(p.InstanceTypes))
+		for j := range p.InstanceTypes {
+			offered[p.InstanceTypes[j].Name] = j
+		}
+		list := make([]solver.InstanceType, 0, len(p.InstanceTypes))
+		for j := range raw {
+			shared, ok := offered[raw[j].Name]
+			if !ok {
+				continue
+			}
+			t := raw[j]
+			t.Kubelet = k
+			st := c.Model.SolverType(&t, region)
+			st.Offerings = p.InstanceTypes[shared].Offerings
+			list = append(list, st)
+		}
+		byKubelet[*k] = list
+		pool.InstanceTypes = list
+	}
+	return nil
+}
+
+// DefaultPool describes the pool used when the input defines none.
+type DefaultPool struct {
+	CapacityTypes    []string
+	InstanceFamilies []string
+}
+
+// Pool returns the default pool: every instance type of the given families
+// (all when empty) in the given capacity types.
+func (d *DefaultPool) Pool() (solver.Pool, error) {
+	cts := d.CapacityTypes
+	if len(cts) == 0 {
+		cts = []string{cloud.CapacityTypeOnDemand}
+	}
+	for _, ct := range cts {
+		if ct != cloud.CapacityTypeOnDemand && ct != cloud.CapacityTypeSpot {
+			return solver.Pool{}, fmt.Errorf("--capacity-type %q: must be on-demand or spot", ct)
+		}
+	}
+	pool := solver.Pool{
+		Name:         "default",
+		Labels:       map[string]string{},
+		Requirements: []solver.Requirement{{Key: solver.LabelCapacityType, Operator: solver.OpIn, Values: slices.Clone(cts)}},
+	}
+	if len(d.InstanceFamilies) > 0 {
+		pool.Requirements = append(pool.Requirements, solver.Requirement{Key: cloud.LabelInstanceFamily, Operator: solver.OpIn, Values: slices.Clone(d.InstanceFamilies)})
+	}
+	return pool, nil
+}

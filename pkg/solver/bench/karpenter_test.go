@@ -1,0 +1,92 @@
+package bench_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/bench"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/check"
+)
+
+// karpenterCost is what Karpenter's own scheduler paid for the 5,000 pods of
+// its benchmark (seed 42), measured on this machine with its scheduler
+// imported in hack/: every pod placed at $1,760/h.
+const karpenterCost = 1760.0
+
+// TestKarpenterMixPlacesEveryPod: on Karpenter's benchmark mix, whose spread
+// selectors match pods of other workloads, the solver places all 5,000
+// pods, the independent checker finds no violation, and the plan costs no
+// more than Karpenter's.
+func TestKarpenterMixPlacesEveryPod(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5,000 pods")
+	}
+	p := bench.KarpenterMix(5000, 42)
+	start := time.Now()
+	plan, err := solver.Solve(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	if err := check.Plan(p, plan); err != nil {
+		t.Fatalf("invalid plan: %v", err)
+	}
+	if n := len(plan.Unschedulable); n > 0 {
+		t.Errorf("%d of %d pods unschedulable, first: %s", n, len(p.Pods), plan.Unschedulable[0].Reason)
+	}
+	if plan.TotalPrice > karpenterCost {
+		t.Errorf("plan costs $%.2f/h, Karpenter $%.0f/h", plan.TotalPrice, karpenterCost)
+	}
+	t.Logf("%d pods on %d nodes at $%.2f/h (lower bound $%.2f/h) in %v", len(p.Pods), len(plan.NewNodes), plan.TotalPrice, plan.LowerBound, elapsed)
+}
+
+func TestKarpenterMixIsKarpenters(t *testing.T) {
+	p := bench.KarpenterMix(5000, 42)
+	kinds := map[string]int{}
+	for _, pod := range p.Pods {
+		kinds[pod.Owner]++
+	}
+	want := map[string]int{"Deployment/generic": 1000, "Deployment/spread-topology.kubernetes.io/zone": 1000,
+		"Deployment/spread-kubernetes.io/hostname": 1000, "Deployment/affinity": 1000, "Deployment/anti-affinity": 1000}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("%s: %d pods, want %d", k, kinds[k], n)
+		}
+	}
+	if len(p.InstanceTypes) != 400 {
+		t.Errorf("%d instance types, want 400", len(p.InstanceTypes))
+	}
+	// Spread selectors are drawn apart from the pod's own label, so most
+	// spread pods select pods other than their own kind.
+	cross := 0
+	for _, pod := range p.Pods {
+		for _, s := range pod.Spread {
+			if !s.Selector.Matches(pod.Labels) {
+				cross++
+			}
+		}
+	}
+	if cross < 1500 {
+		t.Errorf("%d spread pods select another label than their own, want most of 2,000", cross)
+	}
+}
+
+// BenchmarkKarpenterMix solves Karpenter's benchmark mix of 5,000 pods and
+// reports cost, nodes and pods left unschedulable.
+func BenchmarkKarpenterMix(b *testing.B) {
+	p := bench.KarpenterMix(5000, 42)
+	var plan *solver.Plan
+	for b.Loop() {
+		var err error
+		if plan, err = solver.Solve(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := check.Plan(p, plan); err != nil {
+		b.Fatalf("invalid plan: %v", err)
+	}
+	b.ReportMetric(plan.TotalPrice, "$/h")
+	b.ReportMetric(float64(len(plan.NewNodes)), "nodes")
+	b.ReportMetric(float64(len(plan.Unschedulable)), "unschedulable")
+}

@@ -1,0 +1,63 @@
+package report
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// TestNodesCostWhatTheirClaimPays checks that the Nodes view and the header
+// price a node as explain does: what its NodeClaim records it pays, not
+// today's catalog price; a node no claim owns at the catalog's.
+func TestNodesCostWhatTheirClaimPays(t *testing.T) {
+	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
+	node := func(name string, owned bool) *corev1.Node {
+		labels := map[string]string{solver.LabelInstanceType: "m7i.xlarge", solver.LabelZone: "us-east-1a", solver.LabelCapacityType: "on-demand"}
+		if owned {
+			labels[v1alpha1.LabelNodePool], labels[solver.LabelNodePool] = "web", "web"
+		}
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "sim://" + name},
+			Status: corev1.NodeStatus{Capacity: list, Allocatable: list, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	}
+	pool := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.NodePoolSpec{Template: v1alpha1.NodeClaimTemplate{
+		Spec: v1alpha1.NodeClaimTemplateSpec{NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"}}}}}
+	objs := &snapshot.Objects{
+		RightsizeInstalled: true, RightsizeNodePools: []*v1alpha1.NodePool{pool},
+		Nodes: []*corev1.Node{node("paid", true), node("plain", false)},
+		NodeClaims: []*v1alpha1.NodeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "web-paid", Labels: map[string]string{v1alpha1.LabelNodePool: "web"}},
+			Status: v1alpha1.NodeClaimStatus{ProviderID: "sim://paid", PricePerHour: "0.15",
+				Conditions: []metav1.Condition{{Type: v1alpha1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}}}},
+	}
+	r, err := NewPlanner().Build(Input{Objects: objs, Catalog: plan.Catalog{Region: "us-east-1"}, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, _, err := (&plan.Catalog{Region: "us-east-1"}).InstanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog, ok := plan.NewPrices(types).Catalog(&solver.Node{InstanceType: "m7i.xlarge", Zone: "us-east-1a", CapacityType: "on-demand"})
+	if !ok || catalog == 0.15 {
+		t.Fatalf("catalog price %v: the test needs one that differs from the claim's", catalog)
+	}
+	want := map[string]float64{"paid": 0.15, "plain": catalog}
+	if len(r.Nodes) != 2 {
+		t.Fatalf("nodes %+v", r.Nodes)
+	}
+	for _, row := range r.Nodes {
+		if row.Price == nil || *row.Price != want[row.Name] {
+			t.Errorf("%s costs %v, want %v", row.Name, row.Price, want[row.Name])
+		}
+	}
+	if d := r.ClusterPrice - (0.15 + catalog); d > 1e-9 || d < -1e-9 {
+		t.Errorf("cluster price %v, want %v", r.ClusterPrice, 0.15+catalog)
+	}
+}
