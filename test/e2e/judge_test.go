@@ -86,8 +86,10 @@ func TestJudge(t *testing.T) {
 	t.Run("karpenter", func(t *testing.T) {
 		start := time.Now()
 		var cases []*judgeCase
-		for i, seed := range []uint64{1, 2} {
-			c, err := newJudgeCase(fmt.Sprintf("karpenter mix 250 pods seed=%d", seed), 10000+i, bench.Karpenter(250, seed, true))
+		// Karpenter's own benchmark input (bench.KarpenterMix, seed 42 is
+		// Karpenter's), at sizes the plane binds in seconds.
+		for i, seed := range []int64{42, 7} {
+			c, err := newJudgeCase(fmt.Sprintf("karpenter mix 300 pods seed=%d", seed), 10000+i, bench.KarpenterMix(300, seed))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +116,7 @@ func TestJudgeProblems(t *testing.T) {
 	if fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatal("judgeProblem(7) differs between two calls")
 	}
-	var pods, spread, affinity, anti, gpu, selectors, placed, pending, invalid int
+	var pods, spread, affinity, anti, gpu, selectors, ports, placed, pending, invalid int
 	for _, seed := range judgeSeeds(t) {
 		c, err := newJudgeCase(fmt.Sprintf("random seed=%d", seed), int(seed), judgeProblem(seed))
 		if err != nil {
@@ -145,13 +147,16 @@ func TestJudgeProblems(t *testing.T) {
 			if len(pod.NodeSelector) > 0 || len(pod.Affinity) > 0 {
 				selectors++
 			}
+			if len(pod.HostPorts) > 0 {
+				ports++
+			}
 		}
 		placed += len(c.order)
 		pending += len(c.plan.Unschedulable)
 	}
-	t.Logf("%d pods: %d with spread, %d affinity, %d anti-affinity, %d GPU, %d node selectors/affinity; %d placed, %d left pending; %d plans the checker rejects",
-		pods, spread, affinity, anti, gpu, selectors, placed, pending, invalid)
-	for name, n := range map[string]int{"spread": spread, "affinity": affinity, "anti-affinity": anti, "GPU": gpu, "node selector": selectors, "pending": pending} {
+	t.Logf("%d pods: %d with spread, %d affinity, %d anti-affinity, %d GPU, %d node selectors/affinity, %d host ports; %d placed, %d left pending; %d plans the checker rejects",
+		pods, spread, affinity, anti, gpu, selectors, ports, placed, pending, invalid)
+	for name, n := range map[string]int{"spread": spread, "affinity": affinity, "anti-affinity": anti, "GPU": gpu, "node selector": selectors, "host ports": ports, "pending": pending} {
 		if n*20 < pods && name != "pending" || n == 0 {
 			t.Errorf("only %d of %d pods with %s: the problems are not constraint-rich", n, pods, name)
 		}

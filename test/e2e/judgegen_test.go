@@ -65,7 +65,29 @@ func judgeProblem(seed uint64) *solver.Problem {
 	g.types(p)
 	g.pools(p)
 	g.workloads(p)
+	hostPorts(p, rand.New(rand.NewPCG(seed, 0x706f7274))) // "port"
 	return p
+}
+
+// hostPorts gives some workloads host ports, from their own random stream
+// so that the rest of a seed's problem stays as it was before ports were
+// modelled: the same port on two workloads keeps their pods apart, and a
+// port bound on one address conflicts with the wildcard but not with
+// another address.
+func hostPorts(p *solver.Problem, rng *rand.Rand) {
+	bindings := []solver.HostPort{{Port: 8080}, {Port: 8080, Protocol: "UDP"}, {Port: 9100, HostIP: "127.0.0.1"}, {Port: 9100, HostIP: "127.0.0.2"}, {Port: 9100}}
+	byOwner := map[string][]solver.HostPort{}
+	for i := range p.Pods {
+		owner := p.Pods[i].Owner
+		ports, ok := byOwner[owner]
+		if !ok {
+			if rng.Float64() < 0.25 {
+				ports = []solver.HostPort{bindings[rng.IntN(len(bindings))]}
+			}
+			byOwner[owner] = ports
+		}
+		p.Pods[i].HostPorts = ports
+	}
 }
 
 type judgeGen struct {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -219,6 +220,10 @@ func plannedNodeLabels(p *solver.Problem, n *solver.NewNode, name string) (map[s
 		}
 	}
 	for k, v := range pool.Labels {
+		l[k] = v
+	}
+	// Values the plan picked for keys the pool leaves open.
+	for k, v := range n.Labels {
 		l[k] = v
 	}
 	l[solver.LabelNodePool] = pool.Name
@@ -644,6 +649,11 @@ func judgePod(c *judgeCase, i, rank int) *corev1.Pod {
 	for _, t := range pod.Tolerations {
 		tolerations = append(tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
+	var ports []corev1.ContainerPort
+	for _, hp := range pod.HostPorts {
+		ports = append(ports, corev1.ContainerPort{ContainerPort: hp.Port, HostPort: hp.Port, HostIP: hp.HostIP,
+			Protocol: corev1.Protocol(cmp.Or(hp.Protocol, "TCP"))})
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: c.namespace(pod.Namespace), Labels: pod.Labels},
 		Spec: corev1.PodSpec{
@@ -655,7 +665,7 @@ func judgePod(c *judgeCase, i, rank int) *corev1.Pod {
 			Tolerations:                   tolerations,
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 			AutomountServiceAccountToken:  ptr.To(false),
-			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Ports: ports,
 				Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}},
 		},
 	}
