@@ -78,7 +78,7 @@ func TestJudge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reportDisagreements(t, ds)
+		reportDisagreements(t, ds, cases)
 		t.Logf("judge: %d random problems, %d nodes, %d pods judged in %s (planning %s), %d disagreements",
 			run.problems-p0, run.nodes-n0, run.pods-pods0, time.Since(start).Round(time.Millisecond), planned.Round(time.Millisecond), len(ds))
 	})
@@ -101,7 +101,7 @@ func TestJudge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reportDisagreements(t, ds)
+		reportDisagreements(t, ds, cases)
 		t.Logf("judge: %d Karpenter-mix problems, %d nodes, %d pods judged in %s, %d disagreements",
 			run.problems-p0, run.nodes-n0, run.pods-pods0, time.Since(start).Round(time.Millisecond), len(ds))
 	})

@@ -862,9 +862,40 @@ func dumpCase(c *judgeCase) (string, error) {
 	return path, os.WriteFile(path, b, 0o600)
 }
 
-// reportDisagreements fails t with every disagreement, grouped by case.
-func reportDisagreements(t testing.TB, ds []judgeDisagreement) {
+// judgeKnownUnderplaced are the cases in which the plan leaves pods pending
+// that kube-scheduler then binds to planned nodes (the plan is too
+// cautious: the solver drops a whole topology group when part of it cannot
+// be placed), with why. Such a case not listed here fails the judge, and
+// so does a listed one that no longer under-places, so the list can only
+// shrink with the fix. A pod the plan places where kube-scheduler does not
+// bind it always fails: that plan would be wrong.
+var judgeKnownUnderplaced = map[string]string{}
+
+// reportDisagreements fails t with every disagreement, grouped by case,
+// but for the known under-placements, which it only reports.
+func reportDisagreements(t testing.TB, ds []judgeDisagreement, judged []*judgeCase) {
 	t.Helper()
+	under := map[string]int{}
+	var failing []judgeDisagreement
+	for _, d := range ds {
+		if d.planned == "" && d.actual != "" {
+			under[d.c.name]++
+			if _, known := judgeKnownUnderplaced[d.c.name]; known {
+				continue
+			}
+		}
+		failing = append(failing, d)
+	}
+	for _, c := range judged {
+		if why, known := judgeKnownUnderplaced[c.name]; known {
+			if under[c.name] == 0 {
+				t.Errorf("%s is listed as under-placing (%s) but no longer does: remove it from judgeKnownUnderplaced", c.name, why)
+			} else {
+				t.Logf("known gap: %s: %d pod(s) the plan leaves pending are bound by kube-scheduler (%s)", c.name, under[c.name], why)
+			}
+		}
+	}
+	ds = failing
 	if len(ds) == 0 {
 		return
 	}
