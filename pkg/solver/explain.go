@@ -89,115 +89,72 @@ func (s *state) explainInfeasible() {
 
 // diagnose explains why no pool can launch a node for the class.
 func (s *state) diagnose(c *class) string {
-	p := s.p
-	pod := s.groups[c.group].rep
-	if len(p.Pools) == 0 {
-		return "no NodePool is defined"
-	}
-	if msg := s.unanswerableKey(pod); msg != "" {
-		return msg
-	}
-	var sentences []string
-	for _, pi := range p.poolOrder() {
-		sentences = append(sentences, s.diagnosePool(c, pod, pi))
-	}
-	msg := strings.Join(sentences, "; ")
-	if hint := s.cheapestAnywhere(c, pod); hint != "" {
-		msg += "; " + hint
-	}
-	return msg
+	d := s.p.diagnosis(s.groups[c.group].rep, c.req)
+	return d.Reason()
 }
 
-func (s *state) diagnosePool(c *class, pod *Pod, pi int) string {
-	p := s.p
-	pool := &p.Pools[pi]
-	pl := poolLabelsFor(pool, pod)
-	if t := untolerated(pod.Tolerations, pool.Taints); t != nil {
+// Reason renders the diagnosis as the sentence the plan gives an
+// unschedulable pod: every pool's verdict in pool order, then the cheapest
+// instance type that would fit.
+func (d *Diagnosis) Reason() string {
+	p := d.p
+	if d.NoPools {
+		return "no NodePool is defined"
+	}
+	if d.Unanswerable != "" {
+		return d.Unanswerable
+	}
+	var sentences []string
+	for i := range d.Pools {
+		sentences = append(sentences, d.PoolReason(i))
+	}
+	msg := strings.Join(sentences, "; ")
+	if d.Cheapest == nil {
+		return msg + "; no instance type in the catalog has room for " + p.describe(d.Requests)
+	}
+	it := &p.PoolTypes(d.Cheapest.Pool)[d.Cheapest.Type]
+	o := it.Offerings[d.Cheapest.Offering]
+	return msg + fmt.Sprintf("; the cheapest instance type that would fit, if a NodePool allowed it, is %s (%s, $%.4f/h)", it.Name, o.CapacityType, o.Price)
+}
+
+// PoolReason renders the verdict of d.Pools[i] as one sentence.
+func (d *Diagnosis) PoolReason(i int) string {
+	p := d.p
+	pd := &d.Pools[i]
+	pool := &p.Pools[pd.Pool]
+	if t := pd.Taint; t != nil {
 		return fmt.Sprintf("NodePool %s has taint %s=%s:%s that the pod does not tolerate", pool.Name, t.Key, t.Value, t.Effect)
 	}
-	var allowed, matching []int
-	allocs := map[int]Resources{}
-	types := p.PoolTypes(pi)
-	for ti := range types {
-		it := &types[ti]
-		isAllowed, isMatching := false, false
-		for _, o := range it.Offerings {
-			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-			if !allMatch(pool.Requirements, labels) {
-				continue
-			}
-			isAllowed = true
-			if matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
-				isMatching = true
-				alloc := it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))
-				if prev, ok := allocs[ti]; !ok || fitScore(c.req, alloc) > fitScore(c.req, prev) {
-					allocs[ti] = alloc
-				}
-			}
-		}
-		if isAllowed {
-			allowed = append(allowed, ti)
-		}
-		if isMatching {
-			matching = append(matching, ti)
-		}
-	}
-	if len(allowed) == 0 {
-		for _, r := range pool.Requirements {
-			if needsLabel(r) {
-				if why := s.keyProblem(r.Key, pod); why != "" {
-					return fmt.Sprintf("NodePool %s requires %s: %s", pool.Name, formatRequirements([]Requirement{r}), why)
-				}
-			}
+	if len(pd.Allowed) == 0 {
+		if pd.KeyRequirement != nil {
+			return fmt.Sprintf("NodePool %s requires %s: %s", pool.Name, formatRequirements([]Requirement{*pd.KeyRequirement}), pd.KeyProblem)
 		}
 		return fmt.Sprintf("NodePool %s allows no instance type offered here (its requirements: %s)", pool.Name, formatRequirements(pool.Requirements))
 	}
-	if len(matching) == 0 {
-		return fmt.Sprintf("none of the %d instance types allowed by NodePool %s matches the pod's %s", len(allowed), pool.Name, s.blockingSelector(pod, pool, pl, types, allowed))
+	if len(pd.Matching) == 0 {
+		return fmt.Sprintf("none of the %d instance types allowed by NodePool %s matches the pod's %s", len(pd.Allowed), pool.Name, pd.Blocking)
 	}
 	// Every matching type is too small: say for what, and how close the best came.
-	short := make([]bool, MaxResources)
-	best, bestScore := -1, -1.0
-	for _, ti := range matching {
-		alloc := allocs[ti]
-		for r := range c.req {
-			if c.req[r] > alloc[r] {
-				short[r] = true
-			}
-		}
-		if sc := fitScore(c.req, alloc); sc > bestScore {
-			best, bestScore = ti, sc
-		}
-	}
-	var which []int
-	for r := range short {
-		if short[r] {
-			which = append(which, r)
-		}
-	}
-	what := p.describeOnly(c.req, which)
-	if slices.Contains(which, Pods) {
+	types := p.PoolTypes(pd.Pool)
+	what := p.describeOnly(d.Requests, pd.Short)
+	if slices.Contains(pd.Short, Pods) {
 		what = strings.TrimSuffix(what, "nothing") + "another pod slot"
 	}
-	noun := "instance types"
-	if len(matching) == 1 {
-		noun = "instance type"
-	}
-	verb := "have"
-	if len(matching) == 1 {
-		verb = "has"
+	noun, verb := "instance types", "have"
+	if len(pd.Matching) == 1 {
+		noun, verb = "instance type", "has"
 	}
 	names := ""
-	if len(matching) <= 5 {
-		list := make([]string, len(matching))
-		for i, ti := range matching {
+	if len(pd.Matching) <= 5 {
+		list := make([]string, len(pd.Matching))
+		for i, ti := range pd.Matching {
 			list[i] = types[ti].Name
 		}
 		sort.Strings(list)
 		names = " (" + strings.Join(list, ", ") + ")"
 	}
 	return fmt.Sprintf("0 of %d %s allowed by NodePool %s%s %s room for %s; the largest, %s, has %s allocatable",
-		len(matching), noun, pool.Name, names, verb, what, types[best].Name, p.describeOnly(allocs[best], which))
+		len(pd.Matching), noun, pool.Name, names, verb, what, types[pd.Largest].Name, p.describeOnly(pd.Types[pd.Largest].Alloc, pd.Short))
 }
 
 // fitScore is the smallest ratio of allocatable to request over the
@@ -212,41 +169,9 @@ func fitScore(req, alloc Resources) float64 {
 	return score
 }
 
-// blockingSelector names the pod's first node selector entry or affinity
-// requirement that none of the allowed types satisfies.
-func (s *state) blockingSelector(pod *Pod, pool *Pool, pl map[string]string, types []InstanceType, allowed []int) string {
-	satisfiable := func(test func(Labels) bool) bool {
-		for _, ti := range allowed {
-			it := &types[ti]
-			for _, o := range it.Offerings {
-				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-				if allMatch(pool.Requirements, labels) && test(labels) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	keys := make([]string, 0, len(pod.NodeSelector))
-	for k := range pod.NodeSelector {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		want := pod.NodeSelector[k]
-		if !satisfiable(func(l Labels) bool { v, ok := l.Label(k); return ok && v == want }) {
-			return fmt.Sprintf("nodeSelector %s=%s", k, want)
-		}
-	}
-	if len(pod.Affinity) == 1 {
-		for _, r := range pod.Affinity[0] {
-			if !satisfiable(func(l Labels) bool { return r.Matches(l) }) {
-				return "node affinity (" + formatRequirements([]Requirement{r}) + ")"
-			}
-		}
-	}
-	return "node affinity"
-}
+// FormatRequirements renders requirements as "key Op [v1, v2], ...", or
+// "none".
+func FormatRequirements(reqs []Requirement) string { return formatRequirements(reqs) }
 
 func formatRequirements(reqs []Requirement) string {
 	if len(reqs) == 0 {
@@ -260,55 +185,6 @@ func formatRequirements(reqs []Requirement) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-// cheapestAnywhere names the cheapest offering of any instance type that
-// would take the pod if a pool allowed it: the first pool's requirements on
-// instance types are ignored, its zones, capacity types, labels and taints
-// and the pod's own constraints kept.
-func (s *state) cheapestAnywhere(c *class, pod *Pod) string {
-	p := s.p
-	first := p.poolOrder()[0]
-	pool := &p.Pools[first]
-	types := p.PoolTypes(first)
-	pl := poolLabelsFor(pool, pod)
-	var offeringReqs []Requirement
-	for _, r := range pool.Requirements {
-		if r.Key == LabelZone || r.Key == LabelCapacityType {
-			offeringReqs = append(offeringReqs, r)
-		}
-	}
-	cheapest := func(reqs []Requirement) (bestType, bestOff int) {
-		bestType, bestOff = -1, -1
-		for ti := range types {
-			it := &types[ti]
-			for oi, o := range it.Offerings {
-				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-				if !allMatch(reqs, labels) || !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
-					continue
-				}
-				if !c.req.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
-					continue
-				}
-				if bestType < 0 || o.Price < types[bestType].Offerings[bestOff].Price {
-					bestType, bestOff = ti, oi
-				}
-			}
-		}
-		return bestType, bestOff
-	}
-	bestType, bestOff := cheapest(offeringReqs)
-	if bestType < 0 && len(offeringReqs) > 0 {
-		// The pool's zones or capacity types rule the pod out, not room:
-		// name the offering another pool could use.
-		bestType, bestOff = cheapest(nil)
-	}
-	if bestType < 0 {
-		return "no instance type in the catalog has room for " + p.describe(c.req)
-	}
-	it := &types[bestType]
-	o := it.Offerings[bestOff]
-	return fmt.Sprintf("the cheapest instance type that would fit, if a NodePool allowed it, is %s (%s, $%.4f/h)", it.Name, o.CapacityType, o.Price)
 }
 
 // limitReason explains why pods that some kind fits were still left over.
@@ -375,9 +251,9 @@ func needsLabel(r Requirement) bool {
 // candidate node can carry, a sentence naming the key: the catalog does
 // not know it, or no instance type, offering or pool sets it. Such a pod
 // is not short of room, and saying so would send the user the wrong way.
-func (s *state) unanswerableKey(pod *Pod) string {
+func (p *Problem) unanswerableKey(pod *Pod) string {
 	for _, k := range slices.Sorted(maps.Keys(pod.NodeSelector)) {
-		if why := s.keyProblem(k, pod); why != "" {
+		if why := p.keyProblem(k, pod); why != "" {
 			return fmt.Sprintf("its nodeSelector %s=%s cannot be met: %s", k, pod.NodeSelector[k], why)
 		}
 	}
@@ -386,7 +262,7 @@ func (s *state) unanswerableKey(pod *Pod) string {
 		found := ""
 		for _, r := range t {
 			if needsLabel(r) {
-				if why := s.keyProblem(r.Key, pod); why != "" {
+				if why := p.keyProblem(r.Key, pod); why != "" {
 					found = fmt.Sprintf("its node affinity (%s) cannot be met: %s", formatRequirements([]Requirement{r}), why)
 					break
 				}
@@ -405,8 +281,7 @@ func (s *state) unanswerableKey(pod *Pod) string {
 // keyProblem says why no candidate node can carry label key: the catalog
 // does not know it (Problem.UnknownLabels), or nothing sets it. It returns
 // "" when some instance type, offering or pool sets the key.
-func (s *state) keyProblem(key string, pod *Pod) string {
-	p := s.p
+func (p *Problem) keyProblem(key string, pod *Pod) string {
 	key = NormalizeLabelKey(key)
 	if slices.Contains(p.UnknownLabels, key) {
 		return fmt.Sprintf("the catalog does not know label %s (Karpenter sets it from the EC2 API; the embedded data has no source for it)", key)

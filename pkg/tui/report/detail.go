@@ -70,9 +70,30 @@ func (r *Report) Detail(g *PendingGroup) []string {
 	for _, pr := range pod.Preferences {
 		add("  • preference %s (weight %d), relaxed if it blocks placement", pr.Kind, pr.Weight)
 	}
-	for _, pi := range poolOrder(p) {
+	d := solver.Diagnose(p, g.PodIndex)
+	switch {
+	case d.NoPools:
+		add("")
+		add("✗ no NodePool is defined")
+	case d.Unanswerable != "":
+		add("")
+		add("✗ %s", d.Unanswerable)
+	}
+	fits := false
+	for i := range d.Pools {
 		out = append(out, "")
-		out = append(out, r.poolDetail(pod, &p.Pools[pi])...)
+		out = append(out, r.poolDetail(&d, i)...)
+		fits = fits || len(d.Pools[i].Fitting) > 0
+	}
+	if !fits && len(d.Pools) > 0 {
+		add("")
+		if c := d.Cheapest; c != nil {
+			it := &p.PoolTypes(c.Pool)[c.Type]
+			o := it.Offerings[c.Offering]
+			add("Cheapest type that would fit if a NodePool allowed it: %s %s %s $%.4f/h", it.Name, o.Zone, o.CapacityType, o.Price)
+		} else {
+			add("No instance type in the catalog has room for the pod")
+		}
 	}
 	if len(r.Existing) > 0 {
 		out = append(out, "")
@@ -81,20 +102,24 @@ func (r *Report) Detail(g *PendingGroup) []string {
 	return out
 }
 
-// poolDetail checks the pod against every instance type and offering of one pool.
-func (r *Report) poolDetail(pod *solver.Pod, pool *solver.Pool) []string {
+// poolDetail renders the solver's diagnosis of one pool (d.Pools[i]):
+// which instance types each pool requirement, pod selector or shortage rules
+// out, the cheapest that fit, and the solver's own verdict.
+func (r *Report) poolDetail(d *solver.Diagnosis, i int) []string {
 	p := r.Problem
+	pd := &d.Pools[i]
+	pool := &p.Pools[pd.Pool]
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	add("NodePool %s (weight %d; requirements: %s):", pool.Name, pool.Weight, formatReqs(pool.Requirements))
-	if t := untolerated(pod.Tolerations, pool.Taints); t != nil {
+	if t := pd.Taint; t != nil {
 		add("  ✗ its taint %s=%s:%s is not tolerated: every type ruled out", t.Key, t.Value, t.Effect)
 		return out
 	}
 	if len(pool.Taints) > 0 {
 		add("  ✓ the pod tolerates the pool's taints")
 	}
-	pl := poolLabels(pool)
+	types := p.PoolTypes(pd.Pool)
 	byPool := map[string][]string{}     // failing pool requirement -> types
 	bySelector := map[string][]string{} // failing pod selector -> types
 	short := map[string][]string{}      // short resources -> types
@@ -105,49 +130,25 @@ func (r *Report) poolDetail(pod *solver.Pod, pool *solver.Pool) []string {
 		price          float64
 	}
 	var fits []fit
-	for ti := range p.InstanceTypes {
-		it := &p.InstanceTypes[ti]
-		var poolFail, selFail string
-		matched := false
-		best := fit{price: -1}
-		var bestAlloc solver.Resources
-		for _, o := range it.Offerings {
-			labels := newOfferingLabels(o, pl, it.Labels)
-			if f := firstFailing(pool.Requirements, labels); f != "" {
-				if poolFail == "" {
-					poolFail = f
-				}
-				continue
-			}
-			if f := selectorFailure(pod, labels); f != "" {
-				if selFail == "" {
-					selFail = f
-				}
-				continue
-			}
-			matched = true
-			alloc := it.Allocatable().Sub(daemonOverhead(p, labels, pool.Taints))
-			if !pod.Requests.Fits(alloc) {
-				bestAlloc = alloc
-				continue
-			}
-			if best.price < 0 || o.Price < best.price {
-				best = fit{it.Name, o.Zone, o.CapacityType, o.Price}
-			}
-		}
+	for ti := range pd.Types {
+		it, td := &types[ti], &pd.Types[ti]
 		switch {
-		case best.price >= 0:
-			fits = append(fits, best)
-		case matched:
-			k := shortNames(p, pod.Requests, bestAlloc)
+		case td.Offering >= 0:
+			o := it.Offerings[td.Offering]
+			fits = append(fits, fit{it.Name, o.Zone, o.CapacityType, o.Price})
+		case td.Matching:
+			k := shortNames(p, d.Requests, td.Alloc)
 			short[k] = append(short[k], it.Name)
-			if sc := fitScore(pod.Requests, bestAlloc); sc > largestScore[k] || largest[k] == "" {
-				largestScore[k], largest[k] = sc, it.Name+": "+shortOf(p, pod.Requests, bestAlloc)
+			if sc := fitScore(d.Requests, td.Alloc); sc > largestScore[k] || largest[k] == "" {
+				largestScore[k], largest[k] = sc, it.Name+": "+shortOf(p, d.Requests, td.Alloc)
 			}
-		case selFail != "":
-			bySelector[selFail] = append(bySelector[selFail], it.Name)
+		case td.SelectorFailure != "":
+			bySelector[td.SelectorFailure] = append(bySelector[td.SelectorFailure], it.Name)
+		case td.PoolFailure != nil:
+			k := formatReqs([]solver.Requirement{*td.PoolFailure})
+			byPool[k] = append(byPool[k], it.Name)
 		default:
-			byPool[poolFail] = append(byPool[poolFail], it.Name)
+			byPool["(no offering)"] = append(byPool["(no offering)"], it.Name)
 		}
 	}
 	for _, k := range sortedKeys(byPool) {
@@ -160,7 +161,7 @@ func (r *Report) poolDetail(pod *solver.Pod, pool *solver.Pool) []string {
 		add("  ✗ %d type(s) too small for its %s (closest, %s): %s", len(short[k]), k, largest[k], shortList(short[k], maxNamed))
 	}
 	if len(fits) == 0 {
-		add("  ✗ no instance type of this pool fits the pod")
+		add("  ✗ no instance type of this pool fits the pod: %s", d.PoolReason(i))
 		return out
 	}
 	sort.Slice(fits, func(a, b int) bool { return fits[a].price < fits[b].price })
@@ -185,11 +186,11 @@ func (r *Report) existingDetail(pod *solver.Pod) []string {
 		switch {
 		case n.Unschedulable:
 			why = "cordoned"
-		case untolerated(pod.Tolerations, n.Taints) != nil:
-			t := untolerated(pod.Tolerations, n.Taints)
+		case solver.Untolerated(pod.Tolerations, n.Taints) != nil:
+			t := solver.Untolerated(pod.Tolerations, n.Taints)
 			why = fmt.Sprintf("taint %s=%s:%s not tolerated", t.Key, t.Value, t.Effect)
 		default:
-			if f := selectorFailure(pod, solver.MapLabels(n.Labels)); f != "" {
+			if f := solver.SelectorFailure(pod, solver.MapLabels(n.Labels)); f != "" {
 				why = "the pod's " + f + " does not match"
 			} else if free := n.Allocatable.Sub(n.Requested); !pod.Requests.Fits(free) {
 				why = "not enough free " + shortOf(p, pod.Requests, free)
@@ -257,142 +258,6 @@ func fitScore(req, alloc solver.Resources) float64 {
 		}
 	}
 	return score
-}
-
-// offeringLabels are the labels a new node of this offering, pool and type
-// would carry (the solver's candidate labels), looked up in layers rather
-// than copied into a map per offering.
-type offeringLabels struct {
-	zone, capacityType string
-	pool, typ          map[string]string
-}
-
-func newOfferingLabels(o solver.Offering, pool, typ map[string]string) *offeringLabels {
-	return &offeringLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pool, typ: typ}
-}
-
-// Label implements solver.Labels: offering first, then pool, then type.
-func (l *offeringLabels) Label(key string) (string, bool) {
-	switch key {
-	case solver.LabelZone:
-		return l.zone, l.zone != ""
-	case solver.LabelCapacityType:
-		return l.capacityType, l.capacityType != ""
-	}
-	if v, ok := l.pool[key]; ok {
-		return v, true
-	}
-	v, ok := l.typ[key]
-	return v, ok
-}
-
-// firstFailing returns the first requirement labels do not satisfy, or "".
-func firstFailing(reqs []solver.Requirement, labels solver.Labels) string {
-	for i := range reqs {
-		if !reqs[i].Matches(labels) {
-			return formatReqs(reqs[i : i+1])
-		}
-	}
-	return ""
-}
-
-// selectorFailure names the pod's node selector entry or affinity that
-// labels fail, or "".
-func selectorFailure(pod *solver.Pod, labels solver.Labels) string {
-	for _, k := range sortedKeys(pod.NodeSelector) {
-		if v, ok := labels.Label(k); !ok || v != pod.NodeSelector[k] {
-			return "nodeSelector " + k + "=" + pod.NodeSelector[k]
-		}
-	}
-	if len(pod.Affinity) == 0 {
-		return ""
-	}
-	for _, t := range pod.Affinity {
-		if t.Matches(labels) {
-			return ""
-		}
-	}
-	if len(pod.Affinity) == 1 {
-		if f := firstFailing(pod.Affinity[0], labels); f != "" {
-			return "node affinity " + f
-		}
-	}
-	return "node affinity"
-}
-
-// untolerated returns the first NoSchedule or NoExecute taint no toleration
-// tolerates, or nil, as the solver decides.
-func untolerated(tolerations []solver.Toleration, taints []solver.Taint) *solver.Taint {
-	for i := range taints {
-		t := &taints[i]
-		if t.Effect == solver.EffectPreferNoSchedule {
-			continue
-		}
-		ok := false
-		for j := range tolerations {
-			if tolerations[j].Tolerates(t) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return t
-		}
-	}
-	return nil
-}
-
-// daemonOverhead sums the DaemonSet requests a node with these labels and
-// taints would run.
-func daemonOverhead(p *solver.Problem, labels solver.Labels, taints []solver.Taint) solver.Resources {
-	var sum solver.Resources
-	for i := range p.DaemonSets {
-		ds := &p.DaemonSets[i]
-		pod := solver.Pod{NodeSelector: ds.NodeSelector, Affinity: ds.Affinity}
-		if selectorFailure(&pod, labels) == "" && untolerated(ds.Tolerations, taints) == nil {
-			sum = sum.Add(ds.Requests)
-		}
-	}
-	return sum
-}
-
-// poolLabels are the labels a pool puts on its nodes (its labels, its
-// name, and single-valued In requirements), as the solver derives them.
-func poolLabels(pool *solver.Pool) map[string]string {
-	labels := make(map[string]string, len(pool.Labels)+2)
-	for k, v := range pool.Labels {
-		labels[k] = v
-	}
-	labels[solver.LabelNodePool] = pool.Name
-	for _, r := range pool.Requirements {
-		if r.Operator == solver.OpIn && len(r.Values) > 0 && r.Key != solver.LabelZone && r.Key != solver.LabelCapacityType {
-			if _, ok := labels[r.Key]; !ok && !typeLabel(r.Key) {
-				labels[r.Key] = r.Values[0]
-			}
-		}
-	}
-	return labels
-}
-
-func typeLabel(key string) bool {
-	return key == solver.LabelInstanceType || key == "kubernetes.io/arch" || key == "kubernetes.io/os" ||
-		key == "topology.kubernetes.io/region" || strings.HasPrefix(key, "karpenter.k8s.aws/")
-}
-
-// poolOrder is highest weight first, then by name, as the solver tries them.
-func poolOrder(p *solver.Problem) []int {
-	order := make([]int, len(p.Pools))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		pa, pb := &p.Pools[order[a]], &p.Pools[order[b]]
-		if pa.Weight != pb.Weight {
-			return pa.Weight > pb.Weight
-		}
-		return pa.Name < pb.Name
-	})
-	return order
 }
 
 func formatReqs(reqs []solver.Requirement) string {
