@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -48,7 +49,10 @@ func KarpenterMix(pods int, seed int64) *solver.Problem {
 	}
 	var out []solver.Pod
 	add := func(kind string, labels map[string]string, f func(*solver.Pod)) {
-		p := solver.Pod{Namespace: "default", Name: fmt.Sprintf("%s-%d", kind, len(out)), Owner: "Deployment/" + kind, Labels: labels, Controller: true}
+		// Kinds name topology keys ("spread-topology.kubernetes.io/zone"):
+		// the pods get valid object names, so that a control plane takes them.
+		name := strings.NewReplacer("/", "-", ".", "-").Replace(kind)
+		p := solver.Pod{Namespace: "default", Name: fmt.Sprintf("%s-%d", name, len(out)), Owner: "Deployment/" + kind, Labels: labels, Controller: true}
 		if f != nil {
 			f(&p)
 		}
