@@ -324,9 +324,12 @@ func (s *state) eligibleZones(pod *Pod) []string {
 }
 
 // domainFilter says which node properties decide whether a node's domain
-// counts: its taints (the pod must tolerate them) and its labels (the pod's
-// node affinity must accept them).
-type domainFilter struct{ taints, affinity bool }
+// counts: its taints (the pod must tolerate them), its labels (the pod's
+// node affinity must accept them) and, with launchable, whether its pool's
+// limits leave room for one such new node at all (a pool with a zero
+// limit still counts as a domain of a spread, but no pod can be sent
+// there).
+type domainFilter struct{ taints, affinity, launchable bool }
 
 // spreadFilter is the filter of a spread constraint's domains, from its
 // nodeTaintsPolicy (Ignore by default) and nodeAffinityPolicy (Honor by
@@ -356,6 +359,9 @@ func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
 		types := s.p.PoolTypes(pi)
 		for ti := range types {
 			it := &types[ti]
+			if f.launchable && !s.poolHolds(pi, it.Capacity) {
+				continue
+			}
 			alloc := it.Allocatable()
 			for _, o := range it.Offerings {
 				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
@@ -396,6 +402,18 @@ func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
 	return out
 }
 
+// poolHolds reports whether pool pi's limits, less what its nodes use,
+// leave room for one node of the given capacity.
+func (s *state) poolHolds(pi int, capacity Resources) bool {
+	pool := &s.p.Pools[pi]
+	for r := range capacity {
+		if pool.HasLimit[r] && capacity[r] > 0 && pool.Limits[r]-pool.Used[r] < capacity[r] {
+			return false
+		}
+	}
+	return true
+}
+
 // zoneCounts counts, per zone, the pods match accepts among those running
 // and those earlier groups were assigned to zones in this solve.
 func (s *state) zoneCounts(match func(*Pod) bool) map[string]int {
@@ -434,29 +452,41 @@ type zonePlan struct {
 }
 
 // zoneSpread is one DoNotSchedule spread constraint of the pending pods on
-// a key other than the hostname, shared by every group carrying it, with
-// the pods its selector matches counted per domain: running ones, and
-// pending ones as they are assigned domains, whatever workload they belong
-// to.
+// a key other than the hostname, over one set of domains, shared by every
+// group carrying it whose own node affinity and taints (as the
+// constraint's policies read them) admit exactly those domains, with the
+// pods its selector matches counted per domain: running ones, and pending
+// ones as they are assigned domains, whatever workload they belong to.
+//
+// kube-scheduler computes a pod's skew over the domains that pod's own
+// node affinity admits, so two groups carrying the same constraint under
+// different node affinity get one zoneSpread each: a pod is held to the
+// one of its own group (groups) and only counted in the others.
 type zoneSpread struct {
 	c       TopologySpread
 	ns      string
 	domains []string
 	counts  map[string]int
+	groups  map[int]bool // the groups held to it
 }
 
 func (z *zoneSpread) matches(p *Pod) bool {
 	return p.Namespace == z.ns && z.c.Selector.Matches(p.Labels)
 }
 
-// carriedBy reports whether the pod carries constraint z.
-func (z *zoneSpread) carriedBy(p *Pod) bool {
-	return p.Namespace == z.ns && hasSpread(p, &z.c)
+// heldBy reports whether the pods of group g are held to z: they carry
+// the constraint and its domains are theirs.
+func (z *zoneSpread) heldBy(g int) bool {
+	return z.groups[g]
 }
 
 // skewAfter is the skew of domain d once a pod is added there (adding one
-// to its count when the pod matches).
+// to its count when the pod matches). A domain outside z's is none of its
+// carriers' business: 0.
 func (z *zoneSpread) skewAfter(d string, matches bool) int {
+	if !slices.Contains(z.domains, d) {
+		return 0
+	}
 	add := 0
 	if matches {
 		add = 1
@@ -594,10 +624,11 @@ func (s *state) collectZoneSpreads(n int) []string {
 			}
 			domains := s.domainsOf(orig, c.TopologyKey, spreadFilter(&c))
 			key, _ := json.Marshal([]any{rep.Namespace, c, domains})
-			if _, ok := byKey[string(key)]; ok {
+			if z, ok := byKey[string(key)]; ok {
+				z.groups[g] = true
 				continue
 			}
-			z := &zoneSpread{c: c, ns: rep.Namespace, domains: domains, counts: map[string]int{}}
+			z := &zoneSpread{c: c, ns: rep.Namespace, domains: domains, counts: map[string]int{}, groups: map[int]bool{g: true}}
 			for i := range s.p.Nodes {
 				node := &s.p.Nodes[i]
 				d, ok := node.Labels[c.TopologyKey]
@@ -639,7 +670,7 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		if z.c.TopologyKey != key {
 			continue
 		}
-		if z.carriedBy(rep) {
+		if z.heldBy(g) {
 			carried = append(carried, z)
 		}
 		if z.matches(rep) {
@@ -708,7 +739,7 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 	if len(carried) == 0 && len(matched) == 0 && softSpread == nil && selfAnti == nil && selfAff == nil && otherAff == nil && len(antis) == 0 && !target {
 		return nil
 	}
-	usable := s.domainsOf(rep, key, domainFilter{taints: true, affinity: true})
+	usable := s.domainsOf(rep, key, domainFilter{taints: true, affinity: true, launchable: true})
 	if len(antis) > 0 {
 		// Zonal anti-affinity, either way: leave out zones holding pods
 		// that forbid these or that these forbid.
