@@ -83,7 +83,7 @@ func TestSpreadCountsEachPodsOwnDomains(t *testing.T) {
 			pods: workload("web", 10, func(p *Pod) {
 				p.Spread = append(p.Spread, TopologySpread{MaxSkew: 1, TopologyKey: LabelHostname, WhenUnsatisfiable: ScheduleAnyway, Selector: shared})
 			}),
-			pools: []Pool{{Name: "default", Requirements: []Requirement{{Key: LabelZone, Operator: OpIn, Values: []string{"zone-a", "zone-b"}}}}, disabled},
+			pools:   []Pool{{Name: "default", Requirements: []Requirement{{Key: LabelZone, Operator: OpIn, Values: []string{"zone-a", "zone-b"}}}}, disabled},
 			pending: 8,
 			zones:   map[string]int{"zone-a": 1, "zone-b": 1},
 		},
