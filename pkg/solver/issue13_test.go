@@ -1,6 +1,7 @@
 package solver_test
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -112,6 +113,57 @@ func TestSpreadCountsEachPodsOwnDomains(t *testing.T) {
 			}
 			if len(zones) != len(tc.zones) {
 				t.Errorf("pods per zone %v, want %v", zones, tc.zones)
+			}
+		})
+	}
+}
+
+// TestHostnameSelfAffinityAcrossWorkloads (issue #13): workloads whose
+// required hostname affinity selects each other's pods share the one node
+// the first of them opens; a workload no node can take with the others
+// stays pending rather than opening a node of its own. Written from
+// kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/topology_test.go,
+// It("should respect self pod affinity for first empty topology domain
+// only (hostname/constrained zones)").
+func TestHostnameSelfAffinityAcrossWorkloads(t *testing.T) {
+	small := res(250, gi/2)
+	together := func(f func(*Pod)) func(*Pod) {
+		return func(p *Pod) {
+			p.Labels["security"] = "s2"
+			p.PodAffinity = []PodAffinityTerm{{TopologyKey: LabelHostname, Selector: Selector{MatchLabels: map[string]string{"security": "s2"}}}}
+			if f != nil {
+				f(p)
+			}
+		}
+	}
+	tests := []struct {
+		name    string
+		pods    []Pod
+		pending int
+	}{
+		{
+			name: "zone-bound workloads that cannot share a node: the larger gets it",
+			pods: append(labelled("z1", 1, small, together(func(p *Pod) { p.NodeSelector = map[string]string{LabelZone: "zone-a"} })),
+				labelled("rest", 10, small, together(func(p *Pod) { p.Affinity = inZones("zone-b") }))...),
+			pending: 1,
+		},
+		{
+			name:    "workloads that can share a node all go on it",
+			pods:    append(labelled("one", 3, small, together(nil)), labelled("two", 4, small, together(nil))...),
+			pending: 0,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Problem{Pods: tc.pods, Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
+			plan := solveChecked(t, p)
+			if len(plan.NewNodes) != 1 || len(plan.Unschedulable) != tc.pending {
+				t.Errorf("%d new nodes, %d pods pending; want 1 node and %d pending", len(plan.NewNodes), len(plan.Unschedulable), tc.pending)
+			}
+			for _, u := range plan.Unschedulable {
+				if !strings.Contains(u.Reason, "on one node") {
+					t.Errorf("reason %q, want one saying the pods share one node", u.Reason)
+				}
 			}
 		})
 	}

@@ -940,46 +940,74 @@ func (s *state) mustJoinRunning(rep *Pod, t *PodAffinityTerm) bool {
 // planBundles puts the pods of each group whose required hostname affinity
 // selects its own pods (and none of which run yet) on one new node: the
 // cheapest kind that holds them all, or else the one that holds the most.
-// Pods beyond what one node holds stay pending with a sentence. The bundle
-// classes are then kept out of packing. It returns the nodes to add to the
-// plan.
+// Groups whose such terms select each other's pods form one bundle: the
+// first pod to run anywhere opens the only node the others may join, so
+// they share that node, and a group no kind holds together with the
+// others' stays pending. Pods beyond what one node holds stay pending with
+// a sentence. The bundle classes are then kept out of packing. It returns
+// the nodes to add to the plan.
 func (s *state) planBundles() []plannedNode {
 	byGroup := map[int][]int{}
-	var order []int
+	var groups []int
 	for ci, c := range s.classes {
 		if !c.bundle || s.rem[ci] == 0 {
 			continue
 		}
 		g := s.origin(c.group)
 		if _, ok := byGroup[g]; !ok {
-			order = append(order, g)
+			groups = append(groups, g)
 		}
 		byGroup[g] = append(byGroup[g], ci)
 	}
+	// Join groups into bundles, in order of their first group.
+	bundleOf := map[int]int{}
+	var bundles [][]int
+	for _, g := range groups {
+		b := -1
+		for _, o := range groups {
+			if ob, ok := bundleOf[o]; ok && s.bundledWith(g, o) {
+				b = ob
+				break
+			}
+		}
+		if b < 0 {
+			b = len(bundles)
+			bundles = append(bundles, nil)
+		}
+		bundleOf[g] = b
+		bundles[b] = append(bundles[b], g)
+	}
 	var out []plannedNode
-	for _, g := range order {
-		cs := byGroup[g]
+	for _, members := range bundles {
 		total := 0
-		for _, ci := range cs {
-			total += s.rem[ci]
+		for _, g := range members {
+			for _, ci := range byGroup[g] {
+				total += s.rem[ci]
+			}
 		}
 		bestKind, bestPods := -1, 0
 		var bestTakes []take
 		for ki, k := range s.kinds { // cheapest first
-			compatible := true
-			for _, ci := range cs {
-				compatible = compatible && k.compat.has(s.classes[ci].group)
-			}
-			if !compatible || s.limitRoom(k) == 0 {
+			if s.limitRoom(k) == 0 {
 				continue
 			}
 			free, n := k.alloc, 0
 			var takes []take
-			for _, ci := range cs {
-				if m := min(fitCount(free, s.classes[ci].req), s.rem[ci]); m > 0 {
-					free = free.Sub(s.classes[ci].req.Scale(int64(m)))
-					takes = append(takes, take{ci, m})
-					n += m
+			for _, g := range members {
+				// A group goes whole onto the kind or not at all.
+				compatible := true
+				for _, ci := range byGroup[g] {
+					compatible = compatible && k.compat.has(s.classes[ci].group)
+				}
+				if !compatible {
+					continue
+				}
+				for _, ci := range byGroup[g] {
+					if m := min(fitCount(free, s.classes[ci].req), s.rem[ci]); m > 0 {
+						free = free.Sub(s.classes[ci].req.Scale(int64(m)))
+						takes = append(takes, take{ci, m})
+						n += m
+					}
 				}
 			}
 			if n > bestPods {
@@ -997,16 +1025,39 @@ func (s *state) planBundles() []plannedNode {
 			}
 			out = append(out, plannedNode{kind: bestKind, takes: bestTakes, count: 1})
 		}
-		for _, ci := range cs {
-			if s.rem[ci] > 0 {
-				if _, explained := s.reasons[ci]; !explained {
-					s.reasons[ci] = fmt.Sprintf("its required pod affinity on %s to its own pods puts all %d on one node, and the largest node it may get holds %d of them", LabelHostname, total, bestPods)
+		for _, g := range members {
+			for _, ci := range byGroup[g] {
+				if s.rem[ci] > 0 {
+					if _, explained := s.reasons[ci]; !explained {
+						s.reasons[ci] = s.bundleReason(members, total, bestPods)
+					}
 				}
+				s.classes[ci].kinds, s.classes[ci].pools = nil, nil
 			}
-			s.classes[ci].kinds, s.classes[ci].pools = nil, nil
 		}
 	}
 	return out
+}
+
+// bundledWith reports whether groups g and o must share one node: the
+// required hostname affinity of either, to its own pods, selects the
+// other's pods too.
+func (s *state) bundledWith(g, o int) bool {
+	a, b := s.groups[g].rep, s.groups[o].rep
+	if t := selfHostnameAffinity(a); t != nil && t.selects(a, b) {
+		return true
+	}
+	t := selfHostnameAffinity(b)
+	return t != nil && t.selects(b, a)
+}
+
+// bundleReason says why pods of a bundle stay pending: the one node they
+// must share holds placed of the total.
+func (s *state) bundleReason(members []int, total, placed int) string {
+	if len(members) == 1 {
+		return fmt.Sprintf("its required pod affinity on %s to its own pods puts all %d on one node, and the largest node it may get holds %d of them", LabelHostname, total, placed)
+	}
+	return fmt.Sprintf("its required pod affinity on %s puts it on one node with the %d pods of %d workloads that term selects, and the node they may share holds %d of them (no node it may get takes it with the others)", LabelHostname, total, len(members), placed)
 }
 
 // hostnameAntiTerms are the pod's hostname anti-affinity terms (required
