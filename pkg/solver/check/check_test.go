@@ -211,6 +211,72 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// TestPlanWithPoolDomains: spread judged as Karpenter counts domains,
+// those the pools could launch into included. The last cases are issue
+// #13's: a zone-c pool with a zero CPU limit still makes zone-c an empty
+// domain (Karpenter's topology_test.go, Combined Hostname and Zonal
+// Topology It("should spread pods while respecting both constraints")).
+func TestPlanWithPoolDomains(t *testing.T) {
+	zonal := func(n int, opts ...func(*solver.Pod)) []solver.Pod {
+		return repeat(n, func(i int) solver.Pod {
+			return pod(fmt.Sprintf("web-%d", i), "web", append(opts, spread(solver.LabelZone, "web", 1, 0, ""))...)
+		})
+	}
+	twoZones := func(p *solver.Problem) *solver.Problem {
+		p.Pools[0].Requirements = []solver.Requirement{{Key: solver.LabelZone, Operator: solver.OpIn, Values: []string{"zone-a", "zone-b"}}}
+		return p
+	}
+	disabledC := func(p *solver.Problem) *solver.Problem {
+		twoZones(p)
+		off := solver.Pool{Name: "off", Requirements: []solver.Requirement{{Key: solver.LabelZone, Operator: solver.OpIn, Values: []string{"zone-c"}}}}
+		off.HasLimit[solver.CPU] = true
+		p.Pools = append(p.Pools, off)
+		return p
+	}
+	tests := []struct {
+		name    string
+		problem *solver.Problem
+		plan    *solver.Plan
+		wantErr string
+	}{
+		{"a zone the pool could launch into is an empty domain", world(zonal(4)), plan([]string{"zone-a:0,1", "zone-b:2,3"}), "skew 2 > maxSkew 1"},
+		{"one pod per zone over the pool's three zones", world(zonal(3)), plan([]string{"zone-a:0", "zone-b:1", "zone-c:2"}), ""},
+		{"a zone the pool excludes is no domain", twoZones(world(zonal(4))), plan([]string{"zone-a:0,1", "zone-b:2,3"}), ""},
+		{"node affinity (Honor) keeps the other zones out", world(zonal(2, inZone("zone-a"))), plan([]string{"zone-a:0,1"}), ""},
+		{"a zero-limit pool's zone counts: 4/3/0", disabledC(world(zonal(7))), plan([]string{"zone-a:0,1,2,3", "zone-b:4,5,6"}), "0 in the emptiest of 3"},
+		{"a zero-limit pool's zone counts: 1/1/0", disabledC(world(zonal(2))), plan([]string{"zone-a:0", "zone-b:1"}), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			placed := map[int]bool{}
+			for _, n := range tt.plan.NewNodes {
+				for _, pi := range n.Pods {
+					placed[pi] = true
+				}
+			}
+			for i := range tt.problem.Pods {
+				if !placed[i] {
+					tt.plan.Unschedulable = append(tt.plan.Unschedulable, solver.Unschedulable{Pod: i, Reason: "test"})
+				}
+			}
+			err := check.PlanWithPoolDomains(tt.problem, tt.plan)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("valid plan rejected: %v", err)
+			case tt.wantErr != "" && err == nil:
+				t.Fatalf("invalid plan accepted, want an error containing %q", tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Fatalf("error %q, want one containing %q", err, tt.wantErr)
+			}
+			if tt.wantErr != "" { // what only pool domains reveal
+				if err := check.Plan(tt.problem, tt.plan); err != nil {
+					t.Errorf("Plan (final nodes only) rejects it too: %v", err)
+				}
+			}
+		})
+	}
+}
+
 func TestCost(t *testing.T) {
 	p := world([]solver.Pod{pod("a", "x"), pod("b", "x")})
 	if got := check.Cost(p, plan([]string{"zone-a:0", "zone-b:1"})); got != 0.4 {
