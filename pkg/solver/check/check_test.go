@@ -188,6 +188,19 @@ func TestPlan(t *testing.T) {
 
 		{"affinity: self-affine group in one zone", world(selfAffine), plan([]string{"zone-a:0,1", "zone-a:2"}), ""},
 		{"affinity: self-affine group split", world(selfAffine), plan([]string{"zone-a:0,1", "zone-b:2"}), "required affinity"},
+		{"affinity: self-affine group in two zones of two", world(repeat(4, func(i int) solver.Pod {
+			return pod(fmt.Sprintf("cache-%d", i), "cache", affinity(solver.LabelZone, "cache"))
+		})), plan([]string{"zone-a:0,1", "zone-b:2,3"}), "start 2 domain(s)"},
+		{"affinity: two workloads selecting each other split over two nodes",
+			world([]solver.Pod{pod("one-0", "cache", affinity(check.LabelHostname, "cache")), pod("one-1", "cache", affinity(check.LabelHostname, "cache")),
+				pod("two-0", "cache", affinity(check.LabelHostname, "cache"), inZone("zone-b")), pod("two-1", "cache", affinity(check.LabelHostname, "cache"), inZone("zone-b"))}),
+			plan([]string{"zone-a:0,1", "zone-b:2,3"}), "start 2 domain(s)"},
+		{"affinity: a pod free to go anywhere starts a domain for the group",
+			world([]solver.Pod{pod("free", "cache"), selfAffine[0], selfAffine[1], selfAffine[2]}),
+			plan([]string{"zone-a:0,1", "zone-b:2,3"}), ""},
+		{"affinity: with matching pods running none starts a domain of its own",
+			world(selfAffine[:2], existing("old", "zone-b", pod("old-cache", "cache"))),
+			plan([]string{"zone-a:0,1"}), "start 1 domain(s)"},
 		{"affinity: a lone self-affine pod goes anywhere", world(selfAffine[:1]), plan([]string{"zone-c:0"}), ""},
 		{"affinity: joins the running pods' zone", world([]solver.Pod{pod("c", "cache", affinity(solver.LabelZone, "cache"))}, existing("old", "zone-b", pod("old-cache", "cache"))),
 			plan([]string{"zone-b:0"}), ""},

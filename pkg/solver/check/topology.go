@@ -61,6 +61,8 @@ type cluster struct {
 	counts map[string]*domainCounts
 	// eligible caches, per node affinity signature, which nodes match.
 	eligible map[string][]bool
+	// opened records the self-selecting affinity terms openedOnce judged.
+	opened map[string]bool
 	// poolDomains counts, for spread, the domains pools could launch into
 	// (PlanWithPoolDomains).
 	poolDomains bool
@@ -114,7 +116,7 @@ func newCluster(p *solver.Problem, plan *solver.Plan, newLabels []map[string]str
 	for i := range p.Pools {
 		poolTaints[p.Pools[i].Name] = p.Pools[i].Taints
 	}
-	c := &cluster{p: p, selectors: map[string]labels.Selector{}, counts: map[string]*domainCounts{}, eligible: map[string][]bool{}}
+	c := &cluster{p: p, selectors: map[string]labels.Selector{}, counts: map[string]*domainCounts{}, eligible: map[string][]bool{}, opened: map[string]bool{}}
 	byName := map[string]int{}
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
@@ -317,6 +319,75 @@ func checkAffinity(c *cluster) error {
 		if failed != nil && !(selfAffine && othersAnywhere == 0) {
 			return fmt.Errorf("pod %s on %s: required affinity on %s: no matching pod in its domain %q",
 				q.pod.Key(), c.nodes[q.node].name, failed.TopologyKey, c.nodes[q.node].labels[failed.TopologyKey])
+		}
+		if err := c.openedOnce(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openedOnce judges what the final state alone does not show: pods whose
+// required affinity term selects themselves can only start one domain of
+// their own. kube-scheduler, adding pods one at a time, lets a pod carrying
+// the term into a domain holding no pod it selects only while no such pod
+// exists anywhere: so at most one domain may hold planned carriers and no
+// pod that was free to be there first (a running one, or a planned one not
+// carrying the term), and none when such pods already run.
+func (c *cluster) openedOnce(q placedPod) error {
+	for ti := range q.pod.PodAffinity {
+		t := &q.pod.PodAffinity[ti]
+		match, err := c.termMatcher(q.pod, t)
+		if err != nil {
+			return fmt.Errorf("pod %s: affinity: %w", q.pod.Key(), err)
+		}
+		if !match(q.pod) {
+			continue
+		}
+		sig := termKey("affinity", q.pod, t)
+		if c.opened[sig] {
+			continue
+		}
+		c.opened[sig] = true
+		carries := func(o *solver.Pod) bool {
+			for i := range o.PodAffinity {
+				if termKey("affinity", o, &o.PodAffinity[i]) == sig {
+					return true
+				}
+			}
+			return false
+		}
+		anchored := map[string]bool{}
+		carried := map[string]bool{}
+		running := false
+		for _, pp := range c.pods {
+			if !match(pp.pod) {
+				continue
+			}
+			d, ok := c.nodes[pp.node].labels[t.TopologyKey]
+			switch {
+			case !pp.planned:
+				running = true
+				if ok {
+					anchored[d] = true
+				}
+			case !ok:
+			case carries(pp.pod):
+				carried[d] = true
+			default:
+				anchored[d] = true
+			}
+		}
+		var opened []string
+		for d := range carried {
+			if !anchored[d] {
+				opened = append(opened, d)
+			}
+		}
+		if len(opened) > 1 || len(opened) == 1 && running {
+			slices.Sort(opened)
+			return fmt.Errorf("pod %s: required affinity on %s: its pods start %d domain(s) of their own (%v); only the first of them may go where no pod it selects is, and only while none runs",
+				q.pod.Key(), t.TopologyKey, len(opened), opened)
 		}
 	}
 	return nil
