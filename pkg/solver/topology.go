@@ -21,7 +21,10 @@ const LabelHostname = "kubernetes.io/hostname"
 //     spread water-fills every required zonal selector over its eligible
 //     zones, counting every pod it matches (running ones, and pending ones
 //     of any workload, which are assigned zones too when a selector matches
-//     them), anti-affinity allows one pod per zone, self-affinity puts the
+//     them); each pod's skew is taken over the domains its own node
+//     affinity and taints admit (as the constraint's policies say), as
+//     kube-scheduler does, and a zone no pool can launch a node in counts
+//     but receives no pods; anti-affinity allows one pod per zone, self-affinity puts the
 //     group in the zone its running pods are in, or the first eligible one.
 //     Each zone's share becomes its own class, pinned to the zone by a node
 //     requirement. Domains come from the pod's node affinity before
@@ -41,7 +44,8 @@ const LabelHostname = "kubernetes.io/hostname"
 //
 // Required hostname self-affinity puts the group on one new node (as many
 // of its pods as the largest allowed node holds, the rest pending), or,
-// once some of its pods run, on the nodes they run on.
+// once some of its pods run, on the nodes they run on; groups whose such
+// terms select each other's pods share that one node.
 
 // Matches reports whether labels satisfy the selector. An empty selector
 // matches everything, as in Kubernetes.
@@ -1521,7 +1525,7 @@ type finalNode struct {
 // from the fullest domain until every carrier's domain is within maxSkew of
 // the emptiest, counting as kube-scheduler does: domains and matching pods
 // of the final nodes the constraint's node affinity and taints policies
-// accept.
+// accept, and, as Karpenter does, the domains the pools could launch into.
 func (s *state) trimSpread(orig *Pod, c *TopologySpread, nodes []finalNode, nodeOf map[int]int, removed map[int]string) {
 	f := spreadFilter(c)
 	key := c.TopologyKey
@@ -1545,6 +1549,16 @@ func (s *state) trimSpread(orig *Pod, c *TopologySpread, nodes []finalNode, node
 		for j := range n.running {
 			if matches(&n.running[j]) {
 				counts[d]++
+			}
+		}
+	}
+	// Domains the pools could launch a node into count too (empty unless
+	// a final node is there), as the solver planned them (domainsOf) and
+	// as Karpenter counts them.
+	if len(domains) > 0 {
+		for _, d := range s.domainsOf(orig, key, f) {
+			if !slices.Contains(domains, d) {
+				domains = append(domains, d)
 			}
 		}
 	}
