@@ -24,8 +24,9 @@ const LabelHostname = "kubernetes.io/hostname"
 //     them); each pod's skew is taken over the domains its own node
 //     affinity and taints admit (as the constraint's policies say), as
 //     kube-scheduler does, and a zone no pool can launch a node in counts
-//     but receives no pods; anti-affinity allows one pod per zone, self-affinity puts the
-//     group in the zone its running pods are in, or the first eligible one.
+//     but receives no pods; anti-affinity allows one pod per zone,
+//     self-affinity puts the group in the zone its running pods are in, or
+//     the first eligible one.
 //     Each zone's share becomes its own class, pinned to the zone by a node
 //     requirement. Domains come from the pod's node affinity before
 //     preferences are applied.
