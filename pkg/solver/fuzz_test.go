@@ -24,7 +24,7 @@ func FuzzSolve(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Solve: %v", err)
 		}
-		if err := check.Plan(p, plan); err != nil {
+		if err := check.PlanWithPoolDomains(p, plan); err != nil {
 			t.Fatalf("invalid plan: %v", err)
 		}
 	})

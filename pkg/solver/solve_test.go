@@ -16,7 +16,7 @@ func solveChecked(t *testing.T, p *Problem) *Plan {
 	if err != nil {
 		t.Fatalf("Solve: %v", err)
 	}
-	if err := check.Plan(p, plan); err != nil {
+	if err := check.PlanWithPoolDomains(p, plan); err != nil {
 		t.Fatalf("invalid plan: %v", err)
 	}
 	return plan

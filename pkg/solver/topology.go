@@ -21,8 +21,12 @@ const LabelHostname = "kubernetes.io/hostname"
 //     spread water-fills every required zonal selector over its eligible
 //     zones, counting every pod it matches (running ones, and pending ones
 //     of any workload, which are assigned zones too when a selector matches
-//     them), anti-affinity allows one pod per zone, self-affinity puts the
-//     group in the zone its running pods are in, or the first eligible one.
+//     them); each pod's skew is taken over the domains its own node
+//     affinity and taints admit (as the constraint's policies say), as
+//     kube-scheduler does, and a zone no pool can launch a node in counts
+//     but receives no pods; anti-affinity allows one pod per zone,
+//     self-affinity puts the group in the zone its running pods are in, or
+//     the first eligible one.
 //     Each zone's share becomes its own class, pinned to the zone by a node
 //     requirement. Domains come from the pod's node affinity before
 //     preferences are applied.
@@ -41,7 +45,8 @@ const LabelHostname = "kubernetes.io/hostname"
 //
 // Required hostname self-affinity puts the group on one new node (as many
 // of its pods as the largest allowed node holds, the rest pending), or,
-// once some of its pods run, on the nodes they run on.
+// once some of its pods run, on the nodes they run on; groups whose such
+// terms select each other's pods share that one node.
 
 // Matches reports whether labels satisfy the selector. An empty selector
 // matches everything, as in Kubernetes.
@@ -324,9 +329,12 @@ func (s *state) eligibleZones(pod *Pod) []string {
 }
 
 // domainFilter says which node properties decide whether a node's domain
-// counts: its taints (the pod must tolerate them) and its labels (the pod's
-// node affinity must accept them).
-type domainFilter struct{ taints, affinity bool }
+// counts: its taints (the pod must tolerate them), its labels (the pod's
+// node affinity must accept them) and, with launchable, whether its pool's
+// limits leave room for one such new node at all (a pool with a zero
+// limit still counts as a domain of a spread, but no pod can be sent
+// there).
+type domainFilter struct{ taints, affinity, launchable bool }
 
 // spreadFilter is the filter of a spread constraint's domains, from its
 // nodeTaintsPolicy (Ignore by default) and nodeAffinityPolicy (Honor by
@@ -356,6 +364,9 @@ func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
 		types := s.p.PoolTypes(pi)
 		for ti := range types {
 			it := &types[ti]
+			if f.launchable && !s.poolHolds(pi, it.Capacity) {
+				continue
+			}
 			alloc := it.Allocatable()
 			for _, o := range it.Offerings {
 				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
@@ -396,6 +407,18 @@ func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
 	return out
 }
 
+// poolHolds reports whether pool pi's limits, less what its nodes use,
+// leave room for one node of the given capacity.
+func (s *state) poolHolds(pi int, capacity Resources) bool {
+	pool := &s.p.Pools[pi]
+	for r := range capacity {
+		if pool.HasLimit[r] && capacity[r] > 0 && pool.Limits[r]-pool.Used[r] < capacity[r] {
+			return false
+		}
+	}
+	return true
+}
+
 // zoneCounts counts, per zone, the pods match accepts among those running
 // and those earlier groups were assigned to zones in this solve.
 func (s *state) zoneCounts(match func(*Pod) bool) map[string]int {
@@ -434,29 +457,41 @@ type zonePlan struct {
 }
 
 // zoneSpread is one DoNotSchedule spread constraint of the pending pods on
-// a key other than the hostname, shared by every group carrying it, with
-// the pods its selector matches counted per domain: running ones, and
-// pending ones as they are assigned domains, whatever workload they belong
-// to.
+// a key other than the hostname, over one set of domains, shared by every
+// group carrying it whose own node affinity and taints (as the
+// constraint's policies read them) admit exactly those domains, with the
+// pods its selector matches counted per domain: running ones, and pending
+// ones as they are assigned domains, whatever workload they belong to.
+//
+// kube-scheduler computes a pod's skew over the domains that pod's own
+// node affinity admits, so two groups carrying the same constraint under
+// different node affinity get one zoneSpread each: a pod is held to the
+// one of its own group (groups) and only counted in the others.
 type zoneSpread struct {
 	c       TopologySpread
 	ns      string
 	domains []string
 	counts  map[string]int
+	groups  map[int]bool // the groups held to it
 }
 
 func (z *zoneSpread) matches(p *Pod) bool {
 	return p.Namespace == z.ns && z.c.Selector.Matches(p.Labels)
 }
 
-// carriedBy reports whether the pod carries constraint z.
-func (z *zoneSpread) carriedBy(p *Pod) bool {
-	return p.Namespace == z.ns && hasSpread(p, &z.c)
+// heldBy reports whether the pods of group g are held to z: they carry
+// the constraint and its domains are theirs.
+func (z *zoneSpread) heldBy(g int) bool {
+	return z.groups[g]
 }
 
 // skewAfter is the skew of domain d once a pod is added there (adding one
-// to its count when the pod matches).
+// to its count when the pod matches). A domain outside z's is none of its
+// carriers' business: 0.
 func (z *zoneSpread) skewAfter(d string, matches bool) int {
+	if !slices.Contains(z.domains, d) {
+		return 0
+	}
 	add := 0
 	if matches {
 		add = 1
@@ -594,10 +629,11 @@ func (s *state) collectZoneSpreads(n int) []string {
 			}
 			domains := s.domainsOf(orig, c.TopologyKey, spreadFilter(&c))
 			key, _ := json.Marshal([]any{rep.Namespace, c, domains})
-			if _, ok := byKey[string(key)]; ok {
+			if z, ok := byKey[string(key)]; ok {
+				z.groups[g] = true
 				continue
 			}
-			z := &zoneSpread{c: c, ns: rep.Namespace, domains: domains, counts: map[string]int{}}
+			z := &zoneSpread{c: c, ns: rep.Namespace, domains: domains, counts: map[string]int{}, groups: map[int]bool{g: true}}
 			for i := range s.p.Nodes {
 				node := &s.p.Nodes[i]
 				d, ok := node.Labels[c.TopologyKey]
@@ -639,7 +675,7 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		if z.c.TopologyKey != key {
 			continue
 		}
-		if z.carriedBy(rep) {
+		if z.heldBy(g) {
 			carried = append(carried, z)
 		}
 		if z.matches(rep) {
@@ -708,7 +744,7 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 	if len(carried) == 0 && len(matched) == 0 && softSpread == nil && selfAnti == nil && selfAff == nil && otherAff == nil && len(antis) == 0 && !target {
 		return nil
 	}
-	usable := s.domainsOf(rep, key, domainFilter{taints: true, affinity: true})
+	usable := s.domainsOf(rep, key, domainFilter{taints: true, affinity: true, launchable: true})
 	if len(antis) > 0 {
 		// Zonal anti-affinity, either way: leave out zones holding pods
 		// that forbid these or that these forbid.
@@ -909,46 +945,74 @@ func (s *state) mustJoinRunning(rep *Pod, t *PodAffinityTerm) bool {
 // planBundles puts the pods of each group whose required hostname affinity
 // selects its own pods (and none of which run yet) on one new node: the
 // cheapest kind that holds them all, or else the one that holds the most.
-// Pods beyond what one node holds stay pending with a sentence. The bundle
-// classes are then kept out of packing. It returns the nodes to add to the
-// plan.
+// Groups whose such terms select each other's pods form one bundle: the
+// first pod to run anywhere opens the only node the others may join, so
+// they share that node, and a group no kind holds together with the
+// others' stays pending. Pods beyond what one node holds stay pending with
+// a sentence. The bundle classes are then kept out of packing. It returns
+// the nodes to add to the plan.
 func (s *state) planBundles() []plannedNode {
 	byGroup := map[int][]int{}
-	var order []int
+	var groups []int
 	for ci, c := range s.classes {
 		if !c.bundle || s.rem[ci] == 0 {
 			continue
 		}
 		g := s.origin(c.group)
 		if _, ok := byGroup[g]; !ok {
-			order = append(order, g)
+			groups = append(groups, g)
 		}
 		byGroup[g] = append(byGroup[g], ci)
 	}
+	// Join groups into bundles, in order of their first group.
+	bundleOf := map[int]int{}
+	var bundles [][]int
+	for _, g := range groups {
+		b := -1
+		for _, o := range groups {
+			if ob, ok := bundleOf[o]; ok && s.bundledWith(g, o) {
+				b = ob
+				break
+			}
+		}
+		if b < 0 {
+			b = len(bundles)
+			bundles = append(bundles, nil)
+		}
+		bundleOf[g] = b
+		bundles[b] = append(bundles[b], g)
+	}
 	var out []plannedNode
-	for _, g := range order {
-		cs := byGroup[g]
+	for _, members := range bundles {
 		total := 0
-		for _, ci := range cs {
-			total += s.rem[ci]
+		for _, g := range members {
+			for _, ci := range byGroup[g] {
+				total += s.rem[ci]
+			}
 		}
 		bestKind, bestPods := -1, 0
 		var bestTakes []take
 		for ki, k := range s.kinds { // cheapest first
-			compatible := true
-			for _, ci := range cs {
-				compatible = compatible && k.compat.has(s.classes[ci].group)
-			}
-			if !compatible || s.limitRoom(k) == 0 {
+			if s.limitRoom(k) == 0 {
 				continue
 			}
 			free, n := k.alloc, 0
 			var takes []take
-			for _, ci := range cs {
-				if m := min(fitCount(free, s.classes[ci].req), s.rem[ci]); m > 0 {
-					free = free.Sub(s.classes[ci].req.Scale(int64(m)))
-					takes = append(takes, take{ci, m})
-					n += m
+			for _, g := range members {
+				// A group goes whole onto the kind or not at all.
+				compatible := true
+				for _, ci := range byGroup[g] {
+					compatible = compatible && k.compat.has(s.classes[ci].group)
+				}
+				if !compatible {
+					continue
+				}
+				for _, ci := range byGroup[g] {
+					if m := min(fitCount(free, s.classes[ci].req), s.rem[ci]); m > 0 {
+						free = free.Sub(s.classes[ci].req.Scale(int64(m)))
+						takes = append(takes, take{ci, m})
+						n += m
+					}
 				}
 			}
 			if n > bestPods {
@@ -966,16 +1030,39 @@ func (s *state) planBundles() []plannedNode {
 			}
 			out = append(out, plannedNode{kind: bestKind, takes: bestTakes, count: 1})
 		}
-		for _, ci := range cs {
-			if s.rem[ci] > 0 {
-				if _, explained := s.reasons[ci]; !explained {
-					s.reasons[ci] = fmt.Sprintf("its required pod affinity on %s to its own pods puts all %d on one node, and the largest node it may get holds %d of them", LabelHostname, total, bestPods)
+		for _, g := range members {
+			for _, ci := range byGroup[g] {
+				if s.rem[ci] > 0 {
+					if _, explained := s.reasons[ci]; !explained {
+						s.reasons[ci] = s.bundleReason(members, total, bestPods)
+					}
 				}
+				s.classes[ci].kinds, s.classes[ci].pools = nil, nil
 			}
-			s.classes[ci].kinds, s.classes[ci].pools = nil, nil
 		}
 	}
 	return out
+}
+
+// bundledWith reports whether groups g and o must share one node: the
+// required hostname affinity of either, to its own pods, selects the
+// other's pods too.
+func (s *state) bundledWith(g, o int) bool {
+	a, b := s.groups[g].rep, s.groups[o].rep
+	if t := selfHostnameAffinity(a); t != nil && t.selects(a, b) {
+		return true
+	}
+	t := selfHostnameAffinity(b)
+	return t != nil && t.selects(b, a)
+}
+
+// bundleReason says why pods of a bundle stay pending: the one node they
+// must share holds placed of the total.
+func (s *state) bundleReason(members []int, total, placed int) string {
+	if len(members) == 1 {
+		return fmt.Sprintf("its required pod affinity on %s to its own pods puts all %d on one node, and the largest node it may get holds %d of them", LabelHostname, total, placed)
+	}
+	return fmt.Sprintf("its required pod affinity on %s puts it on one node with the %d pods of %d workloads that term selects, and the node they may share holds %d of them (no node it may get takes it with the others)", LabelHostname, total, len(members), placed)
 }
 
 // hostnameAntiTerms are the pod's hostname anti-affinity terms (required
@@ -1439,7 +1526,7 @@ type finalNode struct {
 // from the fullest domain until every carrier's domain is within maxSkew of
 // the emptiest, counting as kube-scheduler does: domains and matching pods
 // of the final nodes the constraint's node affinity and taints policies
-// accept.
+// accept, and, as Karpenter does, the domains the pools could launch into.
 func (s *state) trimSpread(orig *Pod, c *TopologySpread, nodes []finalNode, nodeOf map[int]int, removed map[int]string) {
 	f := spreadFilter(c)
 	key := c.TopologyKey
@@ -1463,6 +1550,16 @@ func (s *state) trimSpread(orig *Pod, c *TopologySpread, nodes []finalNode, node
 		for j := range n.running {
 			if matches(&n.running[j]) {
 				counts[d]++
+			}
+		}
+	}
+	// Domains the pools could launch a node into count too (empty unless
+	// a final node is there), as the solver planned them (domainsOf) and
+	// as Karpenter counts them.
+	if len(domains) > 0 {
+		for _, d := range s.domainsOf(orig, key, f) {
+			if !slices.Contains(domains, d) {
+				domains = append(domains, d)
 			}
 		}
 	}

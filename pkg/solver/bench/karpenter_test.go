@@ -29,7 +29,7 @@ func TestKarpenterMixPlacesEveryPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	elapsed := time.Since(start)
-	if err := check.Plan(p, plan); err != nil {
+	if err := check.PlanWithPoolDomains(p, plan); err != nil {
 		t.Fatalf("invalid plan: %v", err)
 	}
 	if n := len(plan.Unschedulable); n > 0 {
@@ -83,7 +83,7 @@ func BenchmarkKarpenterMix(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := check.Plan(p, plan); err != nil {
+	if err := check.PlanWithPoolDomains(p, plan); err != nil {
 		b.Fatalf("invalid plan: %v", err)
 	}
 	b.ReportMetric(plan.TotalPrice, "$/h")

@@ -19,7 +19,22 @@ import (
 // Plan verifies a plan: every pod is placed exactly once or reported with a
 // reason, every placement is allowed and fits, prices match offerings, no
 // pool exceeds its limits, and the lower bound is not above the cost.
+// Topology is judged on the final nodes, as kube-scheduler would see them.
 func Plan(p *solver.Problem, plan *solver.Plan) error {
+	return checkPlan(p, plan, false)
+}
+
+// PlanWithPoolDomains is Plan judging DoNotSchedule spread as Karpenter
+// does: besides the final nodes' domains, every domain the pools could
+// launch a node into for the pod counts (empty unless a final node is
+// there), whether or not the pool's limits leave room for it. The solver
+// plans spread this way; Plan accepts plans, such as naive baselines', that
+// only kube-scheduler's view allows.
+func PlanWithPoolDomains(p *solver.Problem, plan *solver.Plan) error {
+	return checkPlan(p, plan, true)
+}
+
+func checkPlan(p *solver.Problem, plan *solver.Plan, poolDomains bool) error {
 	seen := make([]int, len(p.Pods))
 	for _, u := range plan.Unschedulable {
 		if u.Pod < 0 || u.Pod >= len(p.Pods) {
@@ -134,7 +149,7 @@ func Plan(p *solver.Problem, plan *solver.Plan) error {
 	if plan.LowerBound > plan.TotalPrice+1e-6 {
 		return fmt.Errorf("lower bound %v above the plan's cost %v", plan.LowerBound, plan.TotalPrice)
 	}
-	return Topology(p, plan)
+	return topology(p, plan, poolDomains)
 }
 
 // Cost is what the plan's new nodes cost per hour, summed from the

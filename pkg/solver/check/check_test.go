@@ -188,6 +188,19 @@ func TestPlan(t *testing.T) {
 
 		{"affinity: self-affine group in one zone", world(selfAffine), plan([]string{"zone-a:0,1", "zone-a:2"}), ""},
 		{"affinity: self-affine group split", world(selfAffine), plan([]string{"zone-a:0,1", "zone-b:2"}), "required affinity"},
+		{"affinity: self-affine group in two zones of two", world(repeat(4, func(i int) solver.Pod {
+			return pod(fmt.Sprintf("cache-%d", i), "cache", affinity(solver.LabelZone, "cache"))
+		})), plan([]string{"zone-a:0,1", "zone-b:2,3"}), "start 2 domain(s)"},
+		{"affinity: two workloads selecting each other split over two nodes",
+			world([]solver.Pod{pod("one-0", "cache", affinity(check.LabelHostname, "cache")), pod("one-1", "cache", affinity(check.LabelHostname, "cache")),
+				pod("two-0", "cache", affinity(check.LabelHostname, "cache"), inZone("zone-b")), pod("two-1", "cache", affinity(check.LabelHostname, "cache"), inZone("zone-b"))}),
+			plan([]string{"zone-a:0,1", "zone-b:2,3"}), "start 2 domain(s)"},
+		{"affinity: a pod free to go anywhere starts a domain for the group",
+			world([]solver.Pod{pod("free", "cache"), selfAffine[0], selfAffine[1], selfAffine[2]}),
+			plan([]string{"zone-a:0,1", "zone-b:2,3"}), ""},
+		{"affinity: with matching pods running none starts a domain of its own",
+			world(selfAffine[:2], existing("old", "zone-b", pod("old-cache", "cache"))),
+			plan([]string{"zone-a:0,1"}), "start 1 domain(s)"},
 		{"affinity: a lone self-affine pod goes anywhere", world(selfAffine[:1]), plan([]string{"zone-c:0"}), ""},
 		{"affinity: joins the running pods' zone", world([]solver.Pod{pod("c", "cache", affinity(solver.LabelZone, "cache"))}, existing("old", "zone-b", pod("old-cache", "cache"))),
 			plan([]string{"zone-b:0"}), ""},
@@ -206,6 +219,72 @@ func TestPlan(t *testing.T) {
 				t.Fatalf("invalid plan accepted, want an error containing %q", tt.wantErr)
 			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
 				t.Fatalf("error %q, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestPlanWithPoolDomains: spread judged as Karpenter counts domains,
+// those the pools could launch into included. The last cases are issue
+// #13's: a zone-c pool with a zero CPU limit still makes zone-c an empty
+// domain (Karpenter's topology_test.go, Combined Hostname and Zonal
+// Topology It("should spread pods while respecting both constraints")).
+func TestPlanWithPoolDomains(t *testing.T) {
+	zonal := func(n int, opts ...func(*solver.Pod)) []solver.Pod {
+		return repeat(n, func(i int) solver.Pod {
+			return pod(fmt.Sprintf("web-%d", i), "web", append(opts, spread(solver.LabelZone, "web", 1, 0, ""))...)
+		})
+	}
+	twoZones := func(p *solver.Problem) *solver.Problem {
+		p.Pools[0].Requirements = []solver.Requirement{{Key: solver.LabelZone, Operator: solver.OpIn, Values: []string{"zone-a", "zone-b"}}}
+		return p
+	}
+	disabledC := func(p *solver.Problem) *solver.Problem {
+		twoZones(p)
+		off := solver.Pool{Name: "off", Requirements: []solver.Requirement{{Key: solver.LabelZone, Operator: solver.OpIn, Values: []string{"zone-c"}}}}
+		off.HasLimit[solver.CPU] = true
+		p.Pools = append(p.Pools, off)
+		return p
+	}
+	tests := []struct {
+		name    string
+		problem *solver.Problem
+		plan    *solver.Plan
+		wantErr string
+	}{
+		{"a zone the pool could launch into is an empty domain", world(zonal(4)), plan([]string{"zone-a:0,1", "zone-b:2,3"}), "skew 2 > maxSkew 1"},
+		{"one pod per zone over the pool's three zones", world(zonal(3)), plan([]string{"zone-a:0", "zone-b:1", "zone-c:2"}), ""},
+		{"a zone the pool excludes is no domain", twoZones(world(zonal(4))), plan([]string{"zone-a:0,1", "zone-b:2,3"}), ""},
+		{"node affinity (Honor) keeps the other zones out", world(zonal(2, inZone("zone-a"))), plan([]string{"zone-a:0,1"}), ""},
+		{"a zero-limit pool's zone counts: 4/3/0", disabledC(world(zonal(7))), plan([]string{"zone-a:0,1,2,3", "zone-b:4,5,6"}), "0 in the emptiest of 3"},
+		{"a zero-limit pool's zone counts: 1/1/0", disabledC(world(zonal(2))), plan([]string{"zone-a:0", "zone-b:1"}), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			placed := map[int]bool{}
+			for _, n := range tt.plan.NewNodes {
+				for _, pi := range n.Pods {
+					placed[pi] = true
+				}
+			}
+			for i := range tt.problem.Pods {
+				if !placed[i] {
+					tt.plan.Unschedulable = append(tt.plan.Unschedulable, solver.Unschedulable{Pod: i, Reason: "test"})
+				}
+			}
+			err := check.PlanWithPoolDomains(tt.problem, tt.plan)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("valid plan rejected: %v", err)
+			case tt.wantErr != "" && err == nil:
+				t.Fatalf("invalid plan accepted, want an error containing %q", tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Fatalf("error %q, want one containing %q", err, tt.wantErr)
+			}
+			if tt.wantErr != "" { // what only pool domains reveal
+				if err := check.Plan(tt.problem, tt.plan); err != nil {
+					t.Errorf("Plan (final nodes only) rejects it too: %v", err)
+				}
 			}
 		})
 	}

@@ -61,6 +61,11 @@ type cluster struct {
 	counts map[string]*domainCounts
 	// eligible caches, per node affinity signature, which nodes match.
 	eligible map[string][]bool
+	// opened records the self-selecting affinity terms openedOnce judged.
+	opened map[string]bool
+	// poolDomains counts, for spread, the domains pools could launch into
+	// (PlanWithPoolDomains).
+	poolDomains bool
 }
 
 type clusterNode struct {
@@ -111,7 +116,7 @@ func newCluster(p *solver.Problem, plan *solver.Plan, newLabels []map[string]str
 	for i := range p.Pools {
 		poolTaints[p.Pools[i].Name] = p.Pools[i].Taints
 	}
-	c := &cluster{p: p, selectors: map[string]labels.Selector{}, counts: map[string]*domainCounts{}, eligible: map[string][]bool{}}
+	c := &cluster{p: p, selectors: map[string]labels.Selector{}, counts: map[string]*domainCounts{}, eligible: map[string][]bool{}, opened: map[string]bool{}}
 	byName := map[string]int{}
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
@@ -157,6 +162,10 @@ func (c *cluster) addNode(name string, l map[string]string, taints []solver.Tain
 // pod (anti-)affinity, on the final placement. Plan calls it after the
 // per-node checks; it assumes every pod and node index is valid.
 func Topology(p *solver.Problem, plan *solver.Plan) error {
+	return topology(p, plan, false)
+}
+
+func topology(p *solver.Problem, plan *solver.Plan, poolDomains bool) error {
 	newLabels := make([]map[string]string, len(plan.NewNodes))
 	for ni := range plan.NewNodes {
 		l, err := newNodeLabels(p, &plan.NewNodes[ni])
@@ -166,6 +175,7 @@ func Topology(p *solver.Problem, plan *solver.Plan) error {
 		newLabels[ni] = l
 	}
 	c := newCluster(p, plan, newLabels)
+	c.poolDomains = poolDomains
 	for _, rule := range []func(*cluster) error{checkSpread, checkAntiAffinity, checkAffinity} {
 		if err := rule(c); err != nil {
 			return err
@@ -213,6 +223,24 @@ func (c *cluster) spreadOK(pp placedPod, sc *solver.TopologySpread) error {
 		counts.min, counts.domains = c.emptiest(sc.TopologyKey, eligible, counts.all)
 	}
 	minCount, domains := counts.min, counts.domains
+	if c.poolDomains && sc.TopologyKey != LabelHostname {
+		// Domains only the pools could launch into count too, empty unless
+		// some final node is already there (Karpenter counts them; a
+		// node that joins one makes it kube-scheduler's domain too).
+		potential, err := c.potentialDomains(pp.pod, sc)
+		if err != nil {
+			return err
+		}
+		for _, d := range potential {
+			if _, seen := c.eligibleDomain(sc.TopologyKey, eligible, d); seen {
+				continue
+			}
+			domains++
+			if cnt := counts.all[d]; minCount < 0 || cnt < minCount {
+				minCount = cnt
+			}
+		}
+	}
 	if domains < int(sc.MinDomains) || minCount < 0 {
 		minCount = 0
 	}
@@ -291,6 +319,75 @@ func checkAffinity(c *cluster) error {
 		if failed != nil && !(selfAffine && othersAnywhere == 0) {
 			return fmt.Errorf("pod %s on %s: required affinity on %s: no matching pod in its domain %q",
 				q.pod.Key(), c.nodes[q.node].name, failed.TopologyKey, c.nodes[q.node].labels[failed.TopologyKey])
+		}
+		if err := c.openedOnce(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openedOnce judges what the final state alone does not show: pods whose
+// required affinity term selects themselves can only start one domain of
+// their own. kube-scheduler, adding pods one at a time, lets a pod carrying
+// the term into a domain holding no pod it selects only while no such pod
+// exists anywhere: so at most one domain may hold planned carriers and no
+// pod that was free to be there first (a running one, or a planned one not
+// carrying the term), and none when such pods already run.
+func (c *cluster) openedOnce(q placedPod) error {
+	for ti := range q.pod.PodAffinity {
+		t := &q.pod.PodAffinity[ti]
+		match, err := c.termMatcher(q.pod, t)
+		if err != nil {
+			return fmt.Errorf("pod %s: affinity: %w", q.pod.Key(), err)
+		}
+		if !match(q.pod) {
+			continue
+		}
+		sig := termKey("affinity", q.pod, t)
+		if c.opened[sig] {
+			continue
+		}
+		c.opened[sig] = true
+		carries := func(o *solver.Pod) bool {
+			for i := range o.PodAffinity {
+				if termKey("affinity", o, &o.PodAffinity[i]) == sig {
+					return true
+				}
+			}
+			return false
+		}
+		anchored := map[string]bool{}
+		carried := map[string]bool{}
+		running := false
+		for _, pp := range c.pods {
+			if !match(pp.pod) {
+				continue
+			}
+			d, ok := c.nodes[pp.node].labels[t.TopologyKey]
+			switch {
+			case !pp.planned:
+				running = true
+				if ok {
+					anchored[d] = true
+				}
+			case !ok:
+			case carries(pp.pod):
+				carried[d] = true
+			default:
+				anchored[d] = true
+			}
+		}
+		var opened []string
+		for d := range carried {
+			if !anchored[d] {
+				opened = append(opened, d)
+			}
+		}
+		if len(opened) > 1 || len(opened) == 1 && running {
+			slices.Sort(opened)
+			return fmt.Errorf("pod %s: required affinity on %s: its pods start %d domain(s) of their own (%v); only the first of them may go where no pod it selects is, and only while none runs",
+				q.pod.Key(), t.TopologyKey, len(opened), opened)
 		}
 	}
 	return nil
@@ -428,6 +525,88 @@ func (c *cluster) eligibleNodes(pod *solver.Pod, affinityPolicy, taintsPolicy st
 	}
 	c.eligible[key] = e
 	return e, nil
+}
+
+// eligibleDomain reports whether some eligible node is in domain d of key.
+func (c *cluster) eligibleDomain(key string, eligible []bool, d string) (int, bool) {
+	for ni, n := range c.nodes {
+		if v, ok := n.labels[key]; ok && eligible[ni] && v == d {
+			return ni, true
+		}
+	}
+	return -1, false
+}
+
+// potentialDomains lists the domains of the spread's key that the pools
+// could launch a node into for the pod: an offering of a type the pod fits
+// on, in a pool whose requirements its labels meet, kept as the
+// constraint's node affinity and taints policies say (as eligibleNodes).
+// A key the pool requires with In but does not label takes each of the
+// requirement's values.
+func (c *cluster) potentialDomains(pod *solver.Pod, sc *solver.TopologySpread) ([]string, error) {
+	key := sc.TopologyKey
+	var out []string
+	required := nodeaffinity.NewRequiredNodeAffinity(pod.NodeSelector, toV1Affinity(pod.Affinity))
+	tolerations := toV1Tolerations(pod.Tolerations)
+	for pi := range c.p.Pools {
+		pool := &c.p.Pools[pi]
+		if sc.NodeTaintsPolicy == "Honor" {
+			if _, untolerated := corev1.FindMatchingUntoleratedTaint(klog.Background(), toV1Taints(pool.Taints), tolerations, func(t *v1.Taint) bool {
+				return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+			}, false); untolerated {
+				continue
+			}
+		}
+		var values []string // of key, when the pool requires it without labelling it
+		if _, labelled := pool.Labels[key]; !labelled {
+			for _, r := range pool.Requirements {
+				if r.Key == key && r.Operator == solver.OpIn {
+					values = r.Values
+				}
+			}
+		}
+		types := c.p.PoolTypes(pi)
+		for ti := range types {
+			it := &types[ti]
+			if !pod.Requests.Fits(it.Allocatable()) {
+				continue
+			}
+			for _, o := range it.Offerings {
+				l := map[string]string{}
+				for k, v := range it.Labels {
+					l[k] = v
+				}
+				for k, v := range pool.Labels {
+					l[k] = v
+				}
+				l[solver.LabelNodePool] = pool.Name
+				l[solver.LabelZone] = o.Zone
+				l[solver.LabelCapacityType] = o.CapacityType
+				variants := []string{l[key]}
+				if _, ok := l[key]; !ok {
+					variants = values
+				}
+				for _, v := range variants {
+					l[key] = v
+					ok := true
+					for _, r := range pool.Requirements {
+						ok = ok && r.Matches(solver.MapLabels(l))
+					}
+					if ok && sc.NodeAffinityPolicy != "Ignore" {
+						m, err := required.Match(&v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: l}})
+						if err != nil {
+							return nil, fmt.Errorf("node affinity: %w", err)
+						}
+						ok = m
+					}
+					if ok && !slices.Contains(out, v) {
+						out = append(out, v)
+					}
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 func eligibleKey(pod *solver.Pod, affinityPolicy, taintsPolicy string) string {
