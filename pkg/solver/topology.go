@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -807,6 +808,22 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		for i := range plan.zones {
 			plan.zones[i] = zone
 		}
+	case selfAff != nil && selfAnti != nil && isRequired(rep.PodAffinity, selfAff) && isRequired(rep.PodAntiAffinity, selfAnti):
+		// Required affinity to its own pods' zone and required
+		// anti-affinity against them: a second pod would need a matching
+		// pod in its zone and may have none, so one pod at most can run,
+		// and none once a matching pod runs anywhere (kube-scheduler's
+		// InterPodAffinity filter).
+		running := 0
+		for _, c := range s.runningMatches(rep, selfAff) {
+			running += c
+		}
+		if running == 0 && n > 0 {
+			plan.zones[0] = usable[0]
+		}
+		if n > 1 || running > 0 {
+			plan.reason = fmt.Sprintf("its required pod affinity and anti-affinity on %s both select its own pods, so at most one of them can run", LabelZone)
+		}
 	case selfAff != nil:
 		counts := s.runningMatches(rep, selfAff)
 		zone := usable[0]
@@ -835,6 +852,17 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		s.spreadZones(rep, softSpread, usable, plan)
 	}
 	return plan
+}
+
+// isRequired reports whether t is one of the required terms (not a
+// preference held as one).
+func isRequired(required []PodAffinityTerm, t *PodAffinityTerm) bool {
+	for i := range required {
+		if reflect.DeepEqual(required[i], *t) {
+			return true
+		}
+	}
+	return false
 }
 
 // balanceZones assigns the pods one at a time to the usable domain that
