@@ -794,19 +794,34 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 	switch {
 	case otherAff != nil:
 		counts := s.runningMatches(rep, otherAff)
-		zone := ""
+		var joinable []string // zones holding pods it must join, cheapest first
 		for _, z := range usable {
 			if counts[z] > 0 {
-				zone = z
-				break
+				joinable = append(joinable, z)
 			}
 		}
-		if zone == "" {
+		if len(joinable) == 0 {
 			plan.reason = "its required pod affinity on " + LabelZone + " matches no running pod in a zone it may use"
 			return plan
 		}
+		if selfAnti != nil && isRequired(rep.PodAntiAffinity, selfAnti) {
+			// Required anti-affinity against its own pods as well: one
+			// per zone, among the zones it may join.
+			anti := s.runningMatches(rep, selfAnti)
+			i := 0
+			for _, z := range joinable {
+				if anti[z] == 0 && i < n {
+					plan.zones[i] = z
+					i++
+				}
+			}
+			if i < n {
+				plan.reason = fmt.Sprintf("its pod affinity on %s allows only the zones of the pods it joins (%s) and its anti-affinity one such pod per zone", LabelZone, strings.Join(joinable, ", "))
+			}
+			break
+		}
 		for i := range plan.zones {
-			plan.zones[i] = zone
+			plan.zones[i] = joinable[0]
 		}
 	case selfAff != nil && selfAnti != nil && isRequired(rep.PodAffinity, selfAff) && isRequired(rep.PodAntiAffinity, selfAnti):
 		// Required affinity to its own pods' zone and required

@@ -621,17 +621,33 @@ func TestZonalSelfAffinityAndAntiAffinity(t *testing.T) {
 	running.Allocatable[Pods] = 110
 	running.Pods = labelled("w0", 1, res(250, gi/2), both)
 	running.Requested = res(250, gi/2)
+	// Affinity to another workload's zone with anti-affinity against its
+	// own pods: one per zone, only in zones the other workload runs in.
+	joinsAndAvoids := func(p *Pod) {
+		p.PodAffinity = []PodAffinityTerm{{TopologyKey: LabelZone, Selector: self("w1")}}
+		p.PodAntiAffinity = []PodAffinityTerm{{TopologyKey: LabelZone, Selector: self("w0")}}
+	}
+	w1 := func(zone string) Node {
+		n := Node{Name: "w1-" + zone, Labels: map[string]string{LabelZone: zone, LabelHostname: "w1-" + zone}, Allocatable: res(8000, 32*gi)}
+		n.Allocatable[Pods] = 110
+		n.Pods = labelled("w1", 1, res(250, gi/2), nil)
+		n.Requested = res(250, gi/2)
+		return n
+	}
 	tests := []struct {
 		name       string
 		nodes      []Node
+		mutate     func(*Pod)
 		wantPlaced int
+		why        string
 	}{
-		{"one of three runs", nil, 1},
-		{"none once one runs", []Node{running}, 0},
+		{"one of three runs", nil, both, 1, "at most one of them can run"},
+		{"none once one runs", []Node{running}, both, 0, "at most one of them can run"},
+		{"one per zone the other workload runs in", []Node{w1("zone-a"), w1("zone-b")}, joinsAndAvoids, 2, "one such pod per zone"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pods := labelled("w0", 3, res(250, gi/2), both)
+			pods := labelled("w0", 3, res(250, gi/2), tc.mutate)
 			for i := range pods {
 				pods[i].Name = fmt.Sprintf("pending-%d", i)
 			}
@@ -645,7 +661,7 @@ func TestZonalSelfAffinityAndAntiAffinity(t *testing.T) {
 				t.Fatalf("placed %d, unschedulable %v; want %d placed", placed, plan.Unschedulable, tc.wantPlaced)
 			}
 			for _, u := range plan.Unschedulable {
-				if !strings.Contains(u.Reason, "at most one of them can run") {
+				if !strings.Contains(u.Reason, tc.why) {
 					t.Errorf("reason %q does not say why", u.Reason)
 				}
 			}
