@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -684,6 +683,9 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		}
 	}
 	selfAnti, selfAff, otherAff := (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil), (*PodAffinityTerm)(nil)
+	// Whether selfAnti and selfAff are required terms rather than
+	// preferences held as requirements (terms lists the required first).
+	antiRequired, affRequired := false, false
 	var softSpread *TopologySpread
 	if key == LabelZone {
 		for i := range rep.Spread {
@@ -709,18 +711,18 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 			}
 			return out
 		}
-		for _, t := range terms(rep.PodAntiAffinity, PreferPodAntiAffinity) {
+		for i, t := range terms(rep.PodAntiAffinity, PreferPodAntiAffinity) {
 			if t.TopologyKey == LabelZone && t.selects(rep, rep) {
-				selfAnti = &t
+				selfAnti, antiRequired = &t, i < len(rep.PodAntiAffinity)
 				break
 			}
 		}
-		for _, t := range terms(rep.PodAffinity, PreferPodAffinity) {
+		for i, t := range terms(rep.PodAffinity, PreferPodAffinity) {
 			if t.TopologyKey != LabelZone {
 				continue
 			}
 			if t.selects(rep, rep) {
-				selfAff = &t
+				selfAff, affRequired = &t, i < len(rep.PodAffinity)
 			} else {
 				otherAff = &t
 			}
@@ -804,7 +806,7 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 			plan.reason = "its required pod affinity on " + LabelZone + " matches no running pod in a zone it may use"
 			return plan
 		}
-		if selfAnti != nil && isRequired(rep.PodAntiAffinity, selfAnti) {
+		if selfAnti != nil && antiRequired {
 			// Required anti-affinity against its own pods as well: one
 			// per zone, among the zones it may join.
 			anti := s.runningMatches(rep, selfAnti)
@@ -823,7 +825,7 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		for i := range plan.zones {
 			plan.zones[i] = joinable[0]
 		}
-	case selfAff != nil && selfAnti != nil && isRequired(rep.PodAffinity, selfAff) && isRequired(rep.PodAntiAffinity, selfAnti):
+	case selfAff != nil && selfAnti != nil && affRequired && antiRequired:
 		// Required affinity to its own pods' zone and required
 		// anti-affinity against them: a second pod would need a matching
 		// pod in its zone and may have none, so one pod at most can run,
@@ -867,17 +869,6 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		s.spreadZones(rep, softSpread, usable, plan)
 	}
 	return plan
-}
-
-// isRequired reports whether t is one of the required terms (not a
-// preference held as one).
-func isRequired(required []PodAffinityTerm, t *PodAffinityTerm) bool {
-	for i := range required {
-		if reflect.DeepEqual(required[i], *t) {
-			return true
-		}
-	}
-	return false
 }
 
 // balanceZones assigns the pods one at a time to the usable domain that
