@@ -123,8 +123,9 @@ type ResultNode struct {
 	Allocatable  map[string]string `json:"allocatable"`
 	Requested    map[string]string `json:"requested"`
 	// Labels are the labels the node would carry: its instance type's, its
-	// pool's (template labels, and requirements that allow one value), then
-	// the pool name, zone and capacity type.
+	// pool's (template labels, the values the plan chose for requirements
+	// that allow several, and requirements that allow one value), then the
+	// pool name, zone and capacity type.
 	Labels map[string]string `json:"labels,omitempty"`
 	// Taints are its pool's taints (startup taints left out: they are gone
 	// once the node is ready).
@@ -200,6 +201,9 @@ func nodeLabelsAndTaints(p *solver.Problem, n *solver.NewNode) (map[string]strin
 			}
 		}
 		maps.Copy(labels, pool.Labels)
+		// The values the solver chose for the pool's multi-valued or
+		// Exists requirements (the ones the node's pods select).
+		maps.Copy(labels, n.Labels)
 		for _, r := range pool.Requirements {
 			if _, set := labels[r.Key]; !set && r.Operator == solver.OpIn && len(r.Values) == 1 {
 				labels[r.Key] = r.Values[0]

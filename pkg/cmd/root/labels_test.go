@@ -26,6 +26,7 @@ func TestExplainLabelsAndResources(t *testing.T) {
 		Nodes []struct {
 			InstanceType, Zone string
 			Pods               []string
+			Labels             map[string]string
 		} `json:"nodes"`
 		Unschedulable []struct{ Pod, Reason string } `json:"unschedulable"`
 	}
@@ -51,8 +52,11 @@ func TestExplainLabelsAndResources(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"default/team-b-0", "default/team-b-1"} {
-		if _, ok := nodeOf[p]; !ok {
+		i, ok := nodeOf[p]
+		if !ok {
 			t.Errorf("%s not placed (team In [a, b] offers b; beta.kubernetes.io/arch reads kubernetes.io/arch)", p)
+		} else if got := plan.Nodes[i].Labels["team"]; got != "b" {
+			t.Errorf("%s's node has label team=%q in -o json, want the value the plan chose, b", p, got)
 		}
 	}
 	if got := perNode["ingress"]; len(got) != 3 {
