@@ -176,6 +176,11 @@ func Solve(p *Problem) (*Plan, error) {
 	if s.enforceSpread() {
 		placed = s.placedFromPlan()
 	}
+	// The bound stays that of the pods the packing placed: the pods
+	// placePending adds ride on the same nodes, and the fluid relaxation
+	// models their groups' zone shares, which kube-scheduler's final
+	// placement need not follow.
+	s.placePending()
 	if !slices.Equal(placed, pending) && !p.Options.noBound {
 		bound, _ = s.fluidBound(placed)
 	}

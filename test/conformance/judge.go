@@ -355,6 +355,16 @@ func (j *judge) checkNodePods(n *node) {
 	}
 }
 
+// withinLimits: a pool's limits leave room for one node of that size.
+func withinLimits(p *pool, alloc v1.ResourceList) bool {
+	for r, limit := range p.Limits {
+		if q, ok := alloc[v1.ResourceName(r)]; ok && q.Cmp(limit) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // buildPotential lists the nodes each pool could launch.
 func (j *judge) buildPotential() {
 	for pi := range j.sc.Pools {
@@ -393,7 +403,7 @@ func (j *judge) buildPotential() {
 						l[k] = x
 					}
 					n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "potential", Labels: l}, Spec: v1.NodeSpec{Taints: p.Taints}}
-					if poolAllows(p, n) {
+					if poolAllows(p, n) && withinLimits(p, t.allocatable()) {
 						j.potential = append(j.potential, &node{Node: n, alloc: t.allocatable()})
 					}
 				}
@@ -497,15 +507,16 @@ func (j *judge) checkSpread() {
 			}
 			canGrow := false
 			for _, m := range j.potential {
-				// Untolerated pools' domains count unless the
-				// constraint honours taints, as kube-scheduler counts
-				// such nodes once they exist.
-				if !eligible(p, c, m.Node) || fits([]*v1.Pod{p}, m.alloc) != nil {
+				// A domain no final node is in counts only where the pod
+				// itself could get a node: kube-scheduler sees nodes,
+				// not pools, so once the planned nodes exist it binds
+				// pods there as if a domain no pod can reach (a pool
+				// whose taints the pod does not tolerate, or without
+				// room under its limits) were not there.
+				if !eligible(p, c, m.Node) || fits([]*v1.Pod{p}, m.alloc) != nil || allowed(p, m.Node) != nil {
 					continue
 				}
-				if allowed(p, m.Node) == nil {
-					canGrow = true
-				}
+				canGrow = true
 				if d := m.Labels[c.TopologyKey]; c.TopologyKey != labelHostname {
 					if _, seen := counts[d]; !seen {
 						counts[d] = 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,8 +110,10 @@ func TestJudge(t *testing.T) {
 
 // TestJudgeProblems checks the judge's own inputs without a plane: the
 // generator is deterministic, its problems are constraint-rich, every plan
-// passes the solver's independent checker, and judgeOrder finds a release
-// order for every plan.
+// passes the solver's independent checker, judgeOrder finds a release
+// order for every plan, and no pod the plan leaves pending could join a
+// planned node with the checker still accepting the plan (the plane's
+// verdict on such a pod, offline).
 func TestJudgeProblems(t *testing.T) {
 	a, b := judgeProblem(7), judgeProblem(7)
 	if fmt.Sprint(a) != fmt.Sprint(b) {
@@ -153,6 +156,10 @@ func TestJudgeProblems(t *testing.T) {
 		}
 		placed += len(c.order)
 		pending += len(c.plan.Unschedulable)
+		if pod, node := fitsPlannedNode(c.p, c.plan); pod >= 0 {
+			t.Errorf("%s: pod %s is left pending, yet the checker accepts the plan with it on planned node %d: kube-scheduler would bind it there",
+				c.name, c.p.Pods[pod].Key(), node)
+		}
 	}
 	t.Logf("%d pods: %d with spread, %d affinity, %d anti-affinity, %d GPU, %d node selectors/affinity, %d host ports; %d placed, %d left pending; %d plans the checker rejects",
 		pods, spread, affinity, anti, gpu, selectors, ports, placed, pending, invalid)
@@ -161,6 +168,26 @@ func TestJudgeProblems(t *testing.T) {
 			t.Errorf("only %d of %d pods with %s: the problems are not constraint-rich", n, pods, name)
 		}
 	}
+}
+
+// fitsPlannedNode returns the first pending pod of the plan that the
+// independent checker accepts on one of the planned nodes, with that node,
+// or -1.
+func fitsPlannedNode(p *solver.Problem, plan *solver.Plan) (int, int) {
+	for ui, u := range plan.Unschedulable {
+		for ni := range plan.NewNodes {
+			try := *plan
+			try.NewNodes = slices.Clone(plan.NewNodes)
+			n := &try.NewNodes[ni]
+			n.Pods = append(slices.Clone(n.Pods), u.Pod)
+			n.Requested = n.Requested.Add(p.Pods[u.Pod].Requests)
+			try.Unschedulable = slices.Delete(slices.Clone(plan.Unschedulable), ui, ui+1)
+			if check.Plan(p, &try) == nil {
+				return u.Pod, ni
+			}
+		}
+	}
+	return -1, -1
 }
 
 // TestJudgeOrder checks the release order on small plans: spread domains

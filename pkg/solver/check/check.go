@@ -71,6 +71,21 @@ func checkPlan(p *solver.Problem, plan *solver.Plan, poolDomains bool) error {
 		}
 		free[e.Node] = free[e.Node].Sub(p.Pods[e.Pod].Requests)
 	}
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		var bound [][]solver.HostPort
+		for j := range n.Pods {
+			bound = append(bound, n.Pods[j].HostPorts)
+		}
+		for _, e := range plan.Existing {
+			if e.Node == n.Name {
+				bound = append(bound, p.Pods[e.Pod].HostPorts)
+			}
+		}
+		if err := hostPortClash(bound); err != nil {
+			return fmt.Errorf("existing node %s: %w", n.Name, err)
+		}
+	}
 	for name, f := range free {
 		if !(solver.Resources{}).Fits(f) {
 			return fmt.Errorf("existing node %s overcommitted: free %v", name, f)
@@ -126,6 +141,18 @@ func checkPlan(p *solver.Problem, plan *solver.Plan, poolDomains bool) error {
 		if !sum.Fits(capacity) {
 			return fmt.Errorf("new node %d (%s) overcommitted: requests %v, allocatable %v", ni, n.InstanceType, sum, capacity)
 		}
+		var bound [][]solver.HostPort
+		for _, ds := range p.DaemonSets {
+			if allowedDS(&ds, labels, pool.Taints) {
+				bound = append(bound, ds.HostPorts)
+			}
+		}
+		for _, pi := range n.Pods {
+			bound = append(bound, p.Pods[pi].HostPorts)
+		}
+		if err := hostPortClash(bound); err != nil {
+			return fmt.Errorf("new node %d (%s): %w", ni, n.InstanceType, err)
+		}
 		used[pool.Name] = used[pool.Name].Add(it.Capacity)
 		total += n.Price
 	}
@@ -150,6 +177,44 @@ func checkPlan(p *solver.Problem, plan *solver.Plan, poolDomains bool) error {
 		return fmt.Errorf("lower bound %v above the plan's cost %v", plan.LowerBound, plan.TotalPrice)
 	}
 	return topology(p, plan, poolDomains)
+}
+
+// hostPortClash applies kube-scheduler's NodePorts filter to the host ports
+// each pod on one node binds: two bindings clash on the same port and
+// protocol (TCP when unset) unless both name different host IPs (an empty
+// IP or 0.0.0.0 is every IP).
+func hostPortClash(pods [][]solver.HostPort) error {
+	type bindingKey struct {
+		port     int32
+		protocol string
+	}
+	ips := map[bindingKey][]string{}
+	for _, ports := range pods {
+		mine := map[bindingKey][]string{}
+		for _, h := range ports {
+			if h.Port <= 0 {
+				continue
+			}
+			k := bindingKey{h.Port, h.Protocol}
+			if k.protocol == "" {
+				k.protocol = "TCP"
+			}
+			ip := h.HostIP
+			if ip == "" {
+				ip = "0.0.0.0"
+			}
+			for _, other := range ips[k] {
+				if ip == "0.0.0.0" || other == "0.0.0.0" || ip == other {
+					return fmt.Errorf("host port %d/%s bound twice (%s and %s)", k.port, k.protocol, other, ip)
+				}
+			}
+			mine[k] = append(mine[k], ip)
+		}
+		for k, v := range mine {
+			ips[k] = append(ips[k], v...)
+		}
+	}
+	return nil
 }
 
 // Cost is what the plan's new nodes cost per hour, summed from the

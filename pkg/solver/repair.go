@@ -1,0 +1,383 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// placePending is kube-scheduler's last word on the plan. The solver
+// decides zone shares, cap groups and bundles per group of pods; when part
+// of a group cannot be placed, the safety nets (enforceSpread) take back
+// whole shares, and a follower whose leaders land late is left out. Yet
+// once the planned nodes exist, kube-scheduler binds any pending pod its
+// filters admit on them. So every pod the plan leaves pending is tried, in
+// pod order, on the final nodes (existing first, then planned) with
+// kube-scheduler's filters as it would run them on the final cluster:
+// resources, node selector and affinity, taints, host ports, topology
+// spread (domains of the final nodes, as kube-scheduler counts them), and
+// inter-pod affinity and anti-affinity in both directions. A pod that
+// passes is placed there; the constraints of the pods already placed stay
+// satisfied (a placement that would break another pod's spread is refused),
+// so the plan stays one kube-scheduler accepts. It reports whether it placed
+// any pod.
+func (s *state) placePending() bool {
+	if len(s.plan.Unschedulable) == 0 {
+		return false
+	}
+	c := s.finalCluster()
+	classOf := make([]int, len(s.p.Pods))
+	for ci, cl := range s.classes {
+		for _, pod := range cl.pods {
+			classOf[pod] = ci
+		}
+	}
+	// A pod refused everywhere means its class's later pods are too: the
+	// cluster only changes when a pod is placed.
+	refused := map[int]bool{}
+	kept := s.plan.Unschedulable[:0]
+	placedAny := false
+	for _, u := range s.plan.Unschedulable {
+		ci := classOf[u.Pod]
+		if refused[ci] || expired(s.p.Options.Deadline) {
+			kept = append(kept, u)
+			continue
+		}
+		j := c.admit(u.Pod)
+		if j < 0 {
+			refused[ci] = true
+			kept = append(kept, u)
+			continue
+		}
+		c.bind(u.Pod, j)
+		placedAny = true
+		n := &c.nodes[j]
+		if n.existing != "" {
+			s.plan.Existing = append(s.plan.Existing, Placement{Pod: u.Pod, Node: n.existing})
+		} else {
+			nn := &s.plan.NewNodes[n.planned]
+			nn.Pods = append(nn.Pods, u.Pod)
+			nn.Requested = nn.Requested.Add(podRequests(&s.p.Pods[u.Pod]))
+		}
+	}
+	s.plan.Unschedulable = kept
+	return placedAny
+}
+
+// schedCluster is the final cluster as placePending sees it: every node
+// with its labels, taints, free room and pods.
+type schedCluster struct {
+	p     *Problem
+	nodes []schedNode
+	// nodeOf is the node of each placed pending pod.
+	nodeOf map[int]int
+	// carried are the DoNotSchedule spread constraints of the placed
+	// pending pods, each once.
+	carried []carriedSpread
+}
+
+type schedNode struct {
+	labels   Labels
+	taints   []Taint
+	free     Resources
+	cordoned bool
+	// pods are the pods on the node: running ones and placed pending ones.
+	pods []*Pod
+	// existing names an existing node; planned indexes Plan.NewNodes.
+	existing string
+	planned  int
+}
+
+// carriedSpread is a spread constraint some placed pods carry.
+type carriedSpread struct {
+	owner *Pod
+	c     *TopologySpread
+}
+
+func (s *state) finalCluster() *schedCluster {
+	c := &schedCluster{p: s.p, nodeOf: map[int]int{}}
+	byName := map[string]int{}
+	for i := range s.p.Nodes {
+		n := &s.p.Nodes[i]
+		byName[n.Name] = len(c.nodes)
+		sn := schedNode{labels: MapLabels(n.Labels), taints: n.Taints, free: n.Allocatable.Sub(n.Requested),
+			cordoned: n.Unschedulable, existing: n.Name, planned: -1}
+		for j := range n.Pods {
+			sn.pods = append(sn.pods, &n.Pods[j])
+		}
+		c.nodes = append(c.nodes, sn)
+	}
+	for _, e := range s.plan.Existing {
+		c.bind(e.Pod, byName[e.Node])
+	}
+	for ni := range s.plan.NewNodes {
+		n := &s.plan.NewNodes[ni]
+		var taints []Taint
+		labels := &candidateLabels{zone: n.Zone, capacityType: n.CapacityType}
+		for pi := range s.p.Pools {
+			pool := &s.p.Pools[pi]
+			if pool.Name != n.Pool {
+				continue
+			}
+			taints = pool.Taints
+			labels.pool = poolLabels(pool)
+			if len(n.Labels) > 0 {
+				labels.pool = mergeLabels(labels.pool, n.Labels)
+			}
+			types := s.p.PoolTypes(pi)
+			for ti := range types {
+				if types[ti].Name == n.InstanceType {
+					labels.typ = types[ti].Labels
+				}
+			}
+		}
+		j := len(c.nodes)
+		c.nodes = append(c.nodes, schedNode{labels: labels, taints: taints, free: n.Allocatable.Sub(n.Requested), planned: ni})
+		for _, pod := range n.Pods {
+			c.nodes[j].pods = append(c.nodes[j].pods, &s.p.Pods[pod])
+			c.nodeOf[pod] = j
+			c.carry(&s.p.Pods[pod])
+		}
+	}
+	return c
+}
+
+func mergeLabels(a, b map[string]string) map[string]string {
+	out := make(map[string]string, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// bind puts pending pod i on node j (which must admit it).
+func (c *schedCluster) bind(i, j int) {
+	pod := &c.p.Pods[i]
+	n := &c.nodes[j]
+	n.free = n.free.Sub(podRequests(pod))
+	n.pods = append(n.pods, pod)
+	c.nodeOf[i] = j
+	c.carry(pod)
+}
+
+// carry records the pod's DoNotSchedule spread constraints.
+func (c *schedCluster) carry(pod *Pod) {
+	for k := range pod.Spread {
+		sc := &pod.Spread[k]
+		if sc.WhenUnsatisfiable == ScheduleAnyway {
+			continue
+		}
+		if !slices.ContainsFunc(c.carried, func(o carriedSpread) bool { return sameSpreadScope(o.owner, o.c, pod, sc) }) {
+			c.carried = append(c.carried, carriedSpread{owner: pod, c: sc})
+		}
+	}
+}
+
+// sameSpreadScope reports whether two constraints count the same pods over
+// the same eligible nodes.
+func sameSpreadScope(a *Pod, ac *TopologySpread, b *Pod, bc *TopologySpread) bool {
+	return a.Namespace == b.Namespace && ac.TopologyKey == bc.TopologyKey && ac.MaxSkew == bc.MaxSkew &&
+		ac.MinDomains == bc.MinDomains && ac.NodeAffinityPolicy == bc.NodeAffinityPolicy &&
+		ac.NodeTaintsPolicy == bc.NodeTaintsPolicy && selectorEqual(&ac.Selector, &bc.Selector) &&
+		fmt.Sprint(a.NodeSelector, a.Affinity, a.Tolerations) == fmt.Sprint(b.NodeSelector, b.Affinity, b.Tolerations)
+}
+
+// domain is node j's value of key: each node is its own hostname domain.
+func (c *schedCluster) domain(j int, key string) (string, bool) {
+	if key == LabelHostname {
+		return fmt.Sprintf("#%d", j), true
+	}
+	return c.nodes[j].labels.Label(key)
+}
+
+// admit returns the first node whose filters admit pending pod i, or -1.
+// What the filters count is gathered once per call (the cluster changes
+// only when a pod is bound); each node is then judged by lookups.
+func (c *schedCluster) admit(i int) int {
+	pod := &c.p.Pods[i]
+	req := podRequests(pod)
+	var checks []func(j int) bool
+	for k := range pod.Spread {
+		if sc := &pod.Spread[k]; sc.WhenUnsatisfiable != ScheduleAnyway {
+			checks = append(checks, c.skewCheck(pod, sc, true))
+		}
+	}
+	for _, cs := range c.carried {
+		if cs.owner.Namespace == pod.Namespace && cs.c.Selector.Matches(pod.Labels) {
+			checks = append(checks, c.skewCheck(cs.owner, cs.c, false))
+		}
+	}
+	checks = append(checks, c.affinityChecks(pod)...)
+	for j := range c.nodes {
+		n := &c.nodes[j]
+		if n.cordoned || !req.Fits(n.free) ||
+			!matchesAffinity(pod.NodeSelector, pod.Affinity, n.labels) || untolerated(pod.Tolerations, n.taints) != nil ||
+			c.portConflict(pod, j) {
+			continue
+		}
+		if !slices.ContainsFunc(checks, func(ok func(int) bool) bool { return !ok(j) }) {
+			return j
+		}
+	}
+	return -1
+}
+
+func (c *schedCluster) portConflict(pod *Pod, j int) bool {
+	if len(pod.HostPorts) == 0 {
+		return false
+	}
+	n := &c.nodes[j]
+	for _, o := range n.pods {
+		if portsConflict(pod.HostPorts, o.HostPorts) {
+			return true
+		}
+	}
+	return c.p.daemonPortConflict(pod, n.labels, n.taints)
+}
+
+// skewCheck applies PodTopologySpread's constraint sc of owner to a pod
+// the constraint selects. For the incoming pod's own constraint (own), as
+// kube-scheduler does: the node must have the key, and its domain may hold
+// at most maxSkew more selected pods, the pod included, than the emptiest
+// domain of the nodes eligible for the constraint (0 with fewer domains
+// than minDomains). For a constraint the placed pods carry, the final
+// cluster must keep every carrier's domain within the skew.
+func (c *schedCluster) skewCheck(owner *Pod, sc *TopologySpread, own bool) func(j int) bool {
+	f := spreadFilter(sc)
+	counts := map[string]int{}
+	eligible := make([]bool, len(c.nodes))
+	carriers := map[string]bool{}
+	for j := range c.nodes {
+		n := &c.nodes[j]
+		d, ok := c.domain(j, sc.TopologyKey)
+		if !ok || (f.affinity && !matchesAffinity(owner.NodeSelector, owner.Affinity, n.labels)) ||
+			(f.taints && untolerated(owner.Tolerations, n.taints) != nil) {
+			continue
+		}
+		eligible[j] = true
+		counts[d] += 0
+		for _, o := range n.pods {
+			if o.Namespace == owner.Namespace && sc.Selector.Matches(o.Labels) {
+				counts[d]++
+			}
+			if !own && !carriers[d] && carriesScope(o, owner, sc) {
+				carriers[d] = true
+			}
+		}
+	}
+	skew := int(max(sc.MaxSkew, 1))
+	self := 1
+	if own && !sc.Selector.Matches(owner.Labels) {
+		self = 0
+	}
+	return func(j int) bool {
+		if !eligible[j] {
+			return !own
+		}
+		d, _ := c.domain(j, sc.TopologyKey)
+		counts[d] += self
+		defer func() { counts[d] -= self }()
+		after := emptiest(counts, sc.MinDomains)
+		if own {
+			return counts[d]-after <= skew
+		}
+		for dom := range carriers {
+			if counts[dom]-after > skew {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// carriesScope reports whether pod q carries a constraint of the same scope
+// as owner's sc.
+func carriesScope(q, owner *Pod, sc *TopologySpread) bool {
+	for k := range q.Spread {
+		if sameSpreadScope(owner, sc, q, &q.Spread[k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// emptiest is the smallest count over the domains, 0 when fewer domains
+// than minDomains exist.
+func emptiest(counts map[string]int, minDomains int32) int {
+	lo := math.MaxInt
+	for _, n := range counts {
+		lo = min(lo, n)
+	}
+	if int32(len(counts)) < minDomains || lo == math.MaxInt {
+		return 0
+	}
+	return lo
+}
+
+// affinityChecks apply InterPodAffinity to pod: its required anti-affinity
+// (no selected pod in the node's domain), the anti-affinity of every pod in
+// the cluster that selects it (symmetry), and its required affinity (a
+// selected pod in the node's domain, or, for a pod its own term selects,
+// none anywhere).
+func (c *schedCluster) affinityChecks(pod *Pod) []func(j int) bool {
+	var checks []func(j int) bool
+	// domainsOf lists the domains of key holding a pod sel selects.
+	domainsOf := func(key string, sel func(q *Pod) bool) map[string]bool {
+		out := map[string]bool{}
+		for o := range c.nodes {
+			d, ok := c.domain(o, key)
+			if !ok || out[d] {
+				continue
+			}
+			if slices.ContainsFunc(c.nodes[o].pods, sel) {
+				out[d] = true
+			}
+		}
+		return out
+	}
+	inDomain := func(key string, set map[string]bool) func(j int) bool {
+		return func(j int) bool {
+			d, ok := c.domain(j, key)
+			return ok && set[d]
+		}
+	}
+	for k := range pod.PodAntiAffinity {
+		t := &pod.PodAntiAffinity[k]
+		in := inDomain(t.TopologyKey, domainsOf(t.TopologyKey, func(q *Pod) bool { return q != pod && t.selects(pod, q) }))
+		checks = append(checks, func(j int) bool { return !in(j) })
+	}
+	// Symmetry: domains of pods whose anti-affinity selects pod.
+	forbidden := map[string]map[string]bool{}
+	for o := range c.nodes {
+		for _, q := range c.nodes[o].pods {
+			for k := range q.PodAntiAffinity {
+				t := &q.PodAntiAffinity[k]
+				if !t.selects(q, pod) {
+					continue
+				}
+				if d, ok := c.domain(o, t.TopologyKey); ok {
+					if forbidden[t.TopologyKey] == nil {
+						forbidden[t.TopologyKey] = map[string]bool{}
+					}
+					forbidden[t.TopologyKey][d] = true
+				}
+			}
+		}
+	}
+	for key, set := range forbidden {
+		in := inDomain(key, set)
+		checks = append(checks, func(j int) bool { return !in(j) })
+	}
+	for k := range pod.PodAffinity {
+		t := &pod.PodAffinity[k]
+		set := domainsOf(t.TopologyKey, func(q *Pod) bool { return q != pod && t.selects(pod, q) })
+		if len(set) == 0 && t.selects(pod, pod) {
+			continue // the first pod of a group its own term selects
+		}
+		checks = append(checks, inDomain(t.TopologyKey, set))
+	}
+	return checks
+}

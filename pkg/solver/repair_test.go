@@ -1,0 +1,138 @@
+package solver
+
+import "testing"
+
+const gib = int64(1) << 30
+
+// req is a pod's or node's CPU (millicores) and memory (bytes), one pod.
+func req(cpu, mem int64) Resources {
+	var r Resources
+	r[CPU], r[Memory], r[Pods] = cpu, mem, 1
+	return r
+}
+
+// TestAdmit judges placePending's filters one at a time on a small final
+// cluster: two zones, a node in each (and a second in zone-a), as
+// kube-scheduler's filter plugins would on the same nodes.
+func TestAdmit(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	zoneSpread := TopologySpread{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: Selector{MatchLabels: web}}
+	runningWeb := func(ns string) Pod { return Pod{Namespace: ns, Name: "running", Labels: web, Requests: req(100, gib/4)} }
+	tests := []struct {
+		name string
+		// pods per node (node 0 and 1 in zone-a, node 2 in zone-b)
+		onNode [3][]Pod
+		pod    Pod
+		taint  bool // node 0 and 1 are tainted
+		want   int  // the node admitted, -1 for none
+	}{
+		{name: "room decides: the first node with room", pod: Pod{Namespace: "d", Name: "p", Requests: req(500, gib)}, want: 0},
+		{name: "too big for any node", pod: Pod{Namespace: "d", Name: "p", Requests: req(5000, gib)}, want: -1},
+		{name: "node selector", pod: Pod{Namespace: "d", Name: "p", Requests: req(100, gib/4), NodeSelector: map[string]string{LabelZone: "zone-b"}}, want: 2},
+		{name: "an untolerated taint", taint: true, pod: Pod{Namespace: "d", Name: "p", Requests: req(100, gib/4)}, want: 2},
+		{
+			name:   "host ports: the port is taken on node 0",
+			onNode: [3][]Pod{{{Namespace: "d", Name: "x", HostPorts: []HostPort{{Port: 80}}}}},
+			pod:    Pod{Namespace: "d", Name: "p", Requests: req(100, gib/4), HostPorts: []HostPort{{Port: 80}}},
+			want:   1,
+		},
+		{
+			name:   "own spread: zone-a holds one more already, so zone-b",
+			onNode: [3][]Pod{{runningWeb("d")}},
+			pod:    Pod{Namespace: "d", Name: "p", Labels: web, Requests: req(100, gib/4), Spread: []TopologySpread{zoneSpread}},
+			want:   2,
+		},
+		{
+			name:   "own spread counts only the pod's namespace",
+			onNode: [3][]Pod{{runningWeb("other")}},
+			pod:    Pod{Namespace: "d", Name: "p", Labels: web, Requests: req(100, gib/4), Spread: []TopologySpread{zoneSpread}},
+			want:   0,
+		},
+		{
+			name:   "own spread with minDomains 3: only two zones, so the emptiest counts as 0",
+			onNode: [3][]Pod{{runningWeb("d")}, nil, {runningWeb("d")}},
+			pod: Pod{Namespace: "d", Name: "p", Labels: web, Requests: req(100, gib/4),
+				Spread: []TopologySpread{{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: Selector{MatchLabels: web}, MinDomains: 3}}},
+			want: -1,
+		},
+		{
+			name:   "ScheduleAnyway spread is a preference",
+			onNode: [3][]Pod{{runningWeb("d"), runningWeb("d")}},
+			pod: Pod{Namespace: "d", Name: "p", Labels: web, Requests: req(100, gib/4),
+				Spread: []TopologySpread{{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: ScheduleAnyway, Selector: Selector{MatchLabels: web}}}},
+			want: 0,
+		},
+		{
+			name:   "own anti-affinity on the zone",
+			onNode: [3][]Pod{{runningWeb("d")}},
+			pod: Pod{Namespace: "d", Name: "p", Requests: req(100, gib/4),
+				PodAntiAffinity: []PodAffinityTerm{{Selector: Selector{MatchLabels: web}, TopologyKey: LabelZone}}},
+			want: 2,
+		},
+		{
+			name: "symmetry: a running pod's anti-affinity keeps the pod off its node",
+			onNode: [3][]Pod{{{Namespace: "d", Name: "x", Requests: req(100, gib/4),
+				PodAntiAffinity: []PodAffinityTerm{{Selector: Selector{MatchLabels: web}, TopologyKey: LabelHostname}}}}},
+			pod:  Pod{Namespace: "d", Name: "p", Labels: web, Requests: req(100, gib/4)},
+			want: 1,
+		},
+		{
+			name:   "required affinity: the zone of a selected pod",
+			onNode: [3][]Pod{nil, nil, {runningWeb("d")}},
+			pod: Pod{Namespace: "d", Name: "p", Requests: req(100, gib/4),
+				PodAffinity: []PodAffinityTerm{{Selector: Selector{MatchLabels: web}, TopologyKey: LabelZone}}},
+			want: 2,
+		},
+		{
+			name: "required affinity with no selected pod anywhere",
+			pod: Pod{Namespace: "d", Name: "p", Requests: req(100, gib/4),
+				PodAffinity: []PodAffinityTerm{{Selector: Selector{MatchLabels: web}, TopologyKey: LabelZone}}},
+			want: -1,
+		},
+		{
+			name: "required affinity its own labels satisfy: the first of its group goes anywhere",
+			pod: Pod{Namespace: "d", Name: "p", Labels: web, Requests: req(100, gib/4),
+				PodAffinity: []PodAffinityTerm{{Selector: Selector{MatchLabels: web}, TopologyKey: LabelZone}}},
+			want: 0,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Problem{Pods: []Pod{tc.pod}}
+			c := &schedCluster{p: p, nodeOf: map[int]int{}}
+			for j, zone := range []string{"zone-a", "zone-a", "zone-b"} {
+				n := schedNode{labels: MapLabels{LabelZone: zone}, free: req(2000, 4*gib), planned: j}
+				if tc.taint && j < 2 {
+					n.taints = []Taint{{Key: "dedicated", Value: "x", Effect: "NoSchedule"}}
+				}
+				for k := range tc.onNode[j] {
+					n.pods = append(n.pods, &tc.onNode[j][k])
+				}
+				c.nodes = append(c.nodes, n)
+			}
+			if got := c.admit(0); got != tc.want {
+				t.Errorf("admit = node %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAdmitKeepsCarriersSkew: a pending pod the placed pods' spread selects
+// may not land where a carrier's domain would exceed the skew, even when
+// the pending pod has no constraint of its own.
+func TestAdmitKeepsCarriersSkew(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	carrier := Pod{Namespace: "d", Name: "carrier", Labels: web, Requests: req(100, gib/4),
+		Spread: []TopologySpread{{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: Selector{MatchLabels: web}}}}
+	free := Pod{Namespace: "d", Name: "free", Labels: web, Requests: req(100, gib/4)}
+	p := &Problem{Pods: []Pod{carrier, free}}
+	c := &schedCluster{p: p, nodeOf: map[int]int{}}
+	for j, zone := range []string{"zone-a", "zone-b"} {
+		c.nodes = append(c.nodes, schedNode{labels: MapLabels{LabelZone: zone}, free: req(2000, 4*gib), planned: j})
+	}
+	c.bind(0, 0)
+	// zone-a: 1 (the carrier); adding the free pod there makes 2 - 0 > 1.
+	if got := c.admit(1); got != 1 {
+		t.Errorf("admit = node %d, want 1 (zone-b)", got)
+	}
+}
