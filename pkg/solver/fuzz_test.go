@@ -25,9 +25,9 @@ func FuzzSolve(f *testing.F) {
 			t.Fatalf("Solve: %v", err)
 		}
 		// Judged as kube-scheduler judges the final cluster: the solver plans
-	// spread over the pools' domains (Karpenter's view), but placePending
-	// adds what kube-scheduler would bind on the final nodes.
-	if err := check.Plan(p, plan); err != nil {
+		// spread over the pools' domains (Karpenter's view), but placePending
+		// adds what kube-scheduler would bind on the final nodes.
+		if err := check.Plan(p, plan); err != nil {
 			t.Fatalf("invalid plan: %v", err)
 		}
 	})

@@ -17,7 +17,9 @@ func req(cpu, mem int64) Resources {
 func TestAdmit(t *testing.T) {
 	web := map[string]string{"app": "web"}
 	zoneSpread := TopologySpread{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: Selector{MatchLabels: web}}
-	runningWeb := func(ns string) Pod { return Pod{Namespace: ns, Name: "running", Labels: web, Requests: req(100, gib/4)} }
+	runningWeb := func(ns string) Pod {
+		return Pod{Namespace: ns, Name: "running", Labels: web, Requests: req(100, gib/4)}
+	}
 	tests := []struct {
 		name string
 		// pods per node (node 0 and 1 in zone-a, node 2 in zone-b)
