@@ -384,13 +384,12 @@ spec:
 	}
 	wantAff := []solver.Term{
 		{{Key: "topology.kubernetes.io/zone", Operator: "In", Values: []string{"a", "b"}}, {Key: "karpenter.k8s.aws/instance-cpu", Operator: "Gt", Values: []string{"3"}}},
+		// matchFields metadata.name: the node's hostname label.
+		{{Key: "kubernetes.io/hostname", Operator: "In", Values: []string{"n1"}}},
 		{{Key: "spot", Operator: "DoesNotExist"}},
 	}
 	if !reflect.DeepEqual(p.Affinity, wantAff) {
 		t.Errorf("affinity = %v, want %v", p.Affinity, wantAff)
-	}
-	if !hasWarning(m, "nodeSelectorTerms[1]: matchFields is not supported; term ignored") {
-		t.Errorf("no matchFields warning in %q", m.Warnings)
 	}
 	wantAnti := []solver.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname", Selector: solver.Selector{MatchLabels: map[string]string{"app": "web"}}}}
 	if !reflect.DeepEqual(p.PodAntiAffinity, wantAnti) {

@@ -275,8 +275,12 @@ func (m *Manifests) podShape(where, path string, spec *corev1.PodSpec) (solver.P
 	return p, nil
 }
 
-// affinity converts required node affinity to solver terms. Terms with
-// matchFields are ignored with a warning.
+// affinity converts required node affinity to solver terms, ORed as
+// kube-scheduler ORs them. A term without requirements matches no node, as
+// in Kubernetes. matchFields can only name metadata.name; a node that does
+// not exist yet has no name, so such a requirement is matched against the
+// kubernetes.io/hostname label (a node's name on EKS and most clusters), and
+// the pod can go only to the existing node it names.
 func (m *Manifests) affinity(where, path string, a *corev1.Affinity) ([]solver.Term, error) {
 	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		return nil, nil
@@ -285,17 +289,10 @@ func (m *Manifests) affinity(where, path string, a *corev1.Affinity) ([]solver.T
 	if len(terms) == 0 {
 		return nil, fmt.Errorf("%s: must have at least one term", path)
 	}
-	var out []solver.Term
+	out := make([]solver.Term, 0, len(terms))
 	for i, t := range terms {
 		tp := fmt.Sprintf("%s[%d]", path, i)
-		if len(t.MatchFields) > 0 {
-			m.warnf(where, "%s: matchFields is not supported; term ignored", tp)
-			continue
-		}
-		if len(t.MatchExpressions) == 0 {
-			return nil, fmt.Errorf("%s: empty term matches no node", tp)
-		}
-		term := make(solver.Term, 0, len(t.MatchExpressions))
+		term := make(solver.Term, 0, len(t.MatchExpressions)+len(t.MatchFields))
 		for k, e := range t.MatchExpressions {
 			r, err := nodeRequirement(fmt.Sprintf("%s.matchExpressions[%d]", tp, k), e.Key, string(e.Operator), e.Values)
 			if err != nil {
@@ -303,10 +300,21 @@ func (m *Manifests) affinity(where, path string, a *corev1.Affinity) ([]solver.T
 			}
 			term = append(term, r)
 		}
+		for k, f := range t.MatchFields {
+			fp := fmt.Sprintf("%s.matchFields[%d]", tp, k)
+			if f.Key != "metadata.name" {
+				return nil, fmt.Errorf("%s.key: %q is not a supported field (only metadata.name)", fp, f.Key)
+			}
+			if f.Operator != corev1.NodeSelectorOpIn && f.Operator != corev1.NodeSelectorOpNotIn {
+				return nil, fmt.Errorf("%s.operator: %q is not valid for metadata.name (In or NotIn)", fp, f.Operator)
+			}
+			r, err := nodeRequirement(fp, solver.LabelHostname, string(f.Operator), f.Values)
+			if err != nil {
+				return nil, err
+			}
+			term = append(term, r)
+		}
 		out = append(out, term)
-	}
-	if len(out) == 0 {
-		m.warnf(where, "no node affinity term left; the pod is treated as unconstrained")
 	}
 	return out, nil
 }

@@ -260,6 +260,9 @@ func (p *Problem) unanswerableKey(pod *Pod) string {
 	first := ""
 	for _, t := range pod.Affinity {
 		found := ""
+		if len(t) == 0 {
+			found = "its required node affinity has a term without requirements, which matches no node (as in Kubernetes)"
+		}
 		for _, r := range t {
 			if needsLabel(r) {
 				if why := p.keyProblem(r.Key, pod); why != "" {
@@ -293,6 +296,9 @@ func (p *Problem) keyProblem(key string, pod *Pod) string {
 		if _, ok := p.Nodes[i].Labels[key]; ok {
 			return "" // an existing node has it: the usual diagnosis applies
 		}
+	}
+	if key == LabelHostname {
+		return "a new node has no name before it launches, so only an existing node it names could take the pod (matchFields metadata.name is read as this label)"
 	}
 	for pi := range p.Pools {
 		if _, ok := poolLabelsFor(&p.Pools[pi], pod)[key]; ok {
