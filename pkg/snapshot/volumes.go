@@ -177,7 +177,12 @@ func (v *volumeObjects) needs(ns string, claims []claimUse) volumeNeeds {
 				}
 				return n
 			}
-			terms, ebs = volumeTerms(pv), pv.Spec.AWSElasticBlockStore != nil || pv.Spec.CSI != nil && pv.Spec.CSI.Driver == EBSDriver
+			var err error
+			if terms, err = volumeTerms(pv); err != nil {
+				n.pending = fmt.Sprintf("PersistentVolume %s of PVC %s cannot be read: %v", pv.Name, use.name, err)
+				return n
+			}
+			ebs = pv.Spec.AWSElasticBlockStore != nil || pv.Spec.CSI != nil && pv.Spec.CSI.Driver == EBSDriver
 		} else {
 			var why string
 			terms, ebs, why = v.unboundTerms(use.name, spec)
@@ -241,7 +246,7 @@ func (v *volumeObjects) unboundTerms(name string, spec *corev1.PersistentVolumeC
 // its spec.nodeAffinity (VolumeBinding), each ANDed with its zone and
 // region labels (VolumeZone, whose values may list several zones joined
 // by "__").
-func volumeTerms(pv *corev1.PersistentVolume) []solver.Term {
+func volumeTerms(pv *corev1.PersistentVolume) ([]solver.Term, error) {
 	var labels solver.Term
 	for _, key := range []string{solver.LabelZone, LabelZoneBeta, LabelRegion, LabelRegionBeta} {
 		if val, ok := pv.Labels[key]; ok && val != "" {
@@ -250,13 +255,18 @@ func volumeTerms(pv *corev1.PersistentVolume) []solver.Term {
 	}
 	var terms []solver.Term
 	if na := pv.Spec.NodeAffinity; na != nil && na.Required != nil {
-		for _, t := range na.Required.NodeSelectorTerms {
+		for i, t := range na.Required.NodeSelectorTerms {
 			if len(t.MatchExpressions) == 0 {
 				continue // matchFields only (a node name): not modelled
 			}
 			term := slices.Clone(labels)
-			for _, e := range t.MatchExpressions {
-				term = append(term, solver.Requirement{Key: volumeKey(e.Key), Operator: string(e.Operator), Values: slices.Clone(e.Values)})
+			for k, e := range t.MatchExpressions {
+				path := fmt.Sprintf("spec.nodeAffinity.required.nodeSelectorTerms[%d].matchExpressions[%d]", i, k)
+				r, err := nodeRequirement(path, volumeKey(e.Key), string(e.Operator), e.Values)
+				if err != nil {
+					return nil, err
+				}
+				term = append(term, r)
 			}
 			terms = append(terms, term)
 		}
@@ -264,7 +274,7 @@ func volumeTerms(pv *corev1.PersistentVolume) []solver.Term {
 	if len(terms) == 0 && len(labels) > 0 {
 		terms = []solver.Term{labels}
 	}
-	return terms
+	return terms, nil
 }
 
 // volumeKey is the node label a volume's topology key means: the EBS

@@ -198,6 +198,14 @@ spec:
       volumeClaimTemplate:
         spec: {storageClassName: gp3, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
 `, "topology.kubernetes.io/zone In [us-east-1a, us-east-1c]", 1, ""},
+		{"a PV whose node affinity is invalid leaves the pod pending, with where",
+			claim("data", "gp3", "pv-bad") + `apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-bad}
+spec:
+  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: Near, values: [a]}]}]}}
+---
+` + podWith("", "data"), "", 0, `PersistentVolume pv-bad of PVC data cannot be read: spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator: unsupported value "Near"`},
 		{"a class outside the input is planned as WaitForFirstConsumer anywhere, uncounted",
 			claim("data", "gp3", "") + podWith("", "data"), "", 0, ""},
 	}
