@@ -76,9 +76,9 @@ func (v *volumeObjects) addClass(sc *storagev1.StorageClass) {
 	v.classes[sc.Name] = sc
 }
 
-// defaultClass is the StorageClass marked default (the newest name first
-// when several are, as the API server's admission picks the newest; by
-// name here, for a stable answer), or nil.
+// defaultClass is the StorageClass marked default, or nil: the newest
+// when several are, as the API server's admission picks it, the first by
+// name on a tie.
 func (v *volumeObjects) defaultClass() *storagev1.StorageClass {
 	var best *storagev1.StorageClass
 	for _, sc := range v.classes {

@@ -147,6 +147,7 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 		shape.Namespace, shape.Name, shape.Owner = ns, w.meta.Name, "Pod/"+w.meta.Name
 		shape.Controller = metav1.GetControllerOf(w.meta) != nil
 		m.Pods = append(m.Pods, shape)
+		m.useVolumes(len(m.Pods)-1, len(m.Pods), w.spec, nil)
 	default:
 		first := len(m.Pods)
 		for i := range w.replicas {
@@ -162,9 +163,6 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 			templates = sts.Spec.VolumeClaimTemplates
 		}
 		m.useVolumes(first, len(m.Pods), w.spec, templates)
-	}
-	if kind == "Pod" {
-		m.useVolumes(len(m.Pods)-1, len(m.Pods), w.spec, nil)
 	}
 	return nil
 }
