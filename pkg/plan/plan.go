@@ -92,6 +92,7 @@ func Build(in Input) (*Result, error) {
 			p.UnknownLabels = cloud.UnansweredLabels()
 		}
 	}
+	addAttachLimits(p)
 	r := &Result{Problem: p, Prices: NewPrices(in.InstanceTypes)}
 	if cl := in.Cluster; cl != nil {
 		p.Nodes, p.PDBs = slices.Clone(cl.Nodes), cl.PDBs
@@ -151,6 +152,7 @@ func (r *Result) addInFlight(cl *snapshot.Cluster, extra []Claim) {
 		if !ok {
 			continue
 		}
+		attachLimit(&n, p.ExtendedResources)
 		p.Nodes = append(p.Nodes, n)
 		r.InFlight = append(r.InFlight, n.Name)
 	}

@@ -74,6 +74,8 @@ type Cluster struct {
 	PoolOwners map[string]string
 	// Rightsize holds what the rightsize operator's guards read.
 	Rightsize Rightsize
+
+	csiLimits map[string]int64 // EBS attach limit of each node with a CSINode saying it
 }
 
 // PendingPod is a pod no node has been found for yet.
@@ -172,6 +174,8 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 		pdbErr, rsErr                 error
 		classes                       [3][]json.RawMessage
 		classErr                      [3]error
+		volumes                       *Volumes
+		volErr, csiErr                error
 	)
 	wg.Go(func() { pods, podNS, podErr = r.pods(ctx) })
 	wg.Go(func() { nodes, nodeErr = r.nodes(ctx) })
@@ -186,6 +190,7 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	for i, gvr := range classResources {
 		wg.Go(func() { classes[i], _, classErr[i] = r.custom(ctx, gvr) })
 	}
+	wg.Go(func() { volumes, volErr, csiErr = r.readVolumes(ctx, metav1.NamespaceAll) })
 	wg.Wait()
 	// A fixed order, so that the same cluster always gives the same error.
 	for _, err := range []error{podErr, nodeErr, dsErr, kpErr, rsErr} {
@@ -196,10 +201,16 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	// What could not be read is said first, then the objects go through
 	// the assembly a watcher's objects go through (FromObjects).
 	o := &Objects{PodNamespace: podNS, KarpenterInstalled: karpenter, RightsizeInstalled: rightsize, NodePools: pools,
-		Pods: pointers(pods), Nodes: pointers(nodes), DaemonSets: pointers(daemonSets), PDBs: pointers(pdbs)}
+		Pods: pointers(pods), Nodes: pointers(nodes), DaemonSets: pointers(daemonSets), PDBs: pointers(pdbs), Volumes: volumes}
 	var warnings []string
 	if pdbErr != nil {
 		warnings = append(warnings, pdbErr.Error()+"; PodDisruptionBudgets are not needed to plan new nodes")
+	}
+	if volErr != nil {
+		warnings = append(warnings, volErr.Error()+"; pods with volumes are planned as if they had none (their volumes' zones and attach limits are not known)")
+	}
+	if csiErr != nil {
+		warnings = append(warnings, csiErr.Error()+"; existing nodes' volume attach limits are not known")
 	}
 	for _, raw := range rsPools {
 		np := &v1alpha1.NodePool{}
@@ -443,6 +454,11 @@ func (c *Cluster) addPending(pods []corev1.Pod) {
 			shape.Namespace, shape.Name, shape.Owner = pod.Namespace, pod.Name, pp.Owner
 			shape.Labels, shape.Controller = pod.Labels, metav1.GetControllerOf(pod) != nil
 			resolveMatchLabelKeys(&pod.Spec, &shape)
+			if err := c.podVolumes(pod, &shape); err != nil {
+				pp.NotPlanned = "cannot be modelled: " + oneLine(err.Error())
+				c.warnf(pp.Key(), "left out of the plan: %v", err)
+				break
+			}
 			pp.Index = len(c.Pods)
 			c.Pods = append(c.Pods, shape)
 		}
@@ -605,6 +621,7 @@ func (c *Cluster) boundPod(pod *corev1.Pod) solver.Pod {
 			c.warnf(where, "its topology constraints are ignored: %v", err)
 		}
 	}
+	c.boundVolumes(pod, &p)
 	return p
 }
 

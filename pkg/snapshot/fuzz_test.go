@@ -24,6 +24,13 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "apps/v1", "kind": "Job"}]}`))
 	f.Add([]byte("apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {jobTemplate: {spec: {parallelism: 2, template: {spec: {containers: [{name: c, resources: {limits: {a.io/b: 1}}}]}}}}}\n"))
 	f.Add([]byte("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {limits: {cpu: 1}, template: {spec: {requirements: [{key: a, operator: Gt, values: ['1']}]}}}\n"))
+	for _, name := range []string{"ebs-bound.yaml", "immediate-unbound.yaml"} {
+		data, err := os.ReadFile(filepath.Join("..", "cmd", "explain", "testdata", "volumes", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m := &Manifests{}
 		err := Decode("in.yaml", data, m)
@@ -32,6 +39,9 @@ func FuzzDecode(f *testing.F) {
 			if strings.ContainsAny(msg, "\r\n") || !strings.HasPrefix(msg, "in.yaml: document ") {
 				t.Fatalf("bad error message %q", msg)
 			}
+		} else if _, err := m.finish([]string{"in.yaml"}); err != nil && strings.ContainsAny(err.Error(), "\r\n") {
+			// What spans documents (volumes, autoscalers) is applied too.
+			t.Fatalf("finishing: error has several lines: %q", err)
 		}
 		for _, w := range m.Warnings {
 			if strings.ContainsAny(w, "\r\n") {

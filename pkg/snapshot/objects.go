@@ -35,6 +35,9 @@ type Objects struct {
 	// NodeClasses are the node classes (as JSON) of each of
 	// NodeClassResources, for the pools' kubelet settings.
 	NodeClasses map[schema.GroupVersionResource][]json.RawMessage
+	// Volumes are the storage objects pods' volumes are resolved against;
+	// nil plans pods as if they had no volume.
+	Volumes *Volumes
 }
 
 // FromObjects converts objects already read (for example by informers) the
@@ -65,6 +68,7 @@ func assemble(o *Objects, warnings []string) *Cluster {
 		cl.warnf("pods", "you may not list pods in every namespace; free room on nodes counts only the pods of namespace %q", o.PodNamespace)
 	}
 	cl.Warnings = append(cl.Warnings, warnings...)
+	cl.setVolumes(o.Volumes)
 	cl.addPending(pods)
 	cl.addPDBs(pdbs)
 	for _, raw := range o.NodePools {
@@ -81,6 +85,7 @@ func assemble(o *Objects, warnings []string) *Cluster {
 		cl.addDaemonSet(&ds)
 	}
 	cl.addNodes(nodes, pods)
+	cl.nodeAttachLimits()
 	claims := make([]v1alpha1.NodeClaim, len(o.NodeClaims))
 	for i, c := range o.NodeClaims {
 		claims[i] = *c

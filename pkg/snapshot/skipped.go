@@ -14,7 +14,7 @@ var inertKinds = setOf(
 	"Endpoints", "EndpointSlice", "Ingress", "IngressClass", "MutatingWebhookConfiguration",
 	"Namespace", "NetworkPolicy", "PodDisruptionBudget", "PodMonitor", "PriorityClass",
 	"PrometheusRule", "Probe", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount",
-	"ServiceMonitor", "StorageClass", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+	"ServiceMonitor", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 	"ValidatingWebhookConfiguration", "VolumeSnapshotClass",
 )
 

@@ -68,6 +68,8 @@ type Manifests struct {
 	workloads   int          // pod and workload documents seen, even with 0 replicas
 	classRefs   []classRef   // nodeClassRefs to check once everything is read
 	kubelets    kubeletSources
+	volumes     volumeObjects // claims, volumes and classes pods' volumes are resolved against
+	volumeUsers []volumeUser  // pods with volumes, resolved at the end of Read
 }
 
 // classRef is a pool's reference to a node class, checked by Read.
@@ -177,6 +179,9 @@ func (m *Manifests) finish(names []string) (*Manifests, error) {
 		}
 	}
 	m.classRefs = nil
+	if err := m.resolveVolumes(); err != nil {
+		return nil, err
+	}
 	m.resolveKubelets()
 	m.applyAutoscalers()
 	m.Warnings = append(m.Warnings, m.skipped.summary()...)
@@ -478,6 +483,9 @@ var kinds = map[string][]string{
 	"EC2NodeClass":            {"karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1", "karpenter.sh/v1alpha5", rightsizeAPIVersion},
 	"SimNodeClass":            {rightsizeAPIVersion},
 	"HorizontalPodAutoscaler": {"autoscaling/v2", "autoscaling/v1"},
+	"PersistentVolumeClaim":   {"v1"},
+	"PersistentVolume":        {"v1"},
+	"StorageClass":            {"storage.k8s.io/v1"},
 }
 
 // rightsizeAPIVersion is this project's own API: its NodePools and node
@@ -514,6 +522,8 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 		return m.decodePool(where, kind, j, generic)
 	case "HorizontalPodAutoscaler":
 		return m.decodeAutoscaler(where, j, generic)
+	case "PersistentVolumeClaim", "PersistentVolume", "StorageClass":
+		return m.decodeVolumeObject(kind, j, generic)
 	default:
 		return m.decodeWorkload(where, kind, j, generic)
 	}

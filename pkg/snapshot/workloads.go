@@ -147,7 +147,9 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 		shape.Namespace, shape.Name, shape.Owner = ns, w.meta.Name, "Pod/"+w.meta.Name
 		shape.Controller = metav1.GetControllerOf(w.meta) != nil
 		m.Pods = append(m.Pods, shape)
+		m.useVolumes(len(m.Pods)-1, len(m.Pods), w.spec, nil)
 	default:
+		first := len(m.Pods)
 		for i := range w.replicas {
 			p := shape
 			if i > 0 { // the pods must not share maps and slices
@@ -156,6 +158,11 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 			p.Namespace, p.Name, p.Owner = ns, w.meta.Name+"-"+strconv.Itoa(int(i)), kind+"/"+w.meta.Name
 			m.Pods = append(m.Pods, p)
 		}
+		var templates []corev1.PersistentVolumeClaim
+		if sts, ok := obj.(*appsv1.StatefulSet); ok {
+			templates = sts.Spec.VolumeClaimTemplates
+		}
+		m.useVolumes(first, len(m.Pods), w.spec, templates)
 	}
 	return nil
 }

@@ -139,6 +139,10 @@ type Pod struct {
 	DoNotDisrupt bool `json:"doNotDisrupt,omitempty"`
 	// Controller is false for a bare pod that nothing would recreate.
 	Controller bool `json:"controller,omitempty"`
+	// Unschedulable, when set, is why no node may take the pod, decided
+	// before planning (a volume claim that is not bound yet, say): the
+	// pod is left pending with this sentence.
+	Unschedulable string `json:"unschedulable,omitempty"`
 }
 
 // Selector is a label selector: every MatchLabels entry and every

@@ -259,6 +259,8 @@ func constraintKey(p *Pod, seen string) string {
 		fmt.Fprintf(&b, "%d/%s/%s", h.Port, h.Protocol, h.HostIP)
 		b.WriteByte(2)
 	}
+	b.WriteByte(1)
+	b.WriteString(p.Unschedulable)
 	return b.String()
 }
 
@@ -312,6 +314,11 @@ func (s *state) buildClasses() {
 		s.classes[c].pods = append(s.classes[c].pods, i)
 	}
 	s.applyTopology()
+	for _, c := range s.classes {
+		if len(c.pods) > 0 && s.p.Pods[c.pods[0]].Unschedulable != "" {
+			c.refused = s.p.Pods[c.pods[0]].Unschedulable
+		}
+	}
 	if s.p.hostPortsUsed() {
 		s.applyHostPorts()
 	}

@@ -23,6 +23,8 @@ type workqueueT = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=rightsize.dev,resources=nodepools;simnodeclasses;ec2nodeclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=rightsize.dev,resources=nodeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=rightsize.dev,resources=nodepools/finalizers,verbs=update

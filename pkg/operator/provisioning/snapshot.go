@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -91,8 +92,12 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		pdbs   policyv1.PodDisruptionBudgetList
 		npList v1alpha1.NodePoolList
 		ncList v1alpha1.NodeClaimList
+		pvcs   corev1.PersistentVolumeClaimList
+		pvs    corev1.PersistentVolumeList
+		scs    storagev1.StorageClassList
+		csis   storagev1.CSINodeList
 	)
-	for _, l := range []client.ObjectList{&pods, &nodes, &dss, &pdbs, &npList, &ncList} {
+	for _, l := range []client.ObjectList{&pods, &nodes, &dss, &pdbs, &npList, &ncList, &pvcs, &pvs, &scs, &csis} {
 		if err := p.client.List(ctx, l); err != nil {
 			return nil, fmt.Errorf("reading the cache: %w", err)
 		}
@@ -115,7 +120,10 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 	}
 	leaving := leavingNodes(nodes.Items, claims, nodeByProviderID)
 
-	var objs snapshot.Objects
+	// Pods' volumes decide where they may run (their PVs' zones) and how
+	// many a node takes (attach limits).
+	objs := snapshot.Objects{Volumes: &snapshot.Volumes{Claims: pointersTo(pvcs.Items), Volumes: pointersTo(pvs.Items),
+		StorageClasses: pointersTo(scs.Items), CSINodes: pointersTo(csis.Items)}}
 	nominated := map[string][]*corev1.Pod{} // claim name -> pods
 	stillPending := map[types.UID]bool{}
 	for i := range pods.Items {
@@ -447,4 +455,13 @@ func describeTypes(names []string, n int) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+}
+
+// pointersTo returns pointers to the elements of s.
+func pointersTo[T any](s []T) []*T {
+	out := make([]*T, len(s))
+	for i := range s {
+		out[i] = &s[i]
+	}
+	return out
 }
