@@ -170,7 +170,7 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 			rp.Note = "the node launched for it (NodeClaim " + rp.Node + ") is on its way"
 		case outcomes[pp.Index].Node != "":
 			rp.Node = outcomes[pp.Index].Node
-			rp.Note = "the plan finds room on this existing node; the scheduler has not placed the pod yet, or a constraint the plan does not model (pod affinity, topology spread, volumes, host ports) keeps it off"
+			rp.Note = "the plan finds room on this existing node; the scheduler has not placed the pod yet, or something the plan cannot see keeps it off (a scheduling gate, another scheduler, the node's conditions)"
 			targetNodes[rp.Node] = true
 		default:
 			rp.Reason = outcomes[pp.Index].Reason

@@ -39,7 +39,7 @@ func (s *state) placePending() bool {
 	placedAny := false
 	for _, u := range s.plan.Unschedulable {
 		ci := classOf[u.Pod]
-		if refused[ci] || expired(s.p.Options.Deadline) {
+		if refused[ci] || s.p.Pods[u.Pod].Unschedulable != "" || expired(s.p.Options.Deadline) {
 			kept = append(kept, u)
 			continue
 		}

@@ -138,3 +138,18 @@ func TestAdmitKeepsCarriersSkew(t *testing.T) {
 		t.Errorf("admit = node %d, want 1 (zone-b)", got)
 	}
 }
+
+// TestPlacePendingKeepsRefusedPods: a pod refused before planning (an
+// unbound volume claim) stays pending though a planned node has room.
+func TestPlacePendingKeepsRefusedPods(t *testing.T) {
+	web := Pod{Namespace: "d", Name: "web", Requests: req(100, gib/4)}
+	refused := web
+	refused.Name, refused.Unschedulable = "refused", "PVC data is not bound yet"
+	s := &state{p: &Problem{Pods: []Pod{web, refused}}}
+	s.classes = []*class{{pods: []int{0}}, {pods: []int{1}}}
+	s.plan.NewNodes = []NewNode{{Pods: []int{0}, Allocatable: req(2000, 4*gib), Requested: req(100, gib/4)}}
+	s.plan.Unschedulable = []Unschedulable{{Pod: 1, Reason: refused.Unschedulable}}
+	if s.placePending() || len(s.plan.Unschedulable) != 1 {
+		t.Errorf("the refused pod was placed: %+v", s.plan)
+	}
+}
