@@ -73,10 +73,17 @@ type side struct {
 // cluster state, five concurrent reconciles) and prices the plan: each
 // NodeClaim costs the cheapest offering, among its remaining instance type
 // options, that its requirements allow — the one Karpenter's providers
-// launch.
+// launch. Karpenter is given copies: its Solve sorts the slice it is given
+// in place, and our solver, run after it, must see the pods in their
+// generated order.
 func runKarpenter(in karpenterInput, pods []*corev1.Pod) (side, error) {
 	var out side
 	var err error
+	copies := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		copies[i] = p.DeepCopy()
+	}
+	pods = copies
 	out.PeakHeap = heapPeak(func() { err = karpenterSolve(in, pods, &out) })
 	return out, err
 }
