@@ -72,8 +72,9 @@ type side struct {
 // does (benchmarkScheduler and setupScheduler: a fake client, a fresh
 // cluster state, five concurrent reconciles) and prices the plan: each
 // NodeClaim costs the cheapest offering, among its remaining instance type
-// options, that its requirements allow — the one Karpenter's providers
-// launch. Karpenter is given copies: its Solve sorts the slice it is given
+// options, that its requirements allow — the one Karpenter's fake cloud
+// provider launches (fake.CloudProvider.Create sorts the types that fit by
+// their cheapest compatible offering and takes the first). Karpenter is given copies: its Solve sorts the slice it is given
 // in place, and our solver, run after it, must see the pods in their
 // generated order.
 func runKarpenter(in karpenterInput, pods []*corev1.Pod) (side, error) {

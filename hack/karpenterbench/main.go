@@ -45,6 +45,9 @@ func run(args []string) error {
 		if err != nil {
 			return fmt.Errorf("%d pods: %w", n, err)
 		}
+		// A line per size as it ends: the largest sizes take minutes.
+		fmt.Fprintf(os.Stderr, "%d pods: Karpenter %d nodes $%.2f/h in %.1f s; ours %d nodes $%.2f/h in %.2f s\n",
+			n, r.Karpenter.Nodes, r.Karpenter.Cost, r.Karpenter.Solve.Seconds(), r.Ours.Nodes, r.Ours.Cost, r.Ours.Solve.Seconds())
 		rows = append(rows, r)
 	}
 	return printTable(os.Stdout, rows)
