@@ -17,7 +17,7 @@ IMAGE_TAR       ?= dist/kubectl-rightsize-image.tar
 # compile instead of two).
 TEST_ENV        := CGO_ENABLED=0 GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) -trimpath)"
 
-.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image test-dist conformance
+.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image test-dist conformance bench-karpenter
 
 all: build
 
@@ -33,6 +33,7 @@ testenv: ## Build (once) the local test control plane into ~/.cache/kubectl-righ
 test: vet testenv tools ## Vet, build the test control plane and release tools if missing, run every test (the dist ones too), then a short run of each fuzz target.
 	$(TEST_ENV) $(GO) test -tags dist -timeout 60m ./...
 	$(TEST_ENV) GOWORK=off $(GO) -C hack/image test ./...
+	$(TEST_ENV) GOWORK=off $(GO) -C hack/karpenterbench test ./...
 	$(MAKE) fuzz
 
 vet:
@@ -52,8 +53,13 @@ conformance: ## Run the conformance scenarios (written from Karpenter's and kube
 	@$(TEST_ENV) CONFORMANCE_REPORT=$(CURDIR)/bin/conformance.txt $(GO) test -count=1 ./test/conformance >bin/conformance.log 2>&1; rc=$$?; \
 	  if [ -s bin/conformance.txt ]; then cat bin/conformance.txt; else cat bin/conformance.log; echo "conformance: 0/0 pass"; fi; exit $$rc
 
-bench: ## Run the solver suites against the baselines and print one table.
+bench: ## Run the solver suites against the baselines and print one table, then Karpenter's own scheduler beside ours (bench-karpenter).
 	$(GO) test ./pkg/solver/baseline ./pkg/solver -run '^$$' -bench 'Suites|Consolidate' -benchtime 3x -timeout 30m | tee /dev/stderr | $(GO) run ./hack/benchtable
+	@$(MAKE) --no-print-directory bench-karpenter
+
+KARPENTER_SIZES ?= 1000,5000
+bench-karpenter: ## Karpenter v1.14.1's scheduler (from the module proxy) and ours on Karpenter's benchmark mix, KARPENTER_SIZES pods; one table from one run.
+	$(TEST_ENV) GOWORK=off $(GO) -C hack/karpenterbench run . -sizes $(KARPENTER_SIZES)
 
 generate: ## Regenerate the embedded catalog, pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod), the operator's ClusterRole, then the reference pages in docs/reference.
 	rm -f config/crd/rightsize.dev_*.yaml
