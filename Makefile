@@ -55,9 +55,10 @@ conformance: ## Run the conformance scenarios (written from Karpenter's and kube
 bench: ## Run the solver suites against the baselines and print one table.
 	$(GO) test ./pkg/solver/baseline ./pkg/solver -run '^$$' -bench 'Suites|Consolidate' -benchtime 3x -timeout 30m | tee /dev/stderr | $(GO) run ./hack/benchtable
 
-generate: ## Regenerate the embedded catalog, pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod), the operator's ClusterRole, then the reference pages in docs/reference.
+generate: ## Regenerate the embedded catalog, pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod), the operator's ClusterRole, the Helm chart in charts/ from config/, then the reference pages in docs/reference.
 	rm -f config/crd/rightsize.dev_*.yaml
 	$(GO) generate ./pkg/apis/... ./pkg/cloud/catalog ./config
+	$(GO) run ./hack/genchart
 	$(GO) run ./hack/gendocs
 
 clean:
@@ -83,5 +84,5 @@ image: ## Operator image as an OCI tarball in dist/ (no container engine). Run a
 	  -docs $(CURDIR)/LICENSE,$(CURDIR)/NOTICE \
 	  $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(CURDIR)/dist/image/$(subst /,_,$(p))/kubectl-rightsize)
 
-test-dist: testenv tools ## Only the distribution tests (krew round trip, manifests, the operator as its ServiceAccount, the image); make test runs them too.
-	$(TEST_ENV) $(GO) test -tags dist -timeout 45m -v ./test/e2e -run 'Krew|OperatorManifests|OperatorRBAC|OperatorAsItsServiceAccount|OperatorImage|Kustomize'
+test-dist: testenv tools ## Only the distribution tests (krew round trip, manifests, the Helm chart, the operator as its ServiceAccount, the image); make test runs them too.
+	$(TEST_ENV) $(GO) test -tags dist -timeout 45m -v ./test/e2e -run 'Krew|OperatorManifests|OperatorRBAC|OperatorAsItsServiceAccount|OperatorImage|Kustomize|Helm'
