@@ -64,7 +64,7 @@ generate: ## Regenerate the embedded catalog, pkg/apis deepcopy + the CRDs in co
 clean:
 	rm -rf bin dist
 
-tools: ## Build (once) goreleaser and krew into ~/.cache/kubectl-rightsize/tools (~9 min cold, <1 s warm).
+tools: ## Build (once) goreleaser, krew and helm into ~/.cache/kubectl-rightsize/tools (~13 min cold, <1 s warm).
 	$(TOOLS) >/dev/null
 
 dist: ## Snapshot release into dist/ (goreleaser): 5 archives with LICENSE, checksums.txt; then krew/rightsize.yaml.

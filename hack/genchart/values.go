@@ -150,13 +150,15 @@ func helpers() string {
 
 {{/*
 The ConfigMap's name with kustomize's content hash (sigs.k8s.io/kustomize/api
-hasher: sha256 of the JSON of kind, name and data, its first 10 hex digits with
+hasher: sha256 of the JSON of data, kind and name, its first 10 hex digits with
 0 1 3 a e spelt g h k m t), so that changing the cloud or the cluster name rolls
-the Deployment, and the name is the one operator install prints.
+the Deployment, and the name is the one operator install prints. The name
+hashed is empty: kustomize looks it up as the single key "metadata/name",
+which no ConfigMap has.
 */}}
 {{- define "kubectl-rightsize.configMapName" -}}
 {{- $data := dict "cloud" .Values.cloud "cluster-name" (include "kubectl-rightsize.clusterName" .) -}}
-{{- $hash := dict "kind" "ConfigMap" "name" "` + configMap + `" "data" $data | toJson | sha256sum | trunc 10 -}}
+{{- $hash := dict "kind" "ConfigMap" "name" "" "data" $data | toJson | sha256sum | trunc 10 -}}
 ` + configMap + `-{{ $hash | replace "0" "g" | replace "1" "h" | replace "3" "k" | replace "a" "m" | replace "e" "t" }}
 {{- end }}
 
