@@ -68,7 +68,7 @@ func (d defaults) valuesYAML() ([]byte, error) {
 		{"", "tolerations", d["tolerations"]},
 		{"", "affinity", d["affinity"]},
 		{"Annotations of the operator's ServiceAccount, e.g. eks.amazonaws.com/role-arn\nfor IAM roles for service accounts (--iam-role-arn).", "serviceAccount", map[string]any{"annotations": map[string]any{}}},
-		{"create renders the release namespace with the restricted Pod Security\nStandard labels, as `operator install` does (install with -n rightsize-system\n--create-namespace; helm applies the labels to it). false installs into an\nexisting namespace.", "namespace", map[string]any{"create": true}},
+		{"create renders the release namespace with the restricted Pod Security\nStandard labels, as `operator install` does (install with -n rightsize-system\n--create-namespace; helm applies the labels to it; helm uninstall keeps it).\nfalse installs into an existing namespace.", "namespace", map[string]any{"create": true}},
 	}
 	for i, f := range fields {
 		if i > 0 && f.comment != "" {
@@ -176,12 +176,12 @@ which no ConfigMap has.
 {{- end }}
 
 {{/*
-The chart creates its namespace with the restricted Pod Security Standard and
-deletes it on uninstall: never one of the cluster's own.
+The chart labels its namespace with the restricted Pod Security Standard:
+never one of the cluster's own.
 */}}
 {{- define "kubectl-rightsize.checkNamespace" -}}
 {{- if has .Release.Namespace (list "default" "kube-system" "kube-public" "kube-node-lease") }}
-{{- fail (printf "namespace.create would put %s under the restricted Pod Security Standard and delete it on uninstall: install with -n ` + config.DefaultNamespace + ` --create-namespace, or set namespace.create=false" .Release.Namespace) }}
+{{- fail (printf "namespace.create would put %s, where other workloads run, under the restricted Pod Security Standard: install with -n ` + config.DefaultNamespace + ` --create-namespace, or set namespace.create=false" .Release.Namespace) }}
 {{- end }}
 {{- end }}
 `

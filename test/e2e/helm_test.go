@@ -290,7 +290,8 @@ func TestHelmValuesChangeTheDeployment(t *testing.T) {
 // chart's ServiceAccount and --cloud sim: a pending pod gets a NodeClaim and
 // a kwok node and runs, and deleting the claim drains and removes the node
 // (jobAs, as for the kustomize manifests in dist_test.go). helm uninstall
-// then removes the release.
+// then removes the release but keeps the namespace, and installing again
+// works.
 func TestHelmInstallOperatorAsItsServiceAccount(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
@@ -351,6 +352,15 @@ func TestHelmInstallOperatorAsItsServiceAccount(t *testing.T) {
 	}
 	if _, err := env.Client().AppsV1().Deployments(ns).Get(ctx, config.Deployment, metav1.GetOptions{}); err == nil {
 		t.Errorf("the Deployment is still there after helm uninstall")
+	}
+	// The namespace stays (helm.sh/resource-policy: keep), and a new
+	// install adopts it.
+	if _, err := env.Client().CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+		t.Errorf("helm uninstall deleted namespace %s: %v", ns, err)
+	}
+	r = helm(t, env.Kubeconfig, "install", "rightsize", helmChart(t), "-n", ns, "--create-namespace", "--set", "cloud=sim")
+	if r.err != nil {
+		t.Errorf("helm install after helm uninstall: %v\n%s%s", r.err, r.stdout, r.stderr)
 	}
 }
 

@@ -39,11 +39,11 @@ rightsize-operator-config-{{ $hash | replace "0" "g" | replace "1" "h" | replace
 {{- end }}
 
 {{/*
-The chart creates its namespace with the restricted Pod Security Standard and
-deletes it on uninstall: never one of the cluster's own.
+The chart labels its namespace with the restricted Pod Security Standard:
+never one of the cluster's own.
 */}}
 {{- define "kubectl-rightsize.checkNamespace" -}}
 {{- if has .Release.Namespace (list "default" "kube-system" "kube-public" "kube-node-lease") }}
-{{- fail (printf "namespace.create would put %s under the restricted Pod Security Standard and delete it on uninstall: install with -n rightsize-system --create-namespace, or set namespace.create=false" .Release.Namespace) }}
+{{- fail (printf "namespace.create would put %s, where other workloads run, under the restricted Pod Security Standard: install with -n rightsize-system --create-namespace, or set namespace.create=false" .Release.Namespace) }}
 {{- end }}
 {{- end }}
