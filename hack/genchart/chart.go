@@ -86,8 +86,8 @@ func Generate() (map[string][]byte, error) {
 			files["crds/"+name+".yaml"] = append([]byte(header), b...)
 			continue
 		}
-		var wrap func(string) string
-		if err := d.templatize(obj, &wrap); err != nil {
+		wrap, err := d.templatize(obj)
+		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", kind, name, err)
 		}
 		b, err := yaml.Marshal(obj)
@@ -131,9 +131,9 @@ func Generate() (map[string][]byte, error) {
 type defaults map[string]any
 
 // templatize replaces, in obj, the fields the chart's values set with
-// placeholders, and keeps their rendered values in d; wrap, when set, wraps
-// the whole template.
-func (d defaults) templatize(obj map[string]any, wrap *func(string) string) error {
+// placeholders, and keeps their rendered values in d. wrap, when not nil,
+// wraps the object's template.
+func (d defaults) templatize(obj map[string]any) (wrap func(string) string, err error) {
 	kind, _ := obj["kind"].(string)
 	meta, _ := obj["metadata"].(map[string]any)
 	if meta["namespace"] == config.DefaultNamespace {
@@ -149,30 +149,30 @@ func (d defaults) templatize(obj map[string]any, wrap *func(string) string) erro
 	switch kind {
 	case "Namespace":
 		meta["name"] = placeholder("namespace")
-		*wrap = func(s string) string {
+		return func(s string) string {
 			return "{{- if .Values.namespace.create }}\n{{- include \"kubectl-rightsize.checkNamespace\" . }}\n" + s + "{{- end }}\n"
-		}
+		}, nil
 	case "ConfigMap":
 		if name, _ := meta["name"].(string); !strings.HasPrefix(name, configMap+"-") {
-			return fmt.Errorf("a ConfigMap %s: the chart knows only %s", name, configMap)
+			return nil, fmt.Errorf("a ConfigMap %s: the chart knows only %s", name, configMap)
 		}
 		meta["name"] = placeholder("configMap")
 		data, _ := obj["data"].(map[string]any)
 		if len(data) != 2 || data["cloud"] == nil || data["cluster-name"] == nil {
-			return fmt.Errorf("data %v: want cloud and cluster-name", data)
+			return nil, fmt.Errorf("data %v: want cloud and cluster-name", data)
 		}
 		d["cloud"] = data["cloud"]
 		obj["data"] = map[string]any{"cloud": placeholder("cloud"), "cluster-name": placeholder("clusterName")}
-		*wrap = func(s string) string { return "{{- include \"kubectl-rightsize.validate\" . }}\n" + s }
+		return func(s string) string { return "{{- include \"kubectl-rightsize.validate\" . }}\n" + s }, nil
 	case "ServiceAccount":
 		if _, ok := meta["annotations"]; ok {
-			return fmt.Errorf("annotations in config/: the chart sets them from serviceAccount.annotations")
+			return nil, fmt.Errorf("annotations in config/: the chart sets them from serviceAccount.annotations")
 		}
 		meta["annotations"] = placeholder("saAnnotation")
 	case "Deployment":
-		return d.templatizeDeployment(obj)
+		return nil, d.templatizeDeployment(obj)
 	}
-	return nil
+	return nil, nil
 }
 
 func (d defaults) templatizeDeployment(obj map[string]any) error {

@@ -276,11 +276,13 @@ func TestHelmValuesChangeTheDeployment(t *testing.T) {
 	}
 
 	// Changing the cluster name renames the ConfigMap, which rolls the Deployment.
-	other := objectsByKey(t, helm(t, "", "template", "rightsize", helmChart(t), "-n", "ops", "--set", "clusterName=staging").stdout)
-	for key := range other {
-		if strings.HasPrefix(key, "ConfigMap ops/") && key == "ConfigMap ops/"+dig(cm, "metadata", "name").(string) {
-			t.Errorf("another cluster name keeps the ConfigMap's name %s: the Deployment would not roll", key)
-		}
+	h = helm(t, "", "template", "rightsize", helmChart(t), "-n", "ops", "--set", "clusterName=staging")
+	if h.err != nil {
+		t.Fatalf("helm template --set clusterName=staging: %v\n%s", h.err, h.stderr)
+	}
+	other := objectsByKey(t, h.stdout)
+	if key := fmt.Sprintf("ConfigMap ops/%v", dig(cm, "metadata", "name")); other[key] != nil {
+		t.Errorf("another cluster name keeps the ConfigMap's name (%s): the Deployment would not roll", key)
 	}
 }
 
