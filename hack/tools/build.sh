@@ -30,15 +30,15 @@ version() {
 	"$GO" -C "$1" list -m -f '{{.Version}}' "$2"
 }
 
-# build MODDIR OUT PACKAGE: build PACKAGE's command as the file OUT unless it
-# is there already.
+# build MODDIR OUT PACKAGE [LDFLAGS]: build PACKAGE's command as the file OUT
+# unless it is there already, with LDFLAGS added to "-s -w".
 build() {
-	local moddir=$1 out=$2 pkg=$3
+	local moddir=$1 out=$2 pkg=$3 ldflags=${4:-}
 	[ -x "$out" ] && return
 	local t=$SECONDS
 	echo "[tools] building $pkg into $out" >&2
 	mkdir -p "$(dirname "$out")"
-	"${NICE[@]}" "$GO" -C "$moddir" build -trimpath -ldflags "-s -w" -o "$out.tmp" "$pkg"
+	"${NICE[@]}" "$GO" -C "$moddir" build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg"
 	mv "$out.tmp" "$out"
 	echo "[tools] built $(basename "$out") in $((SECONDS - t))s" >&2
 }
@@ -58,7 +58,8 @@ for tool in "$@"; do
 		;;
 	helm)
 		v=$(version "$HERE/helm" helm.sh/helm/v4)
-		build "$HERE/helm" "$DIR/helm/$v/helm" helm.sh/helm/v4/cmd/helm
+		# helm's own release builds stamp the version; without it `helm version` says v4.3.
+		build "$HERE/helm" "$DIR/helm/$v/helm" helm.sh/helm/v4/cmd/helm "-X helm.sh/helm/v4/internal/version.version=$v"
 		echo "$DIR/helm/$v/helm"
 		;;
 	*)
