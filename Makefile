@@ -61,15 +61,16 @@ KARPENTER_SIZES ?= 1000,5000
 bench-karpenter: ## Karpenter v1.14.1's scheduler (from the module proxy) and ours on Karpenter's benchmark mix, KARPENTER_SIZES pods; one table from one run.
 	$(TEST_ENV) GOWORK=off $(GO) -C hack/karpenterbench run . -sizes $(KARPENTER_SIZES)
 
-generate: ## Regenerate the embedded catalog, pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod), the operator's ClusterRole, then the reference pages in docs/reference.
+generate: ## Regenerate the embedded catalog, pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod), the operator's ClusterRole, the Helm chart in charts/ from config/, then the reference pages in docs/reference.
 	rm -f config/crd/rightsize.dev_*.yaml
 	$(GO) generate ./pkg/apis/... ./pkg/cloud/catalog ./config
+	$(GO) run ./hack/genchart
 	$(GO) run ./hack/gendocs
 
 clean:
 	rm -rf bin dist
 
-tools: ## Build (once) goreleaser and krew into ~/.cache/kubectl-rightsize/tools (~9 min cold, <1 s warm).
+tools: ## Build (once) goreleaser, krew and helm into ~/.cache/kubectl-rightsize/tools (~13 min cold, <1 s warm).
 	$(TOOLS) >/dev/null
 
 dist: ## Snapshot release into dist/ (goreleaser): 5 archives with LICENSE, checksums.txt; then krew/rightsize.yaml.
@@ -89,5 +90,5 @@ image: ## Operator image as an OCI tarball in dist/ (no container engine). Run a
 	  -docs $(CURDIR)/LICENSE,$(CURDIR)/NOTICE \
 	  $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(CURDIR)/dist/image/$(subst /,_,$(p))/kubectl-rightsize)
 
-test-dist: testenv tools ## Only the distribution tests (krew round trip, manifests, the operator as its ServiceAccount, the image); make test runs them too.
-	$(TEST_ENV) $(GO) test -tags dist -timeout 45m -v ./test/e2e -run 'Krew|OperatorManifests|OperatorRBAC|OperatorAsItsServiceAccount|OperatorImage|Kustomize'
+test-dist: testenv tools ## Only the distribution tests (krew round trip, manifests, the Helm chart, the operator as its ServiceAccount, the image); make test runs them too.
+	$(TEST_ENV) $(GO) test -tags dist -timeout 45m -v ./test/e2e -run 'Krew|OperatorManifests|OperatorRBAC|OperatorAsItsServiceAccount|OperatorImage|Kustomize|Helm'

@@ -52,7 +52,7 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// releaseTool returns the path of a release tool (goreleaser, krew,
+// releaseTool returns the path of a release tool (goreleaser, krew, helm,
 // validate-krew-manifest), building it once with hack/tools/build.sh into
 // ~/.cache/kubectl-rightsize/tools (cold: minutes; `make tools` does it ahead).
 func releaseTool(t *testing.T, name string) string {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestChartIsCurrent fails when charts/kubectl-rightsize is not what
+// genchart makes of config/ now: a file differs, is missing or is left over.
+// helm lint, helm template against `operator install` and helm install are
+// tested in test/e2e/helm_test.go (they need the helm binary).
+func TestChartIsCurrent(t *testing.T) {
+	files, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("..", "..", chartDir)
+	onDisk, err := chartFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range onDisk {
+		if _, ok := files[name]; !ok {
+			t.Errorf("%s/%s is not generated any more: run make generate", chartDir, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("%v: run make generate", err)
+			continue
+		}
+		if !bytes.Equal(b, files[name]) {
+			t.Errorf("%s/%s differs from what hack/genchart generates: run make generate", chartDir, name)
+		}
+	}
+}
+
+// TestGenerateLeavesNoPlaceholder checks every field the generator marked
+// became template text, and each template reads the values it should.
+func TestGenerateLeavesNoPlaceholder(t *testing.T) {
+	files, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range files {
+		if bytes.Contains(b, []byte("__chart_")) {
+			t.Errorf("%s keeps a placeholder:\n%s", name, b)
+		}
+	}
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"templates/deployment.yaml", []string{"{{ .Values.replicas }}", "kubectl-rightsize.image", "{{ .Values.image.pullPolicy }}",
+			"with .Values.resources", "with .Values.nodeSelector", "with .Values.tolerations", "with .Values.affinity",
+			`"--region=%s"`, `"--cluster-endpoint=%s"`, `"--kubernetes-version=%s"`, `"--interruption-queue=%s"`, "range .Values.extraArgs",
+			`name: {{ include "kubectl-rightsize.configMapName" . }}`, "namespace: {{ .Release.Namespace }}"}},
+		{"templates/configmap.yaml", []string{"kubectl-rightsize.validate", "cloud: {{ .Values.cloud | quote }}", "kubectl-rightsize.clusterName"}},
+		{"templates/serviceaccount.yaml", []string{"with .Values.serviceAccount.annotations"}},
+		{"templates/namespace.yaml", []string{"if .Values.namespace.create", "name: {{ .Release.Namespace }}", "pod-security.kubernetes.io/enforce: restricted"}},
+		{"templates/clusterrolebinding.yaml", []string{"namespace: {{ .Release.Namespace }}"}},
+		{"crds/nodepools.rightsize.dev.yaml", []string{"kind: CustomResourceDefinition"}},
+	}
+	for _, tc := range tests {
+		got := string(files[tc.file])
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s lacks %q", tc.file, w)
+			}
+		}
+	}
+	if strings.Contains(string(files["templates/clusterrole.yaml"]), "{{") {
+		t.Errorf("the ClusterRole reads values; it should be config/rbac/role.yaml as rendered")
+	}
+}
