@@ -101,6 +101,11 @@ var (
 		Namespace: namespace, Name: "disruption_actions_rolled_back_total",
 		Help: "Disruption actions rolled back (nodes untainted, replacements deleted), by action, NodePool and reason (replacement_failed, drain_timeout, taint_failed).",
 	}, []string{LabelAction, LabelNodePool, LabelReason})
+	// EventWriteErrors counts failed attempts to write an Event.
+	EventWriteErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "event_write_errors_total",
+		Help: "Failed attempts to write a Kubernetes Event (the API server unreachable or refusing it); an unreachable server is retried up to 12 times per event, 10 s apart, each failure counted.",
+	})
 	// ClusterCost is the summed hourly price of the NodeClaims.
 	ClusterCost = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "cluster_cost_per_hour_dollars",
@@ -111,5 +116,5 @@ var (
 func init() {
 	crmetrics.Registry.MustRegister(PendingPods, NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
 		NodeClaimsDeleted, InstancesGarbageCollected, DecisionDuration, SolverDuration, BatchSize, ClusterCost,
-		DisruptionActions, DisruptionSaving, PodsEvicted, DisruptionRolledBack)
+		DisruptionActions, DisruptionSaving, PodsEvicted, DisruptionRolledBack, EventWriteErrors)
 }
