@@ -53,6 +53,11 @@ var (
 		Namespace: namespace, Name: "nodeclaims_registered_total",
 		Help: "NodeClaims whose Node registered, by NodePool.",
 	}, []string{LabelNodePool})
+	// NodeClaimsInitialized counts NodeClaims whose Node was opened to pods.
+	NodeClaimsInitialized = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "nodeclaims_initialized_total",
+		Help: "NodeClaims whose Node was initialized (Ready, startup taints gone, opened to pods), by NodePool.",
+	}, []string{LabelNodePool})
 	// NodeClaimsDeleted counts NodeClaims deleted.
 	NodeClaimsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "nodeclaims_deleted_total",
@@ -114,7 +119,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(PendingPods, NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
+	crmetrics.Registry.MustRegister(PendingPods, NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
 		NodeClaimsDeleted, InstancesGarbageCollected, DecisionDuration, SolverDuration, BatchSize, ClusterCost,
 		DisruptionActions, DisruptionSaving, PodsEvicted, DisruptionRolledBack, EventWriteErrors)
 }

@@ -20,7 +20,12 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 )
+
+// errStale makes a reconcile retry after a status write that met a newer
+// version of the claim.
+var errStale = errors.New("the claim changed meanwhile; reading it again")
 
 // member is a claim whose node is usable but not open yet.
 type member struct {
@@ -140,7 +145,17 @@ func (c *Controller) open(ctx context.Context, members []member) error {
 			claim := members[i].claim
 			orig := claim.DeepCopy()
 			claim.SetInitialized()
-			errs[i] = client.IgnoreNotFound(c.client.Status().Patch(ctx, claim, client.MergeFrom(orig)))
+			done, err := c.transition(ctx, claim, orig)
+			switch {
+			case err != nil:
+				errs[i] = err
+			case !done:
+				// A stale copy: the claim is read again on the retry, and
+				// opened (a no-op for the node) only if still not Initialized.
+				errs[i] = errStale
+			default:
+				metrics.NodeClaimsInitialized.WithLabelValues(claim.NodePool()).Inc()
+			}
 		})
 	}
 	wg.Wait()
