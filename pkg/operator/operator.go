@@ -55,6 +55,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/drift"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/garbagecollection"
@@ -272,6 +273,16 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		if _, err := mgr.GetCache().GetInformer(ctx, o); err != nil {
 			return fmt.Errorf("operator: informer for %T: %w", o, err)
 		}
+	}
+	podInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return fmt.Errorf("operator: pod informer: %w", err)
+	}
+	if _, err := podInformer.AddEventHandler(metrics.NewPodLatency(metrics.PodUnschedulableToRunning, nil).Handler()); err != nil {
+		return fmt.Errorf("operator: pod latency: %w", err)
+	}
+	if err := mgr.Add(metrics.NewCluster(mgr.GetCache(), 0)); err != nil {
+		return fmt.Errorf("operator: cluster gauges: %w", err)
 	}
 	synced := &cacheSynced{cache: mgr.GetCache()}
 	if err := mgr.Add(synced); err != nil {

@@ -15,6 +15,7 @@ const (
 	LabelReason       = "reason"
 	LabelCapacityType = "capacity_type"
 	LabelAction       = "action"
+	LabelState        = "state"
 )
 
 // Reasons NodeClaims are created for, the reason label of
@@ -111,6 +112,16 @@ var (
 		Namespace: namespace, Name: "event_write_errors_total",
 		Help: "Failed attempts to write a Kubernetes Event (the API server unreachable or refusing it); an unreachable server is retried up to 12 times per event, 10 s apart, each failure counted.",
 	})
+	// PodsNominated counts nominations set on pending pods.
+	PodsNominated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "pods_nominated_total",
+		Help: "Nominations (status.nominatedNodeName) set on pending pods for the nodes planned for them as the nodes open, by attempt: first, or again after the scheduler dropped one.",
+	}, []string{"attempt"})
+	// DisruptionInvalidated counts chosen actions dropped at validation.
+	DisruptionInvalidated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "disruption_actions_invalidated_total",
+		Help: "Disruption actions chosen but not carried out because they no longer held when planned again after the validation delay, by action and reason.",
+	}, []string{LabelAction, LabelReason})
 	// ClusterCost is the summed hourly price of the NodeClaims.
 	ClusterCost = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "cluster_cost_per_hour_dollars",
@@ -121,5 +132,6 @@ var (
 func init() {
 	crmetrics.Registry.MustRegister(PendingPods, NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
 		NodeClaimsDeleted, InstancesGarbageCollected, DecisionDuration, SolverDuration, BatchSize, ClusterCost,
-		DisruptionActions, DisruptionSaving, PodsEvicted, DisruptionRolledBack, EventWriteErrors)
+		DisruptionActions, DisruptionSaving, PodsEvicted, DisruptionRolledBack, EventWriteErrors,
+		PodsNominated, DisruptionInvalidated, PodUnschedulableToRunning, NodeClaims, Nodes, PodsPendingByReason)
 }

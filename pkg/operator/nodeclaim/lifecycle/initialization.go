@@ -302,6 +302,11 @@ func (c *Controller) setNominated(ctx context.Context, pods []*plannedPod) {
 		})
 	}
 	for _, p := range pods {
+		attempt := "again"
+		if p.patched.IsZero() {
+			attempt = "first"
+		}
+		metrics.PodsNominated.WithLabelValues(attempt).Inc()
 		p.patched = c.clock.Now()
 		work <- p
 	}
