@@ -76,7 +76,7 @@ func TestEachTransitionIsCountedOnceWhenTheCacheLags(t *testing.T) {
 				// in-process record of opened nodes must not be what
 				// prevents the second count.
 				ctrl := New(cl, kubefake.NewClientset(node.DeepCopy()), cp, events.NewFakeRecorder(10), state.NewUnavailable(time.Minute), opts)
-				if _, err := ctrl.Reconcile(context.Background(), req); err != nil && err != errStale {
+				if _, err := ctrl.Reconcile(context.Background(), req); err != nil {
 					t.Fatal(err)
 				}
 			}
