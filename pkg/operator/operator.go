@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -53,6 +55,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/drift"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/garbagecollection"
@@ -66,6 +69,19 @@ import (
 
 // DefaultLeaderElectionID is the name of the Lease replicas compete for.
 const DefaultLeaderElectionID = v1alpha1.OperatorLeaseName
+
+// ErrLeaderElectionLost is wrapped by the error Run returns when the leader
+// could not renew its Lease in time. The process should exit: its
+// controllers have stopped, and the Deployment's restart makes it a
+// candidate again with fresh caches.
+var ErrLeaderElectionLost = errors.New("leader election lost")
+
+// Leader-election timings controller-runtime uses when none are given.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
 
 // CloudFactory builds the cloud provider. The client it gets reads the API
 // server directly (not the cache), so that idempotency checks see the
@@ -86,6 +102,12 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
+	// election (controller-runtime's defaults, 15 s, 10 s and 2 s, which
+	// Karpenter keeps too, when zero): a leader that cannot renew its Lease
+	// within RenewDeadline, e.g. during an API server outage, stops leading
+	// and Run returns an error wrapping ErrLeaderElectionLost.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// MetricsBindAddress and HealthProbeBindAddress are host:port to serve
 	// /metrics and /healthz, /readyz on; "0" disables them.
 	MetricsBindAddress     string
@@ -149,6 +171,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if opts.GracefulShutdownTimeout <= 0 {
 		opts.GracefulShutdownTimeout = 30 * time.Second
 	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&opts.LeaseDuration, DefaultLeaseDuration}, {&opts.RenewDeadline, DefaultRenewDeadline}, {&opts.RetryPeriod, DefaultRetryPeriod}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        log,
@@ -158,6 +188,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.LeaseDuration,
+		RenewDeadline:                 &opts.RenewDeadline,
+		RetryPeriod:                   &opts.RetryPeriod,
 		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
 		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
@@ -180,7 +213,18 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("operator: clientset: %w", err)
 	}
-	recorder := mgr.GetEventRecorder("rightsize")
+	// The operator's own broadcaster rather than the manager's, so that
+	// failed writes are counted rather than logged one by one.
+	broadcaster := events.NewBroadcaster(&countingSink{sink: &events.EventSinkImpl{Interface: kube.EventsV1()}, log: log.WithName("events")})
+	recordCtx, stopRecording := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logr.Discard()))
+	defer func() {
+		broadcaster.Shutdown()
+		stopRecording()
+	}()
+	if err := broadcaster.StartRecordingToSinkWithContext(recordCtx); err != nil {
+		return fmt.Errorf("operator: events: %w", err)
+	}
+	recorder := broadcaster.NewRecorder(scheme, "rightsize")
 	unavailable := state.NewUnavailable(0)
 
 	prov := provisioning.New(mgr.GetClient(), cp, recorder, log.WithName("provisioning"), unavailable, opts.Provisioning)
@@ -230,6 +274,16 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			return fmt.Errorf("operator: informer for %T: %w", o, err)
 		}
 	}
+	podInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return fmt.Errorf("operator: pod informer: %w", err)
+	}
+	if _, err := podInformer.AddEventHandler(metrics.NewPodLatency(metrics.PodUnschedulableToRunning, nil).Handler()); err != nil {
+		return fmt.Errorf("operator: pod latency: %w", err)
+	}
+	if err := mgr.Add(metrics.NewCluster(mgr.GetCache(), 0)); err != nil {
+		return fmt.Errorf("operator: cluster gauges: %w", err)
+	}
 	synced := &cacheSynced{cache: mgr.GetCache()}
 	if err := mgr.Add(synced); err != nil {
 		return err
@@ -252,10 +306,22 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	log.Info("starting operator", "cloud", cp.Name(), "leaderElection", opts.LeaderElect,
 		"metrics", opts.MetricsBindAddress, "health", opts.HealthProbeBindAddress)
 	if err := mgr.Start(ctx); err != nil {
+		if opts.LeaderElect && strings.Contains(err.Error(), ErrLeaderElectionLost.Error()) {
+			return leaseLost(opts)
+		}
 		return fmt.Errorf("operator: %w", err)
 	}
 	log.Info("operator stopped")
 	return nil
+}
+
+// leaseLost is the one-line error of a leader that lost its Lease.
+// controller-runtime only says "leader election lost"; the reason is
+// always that no renewal succeeded within the renew deadline (the API
+// server unreachable or too slow, or another replica took the Lease over).
+func leaseLost(opts Options) error {
+	return fmt.Errorf("%w: the Lease %s/%s was not renewed within the %s renew deadline (API server unreachable or slow, or taken over); "+
+		"exiting so the Deployment restarts the operator", ErrLeaderElectionLost, opts.LeaderElectionNamespace, opts.LeaderElectionID, opts.RenewDeadline)
 }
 
 // cacheSynced reports ready once the informer caches have synced; it runs

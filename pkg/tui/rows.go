@@ -1,12 +1,15 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
@@ -32,26 +35,7 @@ func (m *Model) setReport(r *report.Report) {
 	}
 	m.tables[viewPending].setRows(pending)
 	m.refreshProposed()
-
-	now := m.opts.Now()
-	nodes := make([]row, len(r.Nodes))
-	for i := range r.Nodes {
-		n := &r.Nodes[i]
-		price, pn := "-", math.Inf(-1)
-		if n.Price != nil {
-			price, pn = fmt.Sprintf("%.4f", *n.Price), *n.Price
-		}
-		cpu, mem := ratio(n.CPUReq, n.CPUAlloc), ratio(n.MemReq, n.MemAlloc)
-		age := now.Sub(n.Created)
-		nodes[i] = row{
-			key: n.Name,
-			cells: []string{n.Name, dash(n.InstanceType), dash(n.Capacity), price, bar(cpu), bar(mem),
-				fmt.Sprintf("%d/%d", n.Pods, n.MaxPods), dash(n.Pool), dash(n.Zone), formatAge(age, n.Created.IsZero()), n.Status},
-			nums: []float64{0, 0, 0, pn, cpu, mem, float64(n.Pods), 0, 0, age.Seconds()},
-			ref:  i,
-		}
-	}
-	m.tables[viewNodes].setRows(nodes)
+	m.refreshNodes()
 
 	actions := make([]row, len(r.Actions))
 	for i := range r.Actions {
@@ -80,6 +64,31 @@ func (m *Model) setReport(r *report.Report) {
 		}
 	}
 	m.selected = keep
+}
+
+// refreshNodes rebuilds the Nodes rows of the report at the clock's time,
+// so that AGE moves on between plans.
+func (m *Model) refreshNodes() {
+	r := m.rep
+	now := m.opts.Now()
+	nodes := make([]row, len(r.Nodes))
+	for i := range r.Nodes {
+		n := &r.Nodes[i]
+		price, pn := "-", math.Inf(-1)
+		if n.Price != nil {
+			price, pn = fmt.Sprintf("%.4f", *n.Price), *n.Price
+		}
+		cpu, mem := ratio(n.CPUReq, n.CPUAlloc), ratio(n.MemReq, n.MemAlloc)
+		age := now.Sub(n.Created)
+		nodes[i] = row{
+			key: n.Name,
+			cells: []string{n.Name, dash(n.InstanceType), dash(n.Capacity), price, bar(cpu), bar(mem),
+				fmt.Sprintf("%d/%d", n.Pods, n.MaxPods), dash(n.Pool), dash(n.Zone), formatAge(age, n.Created.IsZero()), n.Status},
+			nums: []float64{0, 0, 0, pn, cpu, mem, float64(n.Pods), 0, 0, age.Seconds()},
+			ref:  i,
+		}
+	}
+	m.tables[viewNodes].setRows(nodes)
 }
 
 // refreshProposed rebuilds the Proposed rows: the plan's nodes, then the
@@ -262,19 +271,27 @@ func (m *Model) launchDisabled() string {
 }
 
 // askLaunch opens the confirmation for the selected nodes (or the one
-// under the cursor when none is selected).
-func (m *Model) askLaunch() {
+// under the cursor when none is selected). A Launcher whose summary
+// depends on the cluster (launch.Prober: is an operator running?) is
+// asked to look again; the command it returns redraws the confirmation.
+func (m *Model) askLaunch() tea.Cmd {
 	if m.rep == nil {
-		return
+		return nil
 	}
 	if reason := m.launchDisabled(); reason != "" {
 		m.setFlash(reason, true)
-		return
+		return nil
+	}
+	var inFlight []string
+	for _, n := range m.rep.Existing {
+		if n.InFlight {
+			inFlight = append(inFlight, n.Name)
+		}
 	}
 	var reqs []launch.Request
 	var keys []string
 	add := func(p *report.ProposedNode) {
-		reqs = append(reqs, launch.Request{Name: p.Name, Node: m.rep.Plan.NewNodes[p.Index], Pods: slices.Clone(p.Pods), Region: m.rep.Region})
+		reqs = append(reqs, launch.Request{Name: p.Name, Node: m.rep.Plan.NewNodes[p.Index], Pods: slices.Clone(p.Pods), Region: m.rep.Region, InFlight: inFlight})
 		keys = append(keys, proposedKey(p))
 	}
 	for i := range m.rep.Proposed {
@@ -289,10 +306,20 @@ func (m *Model) askLaunch() {
 	}
 	if len(reqs) == 0 {
 		m.setFlash("nothing to launch: select proposed nodes with space in view 2", true)
-		return
+		return nil
 	}
 	m.confirm, m.confirmKeys = reqs, keys
 	m.mode = modeConfirm
+	p, ok := m.opts.Launcher.(launch.Prober)
+	if !ok {
+		return nil
+	}
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		p.Probe(ctx)
+		return probedMsg{}
+	}
 }
 
 // openDetail shows the details of the row under the cursor.

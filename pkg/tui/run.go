@@ -26,7 +26,7 @@ func Run(ctx context.Context, opts Options, clients *snapshot.ClusterClients, in
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if clients != nil && !opts.ReadOnly && opts.Launcher == nil && opts.NoLaunch == "" {
-		opts.Launcher = &launch.NodeClaimLauncher{Dynamic: clients.Dynamic, Discovery: clients.Kube.Discovery(), LaunchedBy: "kubectl-rightsize-tui"}
+		opts.Launcher = &launch.NodeClaimLauncher{Dynamic: clients.Dynamic, Discovery: clients.Kube.Discovery(), Kube: clients.Kube, LaunchedBy: "kubectl-rightsize-tui"}
 	}
 	m := New(opts)
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))

@@ -196,6 +196,11 @@ type (
 		err    error
 	}
 	openDueMsg struct{ state *launchState }
+	// probedMsg says the Launcher looked at the cluster again
+	// (launch.Prober): the confirmation is drawn again with what it found.
+	probedMsg struct{}
+	// ageTickMsg moves the ages on, live, without a re-plan.
+	ageTickMsg struct{}
 	resumeMsg  struct {
 		node     string
 		launched launch.Launched
@@ -268,12 +273,20 @@ func New(opts Options) *Model {
 	return m
 }
 
-// Init plans at once offline; live, the watcher's first messages start it.
+// ageTick is how often ages move on, live.
+const ageTick = time.Second
+
+// Init plans at once offline; live, the watcher's first messages start it,
+// and the ages start ticking.
 func (m *Model) Init() tea.Cmd {
 	if m.opts.Manifests != nil {
 		return m.startPlan()
 	}
-	return nil
+	return tickAges()
+}
+
+func tickAges() tea.Cmd {
+	return tea.Tick(ageTick, func(time.Time) tea.Msg { return ageTickMsg{} })
 }
 
 // Report returns the last report (nil before the first plan), for tests.
@@ -337,6 +350,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case openDueMsg:
 		msg.state.openDue = true
 		return m, m.registerDirect()
+	case probedMsg:
+		return m, nil // View draws the confirmation with the new summary
+	case ageTickMsg:
+		if m.rep != nil {
+			m.refreshNodes()
+		}
+		return m, tickAges()
 	}
 	return m, nil
 }
@@ -658,7 +678,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.SelectAll):
 		m.selectAll()
 	case key.Matches(msg, m.keys.Launch):
-		m.askLaunch()
+		return m.askLaunch()
 	case key.Matches(msg, m.keys.Spot):
 		switch {
 		case m.whatIf.Spot == nil:

@@ -58,6 +58,9 @@ type OperatorOptions struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
 	MetricsBindAddress      string
 	HealthProbeBindAddress  string
 	BatchIdle, BatchMax     time.Duration
@@ -111,7 +114,11 @@ is deleted. It consolidates: deletes empty nodes and nodes whose pods fit
 elsewhere, replaces nodes by cheaper ones, and replaces expired and drifted
 nodes, within each NodePool's policy, consolidateAfter, minimum saving and
 disruption budgets, do-not-disrupt annotations and PodDisruptionBudgets.
-Replicas elect a leader; only the leader acts.
+Replicas elect a leader; only the leader acts. A leader that cannot renew
+its Lease within --leader-elect-renew-deadline (e.g. while the API server is
+down) exits with status 1 and one line saying so, for its Deployment to
+restart it; raise the three --leader-elect-* timings to ride out longer
+outages, at the cost of a slower takeover when a leader dies.
 
 With --cloud aws and --interruption-queue, it also long-polls the SQS queue
 EventBridge sends EC2 interruption events to: nodes of spot instances about
@@ -146,6 +153,9 @@ playground.`,
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader among replicas; only the leader acts")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace in-cluster, else kube-system)")
 	f.StringVar(&o.LeaderElectionID, "leader-election-id", op.DefaultLeaderElectionID, "name of the leader-election Lease")
+	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", op.DefaultLeaseDuration, "how long replicas wait after the leader's last renewal before taking the Lease over; controller-runtime's and Karpenter's default")
+	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", op.DefaultRenewDeadline, "how long the leader keeps trying to renew its Lease before it gives up leading and exits; an API server outage longer than this ends the process; controller-runtime's and Karpenter's default")
+	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", op.DefaultRetryPeriod, "how often replicas try to acquire or renew the Lease; controller-runtime's and Karpenter's default")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address to serve /metrics on; 0 disables it")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address to serve /healthz and /readyz on; 0 disables it")
 	f.DurationVar(&o.BatchIdle, "batch-idle", time.Second, "close a batch of pending pods once none arrived for this long")
@@ -243,6 +253,11 @@ func (o *OperatorOptions) Validate() error {
 	if o.ClusterName == "" {
 		return errors.New("--cluster-name must not be empty")
 	}
+	if o.LeaderElect {
+		if err := validateLease(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {
+			return err
+		}
+	}
 	for name, d := range map[string]time.Duration{"--consolidation-interval": o.ConsolidationInterval, "--disruption-validation-delay": o.ValidationDelay,
 		"--drain-timeout": o.DrainTimeout, "--replacement-timeout": o.ReplacementTimeout, "--gang-wait": o.GangWait} {
 		if d <= 0 {
@@ -254,6 +269,23 @@ func (o *OperatorOptions) Validate() error {
 	}
 	return nil
 }
+
+// validateLease checks the leader-election timings as client-go's leader
+// elector would (it refuses to start otherwise), in the flags' terms.
+func validateLease(lease, renew, retry time.Duration) error {
+	switch {
+	case retry <= 0:
+		return fmt.Errorf("--leader-elect-retry-period (%s) must be positive", retry)
+	case renew <= time.Duration(leaderElectionJitter*float64(retry)):
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be more than %.1f times --leader-elect-retry-period (%s), so that the leader tries to renew more than once", renew, leaderElectionJitter, retry)
+	case lease <= renew:
+		return fmt.Errorf("--leader-elect-lease-duration (%s) must be more than --leader-elect-renew-deadline (%s), so that no replica takes over a Lease its leader is still renewing", lease, renew)
+	}
+	return nil
+}
+
+// leaderElectionJitter is client-go's leaderelection.JitterFactor.
+const leaderElectionJitter = 1.2
 
 // cloudOptions are the provider's options from the flags. An aws region
 // left unset means the SDK's chain (AWS_REGION, shared config, IMDS).
@@ -279,6 +311,9 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 		LeaderElect:             o.LeaderElect,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		LeaderElectionID:        o.LeaderElectionID,
+		LeaseDuration:           o.LeaseDuration,
+		RenewDeadline:           o.RenewDeadline,
+		RetryPeriod:             o.RetryPeriod,
 		MetricsBindAddress:      o.MetricsBindAddress,
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		Cloud: func(ctx context.Context, c client.Client) (cloud.CloudProvider, error) {

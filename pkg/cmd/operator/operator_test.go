@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -15,14 +16,27 @@ func TestNewCmdOperatorParsesIntoOptions(t *testing.T) {
 		args          []string
 		wantRegionSet bool
 		wantErr       string
+		// wantLease is the lease duration, renew deadline and retry
+		// period parsed (controller-runtime's defaults when zero).
+		wantLease [3]time.Duration
 	}{
-		{"the root's kubeconfig flags", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "sim"}, false, ""},
-		{"an explicit region", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "aws", "--region", "eu-west-1"}, true, ""},
+		{"the root's kubeconfig flags", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "sim"}, false, "", [3]time.Duration{}},
+		{"an explicit region", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "aws", "--region", "eu-west-1"}, true, "", [3]time.Duration{}},
 		{"the interruption queue is for aws", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "sim", "--interruption-queue", "q"}, false,
-			"--interruption-queue is for --cloud aws"},
-		{"a missing kubeconfig", []string{"--kubeconfig", "../testdata/missing"}, false, "loading the kubeconfig: "},
-		{"an unknown log level", []string{"--kubeconfig", "../testdata/kubeconfig", "--log-level", "trace"}, false, `--log-level "trace": want debug, info or error`},
-		{"batches", []string{"--kubeconfig", "../testdata/kubeconfig", "--batch-idle", "20s", "--batch-max", "10s"}, false, "--batch-idle (20s) must be positive and at most --batch-max (10s)"},
+			"--interruption-queue is for --cloud aws", [3]time.Duration{}},
+		{"a missing kubeconfig", []string{"--kubeconfig", "../testdata/missing"}, false, "loading the kubeconfig: ", [3]time.Duration{}},
+		{"an unknown log level", []string{"--kubeconfig", "../testdata/kubeconfig", "--log-level", "trace"}, false, `--log-level "trace": want debug, info or error`, [3]time.Duration{}},
+		{"batches", []string{"--kubeconfig", "../testdata/kubeconfig", "--batch-idle", "20s", "--batch-max", "10s"}, false, "--batch-idle (20s) must be positive and at most --batch-max (10s)", [3]time.Duration{}},
+		{"lease timings for a 30 s outage", []string{"--kubeconfig", "../testdata/kubeconfig", "--leader-elect-lease-duration", "60s",
+			"--leader-elect-renew-deadline", "40s", "--leader-elect-retry-period", "5s"}, false, "", [3]time.Duration{time.Minute, 40 * time.Second, 5 * time.Second}},
+		{"a renew deadline past the lease", []string{"--kubeconfig", "../testdata/kubeconfig", "--leader-elect-renew-deadline", "20s"}, false,
+			"--leader-elect-lease-duration (15s) must be more than --leader-elect-renew-deadline (20s)", [3]time.Duration{}},
+		{"a retry period too close to the renew deadline", []string{"--kubeconfig", "../testdata/kubeconfig", "--leader-elect-retry-period", "9s"}, false,
+			"--leader-elect-renew-deadline (10s) must be more than 1.2 times --leader-elect-retry-period (9s)", [3]time.Duration{}},
+		{"no retry period", []string{"--kubeconfig", "../testdata/kubeconfig", "--leader-elect-retry-period", "0s"}, false,
+			"--leader-elect-retry-period (0s) must be positive", [3]time.Duration{}},
+		{"timings unchecked without leader election", []string{"--kubeconfig", "../testdata/kubeconfig", "--leader-elect=false", "--leader-elect-retry-period", "0s"}, false,
+			"", [3]time.Duration{15 * time.Second, 10 * time.Second, 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,6 +56,13 @@ func TestNewCmdOperatorParsesIntoOptions(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			want := tc.wantLease
+			if want == ([3]time.Duration{}) {
+				want = [3]time.Duration{15 * time.Second, 10 * time.Second, 2 * time.Second}
+			}
+			if lease := [3]time.Duration{got.LeaseDuration, got.RenewDeadline, got.RetryPeriod}; lease != want {
+				t.Errorf("lease timings %v, want %v", lease, want)
 			}
 			if got.Kubeconfig != "../testdata/kubeconfig" || got.restConfig == nil || got.restConfig.Host != "https://127.0.0.1:1" || got.RegionSet != tc.wantRegionSet {
 				t.Errorf("parsed %+v", got)

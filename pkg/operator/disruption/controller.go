@@ -42,6 +42,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -292,6 +293,7 @@ func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
 	valid, why := v.Revalidate(chosen, plan)
 	if valid == nil {
 		c.log.Info("disruption action no longer valid; not carried out", "action", chosen.Action.Kind, "nodes", chosen.Action.Nodes, "why", why)
+		metrics.DisruptionInvalidated.WithLabelValues(chosen.Action.Kind, chosen.Reason).Inc()
 		for _, n := range chosen.Action.Nodes {
 			if node, _, ok := v.Node(n); ok {
 				c.recorder.Eventf(node, nil, corev1.EventTypeNormal, "DisruptionCancelled", "Validate",

@@ -15,6 +15,7 @@ const (
 	LabelReason       = "reason"
 	LabelCapacityType = "capacity_type"
 	LabelAction       = "action"
+	LabelState        = "state"
 )
 
 // Reasons NodeClaims are created for, the reason label of
@@ -52,6 +53,11 @@ var (
 	NodeClaimsRegistered = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "nodeclaims_registered_total",
 		Help: "NodeClaims whose Node registered, by NodePool.",
+	}, []string{LabelNodePool})
+	// NodeClaimsInitialized counts NodeClaims whose Node was opened to pods.
+	NodeClaimsInitialized = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "nodeclaims_initialized_total",
+		Help: "NodeClaims whose Node was initialized (Ready, startup taints gone, opened to pods), by NodePool.",
 	}, []string{LabelNodePool})
 	// NodeClaimsDeleted counts NodeClaims deleted.
 	NodeClaimsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -101,6 +107,21 @@ var (
 		Namespace: namespace, Name: "disruption_actions_rolled_back_total",
 		Help: "Disruption actions rolled back (nodes untainted, replacements deleted), by action, NodePool and reason (replacement_failed, drain_timeout, taint_failed).",
 	}, []string{LabelAction, LabelNodePool, LabelReason})
+	// EventWriteErrors counts failed attempts to write an Event.
+	EventWriteErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "event_write_errors_total",
+		Help: "Failed attempts to write a Kubernetes Event (the API server unreachable or refusing it); an unreachable server is retried up to 12 times per event, 10 s apart, each failure counted.",
+	})
+	// PodsNominated counts nominations set on pending pods.
+	PodsNominated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "pods_nominated_total",
+		Help: "Nominations (status.nominatedNodeName) set on pending pods for the nodes planned for them as the nodes open, by attempt: first, or again after the scheduler dropped one.",
+	}, []string{"attempt"})
+	// DisruptionInvalidated counts chosen actions dropped at validation.
+	DisruptionInvalidated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "disruption_actions_invalidated_total",
+		Help: "Disruption actions chosen but not carried out because they no longer held when planned again after the validation delay, by action and reason.",
+	}, []string{LabelAction, LabelReason})
 	// ClusterCost is the summed hourly price of the NodeClaims.
 	ClusterCost = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "cluster_cost_per_hour_dollars",
@@ -109,7 +130,8 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(PendingPods, NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
+	crmetrics.Registry.MustRegister(PendingPods, NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
 		NodeClaimsDeleted, InstancesGarbageCollected, DecisionDuration, SolverDuration, BatchSize, ClusterCost,
-		DisruptionActions, DisruptionSaving, PodsEvicted, DisruptionRolledBack)
+		DisruptionActions, DisruptionSaving, PodsEvicted, DisruptionRolledBack, EventWriteErrors,
+		PodsNominated, DisruptionInvalidated, PodUnschedulableToRunning, NodeClaims, Nodes, PodsPendingByReason)
 }

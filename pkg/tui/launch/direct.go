@@ -435,32 +435,64 @@ func HasUnregisteredTaint(node *corev1.Node) bool {
 	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintKeyUnregistered })
 }
 
-// OperatorRunning looks for the operator's leader-election Lease (named
-// lease, in any namespace) held and renewed within its duration: then an
-// operator runs and it returns a description of it, else "". Errors (no
-// right to list Leases, say) are returned for the caller to ignore.
-func OperatorRunning(ctx context.Context, kube kubernetes.Interface, lease string, now time.Time) (string, error) {
+// Operator describes the holder of a fresh operator Lease.
+type Operator struct {
+	// Lease is namespace/name; Holder its holderIdentity; Renewed how long
+	// before the look it was last renewed.
+	Lease, Holder string
+	Renewed       time.Duration
+}
+
+// String is "Lease ns/name held by holder, renewed 3s ago".
+func (o *Operator) String() string {
+	return fmt.Sprintf("Lease %s held by %s, renewed %s ago", o.Lease, o.Holder, o.Renewed.Round(time.Second))
+}
+
+// FreshLease looks for the operator's leader-election Lease (named lease,
+// in any namespace) held and renewed within its duration at now: then an
+// operator runs and it is returned, else nil. Errors (no right to list
+// Leases, say) are returned for the caller to judge.
+func FreshLease(ctx context.Context, kube kubernetes.Interface, lease string, now time.Time) (*Operator, error) {
 	if lease == "" {
-		return "", nil
+		return nil, nil
 	}
 	list, err := kube.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + lease})
 	if err != nil {
+		return nil, fmt.Errorf("reading the operator's Lease %s: %w", lease, err)
+	}
+	return freshLease(list.Items, now), nil
+}
+
+// OperatorRunning is FreshLease as a sentence: "an operator runs (Lease
+// …)" when one does, else "".
+func OperatorRunning(ctx context.Context, kube kubernetes.Interface, lease string, now time.Time) (string, error) {
+	op, err := FreshLease(ctx, kube, lease, now)
+	if err != nil || op == nil {
 		return "", err
 	}
-	return HeldLease(list.Items, now), nil
+	return "an operator runs (" + op.String() + ")", nil
 }
 
 // HeldLease describes the first lease held and renewed within its
 // duration at now, or returns "".
 func HeldLease(leases []coordinationv1.Lease, now time.Time) string {
+	if op := freshLease(leases, now); op != nil {
+		return "an operator runs (" + op.String() + ")"
+	}
+	return ""
+}
+
+// freshLease returns the holder of the first lease held and renewed
+// within its duration at now, or nil.
+func freshLease(leases []coordinationv1.Lease, now time.Time) *Operator {
 	for _, l := range leases {
 		s := l.Spec
 		if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
 			continue
 		}
 		if age := now.Sub(s.RenewTime.Time); age <= time.Duration(*s.LeaseDurationSeconds)*time.Second {
-			return fmt.Sprintf("an operator runs (Lease %s/%s held by %s, renewed %s ago)", l.Namespace, l.Name, *s.HolderIdentity, age.Round(time.Second))
+			return &Operator{Lease: l.Namespace + "/" + l.Name, Holder: *s.HolderIdentity, Renewed: age}
 		}
 	}
-	return ""
+	return nil
 }

@@ -12,6 +12,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -45,6 +50,11 @@ type Request struct {
 	// Region is the region the plan priced the node in; a direct launch
 	// launches there.
 	Region string
+	// InFlight names the in-flight NodeClaims the plan counted as
+	// capacity. With an operator running, a NodeClaim in flight that is
+	// not among them was created after the plan, by a batch that saw the
+	// plan's pending pods: the operator provisions them already.
+	InFlight []string
 }
 
 // Launched says what a launch created.
@@ -98,26 +108,94 @@ type Resumer interface {
 	Resume(ctx context.Context, node *corev1.Node) (Launched, error)
 }
 
+// Prober is a Launcher whose Summary depends on the cluster: Probe looks
+// again (the program calls it as the confirmation opens, then draws the
+// confirmation again).
+type Prober interface {
+	Probe(ctx context.Context)
+}
+
 // NodeClaimLauncher creates rightsize.dev/v1alpha1 NodeClaims.
 type NodeClaimLauncher struct {
 	Dynamic   dynamic.Interface
 	Discovery discovery.DiscoveryInterface
+	// Kube reads the operator's Lease and the planned pods. Without it the
+	// launcher cannot tell whether an operator runs, and neither refuses
+	// nor says who launches.
+	Kube kubernetes.Interface
+	// OperatorLease names the operator's leader-election Lease
+	// (v1alpha1.OperatorLeaseName when "").
+	OperatorLease string
 	// LaunchedBy is recorded in v1alpha1.AnnotationLaunchedBy.
 	LaunchedBy string
+	// Now tells the time the Lease's freshness is judged at (time.Now
+	// when nil).
+	Now func() time.Time
+
+	mu sync.Mutex
+	// probed says the last look at the Lease ended; operator is what it
+	// found (nil: none fresh) and probeErr why it could not look.
+	probed   bool
+	operator *Operator
+	probeErr error
 }
+
+var _ Prober = (*NodeClaimLauncher)(nil)
 
 // Launch creates the NodeClaim of the proposed node as the operator's
 // provisioner would (Claim): pinned to the node's instance type, zone and
 // capacity type, in its NodePool, with the node class and taints of that
-// NodePool, requesting what the planned pods request.
+// NodePool, requesting what the planned pods request. Right before, it
+// looks at the operator's Lease: when an operator runs and already
+// provisions the pods (provisioned), it refuses, since the operator would
+// launch for them too.
 func (l *NodeClaimLauncher) Launch(ctx context.Context, req Request) (Launched, error) {
 	name, err := l.launch(ctx, req)
 	return Launched{Claim: name, ClaimInCluster: err == nil}, err
 }
 
-// Summary implements Launcher.
+// Probe implements Prober: it looks whether the operator's Lease is held.
+func (l *NodeClaimLauncher) Probe(ctx context.Context) {
+	_, _ = l.lookForOperator(ctx)
+}
+
+// lookForOperator reads the operator's Lease and records what it found
+// for Summary.
+func (l *NodeClaimLauncher) lookForOperator(ctx context.Context) (*Operator, error) {
+	if l.Kube == nil {
+		return nil, nil
+	}
+	lease := l.OperatorLease
+	if lease == "" {
+		lease = v1alpha1.OperatorLeaseName
+	}
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	op, err := FreshLease(ctx, l.Kube, lease, now())
+	l.mu.Lock()
+	l.probed, l.operator, l.probeErr = true, op, err
+	l.mu.Unlock()
+	return op, err
+}
+
+// Summary implements Launcher: who launches the instances, as the last
+// look at the operator's Lease found.
 func (l *NodeClaimLauncher) Summary() string {
-	return "This creates NodeClaims; the operator launches the instances."
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.Kube == nil:
+		return "This creates NodeClaims; an operator, if one runs, launches the instances."
+	case !l.probed:
+		return "This creates NodeClaims; checking whether an operator runs to launch them…"
+	case l.probeErr != nil:
+		return fmt.Sprintf("This creates NodeClaims; whether an operator runs to launch them is unknown (%s).", oneLine(l.probeErr.Error()))
+	case l.operator != nil:
+		return fmt.Sprintf("This creates NodeClaims; the operator (%s) launches the instances.", l.operator)
+	}
+	return "No operator is running: this creates NodeClaims, and each stays pending until one does (kubectl rightsize operator install deploys it)."
 }
 
 func (l *NodeClaimLauncher) launch(ctx context.Context, req Request) (string, error) {
@@ -125,6 +203,17 @@ func (l *NodeClaimLauncher) launch(ctx context.Context, req Request) (string, er
 		return "", err
 	} else if !ok {
 		return "", ErrNoCRDs
+	}
+	// A Lease that cannot be read (no right to list Leases, say) refuses
+	// nothing: the NodeClaim is created as before the check existed.
+	if op, err := l.lookForOperator(ctx); err == nil && op != nil {
+		why, err := l.provisioned(ctx, req)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", req.Name, err)
+		}
+		if why != "" {
+			return "", fmt.Errorf("%s: not launched: the operator (%s) already provisions these pods: %s; a second node for them would stay empty", req.Name, op, why)
+		}
 	}
 	n := req.Node
 	pool, err := l.Dynamic.Resource(NodePools).Get(ctx, n.Pool, metav1.GetOptions{})
@@ -154,6 +243,60 @@ func (l *NodeClaimLauncher) launch(ctx context.Context, req Request) (string, er
 	}
 	return created.GetName(), nil
 }
+
+// provisioned says how the running operator already provisions the
+// request's pods, or "" when nothing shows it does: a NodeClaim in flight
+// that the plan did not count (req.InFlight) and this program did not
+// create, or one of the pods bound or nominated to a node meanwhile.
+func (l *NodeClaimLauncher) provisioned(ctx context.Context, req Request) (string, error) {
+	list, err := l.Dynamic.Resource(NodeClaims).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("listing NodeClaims in flight: %w", err)
+	}
+	known := map[string]bool{}
+	for _, name := range req.InFlight {
+		known[name] = true
+	}
+	var unseen []string
+	for i := range list.Items {
+		var c v1alpha1.NodeClaim
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &c); err != nil {
+			return "", fmt.Errorf("reading NodeClaim %s: %w", list.Items[i].GetName(), err)
+		}
+		if c.DeletionTimestamp != nil || c.IsInitialized() || known[c.Name] || c.Annotations[v1alpha1.AnnotationLaunchedBy] == l.LaunchedBy {
+			continue
+		}
+		unseen = append(unseen, c.Name)
+	}
+	if len(unseen) > 0 {
+		slices.Sort(unseen)
+		more := ""
+		if len(unseen) > 1 {
+			more = fmt.Sprintf(" and %d more", len(unseen)-1)
+		}
+		return fmt.Sprintf("NodeClaim %s%s, created since this plan, is in flight for the pending pods", unseen[0], more), nil
+	}
+	for _, key := range req.Pods {
+		ns, name, ok := strings.Cut(key, "/")
+		if !ok {
+			continue
+		}
+		pod, err := l.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return "", fmt.Errorf("reading pod %s: %w", key, err)
+		case pod.Spec.NodeName != "":
+			return fmt.Sprintf("pod %s is bound to node %s", key, pod.Spec.NodeName), nil
+		case pod.Status.NominatedNodeName != "":
+			return fmt.Sprintf("pod %s is nominated to node %s", key, pod.Status.NominatedNodeName), nil
+		}
+	}
+	return "", nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Served reports whether the API server serves the resource (its CRD is
 // installed).

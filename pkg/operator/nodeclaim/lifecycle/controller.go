@@ -175,14 +175,18 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
-	if !claim.IsLaunched() {
-		return c.launch(ctx, &claim)
-	}
-	if !claim.IsRegistered() {
-		return c.register(ctx, &claim)
-	}
-	if !claim.IsInitialized() {
-		return c.initialize(ctx, &claim)
+	return c.advance(ctx, &claim)
+}
+
+// advance takes the claim's next step by the conditions it has.
+func (c *Controller) advance(ctx context.Context, claim *v1alpha1.NodeClaim) (reconcile.Result, error) {
+	switch {
+	case !claim.IsLaunched():
+		return c.launch(ctx, claim)
+	case !claim.IsRegistered():
+		return c.register(ctx, claim)
+	case !claim.IsInitialized():
+		return c.initialize(ctx, claim)
 	}
 	return reconcile.Result{}, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 )
 
 // member is a claim whose node is usable but not open yet.
@@ -65,7 +66,8 @@ func (c *Controller) initialize(ctx context.Context, claim *v1alpha1.NodeClaim) 
 			return reconcile.Result{RequeueAfter: left}, nil
 		}
 	}
-	return reconcile.Result{}, c.open(ctx, members)
+	stale, err := c.open(ctx, members)
+	return reconcile.Result{Requeue: stale}, err
 }
 
 // gang returns the usable nodes of a provisioning decision that are not
@@ -114,12 +116,18 @@ func (c *Controller) isOpened(claim string) bool {
 // unregistered taint of all the nodes at once and marks the claims
 // Initialized. Afterwards it puts back, for a while, nominations the
 // scheduler dropped from pods still waiting.
-func (c *Controller) open(ctx context.Context, members []member) error {
+//
+// stale reports that a claim's Initialized condition could not be written
+// because the claim had changed since it was read (a stale cached copy, or
+// another writer): it is not counted as opened, and the retry reads it
+// again and opens it (a no-op for its node) unless it is Initialized by
+// then.
+func (c *Controller) open(ctx context.Context, members []member) (stale bool, err error) {
 	c.opening.Lock()
 	defer c.opening.Unlock()
 	members = slices.DeleteFunc(members, func(m member) bool { return c.isOpened(m.claim.Name) })
 	if len(members) == 0 {
-		return nil
+		return false, nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	start := c.clock.Now()
@@ -127,6 +135,7 @@ func (c *Controller) open(ctx context.Context, members []member) error {
 	nominated := c.clock.Since(start)
 
 	errs := make([]error, len(members))
+	written := make([]bool, len(members))
 	var wg sync.WaitGroup
 	for i := range members {
 		wg.Go(func() { errs[i] = c.untaint(ctx, members[i].node) })
@@ -140,15 +149,24 @@ func (c *Controller) open(ctx context.Context, members []member) error {
 			claim := members[i].claim
 			orig := claim.DeepCopy()
 			claim.SetInitialized()
-			errs[i] = client.IgnoreNotFound(c.client.Status().Patch(ctx, claim, client.MergeFrom(orig)))
+			done, err := c.transition(ctx, claim, orig)
+			switch {
+			case err != nil:
+				errs[i] = err
+			case done:
+				written[i] = true
+				metrics.NodeClaimsInitialized.WithLabelValues(claim.NodePool()).Inc()
+			}
 		})
 	}
 	wg.Wait()
 	now := c.clock.Now()
 	c.mu.Lock()
 	for i, m := range members {
-		if errs[i] == nil {
+		if written[i] {
 			c.opened[m.claim.Name] = now
+		} else if errs[i] == nil {
+			stale = true
 		}
 	}
 	for name, at := range c.opened {
@@ -159,7 +177,7 @@ func (c *Controller) open(ctx context.Context, members []member) error {
 	}
 	c.mu.Unlock()
 	for i, m := range members {
-		if errs[i] == nil {
+		if written[i] {
 			log.Info("initialized", "node", m.node.Name, "nodeclaim", m.claim.Name, "openedWith", len(members)-1,
 				"nominatedPods", len(planned), "nominating", nominated.Round(time.Millisecond).String())
 		}
@@ -167,7 +185,7 @@ func (c *Controller) open(ctx context.Context, members []member) error {
 	if len(planned) > 0 {
 		go c.keep(context.WithoutCancel(ctx), planned)
 	}
-	return errors.Join(errs...)
+	return stale, errors.Join(errs...)
 }
 
 // untaint removes the unregistered taint from a node. A JSON patch that
@@ -287,6 +305,11 @@ func (c *Controller) setNominated(ctx context.Context, pods []*plannedPod) {
 		})
 	}
 	for _, p := range pods {
+		attempt := "again"
+		if p.patched.IsZero() {
+			attempt = "first"
+		}
+		metrics.PodsNominated.WithLabelValues(attempt).Inc()
 		p.patched = c.clock.Now()
 		work <- p
 	}

@@ -68,6 +68,13 @@ func (c *Controller) launch(ctx context.Context, claim *v1alpha1.NodeClaim) (rec
 		if err := c.client.Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
+		// The patch answered with the claim as the API server has it: a
+		// reconcile of a stale copy finds the launch recorded already
+		// (the cloud's Create is idempotent) and must not record it, nor
+		// the steps after it, again.
+		if claim.IsLaunched() {
+			return c.advance(ctx, claim)
+		}
 	}
 	orig = claim.DeepCopy()
 	s := &claim.Status
@@ -75,8 +82,8 @@ func (c *Controller) launch(ctx context.Context, claim *v1alpha1.NodeClaim) (rec
 	s.Capacity, s.Allocatable = view.Status.Capacity, view.Status.Allocatable
 	s.InstanceType, s.Zone, s.CapacityType, s.PricePerHour = view.Status.InstanceType, view.Status.Zone, view.Status.CapacityType, view.Status.PricePerHour
 	claim.SetLaunched(v1alpha1.ReasonLaunched, "")
-	if err := c.client.Status().Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	if done, err := c.transition(ctx, claim, orig); !done {
+		return reconcile.Result{Requeue: err == nil}, err
 	}
 	metrics.NodeClaimsLaunched.WithLabelValues(claim.NodePool()).Inc()
 	log.Info("launched", "providerID", s.ProviderID, "instanceType", s.InstanceType, "zone", s.Zone, "capacityType", s.CapacityType, "pricePerHour", s.PricePerHour)

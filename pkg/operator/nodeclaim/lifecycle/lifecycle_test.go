@@ -39,6 +39,7 @@ func (s *stubCloud) Create(_ context.Context, claim *v1alpha1.NodeClaim) (*v1alp
 	view := claim.DeepCopy()
 	view.Status.ProviderID = "sim:///us-east-1a/" + claim.Name
 	view.Status.InstanceType, view.Status.Zone, view.Status.CapacityType = "m5.large", "us-east-1a", "on-demand"
+	view.Labels = map[string]string{corev1.LabelTopologyZone: "us-east-1a"} // copied onto the claim at launch
 	return view, nil
 }
 func (s *stubCloud) Delete(context.Context, *v1alpha1.NodeClaim) error { s.deleted++; return nil }

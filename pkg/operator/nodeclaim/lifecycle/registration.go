@@ -38,10 +38,29 @@ func (c *Controller) register(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 	}
 	origClaim := claim.DeepCopy()
 	claim.SetRegistered(node.Name)
-	if err := c.client.Status().Patch(ctx, claim, client.MergeFrom(origClaim)); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	if done, err := c.transition(ctx, claim, origClaim); !done {
+		return reconcile.Result{Requeue: err == nil}, err
 	}
 	metrics.NodeClaimsRegistered.WithLabelValues(claim.NodePool()).Inc()
 	logr.FromContextOrDiscard(ctx).Info("registered", "node", node.Name)
 	return c.initialize(ctx, claim)
+}
+
+// transition writes a condition the claim flips (Launched, Registered,
+// Initialized) from orig, the claim as this reconcile read it. The write
+// is conditional on orig's resourceVersion: a reconcile that read a stale
+// copy from the cache (the claim's own status update not seen yet, while
+// its Node's updates already requeue it) gets a conflict instead of
+// flipping the condition a second time, so each transition is counted and
+// logged once. done is false on a conflict (requeue and read again) and on
+// an error; a claim gone meanwhile is neither.
+func (c *Controller) transition(ctx context.Context, claim, orig *v1alpha1.NodeClaim) (done bool, err error) {
+	err = c.client.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("recording the claim's status: %w", err)
 }
