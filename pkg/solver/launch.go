@@ -2,9 +2,9 @@ package solver
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
-	"strings"
 )
 
 // LaunchOption is an offering a planned node can be launched on in place
@@ -14,10 +14,6 @@ type LaunchOption struct {
 	Zone         string  `json:"zone"`
 	CapacityType string  `json:"capacityType"`
 	Price        float64 `json:"pricePerHour"`
-	// Capacity is the type's capacity (what counts against pool limits);
-	// Labels are the type's labels, shared with the problem's type.
-	Capacity Resources         `json:"-"`
-	Labels   map[string]string `json:"-"`
 }
 
 // LaunchOptions returns, for each node of plan (a plan Solve returned for
@@ -34,13 +30,54 @@ type LaunchOption struct {
 //
 // An option costs at most (1+maxPremium) times the planned price; a
 // negative maxPremium sets no bound. The planned offering comes first,
-// then the others by price, instance type and zone.
+// then the others by price (ties in the problem's order of instance
+// types and their offerings).
 func LaunchOptions(p *Problem, plan *Plan, maxPremium float64) [][]LaunchOption {
 	q := p.normalized()
 	terms := topologyTerms(q)
+	offered := map[string][]offered{}
 	out := make([][]LaunchOption, len(plan.NewNodes))
 	for i := range plan.NewNodes {
-		out[i] = q.launchOptions(&plan.NewNodes[i], terms, maxPremium)
+		n := &plan.NewNodes[i]
+		pi := slices.IndexFunc(q.Pools, func(pool Pool) bool { return pool.Name == n.Pool })
+		if pi < 0 {
+			continue
+		}
+		k := fmt.Sprint(pi, n.Labels)
+		if _, ok := offered[k]; !ok {
+			offered[k] = q.offered(pi, n.Labels)
+		}
+		out[i] = q.launchOptions(n, pi, offered[k], terms, maxPremium)
+	}
+	return out
+}
+
+// offered is an offering of a pool's node with some labels: the pool's
+// requirements hold for it, and alloc is what its allocatable leaves
+// once the DaemonSets that would run there are counted.
+type offered struct {
+	typ      *InstanceType
+	offering Offering
+	labels   *candidateLabels
+	alloc    Resources
+}
+
+// offered returns the offerings of pool pi for nodes with the open-key
+// labels open (NewNode.Labels).
+func (p *Problem) offered(pi int, open map[string]string) []offered {
+	pool := &p.Pools[pi]
+	pl := poolLabels(pool)
+	maps.Copy(pl, open)
+	types := p.PoolTypes(pi)
+	var out []offered
+	for ti := range types {
+		it := &types[ti]
+		for _, o := range it.Offerings {
+			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+			if allMatch(pool.Requirements, labels) {
+				out = append(out, offered{typ: it, offering: o, labels: labels, alloc: it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))})
+			}
+		}
 	}
 	return out
 }
@@ -82,7 +119,14 @@ func topologyTerms(p *Problem) []topologyTerm {
 			add(&p.Nodes[n].Pods[i])
 		}
 	}
-	return slices.DeleteFunc(out, func(t topologyTerm) bool { return NormalizeLabelKey(t.key) == "kubernetes.io/hostname" })
+	// Replicas repeat their terms: keep one of each.
+	seen := map[string]bool{}
+	return slices.DeleteFunc(out, func(t topologyTerm) bool {
+		k := fmt.Sprint(NormalizeLabelKey(t.key), *t.sel)
+		dup := seen[k]
+		seen[k] = true
+		return dup || NormalizeLabelKey(t.key) == "kubernetes.io/hostname"
+	})
 }
 
 // pinnedKeys returns the topology keys whose value a node's pods need kept:
@@ -95,91 +139,100 @@ func (p *Problem) pinnedKeys(n *NewNode, terms []topologyTerm) []string {
 			keys = append(keys, k)
 		}
 	}
-	own := topologyTerms(&Problem{Pods: podsOf(p, n)})
-	for _, t := range own {
+	own := make([]Pod, len(n.Pods))
+	var labels []map[string]string // the pods' distinct label sets
+	seen := map[string]bool{}
+	for i, pi := range n.Pods {
+		own[i] = p.Pods[pi]
+		if k := fmt.Sprint(own[i].Labels); !seen[k] {
+			seen[k] = true
+			labels = append(labels, own[i].Labels)
+		}
+	}
+	for _, t := range topologyTerms(&Problem{Pods: own}) {
 		pin(t.key)
 	}
 	for _, t := range terms {
-		for _, pi := range n.Pods {
-			if t.sel.Matches(p.Pods[pi].Labels) {
-				pin(t.key)
-				break
-			}
+		if slices.ContainsFunc(labels, t.sel.Matches) {
+			pin(t.key)
 		}
 	}
 	return keys
 }
 
-func podsOf(p *Problem, n *NewNode) []Pod {
-	out := make([]Pod, len(n.Pods))
-	for i, pi := range n.Pods {
-		out[i] = p.Pods[pi]
+// distinctPods returns one pod of the node for each distinct set of node
+// constraints (selector, affinity, tolerations, host ports) among its pods.
+func (p *Problem) distinctPods(n *NewNode) []*Pod {
+	var out []*Pod
+	seen := map[string]bool{}
+	for _, pi := range n.Pods {
+		if k := constraintKey(&p.Pods[pi], ""); !seen[k] {
+			seen[k] = true
+			out = append(out, &p.Pods[pi])
+		}
 	}
 	return out
 }
 
-// launchOptions is LaunchOptions for one node of the normalized problem.
-func (p *Problem) launchOptions(n *NewNode, terms []topologyTerm, maxPremium float64) []LaunchOption {
-	pi := slices.IndexFunc(p.Pools, func(pool Pool) bool { return pool.Name == n.Pool })
-	if pi < 0 {
-		return nil
-	}
+// launchOptions is LaunchOptions for one node of pool pi of the
+// normalized problem, among the pool's offerings for it.
+func (p *Problem) launchOptions(n *NewNode, pi int, offerings []offered, terms []topologyTerm, maxPremium float64) []LaunchOption {
 	pool := &p.Pools[pi]
+	pl := poolLabels(pool)
+	maps.Copy(pl, n.Labels)
+	planned := &candidateLabels{zone: n.Zone, capacityType: n.CapacityType, pool: pl}
 	types := p.PoolTypes(pi)
-	poolLabels := poolLabels(pool)
-	maps.Copy(poolLabels, n.Labels)
-	planned := &candidateLabels{zone: n.Zone, capacityType: n.CapacityType, pool: poolLabels}
 	if ti := slices.IndexFunc(types, func(t InstanceType) bool { return t.Name == n.InstanceType }); ti >= 0 {
 		planned.typ = types[ti].Labels
 	}
 	pinned := p.pinnedKeys(n, terms)
+	reps := p.distinctPods(n)
 	var preferred []Term
+	seen := map[string]bool{}
 	for _, pi := range n.Pods {
 		for _, pr := range p.Pods[pi].Preferences {
-			if pr.Kind == PreferNodeAffinity && pr.NodeTerm.Matches(planned) {
+			if k := fmt.Sprint(pr.NodeTerm); pr.Kind == PreferNodeAffinity && !seen[k] && pr.NodeTerm.Matches(planned) {
+				seen[k] = true
 				preferred = append(preferred, pr.NodeTerm)
 			}
 		}
 	}
-	var out []LaunchOption
-	for ti := range types {
-		it := &types[ti]
-		for _, o := range it.Offerings {
-			isPlanned := it.Name == n.InstanceType && o.Zone == n.Zone && o.CapacityType == n.CapacityType
-			if !isPlanned && maxPremium >= 0 && o.Price > n.Price*(1+maxPremium)+1e-9 {
-				continue
-			}
-			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: poolLabels, typ: it.Labels}
-			if !isPlanned && !p.holds(n, pool, it, labels, planned, pinned, preferred) {
-				continue
-			}
-			out = append(out, LaunchOption{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price, Capacity: it.Capacity, Labels: it.Labels})
+	// The planned offering, then the others by price (ties in the
+	// problem's order of types and offerings), sorted as (price, index)
+	// pairs: the option lists are long.
+	type ranked struct {
+		price float64
+		i     int
+	}
+	var planned0 []LaunchOption
+	var rest []ranked
+	for i := range offerings {
+		c := &offerings[i]
+		it, o := c.typ, c.offering
+		switch {
+		case it.Name == n.InstanceType && o.Zone == n.Zone && o.CapacityType == n.CapacityType:
+			planned0 = append(planned0, LaunchOption{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price})
+		case maxPremium >= 0 && o.Price > n.Price*(1+maxPremium)+1e-9:
+		case p.holds(n, reps, pool, c, planned, pinned, preferred):
+			rest = append(rest, ranked{o.Price, i})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b LaunchOption) int {
-		ap := a.InstanceType == n.InstanceType && a.Zone == n.Zone && a.CapacityType == n.CapacityType
-		bp := b.InstanceType == n.InstanceType && b.Zone == n.Zone && b.CapacityType == n.CapacityType
-		switch {
-		case ap && !bp:
-			return -1
-		case bp && !ap:
-			return 1
-		}
-		return cmp.Or(cmp.Compare(a.Price, b.Price), strings.Compare(a.InstanceType, b.InstanceType),
-			strings.Compare(a.Zone, b.Zone), strings.Compare(a.CapacityType, b.CapacityType))
-	})
+	slices.SortFunc(rest, func(a, b ranked) int { return cmp.Or(cmp.Compare(a.price, b.price), cmp.Compare(a.i, b.i)) })
+	out := planned0[:min(1, len(planned0))]
+	for _, r := range rest {
+		o := offerings[r.i].offering
+		out = append(out, LaunchOption{InstanceType: offerings[r.i].typ.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price})
+	}
 	return out
 }
 
-// holds reports whether a node of type it with labels takes node n's pods
-// as the planned one does (see LaunchOptions).
-func (p *Problem) holds(n *NewNode, pool *Pool, it *InstanceType, labels, planned *candidateLabels, pinned []string, preferred []Term) bool {
-	if !allMatch(pool.Requirements, labels) {
+// holds reports whether a node of offering c takes node n's pods as the
+// planned one does (see LaunchOptions); reps are its distinct pods.
+func (p *Problem) holds(n *NewNode, reps []*Pod, pool *Pool, c *offered, planned *candidateLabels, pinned []string, preferred []Term) bool {
+	if !n.Requested.Fits(c.alloc) {
 		return false
 	}
-	if !n.Requested.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
-		return false
-	}
+	labels := c.labels
 	for _, k := range pinned {
 		want, had := planned.Label(k)
 		got, has := labels.Label(k)
@@ -192,8 +245,7 @@ func (p *Problem) holds(n *NewNode, pool *Pool, it *InstanceType, labels, planne
 			return false
 		}
 	}
-	for _, pi := range n.Pods {
-		pod := &p.Pods[pi]
+	for _, pod := range reps {
 		if !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) || p.daemonPortConflict(pod, labels, pool.Taints) {
 			return false
 		}
