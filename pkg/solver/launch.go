@@ -7,6 +7,27 @@ import (
 	"slices"
 )
 
+// MaxLaunchInstanceTypes is how many instance types a flexible launch
+// allows at most, the cheapest: the number Karpenter's AWS provider sends
+// to CreateFleet (aws/karpenter-provider-aws
+// pkg/providers/instance/instance.go, maxInstanceTypes).
+const MaxLaunchInstanceTypes = 60
+
+// InstanceTypeNames returns the distinct instance types of opts in their
+// order, at most MaxLaunchInstanceTypes.
+func InstanceTypeNames(opts []LaunchOption) []string {
+	var out []string
+	for _, o := range opts {
+		if len(out) == MaxLaunchInstanceTypes {
+			break
+		}
+		if !slices.Contains(out, o.InstanceType) {
+			out = append(out, o.InstanceType)
+		}
+	}
+	return out
+}
+
 // LaunchOption is an offering a planned node can be launched on in place
 // of the one the plan chose: a node of it takes the same pods.
 type LaunchOption struct {

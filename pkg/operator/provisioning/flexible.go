@@ -10,10 +10,8 @@ import (
 )
 
 // MaxInstanceTypes is how many instance types a NodeClaim allows at most,
-// the cheapest: the number Karpenter's AWS provider sends to CreateFleet
-// (aws/karpenter-provider-aws pkg/providers/instance/instance.go,
-// maxInstanceTypes).
-const MaxInstanceTypes = 60
+// the cheapest (solver.MaxLaunchInstanceTypes, Karpenter's number).
+const MaxInstanceTypes = solver.MaxLaunchInstanceTypes
 
 // Min-values policies, Karpenter's --min-values-policy.
 const (

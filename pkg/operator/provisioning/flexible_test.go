@@ -40,7 +40,7 @@ func TestFlexibleClaimsAllowTheOptionsWithinLimitsAndMinValues(t *testing.T) {
 		policy string
 		opts   []solver.LaunchOption
 		// wantTypes is how many types; wantLargest the largest size allowed.
-		wantTypes, wantLargest int
+		wantTypes, wantLargest   int
 		wantRefused, wantRelaxed bool
 	}{
 		{name: "all options, truncated to 60 types by price", opts: opts, wantTypes: MaxInstanceTypes, wantLargest: 8},
