@@ -301,7 +301,7 @@ func TestAFlexibleClaimLandsOnTheCheapestAvailableOffering(t *testing.T) {
 		wantType, wantZone string // wantZone "" means either allowed zone
 		wantICE            bool
 	}{
-		{name: "nothing short: the cheapest type", wantType: "c5.large"},
+		{name: "nothing short: the cheapest type, in the zone listed first of equal prices", wantType: "c5.large", wantZone: "us-east-1a"},
 		{name: "the cheapest short in one zone: the same type in the other", wantType: "c5.large", wantZone: "us-east-1b",
 			ice: []v1alpha1.SimOffering{{InstanceType: "c5.large", Zone: "us-east-1a"}}},
 		{name: "the cheapest short everywhere: the next type", wantType: "m5.large",
