@@ -225,21 +225,19 @@ func (p *Problem) launchOptions(n *NewNode, pi int, offerings []offered, terms [
 		price float64
 		i     int
 	}
-	var planned0 []LaunchOption
 	var rest []ranked
 	for i := range offerings {
 		c := &offerings[i]
 		it, o := c.typ, c.offering
 		switch {
 		case it.Name == n.InstanceType && o.Zone == n.Zone && o.CapacityType == n.CapacityType:
-			planned0 = append(planned0, LaunchOption{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price})
 		case maxPremium >= 0 && o.Price > n.Price*(1+maxPremium)+1e-9:
 		case p.holds(n, reps, pool, c, planned, pinned, preferred):
 			rest = append(rest, ranked{o.Price, i})
 		}
 	}
 	slices.SortFunc(rest, func(a, b ranked) int { return cmp.Or(cmp.Compare(a.price, b.price), cmp.Compare(a.i, b.i)) })
-	out := planned0[:min(1, len(planned0))]
+	out := []LaunchOption{{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType, Price: n.Price}}
 	for _, r := range rest {
 		o := offerings[r.i].offering
 		out = append(out, LaunchOption{InstanceType: offerings[r.i].typ.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price})

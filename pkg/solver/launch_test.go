@@ -60,6 +60,42 @@ func TestLaunchOptionsHoldTheSamePods(t *testing.T) {
 			want: "m6.8xlarge", absent: "c6.2xlarge", wantZones: 2,
 		},
 		{
+			name: "a pod another pod's zonal anti-affinity selects keeps its zone", premium: -1, wantZones: 1,
+			pods: func() []Pod {
+				ps := pods("web", 1, res(3000, 2*gi))
+				ps[0].Labels = map[string]string{"app": "web"}
+				return ps
+			}(),
+			edit: func(p *Problem) {
+				guard := Pod{Namespace: "default", Name: "guard", Requests: res(100, gi), Labels: map[string]string{"app": "guard"},
+					PodAntiAffinity: []PodAffinityTerm{{Selector: Selector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: LabelZone}}}
+				p.Nodes = []Node{{Name: "n1", Pool: "default", Zone: "zone-b", Labels: map[string]string{LabelZone: "zone-b", "kubernetes.io/hostname": "n1"},
+					Allocatable: res(1000, 2*gi), Requested: guard.Requests, Pods: []Pod{guard}}}
+			},
+			check: func(o LaunchOption) string {
+				if o.Zone != "zone-a" {
+					return "in the zone of the pod whose anti-affinity selects it"
+				}
+				return ""
+			},
+		},
+		{
+			name: "a preferred node affinity the plan met is kept", premium: -1, wantZones: 2,
+			pods: func() []Pod {
+				ps := pods("web", 1, res(3000, 2*gi))
+				ps[0].Preferences = []Preference{{Kind: PreferNodeAffinity, Weight: 50,
+					NodeTerm: Term{{Key: "karpenter.k8s.aws/instance-category", Operator: OpIn, Values: []string{"r"}}}}}
+				return ps
+			}(),
+			check: func(o LaunchOption) string {
+				if !strings.HasPrefix(o.InstanceType, "r6.") {
+					return "not of the preferred category r"
+				}
+				return ""
+			},
+			want: "r6.xlarge", absent: "c6.xlarge",
+		},
+		{
 			name: "DaemonSets that would run there are counted", pods: pods("web", 1, res(3000, 2*gi)), premium: -1,
 			// 5 GiB per node leaves a c6.xlarge (8 GiB) too little for 2 GiB more.
 			daemonSets: []DaemonSet{{Namespace: "kube-system", Name: "agent", Requests: res(100, 5*gi)}},
