@@ -18,8 +18,9 @@ type CloudProvider interface {
 
 	// Create launches one instance for the NodeClaim: the cheapest offering
 	// that satisfies its requirements (instance type, zone and capacity type
-	// requirements narrow the choice; the solver usually leaves exactly one
-	// type) and its resource requests, configured from the NodeClaim's node
+	// requirements narrow the choice; the operator's claims allow every
+	// offering that holds their pods, the planned one first) and its
+	// resource requests, configured from the NodeClaim's node
 	// class. It returns a copy of the NodeClaim whose status carries the
 	// providerID, instance type, zone, capacity type, price, capacity and
 	// allocatable, and whose labels carry the node's well-known labels.

@@ -132,6 +132,11 @@ type ResultNode struct {
 	Taints []v1.Taint `json:"taints,omitempty"`
 	// Reason says in one sentence why this node.
 	Reason string `json:"reason"`
+	// InstanceTypeOptions are the instance types its NodeClaim would
+	// allow, by price, the planned one first: those of its pool that hold
+	// the same pods (solver.LaunchOptions), at most 60, as the operator
+	// launches it with no --launch-price-premium.
+	InstanceTypeOptions []string `json:"instanceTypeOptions,omitempty"`
 }
 
 // ResultUnscheduled is one pod left pending, with the reason.
@@ -160,11 +165,13 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
 		TotalPricePerMonth:     round2(plan.TotalPrice * HoursPerMonth),
 		LowerBoundPricePerHour: plan.LowerBound,
 	}
+	options := solver.LaunchOptions(p, plan, -1)
 	for i, n := range plan.NewNodes {
 		node := ResultNode{
 			Name: NewNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
 			PricePerHour: n.Price, Pods: make([]string, len(n.Pods)),
 			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested), Reason: n.Reason,
+			InstanceTypeOptions: solver.InstanceTypeNames(options[i]),
 		}
 		node.Labels, node.Taints = nodeLabelsAndTaints(p, &n)
 		for i, pod := range n.Pods {

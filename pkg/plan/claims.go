@@ -40,8 +40,10 @@ type Claim struct {
 }
 
 // ClaimOf reads a NodeClaim. Instance type, zone and capacity type come
-// from its status once launched, else from the single value its
-// requirements pin.
+// from its status once launched, else from the first value of its last In
+// requirement on the key (NewNodeClaim appends the launch's after the
+// pool's): the only one of a pinned claim, the planned one of a flexible
+// launch (v1alpha1.NodeClaimOptions lists it first).
 func ClaimOf(nc *v1alpha1.NodeClaim) Claim {
 	c := Claim{
 		Name: nc.Name, Pool: nc.Labels[v1alpha1.LabelNodePool],
@@ -55,8 +57,8 @@ func ClaimOf(nc *v1alpha1.NodeClaim) Claim {
 		c.Price = p
 	}
 	pinned := func(key string) string {
-		for _, r := range nc.Spec.Requirements {
-			if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn && len(r.Values) == 1 {
+		for _, r := range slices.Backward(nc.Spec.Requirements) {
+			if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn && len(r.Values) > 0 {
 				return r.Values[0]
 			}
 		}

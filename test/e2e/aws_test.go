@@ -108,9 +108,11 @@ func TestOperatorAWS(t *testing.T) {
 	t.Run("a pool that allows spot launches spot at the price of the spot price history", a.testSpot)
 	t.Run("deleting a NodeClaim terminates its instance and removes its node", a.testDeleteClaim)
 	t.Run("an instance tagged for the cluster without a NodeClaim is garbage-collected", func(t *testing.T) { a.testGarbageCollection(t, op) })
-	t.Run("insufficient capacity on the cheapest offering: the pod still gets a node", func(t *testing.T) { a.testInsufficientCapacity(t, op) })
+	t.Run("a NodePool allowing c, m and r: every NodeClaim allows at least 15 types, one CreateFleet override per type and zone", a.testFlexibleLaunch)
+	t.Run("insufficient capacity on the cheapest offering: the same launch lands on the next", func(t *testing.T) { a.testInsufficientCapacity(t, op) })
 	t.Run("an instance terminated outside the operator is replaced", func(t *testing.T) { a.testTerminatedElsewhere(t, op) })
 	op.stop()
+	t.Run("every offering a NodeClaim allows refused: the claim is replanned without them", a.testReplanWhenEveryAllowedOfferingIsRefused)
 	t.Run("a crash right after a launch: no duplicate instance, nothing leaked", a.testCrashAfterLaunch)
 	t.Run("SIGKILL while launches are in flight: every pod runs, one instance per NodeClaim", a.testKillDuringLaunches)
 	t.Run("deleting every NodeClaim terminates every instance; no secret in the logs", a.testTeardown)
@@ -725,17 +727,66 @@ func (a *awsEnv) testGarbageCollection(t *testing.T, op *operatorProc) {
 	a.checkNoLeak(t)
 }
 
+// testInsufficientCapacity: the cheapest offering the pod fits is refused
+// for capacity; the NodeClaim also allows the next (a flexible launch), so
+// the same CreateFleet call lands there: no second call, no new plan.
 func (a *awsEnv) testInsufficientCapacity(t *testing.T, op *operatorProc) {
 	ns := a.namespace(t, "aws-ice")
 	// One zone and two types, so that the cheapest offering the pod fits
 	// is one type × zone × on-demand: the server refuses it.
 	allowed, zone := []string{"c6i.large", "m6i.large"}, awsRegion+"a"
 	a.awsPool(t, "ice", req(v1alpha1.LabelCapacityType, "on-demand"), req(solver.LabelInstanceType, allowed...), req(solver.LabelZone, zone))
+	cheapest, price := a.cheapestOnDemand(allowed, zone)
+	a.srv.RefuseCapacity(cheapest, zone, ec2test.OnDemand, "")
+	t.Cleanup(func() { a.srv.AllowCapacity(cheapest, zone, ec2test.OnDemand) })
+	fleetsBefore := a.srv.Calls("CreateFleet")
+	replansBefore := len(op.records("insufficient capacity; replanning"))
+	start := time.Now()
+	a.createPods(t, []*corev1.Pod{opPod(ns, "ice-0", "1", "2Gi", map[string]string{v1alpha1.LabelNodePool: "ice"})})
+	a.waitRunning(t, ns, 1, 60*time.Second)
+	took := time.Since(start)
+	claims := a.claims(t, "ice")
+	if len(claims) != 1 {
+		t.Fatalf("%d NodeClaims of pool ice, want 1", len(claims))
+	}
+	c := claims[0]
+	if got := claimValues(&c, solver.LabelInstanceType); len(got) != 2 || got[0] != cheapest {
+		t.Errorf("NodeClaim %s allows instance types %v; want both, the planned %s first", c.Name, got, cheapest)
+	}
+	in, ok := instanceByProviderID(a.clusterInstances(), c.Status.ProviderID)
+	if !ok || in.Type == cheapest || c.Status.InstanceType != in.Type {
+		t.Fatalf("pool ice runs on %+v (claim status %s); want a live instance other than the refused %s", in, c.Status.InstanceType, cheapest)
+	}
+	refused := op.records("fleet refused an offering")
+	refused = slices.DeleteFunc(refused, func(r map[string]any) bool { return r["nodeClaim"] != c.Name })
+	if len(refused) != 1 || refused[0]["instanceType"] != cheapest || refused[0]["code"] != "InsufficientInstanceCapacity" {
+		t.Errorf("fleet refusals logged for %s: %v; want one InsufficientInstanceCapacity for %s", c.Name, refused, cheapest)
+	}
+	if fleets := a.srv.Calls("CreateFleet") - fleetsBefore; fleets != 1 {
+		t.Errorf("%d CreateFleet calls, want 1: the refused offering and the next are overrides of one call", fleets)
+	}
+	if replans := len(op.records("insufficient capacity; replanning")) - replansBefore; replans != 0 {
+		t.Errorf("%d replans after the refusal, want none", replans)
+	}
+	var fallThrough time.Duration
+	for _, r := range op.records("launched instance") {
+		if r["nodeClaim"] == c.Name && len(refused) == 1 {
+			fallThrough = logTime(t, r).Sub(logTime(t, refused[0]))
+		}
+	}
+	t.Logf("ice: %s/%s/on-demand ($%.4f/h) refused; the same CreateFleet call launched %s/%s (refusal → launch logged %s apart); pod Running %s after creation, no replan",
+		cheapest, zone, price, in.Type, in.Zone, fallThrough.Round(time.Millisecond), took.Round(time.Millisecond))
+	a.checkNoLeak(t)
+}
+
+// cheapestOnDemand returns the type of types with the cheapest on-demand
+// offering in zone, in the catalog, and its price.
+func (a *awsEnv) cheapestOnDemand(types []string, zone string) (string, float64) {
 	var cheapest string
 	price := 0.0
 	all, _ := a.cat.InstanceTypes(awsRegion)
 	for _, it := range all {
-		if !slices.Contains(allowed, it.Name) {
+		if !slices.Contains(types, it.Name) {
 			continue
 		}
 		for _, o := range it.Offerings {
@@ -744,11 +795,138 @@ func (a *awsEnv) testInsufficientCapacity(t *testing.T, op *operatorProc) {
 			}
 		}
 	}
+	return cheapest, price
+}
+
+// claimValues are the values of the claim's last In requirement on key:
+// the launch's, planned value first.
+func claimValues(c *v1alpha1.NodeClaim, key string) []string {
+	for _, r := range slices.Backward(c.Spec.Requirements) {
+		if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn {
+			return r.Values
+		}
+	}
+	return nil
+}
+
+// fleetOf returns the CreateFleet request made for a claim (its UID is
+// the ClientToken), nil if none.
+func (a *awsEnv) fleetOf(c *v1alpha1.NodeClaim) map[string][]string {
+	var fleet map[string][]string
+	for _, r := range a.srv.Requests("CreateFleet") {
+		if slices.Contains(r["ClientToken"], string(c.UID)) {
+			fleet = r
+		}
+	}
+	return fleet
+}
+
+// fleetOverrideTypes returns the instance type of every override of a
+// CreateFleet request.
+func fleetOverrideTypes(r map[string][]string) []string {
+	var out []string
+	for k, v := range r {
+		if strings.HasPrefix(k, "LaunchTemplateConfigs.") && strings.Contains(k, ".Overrides.") && strings.HasSuffix(k, ".InstanceType") {
+			out = append(out, v...)
+		}
+	}
+	return out
+}
+
+// testFlexibleLaunch: a NodePool allowing the c, m and r categories (at
+// least 3 of them, minValues) launches NodeClaims that allow every type
+// that holds their pods, and EC2 gets them all as overrides of one
+// CreateFleet call with the spot strategy.
+func (a *awsEnv) testFlexibleLaunch(t *testing.T) {
+	ns := a.namespace(t, "aws-flex")
+	category := req(cloud.LabelInstanceCategory, "c", "m", "r")
+	category.MinValues = ptr.To(3)
+	a.awsPool(t, "flex", req(v1alpha1.LabelCapacityType, "spot", "on-demand"), category)
+	fleetsBefore := a.srv.Calls("CreateFleet")
+	sel := map[string]string{v1alpha1.LabelNodePool: "flex"}
+	// Three sizes, one per node (hostname anti-affinity): three claims.
+	pods := []*corev1.Pod{opPod(ns, "flex-small-0", "1", "2Gi", sel), opPod(ns, "flex-medium-0", "3", "8Gi", sel), opPod(ns, "flex-big-0", "6", "20Gi", sel)}
+	for _, p := range pods {
+		p.Labels["group"] = "flex"
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": "flex"}}, TopologyKey: corev1.LabelHostname,
+		}}}}
+	}
+	start := time.Now()
+	a.createPods(t, pods)
+	a.waitRunning(t, ns, len(pods), 90*time.Second)
+	took := time.Since(start)
+	claims := a.claims(t, "flex")
+	if len(claims) != len(pods) {
+		t.Fatalf("%d NodeClaims of pool flex, want %d (one per pod)", len(claims), len(pods))
+	}
+	var summary []string
+	for i := range claims {
+		c := &claims[i]
+		types := claimValues(c, solver.LabelInstanceType)
+		categories := map[byte]bool{}
+		for _, name := range types {
+			categories[name[0]] = true
+		}
+		if len(types) < 15 || len(categories) < 3 || !slices.Contains(types, c.Status.InstanceType) {
+			t.Errorf("NodeClaim %s allows %d types in %d categories %v (launched %s); want at least 15 in 3 (minValues), the launched one among them",
+				c.Name, len(types), len(categories), types, c.Status.InstanceType)
+		}
+		fleet := a.fleetOf(c)
+		if fleet == nil {
+			t.Errorf("no CreateFleet call for NodeClaim %s", c.Name)
+			continue
+		}
+		overrides := fleetOverrideTypes(fleet)
+		distinct := slices.Compact(slices.Sorted(slices.Values(overrides)))
+		if len(distinct) < 15 || len(distinct) > 60 {
+			t.Errorf("CreateFleet for %s has %d overrides of %d types; want at least 15 types, at most 60", c.Name, len(overrides), len(distinct))
+		}
+		for _, typ := range distinct {
+			if !slices.Contains(types, typ) {
+				t.Errorf("CreateFleet for %s overrides %s, which the claim does not allow", c.Name, typ)
+			}
+		}
+		if got := fleet["TargetCapacitySpecification.DefaultTargetCapacityType"]; !slices.Equal(got, []string{"spot"}) {
+			t.Errorf("CreateFleet for %s: DefaultTargetCapacityType %v, want spot", c.Name, got)
+		}
+		if got := fleet["SpotOptions.AllocationStrategy"]; !slices.Equal(got, []string{"price-capacity-optimized"}) {
+			t.Errorf("CreateFleet for %s: SpotOptions.AllocationStrategy %v, want price-capacity-optimized", c.Name, got)
+		}
+		var node corev1.Node
+		if err := a.c.Get(context.Background(), client.ObjectKey{Name: c.Status.NodeName}, &node); err != nil ||
+			node.Labels[corev1.LabelInstanceTypeStable] != c.Status.InstanceType || node.Labels[corev1.LabelTopologyZone] != c.Status.Zone {
+			t.Errorf("node %s: labels %s/%s, %v; want what EC2 launched, %s/%s", c.Status.NodeName, node.Labels[corev1.LabelInstanceTypeStable],
+				node.Labels[corev1.LabelTopologyZone], err, c.Status.InstanceType, c.Status.Zone)
+		}
+		summary = append(summary, fmt.Sprintf("%s: %d types (%d categories), %d overrides, planned %s, launched %s %s %s $%s/h",
+			c.Name, len(types), len(categories), len(overrides), types[0], c.Status.InstanceType, c.Status.CapacityType, c.Status.Zone, c.Status.PricePerHour))
+	}
+	if fleets := a.srv.Calls("CreateFleet") - fleetsBefore; fleets != len(claims) {
+		t.Errorf("%d CreateFleet calls for %d NodeClaims, want one each", fleets, len(claims))
+	}
+	t.Logf("flex: %d pods Running %s after creation on %d NodeClaims: %s", len(pods), took.Round(time.Millisecond), len(claims), strings.Join(summary, "; "))
+	a.checkNoLeak(t)
+}
+
+// testReplanWhenEveryAllowedOfferingIsRefused: with --launch-price-premium
+// 0 the claim allows only offerings as cheap as the planned one, so a
+// refusal of the cheapest leaves it nothing: the claim is deleted and its
+// pod planned again, without the refused offering, in the next batch.
+func (a *awsEnv) testReplanWhenEveryAllowedOfferingIsRefused(t *testing.T) {
+	op := a.startAWSOperator(t, "aws-operator-premium0", nil, "--launch-price-premium", "0")
+	defer op.stop()
+	ns := a.namespace(t, "aws-ice-replan")
+	// One zone and two types, so that the cheapest offering the pod fits
+	// is one type × zone × on-demand: the server refuses it.
+	allowed, zone := []string{"c6i.large", "m6i.large"}, awsRegion+"a"
+	a.awsPool(t, "ice-replan", req(v1alpha1.LabelCapacityType, "on-demand"), req(solver.LabelInstanceType, allowed...), req(solver.LabelZone, zone))
+	cheapest, price := a.cheapestOnDemand(allowed, zone)
 	a.srv.RefuseCapacity(cheapest, zone, ec2test.OnDemand, "")
 	t.Cleanup(func() { a.srv.AllowCapacity(cheapest, zone, ec2test.OnDemand) })
 	fleetsBefore := a.srv.Calls("CreateFleet")
 	start := time.Now()
-	a.createPods(t, []*corev1.Pod{opPod(ns, "ice-0", "1", "2Gi", map[string]string{v1alpha1.LabelNodePool: "ice"})})
+	a.createPods(t, []*corev1.Pod{opPod(ns, "ice-replan-0", "1", "2Gi", map[string]string{v1alpha1.LabelNodePool: "ice-replan"})})
 	// The refused claim is deleted at once and its pod planned again in
 	// the next batch: a batch window (500 ms), a launch and a boot
 	// (awsBootDelay) after the refusal. Before that was fixed the pod
@@ -757,13 +935,13 @@ func (a *awsEnv) testInsufficientCapacity(t *testing.T, op *operatorProc) {
 	took := time.Since(start)
 	refusal := op.waitLog(t, "insufficient capacity; replanning", time.Second)
 	afterRefusal := time.Since(logTime(t, refusal))
-	claims := a.claims(t, "ice")
+	claims := a.claims(t, "ice-replan")
 	if len(claims) != 1 {
-		t.Fatalf("%d NodeClaims of pool ice, want 1", len(claims))
+		t.Fatalf("%d NodeClaims of pool ice-replan, want 1", len(claims))
 	}
 	in, ok := instanceByProviderID(a.clusterInstances(), claims[0].Status.ProviderID)
 	if !ok || in.Type == cheapest {
-		t.Fatalf("pool ice runs on %+v; want a live instance other than the refused %s", in, cheapest)
+		t.Fatalf("pool ice-replan runs on %+v; want a live instance other than the refused %s", in, cheapest)
 	}
 	refused := op.records("fleet refused an offering")
 	if len(refused) != 1 || refused[0]["instanceType"] != cheapest || refused[0]["code"] != "InsufficientInstanceCapacity" {
@@ -773,7 +951,7 @@ func (a *awsEnv) testInsufficientCapacity(t *testing.T, op *operatorProc) {
 	if fleets != 2 {
 		t.Errorf("%d CreateFleet calls, want 2: the refused offering, then the next cheapest", fleets)
 	}
-	t.Logf("ice: %s/%s/on-demand ($%.4f/h) refused; the pod ran on %s/%s %s after the refusal (target ≤ %s), %s after creation, %d CreateFleet calls, the refused claim deleted and replanned",
+	t.Logf("ice-replan (premium 0): %s/%s/on-demand ($%.4f/h) refused; the pod ran on %s/%s %s after the refusal (target ≤ %s), %s after creation, %d CreateFleet calls, the refused claim deleted and replanned",
 		cheapest, zone, price, in.Type, in.Zone, afterRefusal.Round(time.Millisecond), iceReplanTarget, took.Round(time.Millisecond), fleets)
 	if afterRefusal > iceReplanTarget {
 		t.Errorf("the pod ran %s after the refusal, beyond %s (batch idle 500 ms + launch + boot %s + margin): the replan waited for more than the next batch",

@@ -958,7 +958,11 @@ func (e *opEnv) testInsufficientCapacity(t *testing.T) {
 	if err := e.WaitNodeReady(ctx, system.Name, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	op := e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-ice", "--batch-idle", batchIdle.String())
+	// --launch-price-premium 0: the claim allows only offerings as cheap
+	// as the planned one, so the refusal leaves it nothing and the replan
+	// path is what runs (with no bound the same launch would land on the
+	// next type: TestOperatorAWS shows that).
+	op := e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-ice", "--batch-idle", batchIdle.String(), "--launch-price-premium", "0")
 	t.Cleanup(func() { e.cleanup(t, ns, np.Name) })
 	op.waitLog(t, "provisioner started", 30*time.Second)
 

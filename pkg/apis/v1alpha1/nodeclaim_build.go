@@ -18,6 +18,12 @@ type NodeClaimOptions struct {
 	// InstanceType, Zone and CapacityType pin the claim to one offering;
 	// each one empty is left to the pool's requirements.
 	InstanceType, Zone, CapacityType string
+	// InstanceTypes, Zones and CapacityTypes, when set, are every value a
+	// flexible launch may use (the cloud chooses among them, as EC2 does
+	// among a fleet's overrides), the planned one first; each replaces the
+	// single pin above. Readers of a claim that has not launched yet take
+	// the first value as the planned one.
+	InstanceTypes, Zones, CapacityTypes []string
 	// Requests are the resources the node must offer.
 	Requests corev1.ResourceList
 	// Labels are added to the pool's node labels where those do not set the
@@ -53,13 +59,21 @@ func (np *NodePool) NewNodeClaim(l NodeClaimOptions) *NodeClaim {
 	maps.Copy(annotations, t.Annotations)
 	maps.Copy(annotations, l.Annotations)
 	reqs := slices.Clone(t.Spec.Requirements)
-	for _, pin := range []struct{ key, value string }{
-		{corev1.LabelInstanceTypeStable, l.InstanceType},
-		{corev1.LabelTopologyZone, l.Zone},
-		{LabelCapacityType, l.CapacityType},
+	for _, pin := range []struct {
+		key    string
+		value  string
+		values []string
+	}{
+		{corev1.LabelInstanceTypeStable, l.InstanceType, l.InstanceTypes},
+		{corev1.LabelTopologyZone, l.Zone, l.Zones},
+		{LabelCapacityType, l.CapacityType, l.CapacityTypes},
 	} {
-		if pin.value != "" {
-			reqs = append(reqs, NodeSelectorRequirement{Key: pin.key, Operator: NodeSelectorOpIn, Values: []string{pin.value}})
+		values := slices.Clone(pin.values)
+		if len(values) == 0 && pin.value != "" {
+			values = []string{pin.value}
+		}
+		if len(values) > 0 {
+			reqs = append(reqs, NodeSelectorRequirement{Key: pin.key, Operator: NodeSelectorOpIn, Values: values})
 		}
 	}
 	claim := &NodeClaim{

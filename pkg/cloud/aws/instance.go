@@ -122,6 +122,25 @@ func (p *Provider) candidates(claim *v1alpha1.NodeClaim, rc *resolvedClass, mode
 	return out
 }
 
+// cheapestTypes keeps the candidates (sorted by price) of the n instance
+// types whose cheapest candidate is cheapest, every zone of each, as
+// Karpenter truncates a launch's instance types before it makes one
+// override per type and zone (aws/karpenter-provider-aws
+// pkg/providers/instance/instance.go, maxInstanceTypes, getOverrides).
+func cheapestTypes(cands []candidate, n int) []candidate {
+	var kept []string
+	return slices.DeleteFunc(cands, func(c candidate) bool {
+		if slices.Contains(kept, c.it.Name) {
+			return false
+		}
+		if len(kept) == n {
+			return true
+		}
+		kept = append(kept, c.it.Name)
+		return false
+	})
+}
+
 func allMatch(reqs []solver.Requirement, labels map[string]string) bool {
 	for i := range reqs {
 		if !reqs[i].Matches(solver.MapLabels(labels)) {
@@ -133,8 +152,11 @@ func allMatch(reqs []solver.Requirement, labels map[string]string) bool {
 
 // Create implements cloud.CloudProvider with one CreateFleet (type instant)
 // per NodeClaim: spot when the claim allows it and spot is on offer, else
-// on-demand; overrides for the cheapest compatible type × zone pairs (at
-// most 60); lowest-price for on-demand, price-capacity-optimized for spot;
+// on-demand; one override per type and zone the claim allows, for its 60
+// cheapest compatible types (a flexible claim lists every type that holds
+// its pods); lowest-price for on-demand, price-capacity-optimized for spot
+// (EC2 chooses, so an offering refused for capacity falls through to the
+// next in the same call);
 // the ClientToken is the claim's UID, so a retried call launches nothing
 // new. Offerings the fleet refuses for capacity are marked unavailable.
 func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1alpha1.NodeClaim, error) {
@@ -165,9 +187,7 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 		capacityType = cloud.CapacityTypeSpot
 	}
 	cands = slices.DeleteFunc(cands, func(c candidate) bool { return c.offering.CapacityType != capacityType })
-	if len(cands) > maxFleetOverrides {
-		cands = cands[:maxFleetOverrides]
-	}
+	cands = cheapestTypes(cands, maxInstanceTypes)
 	configs, err := p.fleetConfigs(ctx, claim, rc, bds, cands)
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ const (
 	DefaultRetryMaxBackoff     = 20 * time.Second
 	DefaultNodeClassResolveTTL = 5 * time.Minute
 	DefaultClusterServiceCIDR  = "10.100.0.0/16"
-	maxFleetOverrides          = 60
+	maxInstanceTypes           = 60
 	pricingRegionDefault       = "us-east-1"
 	launchTemplateNamePrefix   = "rightsize"
 )

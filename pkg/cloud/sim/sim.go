@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -314,7 +315,7 @@ func (p *Provider) choose(claim *v1alpha1.NodeClaim, types []cloud.InstanceType,
 				exhausted = append(exhausted, it.Name+"/"+off.Zone+"/"+off.CapacityType)
 				continue
 			}
-			if best == nil || off.Price < bestOff.Price {
+			if best == nil || off.Price < bestOff.Price || off.Price == bestOff.Price && listedFirst(claim, it.Name, off.Zone, best.Name, bestOff.Zone) {
 				best, bestOff = it, off
 			}
 		}
@@ -326,6 +327,27 @@ func (p *Provider) choose(claim *v1alpha1.NodeClaim, types []cloud.InstanceType,
 		return nil, cloud.Offering{}, &cloud.InsufficientCapacityError{Offerings: exhausted, Err: errors.New("the simulated cloud is out of them")}
 	}
 	return nil, cloud.Offering{}, fmt.Errorf("sim: no instance type offered satisfies NodeClaim %s's requirements and resource requests", claim.Name)
+}
+
+// listedFirst reports whether the claim lists instance type typ and zone
+// before other and otherZone: between offerings of one price, the one a
+// flexible claim lists first (the planned one) is launched.
+func listedFirst(claim *v1alpha1.NodeClaim, typ, zone, other, otherZone string) bool {
+	rank := func(key, v string) int {
+		for _, r := range slices.Backward(claim.Spec.Requirements) {
+			if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn {
+				if i := slices.Index(r.Values, v); i >= 0 {
+					return i
+				}
+				break
+			}
+		}
+		return math.MaxInt
+	}
+	if a, b := rank(solver.LabelInstanceType, typ), rank(solver.LabelInstanceType, other); a != b {
+		return a < b
+	}
+	return rank(solver.LabelZone, zone) < rank(solver.LabelZone, otherZone)
 }
 
 // short reports whether the offering is listed as out of capacity.

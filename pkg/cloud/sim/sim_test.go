@@ -284,3 +284,50 @@ func TestIsDriftedComparesTheSimNodeClassHashStampedAtLaunch(t *testing.T) {
 		t.Errorf("IsDrifted with the class deleted = %q, %v; want a NodeClassNotReadyError", why, err)
 	}
 }
+
+// TestAFlexibleClaimLandsOnTheCheapestAvailableOffering: a NodeClaim that
+// allows several types and zones launches, as EC2's lowest-price fleet
+// does, on the cheapest offering not out of capacity, and says which.
+func TestAFlexibleClaimLandsOnTheCheapestAvailableOffering(t *testing.T) {
+	ctx := context.Background()
+	flexible := []v1alpha1.NodeSelectorRequirement{
+		in(corev1.LabelInstanceTypeStable, "m5.large", "c5.large", "r5.large"),
+		in(corev1.LabelTopologyZone, "us-east-1a", "us-east-1b"),
+		in(v1alpha1.LabelCapacityType, "on-demand"),
+	}
+	for _, tc := range []struct {
+		name               string
+		ice                []v1alpha1.SimOffering
+		wantType, wantZone string // wantZone "" means either allowed zone
+		wantICE            bool
+	}{
+		{name: "nothing short: the cheapest type, in the zone listed first of equal prices", wantType: "c5.large", wantZone: "us-east-1a"},
+		{name: "the cheapest short in one zone: the same type in the other", wantType: "c5.large", wantZone: "us-east-1b",
+			ice: []v1alpha1.SimOffering{{InstanceType: "c5.large", Zone: "us-east-1a"}}},
+		{name: "the cheapest short everywhere: the next type", wantType: "m5.large",
+			ice: []v1alpha1.SimOffering{{InstanceType: "c5.large"}}},
+		{name: "every allowed offering short: insufficient capacity", wantICE: true,
+			ice: []v1alpha1.SimOffering{{InstanceType: "c5.large"}, {InstanceType: "m5.large"}, {InstanceType: "r5.large", CapacityType: "on-demand"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := newProvider(t, &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "sim"}, Spec: v1alpha1.SimNodeClassSpec{InsufficientCapacity: tc.ice}})
+			got, err := p.Create(ctx, claim("a", flexible...))
+			if tc.wantICE {
+				var ice *cloud.InsufficientCapacityError
+				if !errors.As(err, &ice) || len(ice.Offerings) != 6 {
+					t.Fatalf("Create: %v, want insufficient capacity for the 6 allowed offerings", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			zoneOK := got.Status.Zone == tc.wantZone || tc.wantZone == "" && (got.Status.Zone == "us-east-1a" || got.Status.Zone == "us-east-1b")
+			if got.Status.InstanceType != tc.wantType || !zoneOK || got.Labels[corev1.LabelInstanceTypeStable] != tc.wantType ||
+				got.Labels[corev1.LabelTopologyZone] != got.Status.Zone {
+				t.Errorf("launched %s in %s (labels %s, %s), want %s in %q", got.Status.InstanceType, got.Status.Zone,
+					got.Labels[corev1.LabelInstanceTypeStable], got.Labels[corev1.LabelTopologyZone], tc.wantType, tc.wantZone)
+			}
+		})
+	}
+}

@@ -36,6 +36,7 @@ import (
 	op "github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/repair"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
 )
 
 const operatorExample = `  # Provision kwok nodes from the simulated cloud for the cluster of the current context
@@ -83,6 +84,9 @@ type OperatorOptions struct {
 	AllowEvictingUncontrolled bool
 	NodeRepair                bool
 	NodeRepairToleration      time.Duration
+	// Flexible launches.
+	LaunchPricePremium float64
+	MinValuesPolicy    string
 
 	// RegionSet says --region was given: with aws, an unset region means
 	// the SDK's chain instead of the flag's default.
@@ -177,6 +181,8 @@ playground.`,
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 5*time.Minute, "roll a disruption action back (untaint its nodes) when draining takes longer than this")
 	f.DurationVar(&o.ReplacementTimeout, "replacement-timeout", 10*time.Minute, "roll a replacement back (untaint the old node, delete the new NodeClaim) when the new node does not initialize within this")
 	f.BoolVar(&o.AllowEvictingUncontrolled, "allow-evicting-uncontrolled-pods", false, "let disruption evict pods no controller recreates (they are lost); by default such pods keep their node")
+	f.Float64Var(&o.LaunchPricePremium, "launch-price-premium", -1, "let a NodeClaim allow the instance types and offerings that hold its planned pods at most this fraction above the planned price (0.1: 10%), for the cloud to choose among; negative: no bound, every compatible type up to 60 by price (Karpenter's behaviour)")
+	f.StringVar(&o.MinValuesPolicy, "min-values-policy", "Strict", "when a NodeClaim's allowed instance types span fewer values than a NodePool requirement's minValues: Strict refuses the launch, BestEffort launches with what there is (Karpenter's --min-values-policy)")
 	f.StringVar(&o.LogFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info or error")
 	return cmd
@@ -264,6 +270,9 @@ func (o *OperatorOptions) Validate() error {
 			return fmt.Errorf("%s (%s) must be positive", name, d)
 		}
 	}
+	if o.MinValuesPolicy != provisioning.MinValuesStrict && o.MinValuesPolicy != provisioning.MinValuesBestEffort {
+		return fmt.Errorf("--min-values-policy %q: want %s or %s", o.MinValuesPolicy, provisioning.MinValuesStrict, provisioning.MinValuesBestEffort)
+	}
 	if o.NodeRepairToleration < 0 {
 		return fmt.Errorf("--node-repair-toleration (%s) must not be negative", o.NodeRepairToleration)
 	}
@@ -322,6 +331,7 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 	}
 	opts.Provisioning.BatchIdle, opts.Provisioning.BatchMax = o.BatchIdle, o.BatchMax
 	opts.Provisioning.Region, opts.Provisioning.Model = o.Region, model
+	opts.Provisioning.LaunchPricePremium, opts.Provisioning.MinValuesPolicy = o.LaunchPricePremium, o.MinValuesPolicy
 	if o.Cloud == "aws" && !o.RegionSet {
 		opts.Provisioning.Region = "" // the provider's region labels its nodes
 	}

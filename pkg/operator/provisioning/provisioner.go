@@ -42,6 +42,18 @@ type Options struct {
 	// Recheck re-runs a batch this often while pods stay unplaced (so that
 	// raised limits and expired capacity shortages are noticed).
 	Recheck time.Duration
+	// LaunchPricePremium bounds a flexible launch: a NodeClaim allows the
+	// offerings that hold its planned pods at most this fraction above
+	// the planned price (0.1: 10 %); a negative value sets no bound, as
+	// Karpenter does (every compatible type, the MaxInstanceTypes
+	// cheapest). The cloud picks among them (EC2: the cheapest available
+	// on-demand, price-capacity-optimized spot), so a refused offering
+	// falls through to the next without a new plan.
+	LaunchPricePremium float64
+	// MinValuesPolicy is MinValuesStrict (the default) or
+	// MinValuesBestEffort: what a launch does when its allowed types span
+	// fewer values than a requirement's minValues.
+	MinValuesPolicy string
 }
 
 // Provisioner batches Unschedulable pods and launches NodeClaims for them.
@@ -189,6 +201,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	if err != nil {
 		return fmt.Errorf("solving: %w", err)
 	}
+	options := solver.LaunchOptions(b.problem, plan, p.opts.LaunchPricePremium)
 	metrics.BatchSize.Observe(float64(len(b.problem.Pods)))
 	metrics.PendingPods.WithLabelValues("unplaced").Set(float64(len(plan.Unschedulable)))
 
@@ -223,17 +236,26 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 			}
 			continue
 		}
+		flex, why := p.flexible(b, np, n, options[i])
+		if why != "" {
+			p.recorder.Eventf(np, nil, corev1.EventTypeWarning, "MinValuesNotMet", "Provision", "%s", why)
+			p.log.Info("NodeClaim not created: minValues", "nodepool", np.Name, "instanceType", n.InstanceType, "reason", why)
+			for _, pi := range n.Pods {
+				b.tell(p, pi, why)
+			}
+			continue
+		}
 		if typ := b.typesOf(np.Name)[n.InstanceType]; typ != nil {
 			b.usage[np.Name] = b.usage[np.Name].Add(typ.Capacity)
 		}
-		launches = append(launches, &launch{node: n, pool: np})
+		launches = append(launches, &launch{node: n, pool: np, flex: flex})
 	}
 	// The claims are named here, and their pods nominated before they
 	// exist: the lifecycle controller asks for the pods as soon as it opens
 	// a node, which with a fast cloud can be within a second.
 	id := strconv.FormatInt(closed.UnixNano(), 36)
 	for _, l := range launches {
-		l.claim = p.newClaim(b, l.pool, l.node, id, len(launches))
+		l.claim = p.newClaim(b, l.pool, l.node, l.flex, id, len(launches))
 		var pods []*corev1.Pod
 		for _, pi := range l.node.Pods {
 			if !b.moving[b.pods[pi].UID] {
@@ -276,7 +298,11 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 		launchedCost += n.Price
 		note := fmt.Sprintf("%s %s %s $%s/h", n.InstanceType, n.CapacityType, n.Zone, formatPrice(n.Price))
 		p.log.Info("launching NodeClaim", "nodeclaim", claim.Name, "nodepool", np.Name, "instanceType", n.InstanceType,
-			"capacityType", n.CapacityType, "zone", n.Zone, "pricePerHour", n.Price, "pods", len(n.Pods), "reason", n.Reason)
+			"capacityType", n.CapacityType, "zone", n.Zone, "pricePerHour", n.Price, "pods", len(n.Pods), "reason", n.Reason,
+			"instanceTypeOptions", len(l.flex.types), "zoneOptions", len(l.flex.zones), "capacityTypeOptions", len(l.flex.capacityTypes))
+		if l.flex.relaxed != "" {
+			p.recorder.Eventf(np, claim, corev1.EventTypeWarning, "MinValuesRelaxed", "Provision", "NodeClaim %s launched anyway (--min-values-policy=BestEffort): %s", claim.Name, l.flex.relaxed)
+		}
 		moving := 0
 		for _, pi := range n.Pods {
 			if b.moving[b.pods[pi].UID] {
@@ -372,12 +398,14 @@ type launch struct {
 	node  *solver.NewNode
 	pool  *v1alpha1.NodePool
 	claim *v1alpha1.NodeClaim
+	flex  flexibility
 	err   error
 }
 
 // newClaim builds the NodeClaim of a planned node, one of size created by
-// the decision batch.
-func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNode, batch string, size int) *v1alpha1.NodeClaim {
+// the decision batch, allowing what flex allows (its planned offering
+// alone when flex is empty).
+func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNode, flex flexibility, batch string, size int) *v1alpha1.NodeClaim {
 	requests := corev1.ResourceList{}
 	for i := range solver.MaxResources {
 		name := b.problem.ResourceName(i)
@@ -392,14 +420,19 @@ func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNod
 			requests[corev1.ResourceName(name)] = *resource.NewQuantity(n.Requested[i], resource.DecimalSI)
 		}
 	}
+	annotations := map[string]string{
+		v1alpha1.AnnotationReason:      n.Reason,
+		v1alpha1.AnnotationPlannedPods: strconv.Itoa(len(n.Pods)),
+		v1alpha1.AnnotationBatch:       batch,
+		v1alpha1.AnnotationBatchSize:   strconv.Itoa(size),
+	}
+	if flex.relaxed != "" {
+		annotations[AnnotationMinValuesRelaxed] = "true"
+	}
 	claim := np.NewNodeClaim(v1alpha1.NodeClaimOptions{
 		InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType, Requests: requests,
-		Annotations: map[string]string{
-			v1alpha1.AnnotationReason:      n.Reason,
-			v1alpha1.AnnotationPlannedPods: strconv.Itoa(len(n.Pods)),
-			v1alpha1.AnnotationBatch:       batch,
-			v1alpha1.AnnotationBatchSize:   strconv.Itoa(size),
-		},
+		InstanceTypes: flex.types, Zones: flex.zones, CapacityTypes: flex.capacityTypes,
+		Annotations: annotations,
 	})
 	claim.Name = np.Name + "-" + utilrand.String(5)
 	return claim

@@ -422,11 +422,11 @@ func (p *Provisioner) solverTypes(ts []cloud.InstanceType) []solver.InstanceType
 	return out
 }
 
-// requirementValue returns the single value an In requirement on key pins,
-// or "".
+// requirementValue returns the first value of the last In requirement on
+// key (the launch's, planned value first; see plan.ClaimOf), or "".
 func requirementValue(c *v1alpha1.NodeClaim, key string) string {
-	for _, r := range c.Spec.Requirements {
-		if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn && len(r.Values) == 1 {
+	for _, r := range slices.Backward(c.Spec.Requirements) {
+		if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn && len(r.Values) > 0 {
 			return r.Values[0]
 		}
 	}

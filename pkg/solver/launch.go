@@ -1,0 +1,273 @@
+package solver
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// MaxLaunchInstanceTypes is how many instance types a flexible launch
+// allows at most, the cheapest: the number Karpenter's AWS provider sends
+// to CreateFleet (aws/karpenter-provider-aws
+// pkg/providers/instance/instance.go, maxInstanceTypes).
+const MaxLaunchInstanceTypes = 60
+
+// InstanceTypeNames returns the distinct instance types of opts in their
+// order, at most MaxLaunchInstanceTypes.
+func InstanceTypeNames(opts []LaunchOption) []string {
+	var out []string
+	for _, o := range opts {
+		if len(out) == MaxLaunchInstanceTypes {
+			break
+		}
+		if !slices.Contains(out, o.InstanceType) {
+			out = append(out, o.InstanceType)
+		}
+	}
+	return out
+}
+
+// LaunchOption is an offering a planned node can be launched on in place
+// of the one the plan chose: a node of it takes the same pods.
+type LaunchOption struct {
+	InstanceType string  `json:"instanceType"`
+	Zone         string  `json:"zone"`
+	CapacityType string  `json:"capacityType"`
+	Price        float64 `json:"pricePerHour"`
+}
+
+// LaunchOptions returns, for each node of plan (a plan Solve returned for
+// p), the offerings of the node's pool a node could be launched on with
+// the same pods, Karpenter's flexible launch: the pool's requirements
+// hold for it; what is left of its allocatable once the DaemonSets that
+// would run there are counted holds the pods' requests; every pod's node
+// selector and required node affinity match it and no DaemonSet there
+// binds a host port a pod binds; it keeps the preferred node affinity
+// terms the planned offering meets; and it has the planned node's value
+// of every topology key (other than the hostname) that a pod of the node,
+// or a pod selecting one of them, spreads or (anti-)affines on, so that
+// the plan's topology holds wherever the node lands.
+//
+// An option costs at most (1+maxPremium) times the planned price; a
+// negative maxPremium sets no bound. The planned offering comes first,
+// then the others by price (ties in the problem's order of instance
+// types and their offerings).
+func LaunchOptions(p *Problem, plan *Plan, maxPremium float64) [][]LaunchOption {
+	q := p.normalized()
+	terms := topologyTerms(q)
+	offered := map[string][]offered{}
+	out := make([][]LaunchOption, len(plan.NewNodes))
+	for i := range plan.NewNodes {
+		n := &plan.NewNodes[i]
+		pi := slices.IndexFunc(q.Pools, func(pool Pool) bool { return pool.Name == n.Pool })
+		if pi < 0 {
+			continue
+		}
+		k := fmt.Sprint(pi, n.Labels)
+		if _, ok := offered[k]; !ok {
+			offered[k] = q.offered(pi, n.Labels)
+		}
+		out[i] = q.launchOptions(n, pi, offered[k], terms, maxPremium)
+	}
+	return out
+}
+
+// offered is an offering of a pool's node with some labels: the pool's
+// requirements hold for it, and alloc is what its allocatable leaves
+// once the DaemonSets that would run there are counted.
+type offered struct {
+	typ      *InstanceType
+	offering Offering
+	labels   *candidateLabels
+	alloc    Resources
+}
+
+// offered returns the offerings of pool pi for nodes with the open-key
+// labels open (NewNode.Labels).
+func (p *Problem) offered(pi int, open map[string]string) []offered {
+	pool := &p.Pools[pi]
+	pl := poolLabels(pool)
+	maps.Copy(pl, open)
+	types := p.PoolTypes(pi)
+	var out []offered
+	for ti := range types {
+		it := &types[ti]
+		for _, o := range it.Offerings {
+			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+			if allMatch(pool.Requirements, labels) {
+				out = append(out, offered{typ: it, offering: o, labels: labels, alloc: it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))})
+			}
+		}
+	}
+	return out
+}
+
+// topologyTerm is a topology key and the pods it counts, of some pod's
+// spread constraint or pod (anti-)affinity term, required or preferred.
+type topologyTerm struct {
+	key string
+	sel *Selector
+}
+
+// topologyTerms collects the topology terms of every pod of the problem,
+// pending or running, except those on the hostname.
+func topologyTerms(p *Problem) []topologyTerm {
+	var out []topologyTerm
+	add := func(pod *Pod) {
+		for i := range pod.Spread {
+			out = append(out, topologyTerm{pod.Spread[i].TopologyKey, &pod.Spread[i].Selector})
+		}
+		for _, ts := range [][]PodAffinityTerm{pod.PodAffinity, pod.PodAntiAffinity} {
+			for i := range ts {
+				out = append(out, topologyTerm{ts[i].TopologyKey, &ts[i].Selector})
+			}
+		}
+		for _, pr := range pod.Preferences {
+			switch {
+			case pr.Spread != nil:
+				out = append(out, topologyTerm{pr.Spread.TopologyKey, &pr.Spread.Selector})
+			case pr.PodTerm != nil:
+				out = append(out, topologyTerm{pr.PodTerm.TopologyKey, &pr.PodTerm.Selector})
+			}
+		}
+	}
+	for i := range p.Pods {
+		add(&p.Pods[i])
+	}
+	for n := range p.Nodes {
+		for i := range p.Nodes[n].Pods {
+			add(&p.Nodes[n].Pods[i])
+		}
+	}
+	// Replicas repeat their terms: keep one of each.
+	seen := map[string]bool{}
+	return slices.DeleteFunc(out, func(t topologyTerm) bool {
+		k := fmt.Sprint(NormalizeLabelKey(t.key), *t.sel)
+		dup := seen[k]
+		seen[k] = true
+		return dup || NormalizeLabelKey(t.key) == "kubernetes.io/hostname"
+	})
+}
+
+// pinnedKeys returns the topology keys whose value a node's pods need kept:
+// those of the pods' own topology terms, and of any term selecting one of
+// them (namespaces are not looked at, which can only pin more).
+func (p *Problem) pinnedKeys(n *NewNode, terms []topologyTerm) []string {
+	var keys []string
+	pin := func(k string) {
+		if k = NormalizeLabelKey(k); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	own := make([]Pod, len(n.Pods))
+	var labels []map[string]string // the pods' distinct label sets
+	seen := map[string]bool{}
+	for i, pi := range n.Pods {
+		own[i] = p.Pods[pi]
+		if k := fmt.Sprint(own[i].Labels); !seen[k] {
+			seen[k] = true
+			labels = append(labels, own[i].Labels)
+		}
+	}
+	for _, t := range topologyTerms(&Problem{Pods: own}) {
+		pin(t.key)
+	}
+	for _, t := range terms {
+		if slices.ContainsFunc(labels, t.sel.Matches) {
+			pin(t.key)
+		}
+	}
+	return keys
+}
+
+// distinctPods returns one pod of the node for each distinct set of node
+// constraints (selector, affinity, tolerations, host ports) among its pods.
+func (p *Problem) distinctPods(n *NewNode) []*Pod {
+	var out []*Pod
+	seen := map[string]bool{}
+	for _, pi := range n.Pods {
+		if k := constraintKey(&p.Pods[pi], ""); !seen[k] {
+			seen[k] = true
+			out = append(out, &p.Pods[pi])
+		}
+	}
+	return out
+}
+
+// launchOptions is LaunchOptions for one node of pool pi of the
+// normalized problem, among the pool's offerings for it.
+func (p *Problem) launchOptions(n *NewNode, pi int, offerings []offered, terms []topologyTerm, maxPremium float64) []LaunchOption {
+	pool := &p.Pools[pi]
+	pl := poolLabels(pool)
+	maps.Copy(pl, n.Labels)
+	planned := &candidateLabels{zone: n.Zone, capacityType: n.CapacityType, pool: pl}
+	types := p.PoolTypes(pi)
+	if ti := slices.IndexFunc(types, func(t InstanceType) bool { return t.Name == n.InstanceType }); ti >= 0 {
+		planned.typ = types[ti].Labels
+	}
+	pinned := p.pinnedKeys(n, terms)
+	reps := p.distinctPods(n)
+	var preferred []Term
+	seen := map[string]bool{}
+	for _, pi := range n.Pods {
+		for _, pr := range p.Pods[pi].Preferences {
+			if k := fmt.Sprint(pr.NodeTerm); pr.Kind == PreferNodeAffinity && !seen[k] && pr.NodeTerm.Matches(planned) {
+				seen[k] = true
+				preferred = append(preferred, pr.NodeTerm)
+			}
+		}
+	}
+	// The planned offering, then the others by price (ties in the
+	// problem's order of types and offerings), sorted as (price, index)
+	// pairs: the option lists are long.
+	type ranked struct {
+		price float64
+		i     int
+	}
+	var rest []ranked
+	for i := range offerings {
+		c := &offerings[i]
+		it, o := c.typ, c.offering
+		switch {
+		case it.Name == n.InstanceType && o.Zone == n.Zone && o.CapacityType == n.CapacityType:
+		case maxPremium >= 0 && o.Price > n.Price*(1+maxPremium)+1e-9:
+		case p.holds(n, reps, pool, c, planned, pinned, preferred):
+			rest = append(rest, ranked{o.Price, i})
+		}
+	}
+	slices.SortFunc(rest, func(a, b ranked) int { return cmp.Or(cmp.Compare(a.price, b.price), cmp.Compare(a.i, b.i)) })
+	out := []LaunchOption{{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType, Price: n.Price}}
+	for _, r := range rest {
+		o := offerings[r.i].offering
+		out = append(out, LaunchOption{InstanceType: offerings[r.i].typ.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price})
+	}
+	return out
+}
+
+// holds reports whether a node of offering c takes node n's pods as the
+// planned one does (see LaunchOptions); reps are its distinct pods.
+func (p *Problem) holds(n *NewNode, reps []*Pod, pool *Pool, c *offered, planned *candidateLabels, pinned []string, preferred []Term) bool {
+	if !n.Requested.Fits(c.alloc) {
+		return false
+	}
+	labels := c.labels
+	for _, k := range pinned {
+		want, had := planned.Label(k)
+		got, has := labels.Label(k)
+		if want != got || had != has {
+			return false
+		}
+	}
+	for _, t := range preferred {
+		if !t.Matches(labels) {
+			return false
+		}
+	}
+	for _, pod := range reps {
+		if !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) || p.daemonPortConflict(pod, labels, pool.Taints) {
+			return false
+		}
+	}
+	return true
+}
