@@ -15,18 +15,23 @@ type ResultAdvice struct {
 	// Allow is what the wider pool allows beyond the default: "arm64".
 	Allow string `json:"allow"`
 	// Flags plan with the wider pool.
-	Flags        string  `json:"flags"`
+	Flags string `json:"flags"`
+	// PricePerHour is what the wider pool's plan costs.
 	PricePerHour float64 `json:"pricePerHour"`
 	// SavingPerHour is the plan's price minus PricePerHour (positive).
 	SavingPerHour float64 `json:"savingPerHour"`
+	// SavingPercent is SavingPerHour as a percentage of the plan's price.
 	SavingPercent float64 `json:"savingPercent"`
 }
 
 // Advice budget: each wider plan may take twice the time the plan took,
-// within these bounds, so that advice never dominates the run.
+// within these bounds, so that advice never dominates the run. A plan that
+// took longer than maxAdvicePlan gets no advice: the solver's deadline
+// stops only its improvements, so a wider plan would take as long again.
 const (
 	minAdviceTime = 500 * time.Millisecond
 	maxAdviceTime = 5 * time.Second
+	maxAdvicePlan = 2 * time.Second
 )
 
 // setDefaults records on r what the input lacked and was planned for: the
@@ -38,6 +43,18 @@ func setDefaults(r *Result, built *plan.Result) {
 			r.EKSDaemonSets = append(r.EKSDaemonSets, ds.Name)
 		}
 	}
+}
+
+// setAdvice sets r's advice for a plan that took took: the wider pools
+// that cost less, or why they were not planned.
+func setAdvice(r *Result, in plan.Input, solved *solver.Plan, took time.Duration) error {
+	if took > maxAdvicePlan {
+		r.AdviceSkipped = fmt.Sprintf("not computed: the plan took %.1f s, and each wider pool would take as long (--arch, --capacity-type and --all-instance-types plan with one)", took.Seconds())
+		return nil
+	}
+	var err error
+	r.Advice, err = advise(in, solved, adviceBudget(took))
+	return err
 }
 
 // advise re-plans the input with each of the default pool's widenings
@@ -89,6 +106,9 @@ func printDefaults(w io.Writer, r *Result) {
 	}
 	if len(r.EKSDaemonSets) > 0 {
 		fmt.Fprintf(w, "DaemonSets: none in the input; every node counts the ones EKS runs on each node (%s); --no-eks-daemonsets leaves them out.\n", strings.Join(r.EKSDaemonSets, ", "))
+	}
+	if r.AdviceSkipped != "" {
+		fmt.Fprintf(w, "Advice: %s.\n", r.AdviceSkipped)
 	}
 	for _, a := range r.Advice {
 		fmt.Fprintf(w, "Advice: allowing %s (%s) would cost $%.4f/h less (−%.1f %%).\n", a.Allow, a.Flags, a.SavingPerHour, a.SavingPercent)

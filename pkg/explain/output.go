@@ -40,6 +40,9 @@ type Result struct {
 	EKSDaemonSets []string `json:"eksDaemonSets,omitempty"`
 	// Advice are wider default pools that would plan the pods for less.
 	Advice []ResultAdvice `json:"advice,omitempty"`
+	// AdviceSkipped says why no wider pool was planned, when the plan took
+	// too long to plan it again.
+	AdviceSkipped string `json:"adviceSkipped,omitempty"`
 	// LiveResult is set when a live cluster was read; its fields are
 	// inlined in JSON and YAML.
 	*LiveResult

@@ -94,7 +94,7 @@ func (o *Options) Run(ctx context.Context) error {
 	result := NewResult(p, solved, source)
 	setDefaults(result, built)
 	if built.DefaultPool != "" {
-		if result.Advice, err = advise(in, solved, adviceBudget(time.Since(start))); err != nil {
+		if err := setAdvice(result, in, solved, time.Since(start)); err != nil {
 			return err
 		}
 	}
