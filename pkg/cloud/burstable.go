@@ -47,7 +47,9 @@ func SustainedSurcharge(it *InstanceType) float64 {
 
 // PriceSustained adds the sustained-use surcharge of a burstable type to
 // every one of its offerings (spot included: surplus credits cost the
-// same); other types are left as they are.
+// same); other types are left as they are. Every provider of AWS prices
+// applies it once, to list prices: explain's embedded catalog
+// (plan.Catalog), the simulator and the AWS provider.
 func PriceSustained(it *InstanceType) {
 	extra := SustainedSurcharge(it)
 	if extra == 0 {

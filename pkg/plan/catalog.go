@@ -24,8 +24,9 @@ type Catalog struct {
 	Model cloud.NodeModel
 }
 
-// InstanceTypes loads the catalog (the embedded one for Region, or
-// InstanceTypesFile) and converts it for the solver. It also returns a
+// InstanceTypes loads the catalog (the embedded one for Region, with
+// burstable types priced for sustained use (cloud.PriceSustained), or
+// InstanceTypesFile, whose prices are kept) and converts it for the solver. It also returns a
 // one-line description of where the data came from, e.g. "embedded AWS
 // catalog, region us-east-1".
 func (c *Catalog) InstanceTypes() ([]solver.InstanceType, string, error) {
@@ -61,6 +62,9 @@ func (c *Catalog) load() ([]cloud.InstanceType, string, string, error) {
 	types, err := cat.InstanceTypes(c.Region)
 	if err != nil {
 		return nil, "", "", err
+	}
+	for i := range types {
+		cloud.PriceSustained(&types[i])
 	}
 	return types, fmt.Sprintf("embedded AWS catalog, region %s", c.Region), c.Region, nil
 }

@@ -206,3 +206,25 @@ func TestEKSDaemonSetsRequests(t *testing.T) {
 		t.Errorf("requests %v, want 150m CPU, no memory, 3 pods", sum)
 	}
 }
+
+func TestEmbeddedCatalogPricesBurstableTypesSustained(t *testing.T) {
+	// The embedded catalog lists a t4g.medium at $0.0336/h; planned, it
+	// also pays its surplus credits at full CPU, 2 vCPUs × (1 − 0.20) ×
+	// $0.04. Other types keep their list price.
+	want := map[string]float64{"t4g.medium": 0.0976, "m7i.large": 0.1008}
+	for _, it := range catalogTypes(t) {
+		w, ok := want[it.Name]
+		if !ok {
+			continue
+		}
+		delete(want, it.Name)
+		for _, o := range it.Offerings {
+			if o.CapacityType == cloud.CapacityTypeOnDemand && o.Price != w {
+				t.Errorf("%s on-demand in %s: $%v, want $%v", it.Name, o.Zone, o.Price, w)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("types missing from the catalog: %v", want)
+	}
+}

@@ -110,8 +110,7 @@ func (c *Catalog) Lookup(name string) (cloud.InstanceType, bool) {
 // InstanceTypes returns every instance type on sale in region, sorted by name,
 // each with an on-demand offering at the region's on-demand price and a spot
 // offering at the spot price in each zone that offers it. Types with no price
-// in the region are left out. Burstable types are priced for sustained use
-// (cloud.PriceSustained): a planned node runs at its full CPU.
+// in the region are left out.
 func (c *Catalog) InstanceTypes(region string) ([]cloud.InstanceType, error) {
 	ps, ok := c.prices[region]
 	if !ok {
@@ -140,7 +139,6 @@ func (c *Catalog) InstanceTypes(region string) ([]cloud.InstanceType, error) {
 				it.Offerings = append(it.Offerings, cloud.Offering{Zone: z, CapacityType: cloud.CapacityTypeSpot, Price: p.spot})
 			}
 		}
-		cloud.PriceSustained(&it)
 		out = append(out, it)
 	}
 	return out, nil
