@@ -65,7 +65,7 @@ func advise(in plan.Input, solved *solver.Plan, budget time.Duration) ([]ResultA
 		return nil, nil
 	}
 	var out []ResultAdvice
-	for _, w := range in.Default.Widenings() {
+	for _, w := range in.Default.Widenings(in.InstanceTypes) {
 		wide := in
 		wide.Default = &w.Pool
 		built, err := plan.Build(wide)

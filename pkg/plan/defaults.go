@@ -119,17 +119,18 @@ type Widening struct {
 	Pool  DefaultPool
 }
 
-// Widenings are the wider pools worth comparing the default pool with:
-// arm64 besides amd64, spot besides on-demand, and every category and
-// generation, each on its own. A pool that already allows one is not
-// widened by it.
-func (d *DefaultPool) Widenings() []Widening {
-	var out []Widening
+// Widenings are the wider pools worth comparing the default pool with, on
+// a catalog of types: arm64 besides amd64, spot besides on-demand, and
+// every category and generation, each on its own. A pool that already
+// allows one is not widened by it, and a catalog without category labels
+// (whose default pool allows every type already) is widened to spot only.
+func (d *DefaultPool) Widenings(types []solver.InstanceType) []Widening {
 	if d.AllInstanceTypes {
 		return nil
 	}
-	archs := d.Architectures
-	if len(d.InstanceFamilies) == 0 && (len(archs) == 0 || !slices.Contains(archs, "arm64")) {
+	var out []Widening
+	general := len(d.InstanceFamilies) == 0 && generalPurpose(types)
+	if general && !slices.Contains(d.Architectures, "arm64") {
 		w := *d
 		w.Architectures = []string{"amd64", "arm64"}
 		out = append(out, Widening{What: "arm64", Flags: "--arch amd64,arm64", Pool: w})
@@ -139,7 +140,7 @@ func (d *DefaultPool) Widenings() []Widening {
 		w.CapacityTypes = []string{cloud.CapacityTypeOnDemand, cloud.CapacityTypeSpot}
 		out = append(out, Widening{What: "spot", Flags: "--capacity-type on-demand,spot", Pool: w})
 	}
-	if len(d.InstanceFamilies) == 0 {
+	if general {
 		w := *d
 		w.AllInstanceTypes = true
 		if len(w.Architectures) == 0 {

@@ -136,19 +136,25 @@ func TestDefaultPoolValidate(t *testing.T) {
 }
 
 func TestWidenings(t *testing.T) {
+	aws := catalogTypes(t)
+	var c solver.Resources
+	c[solver.CPU], c[solver.Memory], c[solver.Pods] = 2000, 8*gi, 29
+	unlabelled := []solver.InstanceType{{Name: "small", Capacity: c, Labels: map[string]string{solver.LabelInstanceType: "small"}}}
 	tests := []struct {
-		name string
-		d    DefaultPool
-		want []string
+		name  string
+		d     DefaultPool
+		types []solver.InstanceType
+		want  []string
 	}{
-		{"the default", DefaultPool{}, []string{"arm64", "spot", "every instance category and generation"}},
-		{"arm64 and spot allowed", DefaultPool{Architectures: []string{"arm64"}, CapacityTypes: []string{"spot"}}, []string{"every instance category and generation"}},
-		{"families", DefaultPool{InstanceFamilies: []string{"m7i"}}, []string{"spot"}},
-		{"every type", DefaultPool{AllInstanceTypes: true}, nil},
+		{"the default", DefaultPool{}, aws, []string{"arm64", "spot", "every instance category and generation"}},
+		{"arm64 and spot allowed", DefaultPool{Architectures: []string{"arm64"}, CapacityTypes: []string{"spot"}}, aws, []string{"every instance category and generation"}},
+		{"families", DefaultPool{InstanceFamilies: []string{"m7i"}}, aws, []string{"spot"}},
+		{"every type", DefaultPool{AllInstanceTypes: true}, aws, nil},
+		{"a catalog without category labels", DefaultPool{}, unlabelled, []string{"spot"}},
 	}
 	for _, tc := range tests {
 		var got []string
-		for _, w := range tc.d.Widenings() {
+		for _, w := range tc.d.Widenings(tc.types) {
 			got = append(got, w.What)
 			if err := w.Pool.Validate(); err != nil {
 				t.Errorf("%s: widening %s: %v", tc.name, w.What, err)
