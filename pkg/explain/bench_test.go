@@ -32,8 +32,9 @@ func microservices(seed uint64, n int) []solver.Pod {
 }
 
 // BenchmarkExplain plans n pods against the full embedded catalog of one
-// region (every type, and the c7i/m7i/r7i families alone), reporting pods
-// per second and plan cost over the lower bound.
+// region (every type, Karpenter's general-purpose default pool, and the
+// c7i/m7i/r7i families alone), reporting pods per second and plan cost
+// over the lower bound.
 func BenchmarkExplain(b *testing.B) {
 	for _, tc := range []struct {
 		name     string
@@ -42,6 +43,7 @@ func BenchmarkExplain(b *testing.B) {
 	}{
 		{"catalog=all/pods=1000", nil, 1000},
 		{"catalog=all/pods=10000", nil, 10000},
+		{"catalog=general-purpose/pods=10000", []string{}, 10000},
 		{"catalog=c7i-m7i-r7i/pods=1000", []string{"c7i", "m7i", "r7i"}, 1000},
 		{"catalog=c7i-m7i-r7i/pods=10000", []string{"c7i", "m7i", "r7i"}, 10000},
 	} {
@@ -57,7 +59,8 @@ func BenchmarkExplain(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				built, err := plan.Build(plan.Input{Manifests: m, InstanceTypes: types, Default: &DefaultPool{InstanceFamilies: tc.families}})
+				def := &DefaultPool{InstanceFamilies: tc.families, AllInstanceTypes: tc.families == nil}
+				built, err := plan.Build(plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: def})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -68,6 +71,78 @@ func BenchmarkExplain(b *testing.B) {
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 			b.ReportMetric(solved.TotalPrice/solved.LowerBound, "cost/LB")
 			b.ReportMetric(float64(len(solved.NewNodes)), "nodes")
+		})
+	}
+}
+
+// plainPods are n pods of one 500m/1Gi Deployment.
+func plainPods(n int) []solver.Pod {
+	var req solver.Resources
+	req[solver.CPU], req[solver.Memory], req[solver.Pods] = 500, 1<<30, 1
+	pods := make([]solver.Pod, n)
+	for i := range pods {
+		pods[i] = solver.Pod{Namespace: "default", Name: fmt.Sprintf("web-%d", i), Owner: "Deployment/web", Requests: req}
+	}
+	return pods
+}
+
+// TestNoNodePoolAtScale plans 20,000 pods with no NodePool on the embedded
+// us-east-1 catalog, as explain -f does (Karpenter's general-purpose
+// default pool, the EKS DaemonSets on every node): the plan must be one an
+// operator would run: at most 2,000 nodes, within 5 % of the lower bound,
+// and its nodes spread over every zone that offers their types at no extra
+// cost.
+func TestNoNodePoolAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans 20,000 pods twice")
+	}
+	cat := Catalog{Region: "us-east-1"}
+	types, _, err := cat.InstanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		pods []solver.Pod
+	}{
+		{"20000 plain 500m/1Gi pods", plainPods(20000)},
+		{"20000 pods of mixed shapes", microservices(1, 20000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			built, err := plan.Build(plan.Input{Manifests: &snapshot.Manifests{Pods: tc.pods}, InstanceTypes: types, Catalog: &cat, Default: &DefaultPool{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			solved, err := solver.Solve(built.Problem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(solved.Unschedulable) > 0 || len(solved.NewNodes) > 2000 || solved.TotalPrice > 1.05*solved.LowerBound {
+				t.Errorf("%d nodes, %d pods unplaced, $%.2f/h = %.3f× the bound; want ≤ 2,000 nodes, none unplaced, ≤ 1.05×",
+					len(solved.NewNodes), len(solved.Unschedulable), solved.TotalPrice, solved.TotalPrice/solved.LowerBound)
+			}
+			// The zones that offer a planned node's type at its price
+			// (on-demand prices are one per region) must all be used.
+			offered, used := map[string]bool{}, map[string]int{}
+			for _, n := range solved.NewNodes {
+				used[n.Zone]++
+				for _, it := range types {
+					if it.Name != n.InstanceType {
+						continue
+					}
+					for _, o := range it.Offerings {
+						if o.CapacityType == n.CapacityType && o.Price == n.Price {
+							offered[o.Zone] = true
+						}
+					}
+				}
+			}
+			for z := range offered {
+				if used[z] == 0 {
+					t.Errorf("zone %s offers the plan's types and has no node (nodes per zone %v)", z, used)
+				}
+			}
+			t.Logf("%d nodes, $%.2f/h, %.3f× the bound, nodes per zone %v", len(solved.NewNodes), solved.TotalPrice, solved.TotalPrice/solved.LowerBound, used)
 		})
 	}
 }

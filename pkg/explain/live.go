@@ -56,6 +56,7 @@ func (o *Options) runLive(ctx context.Context) error {
 		return err
 	}
 	result := NewResult(p, solved, source)
+	setDefaults(result, built)
 	live, err := newLiveResult(cl, built, solved, scope, o.target)
 	if err != nil {
 		return err

@@ -32,6 +32,17 @@ type Result struct {
 	// BestEffortPods counts the planned pods that request no CPU and no
 	// memory: they are planned as taking none, so the plan is a floor.
 	BestEffortPods int `json:"bestEffortPods,omitempty"`
+	// DefaultPool says what the default pool allows when the input defines
+	// no NodePool and it was planned.
+	DefaultPool string `json:"defaultPool,omitempty"`
+	// EKSDaemonSets name the DaemonSets EKS runs on every node, counted on
+	// every planned node because the offline input has none.
+	EKSDaemonSets []string `json:"eksDaemonSets,omitempty"`
+	// Advice are wider default pools that would plan the pods for less.
+	Advice []ResultAdvice `json:"advice,omitempty"`
+	// AdviceSkipped says why no wider pool was planned, when the plan took
+	// too long to plan it again.
+	AdviceSkipped string `json:"adviceSkipped,omitempty"`
 	// LiveResult is set when a live cluster was read; its fields are
 	// inlined in JSON and YAML.
 	*LiveResult
@@ -317,6 +328,7 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 			}
 		}
 	}
+	printDefaults(w, r)
 	if r.Source != "" {
 		fmt.Fprintf(w, "\nPrices: %s.\n", r.Source)
 	}

@@ -80,16 +80,25 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	built, err := plan.Build(plan.Input{Manifests: m, InstanceTypes: types, Catalog: &o.Catalog, Default: &o.Default})
+	in := plan.Input{Manifests: m, InstanceTypes: types, Catalog: &o.Catalog, Default: &o.Default}
+	built, err := plan.Build(in)
 	if err != nil {
 		return err
 	}
 	p := built.Problem
+	start := time.Now()
 	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err
 	}
-	return o.print(NewResult(p, solved, source))
+	result := NewResult(p, solved, source)
+	setDefaults(result, built)
+	if built.DefaultPool != "" {
+		if err := setAdvice(result, in, solved, time.Since(start)); err != nil {
+			return err
+		}
+	}
+	return o.print(result)
 }
 
 func (o *Options) warn(warnings []string) {

@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"os"
-	"slices"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
@@ -25,8 +24,9 @@ type Catalog struct {
 	Model cloud.NodeModel
 }
 
-// InstanceTypes loads the catalog (the embedded one for Region, or
-// InstanceTypesFile) and converts it for the solver. It also returns a
+// InstanceTypes loads the catalog (the embedded one for Region, with
+// burstable types priced for sustained use (cloud.PriceSustained), or
+// InstanceTypesFile, whose prices are kept) and converts it for the solver. It also returns a
 // one-line description of where the data came from, e.g. "embedded AWS
 // catalog, region us-east-1".
 func (c *Catalog) InstanceTypes() ([]solver.InstanceType, string, error) {
@@ -62,6 +62,9 @@ func (c *Catalog) load() ([]cloud.InstanceType, string, string, error) {
 	types, err := cat.InstanceTypes(c.Region)
 	if err != nil {
 		return nil, "", "", err
+	}
+	for i := range types {
+		cloud.PriceSustained(&types[i])
 	}
 	return types, fmt.Sprintf("embedded AWS catalog, region %s", c.Region), c.Region, nil
 }
@@ -118,33 +121,4 @@ func (c *Catalog) ApplyKubelets(p *solver.Problem, kubelets map[string]*v1alpha1
 		pool.InstanceTypes = list
 	}
 	return nil
-}
-
-// DefaultPool describes the pool used when the input defines none.
-type DefaultPool struct {
-	CapacityTypes    []string
-	InstanceFamilies []string
-}
-
-// Pool returns the default pool: every instance type of the given families
-// (all when empty) in the given capacity types.
-func (d *DefaultPool) Pool() (solver.Pool, error) {
-	cts := d.CapacityTypes
-	if len(cts) == 0 {
-		cts = []string{cloud.CapacityTypeOnDemand}
-	}
-	for _, ct := range cts {
-		if ct != cloud.CapacityTypeOnDemand && ct != cloud.CapacityTypeSpot {
-			return solver.Pool{}, fmt.Errorf("--capacity-type %q: must be on-demand or spot", ct)
-		}
-	}
-	pool := solver.Pool{
-		Name:         "default",
-		Labels:       map[string]string{},
-		Requirements: []solver.Requirement{{Key: solver.LabelCapacityType, Operator: solver.OpIn, Values: slices.Clone(cts)}},
-	}
-	if len(d.InstanceFamilies) > 0 {
-		pool.Requirements = append(pool.Requirements, solver.Requirement{Key: cloud.LabelInstanceFamily, Operator: solver.OpIn, Values: slices.Clone(d.InstanceFamilies)})
-	}
-	return pool, nil
 }

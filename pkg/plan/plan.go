@@ -30,7 +30,10 @@ type Input struct {
 	// When nil, pools keep the types they already have.
 	Catalog *Catalog
 	// Default is the pool planned when the input defines none; nil plans
-	// no pool then (the operator launches only for its NodePools).
+	// no pool then (the operator launches only for its NodePools). Offline
+	// (no Cluster) on the embedded catalog, which models EKS nodes, an
+	// input without DaemonSets is planned with EKSDaemonSets unless
+	// Default.NoEKSDaemonSets.
 	Default *DefaultPool
 	// Claims are NodeClaims besides the Cluster's own (Rightsize.Claims),
 	// e.g. nodes a front end launched that the cluster does not show yet;
@@ -52,6 +55,12 @@ type Result struct {
 	// InFlight are the names of the nodes added for NodeClaims no
 	// registered Node stands for yet, in Problem.Nodes order.
 	InFlight []string
+	// DefaultPool says, in one sentence, what the default pool allows when
+	// it was planned (the input defines no pool); "" otherwise.
+	DefaultPool string
+	// EKSDaemonSets is set when the problem's DaemonSets are EKSDaemonSets,
+	// added for an offline input that has none.
+	EKSDaemonSets bool
 }
 
 // Build turns the input into the solver's problem. Existing nodes keep the
@@ -67,21 +76,28 @@ func Build(in Input) (*Result, error) {
 	if m == nil {
 		return nil, errors.New("plan: no input: neither a cluster nor manifests")
 	}
+	r := &Result{Prices: NewPrices(in.InstanceTypes)}
 	pools := slices.Clone(m.Pools)
 	if len(pools) == 0 && in.Default != nil {
-		pool, err := in.Default.Pool()
+		pool, what, err := in.Default.Pool(in.InstanceTypes)
 		if err != nil {
 			return nil, err
 		}
-		pools = []solver.Pool{pool}
+		pools, r.DefaultPool = []solver.Pool{pool}, what
+	}
+	daemonSets := m.DaemonSets
+	if in.Cluster == nil && len(daemonSets) == 0 && in.Default != nil && !in.Default.NoEKSDaemonSets &&
+		in.Catalog != nil && in.Catalog.InstanceTypesFile == "" {
+		daemonSets, r.EKSDaemonSets = EKSDaemonSets(), true
 	}
 	p := &solver.Problem{
 		ExtendedResources: m.ExtendedResources,
 		Pods:              m.Pods,
-		DaemonSets:        m.DaemonSets,
+		DaemonSets:        daemonSets,
 		Pools:             pools,
 		InstanceTypes:     in.InstanceTypes,
 	}
+	r.Problem = p
 	if in.Catalog != nil {
 		if err := in.Catalog.ApplyKubelets(p, m.Kubelets); err != nil {
 			return nil, err
@@ -93,7 +109,6 @@ func Build(in Input) (*Result, error) {
 		}
 	}
 	addAttachLimits(p)
-	r := &Result{Problem: p, Prices: NewPrices(in.InstanceTypes)}
 	if cl := in.Cluster; cl != nil {
 		p.Nodes, p.PDBs = slices.Clone(cl.Nodes), cl.PDBs
 		for i := range p.Nodes {

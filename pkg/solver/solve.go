@@ -57,6 +57,9 @@ type kind struct {
 	// shape caches, per entry of order, the class's requests as shares of
 	// alloc, their Euclidean length and the largest share.
 	shape []classShape
+	// ties are the merged offerings as cheap as offering (it included):
+	// emit spreads the kind's nodes over their zones, which costs nothing.
+	ties []int
 }
 
 // classShape is a class's requests relative to one kind's allocatable.
@@ -416,13 +419,16 @@ func (s *state) buildKinds() {
 				}
 				key := dedupeKey{pi, ti, compat.key(), alloc}
 				if j, ok := seen[key]; ok {
-					if o.Price < s.kinds[j].price {
-						s.kinds[j].offering, s.kinds[j].price = oi, o.Price
+					switch k := s.kinds[j]; {
+					case o.Price < k.price:
+						k.offering, k.price, k.ties = oi, o.Price, []int{oi}
+					case o.Price == k.price:
+						k.ties = append(k.ties, oi)
 					}
 					continue
 				}
 				seen[key] = len(s.kinds)
-				s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, price: o.Price, alloc: alloc, compat: compat, labels: openLabels(pool, pl)})
+				s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, ties: []int{oi}, price: o.Price, alloc: alloc, compat: compat, labels: openLabels(pool, pl)})
 			}
 		}
 	}
@@ -1037,15 +1043,24 @@ func withinLimits(pool *Pool, used Resources) bool {
 	return true
 }
 
-// emit turns planned nodes into the plan, assigning concrete pods.
+// emit turns planned nodes into the plan, assigning concrete pods. A node
+// whose kind merged equally cheap offerings in several zones goes to the
+// one with the fewest new nodes so far, so that free spreading is taken.
 func (s *state) emit() {
 	next := slices.Clone(s.start) // pods of each class handed out so far
+	perZone := map[string]int{}
 	for _, n := range s.nodes {
 		k := s.kinds[n.kind]
 		it := &s.p.PoolTypes(k.pool)[k.typ]
-		o := it.Offerings[k.offering]
 		reason := s.placementReason(n)
 		for copy := 0; copy < n.count; copy++ {
+			o := it.Offerings[k.offering]
+			for _, t := range k.ties {
+				if z := it.Offerings[t].Zone; perZone[z] < perZone[o.Zone] {
+					o = it.Offerings[t]
+				}
+			}
+			perZone[o.Zone]++
 			node := NewNode{
 				Pool: s.p.Pools[k.pool].Name, InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType,
 				Price: o.Price, Allocatable: k.alloc, Reason: reason, Labels: k.labels,

@@ -397,7 +397,8 @@ func TestDirectLaunchIsRefusedNextToARunningOperatorAndOnCloudErrors(t *testing.
 
 	f.launcher.OperatorRunning = nil
 	f.cloud.err = &cloud.InsufficientCapacityError{Offerings: []string{"x"}, Err: errors.New("out of them")}
-	drive(t, m, keys("space", "L", "y")...)
+	// The cursor is on the failed launch's row; the proposed node is above.
+	drive(t, m, keys("k", "space", "L", "y")...)
 	mustContain(t, screen(m), "launching", "on sim: insufficient capacity", "new-1")
 }
 

@@ -217,6 +217,7 @@ func (p *Provider) instanceTypes(withUnavailable bool) []cloud.InstanceType {
 			}
 		}
 		if len(it.Offerings) > 0 {
+			cloud.PriceSustained(&it) // a planned node runs at its full CPU
 			out = append(out, it)
 		}
 	}

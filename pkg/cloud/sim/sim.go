@@ -138,6 +138,9 @@ func (p *Provider) types(file string) ([]cloud.InstanceType, error) {
 		if types, err = cat.InstanceTypes(p.opts.Region); err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
+		for i := range types {
+			cloud.PriceSustained(&types[i]) // as explain prices them
+		}
 	} else {
 		data, err := os.ReadFile(file)
 		if err != nil {

@@ -26,8 +26,9 @@ const defaultHost = "http://localhost:8080"
 
 // Planning are the flags that choose the instance types and prices to plan
 // with (--region, --instance-types, --vm-memory-overhead-percent,
-// --max-pods) and the NodePool to plan for when there is none
-// (--capacity-type, --instance-family).
+// --max-pods) and what to plan for when the input lacks it: the NodePool
+// (--capacity-type, --instance-family, --arch, --all-instance-types) and
+// the EKS DaemonSets (--no-eks-daemonsets).
 type Planning struct {
 	Catalog explain.Catalog
 	Default explain.DefaultPool
@@ -40,7 +41,10 @@ func (p *Planning) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&p.Catalog.Model.VMMemoryOverheadPercent, "vm-memory-overhead-percent", 0.075, "share of advertised memory the hypervisor keeps")
 	fs.Int64Var(&p.Catalog.Model.MaxPods, "max-pods", 110, "cap on the ENI-limited pods per node")
 	fs.StringSliceVar(&p.Default.CapacityTypes, "capacity-type", []string{"on-demand"}, "capacity types of the default NodePool (on-demand, spot), used when there is no NodePool")
-	fs.StringSliceVar(&p.Default.InstanceFamilies, "instance-family", nil, "instance families of the default NodePool (e.g. m7i,c7i); all when empty")
+	fs.StringSliceVar(&p.Default.InstanceFamilies, "instance-family", nil, "instance families of the default NodePool (e.g. m7i,c7g), in place of its instance categories c, m, r of generation > 2")
+	fs.StringSliceVar(&p.Default.Architectures, "arch", nil, "CPU architectures of the default NodePool (amd64, arm64; repeatable or comma-separated); amd64 when empty")
+	fs.BoolVar(&p.Default.AllInstanceTypes, "all-instance-types", false, "let the default NodePool use every instance type of the catalog (every category, generation and architecture, burstable types included), not only Karpenter's general-purpose c, m, r")
+	fs.BoolVar(&p.Default.NoEKSDaemonSets, "no-eks-daemonsets", false, "plan manifests that have no DaemonSets without the ones EKS runs on every node (aws-node, kube-proxy, eks-pod-identity-agent)")
 }
 
 // Validate checks the planning flags before anything is read.
@@ -51,10 +55,7 @@ func (p *Planning) Validate() error {
 	if p.Catalog.Model.MaxPods < 0 {
 		return fmt.Errorf("--max-pods %d: must not be negative", p.Catalog.Model.MaxPods)
 	}
-	if _, err := p.Default.Pool(); err != nil {
-		return err
-	}
-	return nil
+	return p.Default.Validate()
 }
 
 // Cluster is a live cluster resolved from the kubeconfig flags.

@@ -21,6 +21,8 @@ func TestPlanningValidate(t *testing.T) {
 		{"overhead of one", []string{"--vm-memory-overhead-percent", "1"}, "--vm-memory-overhead-percent 1: must be at least 0 and below 1"},
 		{"negative overhead", []string{"--vm-memory-overhead-percent", "-0.1"}, "--vm-memory-overhead-percent -0.1"},
 		{"unknown capacity type", []string{"--capacity-type", "reserved"}, `--capacity-type "reserved": must be on-demand or spot`},
+		{"both architectures, every type, no EKS DaemonSets", []string{"--arch", "amd64", "--arch", "arm64", "--all-instance-types", "--no-eks-daemonsets"}, ""},
+		{"unknown architecture", []string{"--arch", "amd64,x86_64"}, `--arch "x86_64": must be amd64 or arm64`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,116 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// ResultAdvice is a wider default pool that plans the same pods for less.
+type ResultAdvice struct {
+	// Allow is what the wider pool allows beyond the default: "arm64".
+	Allow string `json:"allow"`
+	// Flags plan with the wider pool.
+	Flags string `json:"flags"`
+	// PricePerHour is what the wider pool's plan costs.
+	PricePerHour float64 `json:"pricePerHour"`
+	// SavingPerHour is the plan's price minus PricePerHour (positive).
+	SavingPerHour float64 `json:"savingPerHour"`
+	// SavingPercent is SavingPerHour as a percentage of the plan's price.
+	SavingPercent float64 `json:"savingPercent"`
+}
+
+// Advice budget: each wider plan may take twice the time the plan took,
+// within these bounds, so that advice never dominates the run. A plan that
+// took longer than maxAdvicePlan gets no advice: the solver's deadline
+// stops only its improvements, so a wider plan would take as long again.
+const (
+	minAdviceTime = 500 * time.Millisecond
+	maxAdviceTime = 5 * time.Second
+	maxAdvicePlan = 2 * time.Second
+)
+
+// setDefaults records on r what the input lacked and was planned for: the
+// default pool and the EKS DaemonSets.
+func setDefaults(r *Result, built *plan.Result) {
+	r.DefaultPool = built.DefaultPool
+	if built.EKSDaemonSets {
+		for _, ds := range built.Problem.DaemonSets {
+			r.EKSDaemonSets = append(r.EKSDaemonSets, ds.Name)
+		}
+	}
+}
+
+// setAdvice sets r's advice for a plan that took took: the wider pools
+// that cost less, or why they were not planned.
+func setAdvice(r *Result, in plan.Input, solved *solver.Plan, took time.Duration) error {
+	if took > maxAdvicePlan {
+		r.AdviceSkipped = fmt.Sprintf("not computed: the plan took %.1f s, and each wider pool would take as long (--arch, --capacity-type and --all-instance-types plan with one)", took.Seconds())
+		return nil
+	}
+	var err error
+	r.Advice, err = advise(in, solved, adviceBudget(took))
+	return err
+}
+
+// advise re-plans the input with each of the default pool's widenings
+// (plan.DefaultPool.Widenings) and returns those that place at least the
+// pods the plan places for less. Each re-plan is bounded by budget.
+func advise(in plan.Input, solved *solver.Plan, budget time.Duration) ([]ResultAdvice, error) {
+	if in.Default == nil || solved.TotalPrice <= 0 {
+		return nil, nil
+	}
+	var out []ResultAdvice
+	for _, w := range in.Default.Widenings(in.InstanceTypes) {
+		wide := in
+		wide.Default = &w.Pool
+		built, err := plan.Build(wide)
+		if err != nil {
+			return nil, fmt.Errorf("advice for %s: %w", w.What, err)
+		}
+		built.Problem.Options.Deadline = time.Now().Add(budget)
+		alt, err := solver.Solve(built.Problem)
+		if err != nil {
+			return nil, fmt.Errorf("advice for %s: planning: %w", w.What, err)
+		}
+		saving := solved.TotalPrice - alt.TotalPrice
+		// Less than a hundredth of a percent is noise, not advice.
+		if len(alt.Unschedulable) > len(solved.Unschedulable) || saving <= solved.TotalPrice*1e-4 {
+			continue
+		}
+		out = append(out, ResultAdvice{
+			Allow: w.What, Flags: w.Flags, PricePerHour: alt.TotalPrice,
+			SavingPerHour: round6(saving), SavingPercent: round2(100 * saving / solved.TotalPrice),
+		})
+	}
+	return out, nil
+}
+
+func round6(x float64) float64 { return float64(int64(x*1e6+0.5)) / 1e6 }
+
+// adviceBudget is the time each wider plan may take, given how long the
+// plan took.
+func adviceBudget(took time.Duration) time.Duration {
+	return min(max(2*took, minAdviceTime), maxAdviceTime)
+}
+
+// printDefaults writes one line for each thing the input lacked and was
+// planned for, and one per piece of advice.
+func printDefaults(w io.Writer, r *Result) {
+	if r.DefaultPool != "" {
+		fmt.Fprintf(w, "\nNodePool: none in the input; planned with %s.\n", r.DefaultPool)
+	}
+	if len(r.EKSDaemonSets) > 0 {
+		fmt.Fprintf(w, "DaemonSets: none in the input; every node counts the ones EKS runs on each node (%s); --no-eks-daemonsets leaves them out.\n", strings.Join(r.EKSDaemonSets, ", "))
+	}
+	if r.AdviceSkipped != "" {
+		fmt.Fprintf(w, "Advice: %s.\n", r.AdviceSkipped)
+	}
+	for _, a := range r.Advice {
+		fmt.Fprintf(w, "Advice: allowing %s (%s) would cost $%.4f/h less (−%.1f %%).\n", a.Allow, a.Flags, a.SavingPerHour, a.SavingPercent)
+	}
+}

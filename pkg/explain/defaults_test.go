@@ -1,0 +1,100 @@
+package explain
+
+import (
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+)
+
+// TestExplainSaysWhatItPlannedForWithoutAPool: manifests with no NodePool
+// and no DaemonSets are planned with Karpenter's general-purpose pool and
+// the EKS DaemonSets, each said in one line, and the advice lines name
+// the wider pools that would cost less (computed by planning them).
+func TestExplainSaysWhatItPlannedForWithoutAPool(t *testing.T) {
+	const deployment = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 200
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, resources: {requests: {cpu: 500m, memory: 1Gi}}}]
+`
+	f := filepath.Join(t.TempDir(), "in.yaml")
+	writeFile(t, f, deployment)
+	tests := []struct {
+		name          string
+		def           DefaultPool
+		want, notWant []string
+	}{
+		{"the defaults", DefaultPool{}, []string{
+			"NodePool: none in the input; planned with Karpenter's recommended general-purpose NodePool (on-demand, amd64, linux, instance categories c/m/r, generation > 2)",
+			"DaemonSets: none in the input; every node counts the ones EKS runs on each node (aws-node, kube-proxy, eks-pod-identity-agent)",
+			"Advice: allowing arm64 (--arch amd64,arm64) would cost $",
+			"Advice: allowing spot (--capacity-type on-demand,spot) would cost $",
+		}, nil},
+		{"arm64 and spot already allowed", DefaultPool{Architectures: []string{"amd64", "arm64"}, CapacityTypes: []string{"spot"}, NoEKSDaemonSets: true},
+			[]string{"(spot, amd64/arm64, linux"}, []string{"allowing arm64", "allowing spot", "DaemonSets:"}},
+		{"every type: nothing to widen", DefaultPool{AllInstanceTypes: true}, []string{"every instance type (on-demand; --all-instance-types)"}, []string{"Advice:"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, err := run(t, Options{Input: snapshot.Input{Filenames: []string{f}}, Default: tc.def})
+			if err != nil {
+				t.Fatalf("explain: %v\n%s", err, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("output has %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestExplainJSONCarriesDefaultsAndAdvice(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "in.yaml")
+	writeFile(t, f, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 50
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, resources: {requests: {cpu: "1", memory: 2Gi}}}]
+`)
+	out, errOut, err := run(t, Options{Input: snapshot.Input{Filenames: []string{f}}, Output: "json"})
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, errOut)
+	}
+	var got Result
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got.DefaultPool, "general-purpose") || len(got.EKSDaemonSets) != 3 {
+		t.Errorf("defaultPool %q, eksDaemonSets %v", got.DefaultPool, got.EKSDaemonSets)
+	}
+	if len(got.Advice) == 0 {
+		t.Fatalf("no advice:\n%s", out)
+	}
+	for _, a := range got.Advice {
+		if !(a.PricePerHour > 0 && a.SavingPerHour > 0) || math.Abs(a.PricePerHour+a.SavingPerHour-got.TotalPricePerHour) > 1e-4 || a.SavingPercent <= 0 || a.SavingPercent >= 100 {
+			t.Errorf("advice %+v for a plan of $%v/h", a, got.TotalPricePerHour)
+		}
+	}
+}
