@@ -142,9 +142,9 @@ func TestAnswersTellTheTruth(t *testing.T) {
 			t.Fatalf("%v: %s", r.err, r.stderr)
 		}
 		var got struct {
-			Source struct{ Origin, Region, Date, Description string } `json:"source"`
-			Optimal                                                   float64 `json:"optimalPricePerHour"`
-			Total                                                     float64 `json:"totalPricePerHour"`
+			Source  struct{ Origin, Region, Date, Description string } `json:"source"`
+			Optimal float64                                            `json:"optimalPricePerHour"`
+			Total   float64                                            `json:"totalPricePerHour"`
 		}
 		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 			t.Fatal(err)
