@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,10 +14,11 @@ import (
 // windowsUnsupported starts every sentence about a Windows pod or pool.
 const windowsUnsupported = "Windows nodes are not supported yet"
 
-// CheckFamilies reports an --instance-family the instance types do not
-// have, naming it and the closest family they do have: a typo would
-// otherwise plan nothing and blame the NodePool.
-func CheckFamilies(types []solver.InstanceType, families []string, source string) error {
+// CheckFamilies reports an instance family the instance types do not
+// have, naming it (as what, e.g. "--instance-family") and the closest
+// families they do have: a typo would otherwise plan nothing and blame the
+// NodePool. source describes the types, as the reports do.
+func CheckFamilies(types []solver.InstanceType, families []string, what, source string) error {
 	have := map[string]bool{}
 	for i := range types {
 		if f := types[i].Labels[cloud.LabelInstanceFamily]; f != "" {
@@ -27,11 +29,11 @@ func CheckFamilies(types []solver.InstanceType, families []string, source string
 		if have[f] {
 			continue
 		}
-		msg := fmt.Sprintf("--instance-family %q: no such instance family in the %s", f, source)
+		msg := fmt.Sprintf("%s %q: no such instance family in the %s", what, f, source)
 		if near := closest(f, slices.Sorted(maps.Keys(have))); len(near) > 0 {
 			msg += "; did you mean " + strings.Join(near, ", ") + "?"
 		}
-		return fmt.Errorf("%s", msg)
+		return errors.New(msg)
 	}
 	return nil
 }

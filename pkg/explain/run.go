@@ -133,7 +133,7 @@ func (o *Options) instanceTypes() ([]solver.InstanceType, ResultSource, error) {
 	if err != nil {
 		return nil, ResultSource{}, err
 	}
-	if err := CheckFamilies(types, o.Default.InstanceFamilies, desc); err != nil {
+	if err := CheckFamilies(types, o.Default.InstanceFamilies, "--instance-family", desc); err != nil {
 		return nil, ResultSource{}, err
 	}
 	src := ResultSource{Origin: "file", File: o.Catalog.InstanceTypesFile, Description: desc}

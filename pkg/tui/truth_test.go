@@ -131,3 +131,13 @@ func TestOfflineHelpListsNoLaunchKeys(t *testing.T) {
 	drive(t, live, keys("?")...)
 	mustContain(t, screen(live), "launch selected")
 }
+
+func TestAWhatIfFamilyTypoIsNamed(t *testing.T) {
+	m := offlineModel(t)
+	base := m.rep.Plan.TotalPrice
+	drive(t, m, keys("f", "m7x", "enter")...)
+	mustContain(t, screen(m), `re-planning failed, showing the last plan: what-if family "m7x": no such instance family`)
+	if len(m.whatIf.Families) != 0 || m.rep.Plan.TotalPrice != base {
+		t.Errorf("after the typo: what-if %+v, plan $%.4f/h, want the plan before, $%.4f/h", m.whatIf, m.rep.Plan.TotalPrice, base)
+	}
+}
