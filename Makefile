@@ -73,13 +73,13 @@ clean:
 tools: ## Build (once) goreleaser, krew and helm into ~/.cache/kubectl-rightsize/tools (~13 min cold, <1 s warm).
 	$(TOOLS) >/dev/null
 
-dist: ## Snapshot release into dist/ (goreleaser): 5 archives with LICENSE, checksums.txt; then krew/rightsize.yaml.
+dist: ## Snapshot release into dist/ (goreleaser): 5 archives with LICENSE, checksums.txt; then dist/krew/rightsize.yaml.
 	nice hack/tools/goreleaser.sh release --snapshot --clean
 	$(MAKE) krew
 
-krew: ## krew/rightsize.yaml from the release in dist/, checked with validate-krew-manifest.
-	$(GO) run ./hack/krewmanifest -dist dist -out krew/rightsize.yaml
-	$$($(TOOLS) validate-krew-manifest) -manifest krew/rightsize.yaml -skip-install
+krew: ## dist/krew/rightsize.yaml for the local release in dist/ (kubectl krew install --manifest=… --archive=…), checked with validate-krew-manifest. A tagged release writes krew/rightsize.yaml (hack/krewmanifest without -snapshot).
+	$(GO) run ./hack/krewmanifest -dist dist -snapshot -out dist/krew/rightsize.yaml
+	$$($(TOOLS) validate-krew-manifest) -manifest dist/krew/rightsize.yaml -skip-install
 
 image: ## Operator image as an OCI tarball in dist/ (no container engine). Run after dist: dist cleans dist/.
 	@set -e; for p in $(IMAGE_PLATFORMS); do \

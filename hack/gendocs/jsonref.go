@@ -34,7 +34,6 @@ var foreignDocs = map[reflect.Type]map[string]string{
 // by JSON path, or by the end of one after a dot (replacements[] appears
 // under both actions[] and next). A doc comment, once written, wins.
 var fieldNotes = map[string]string{
-	"source":                         "Where the instance types and prices came from: the embedded catalog, or `instance types from FILE` with `--instance-types`.",
 	"nodes":                          "The proposed nodes.",
 	"nodes[].instanceType":           "The node's instance type.",
 	"nodes[].capacityType":           "`on-demand` or `spot`.",

@@ -4,6 +4,17 @@
 // against the archive itself.
 //
 //	go run ./hack/krewmanifest [-dist dist] [-out krew/rightsize.yaml]
+//
+// Only a tagged release (goreleaser run on a tag vX.Y.Z) has archives at
+// the download URL, so a snapshot release (make dist) is refused: a
+// manifest committed from one would send every `kubectl krew install` to
+// a release that does not exist. With -snapshot the manifest of a local
+// build is written anyway, for
+//
+//	kubectl krew install --manifest=dist/krew/rightsize.yaml --archive=dist/kubectl-rightsize_<version>_<os>_<arch>.tar.gz
+//
+// (krew checks the archive against the manifest's sha256 and downloads
+// nothing).
 package main
 
 import (
@@ -28,17 +39,22 @@ func main() {
 	out := flag.String("out", filepath.Join("krew", "rightsize.yaml"), "manifest to write")
 	base := flag.String("download-url", "https://github.com/rightsize-dev/kubectl-rightsize/releases/download/{{ .Tag }}",
 		"where the release's archives are downloaded from (a template of .Tag and .Version)")
+	snapshot := flag.Bool("snapshot", false, "write the manifest of a snapshot release too, for krew install --archive of a local build (never commit it)")
 	flag.Parse()
-	if err := run(*dist, *out, *base); err != nil {
+	if err := run(*dist, *out, *base, *snapshot); err != nil {
 		fmt.Fprintf(os.Stderr, "krewmanifest: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(dist, out, base string) error {
+func run(dist, out, base string, snapshot bool) error {
 	m, err := Read(dist, base)
 	if err != nil {
 		return err
+	}
+	if !m.Tagged && !snapshot {
+		return fmt.Errorf("%s holds a snapshot release (version %s, not built from a tag), whose archives are at no download URL; "+
+			"tag a release (git tag vX.Y.Z, goreleaser release) or pass -snapshot for a manifest of this local build, to use with kubectl krew install --archive", dist, m.Version)
 	}
 	var buf bytes.Buffer
 	if err := manifest.Execute(&buf, m); err != nil {
@@ -53,7 +69,10 @@ func run(dist, out, base string) error {
 // Manifest is what the krew manifest is made of.
 type Manifest struct {
 	// Version is the plugin's version with a leading v, as krew requires.
-	Version   string
+	Version string
+	// Tagged is set for a release built from its tag (vVersion), whose
+	// archives the download URL serves; a snapshot's are local only.
+	Tagged    bool
 	Platforms []Platform
 }
 
@@ -108,7 +127,7 @@ func Read(dist, baseURL string) (*Manifest, error) {
 	if err := urlTmpl.Execute(&url, map[string]string{"Tag": tag, "Version": meta.Version}); err != nil {
 		return nil, fmt.Errorf("-download-url: %w", err)
 	}
-	m := &Manifest{Version: version}
+	m := &Manifest{Version: version, Tagged: meta.Tag == version && !strings.Contains(meta.Version, "snapshot")}
 	for _, a := range artifacts {
 		if a.Type != "Archive" {
 			continue

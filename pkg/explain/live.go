@@ -40,7 +40,7 @@ func (o *Options) runLive(ctx context.Context) error {
 			o.Catalog.Region = DefaultRegion
 		}
 	}
-	types, source, err := o.Catalog.InstanceTypes()
+	types, source, err := o.instanceTypes()
 	if err != nil {
 		return err
 	}
@@ -51,11 +51,12 @@ func (o *Options) runLive(ctx context.Context) error {
 		return err
 	}
 	p := built.Problem
+	o.warn(windowsPools(p))
 	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err
 	}
-	result := NewResult(p, solved, source)
+	result := o.newResult(p, solved, source)
 	setDefaults(result, built)
 	live, err := newLiveResult(cl, built, solved, scope, o.target)
 	if err != nil {
@@ -174,7 +175,7 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 			rp.Note = "the plan finds room on this existing node; the scheduler has not placed the pod yet, or something the plan cannot see keeps it off (a scheduling gate, another scheduler, the node's conditions)"
 			targetNodes[rp.Node] = true
 		default:
-			rp.Reason = outcomes[pp.Index].Reason
+			rp.Reason = unplacedReason(&p.Pods[pp.Index], outcomes[pp.Index].Reason)
 		}
 		live.Pending = append(live.Pending, rp)
 	}

@@ -22,8 +22,10 @@ const HoursPerMonth = 730
 
 // Result is the machine-readable answer of explain (-o json|yaml).
 type Result struct {
-	metav1.TypeMeta        `json:",inline"`
-	Source                 string              `json:"source"`
+	metav1.TypeMeta `json:",inline"`
+	// Source says where the instance types and prices came from, and how
+	// old the prices are.
+	Source                 ResultSource        `json:"source"`
 	Nodes                  []ResultNode        `json:"nodes"`
 	Unschedulable          []ResultUnscheduled `json:"unschedulable"`
 	TotalPricePerHour      float64             `json:"totalPricePerHour"`
@@ -43,9 +45,34 @@ type Result struct {
 	// AdviceSkipped says why no wider pool was planned, when the plan took
 	// too long to plan it again.
 	AdviceSkipped string `json:"adviceSkipped,omitempty"`
+	// StoppedEarly is set when --timeout ended the search before it
+	// finished: a plan found with more time may be cheaper.
+	StoppedEarly bool `json:"stoppedEarly,omitempty"`
+	// OptimalPricePerHour is the price of the cheapest plan there is,
+	// found by exhaustive search when at most 20 pods (ExactLimit) go onto
+	// new nodes only and nothing the search does not model (topology
+	// spread, pod affinity, host ports, preferences, limits, pool weights)
+	// applies; 0 when not searched or the search gave up.
+	OptimalPricePerHour float64 `json:"optimalPricePerHour,omitempty"`
 	// LiveResult is set when a live cluster was read; its fields are
 	// inlined in JSON and YAML.
 	*LiveResult
+}
+
+// ResultSource says where a plan's instance types and prices came from.
+type ResultSource struct {
+	// Origin is "embedded" (the AWS catalog built into the binary) or
+	// "file" (--instance-types).
+	Origin string `json:"origin"`
+	// Region is the embedded catalog's region.
+	Region string `json:"region,omitempty"`
+	// Date is the date of the embedded catalog's prices, YYYY-MM-DD.
+	Date string `json:"date,omitempty"`
+	// File is the --instance-types file.
+	File string `json:"file,omitempty"`
+	// Description says the same in one line, as the human output does:
+	// "embedded AWS catalog of 2025-05-28, region us-east-1".
+	Description string `json:"description"`
 }
 
 // LiveResult is what explain adds when it reads a live cluster.
@@ -166,7 +193,7 @@ func (r *Result) DeepCopyObject() runtime.Object {
 }
 
 // NewResult renders a plan with pod names and readable quantities.
-func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
+func NewResult(p *solver.Problem, plan *solver.Plan, source ResultSource) *Result {
 	r := &Result{
 		TypeMeta:               metav1.TypeMeta{APIVersion: "rightsize.dev/v1alpha1", Kind: "Plan"},
 		Source:                 source,
@@ -191,7 +218,8 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source string) *Result {
 		r.Nodes = append(r.Nodes, node)
 	}
 	for _, u := range plan.Unschedulable {
-		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: p.Pods[u.Pod].Key(), Owner: p.Pods[u.Pod].Owner, Reason: u.Reason})
+		pod := &p.Pods[u.Pod]
+		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: pod.Key(), Owner: pod.Owner, Reason: unplacedReason(pod, u.Reason)})
 	}
 	for i := range p.Pods {
 		if q := &p.Pods[i].Requests; q[solver.CPU] == 0 && q[solver.Memory] == 0 {
@@ -279,8 +307,17 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(r.Nodes) > 0 && r.LowerBoundPricePerHour > 0 {
+	switch {
+	case len(r.Nodes) == 0:
+	case r.OptimalPricePerHour > 0 && r.TotalPricePerHour <= r.OptimalPricePerHour+1e-9:
+		fmt.Fprintf(w, "\nThis plan is optimal: an exhaustive search finds none cheaper for these %d pods.\n", countPods(r.Nodes))
+	case r.OptimalPricePerHour > 0:
+		fmt.Fprintf(w, "\nThe optimum is $%.4f/h (exhaustive search); this plan costs %.3f× it.\n", r.OptimalPricePerHour, r.TotalPricePerHour/r.OptimalPricePerHour)
+	case r.LowerBoundPricePerHour > 0:
 		fmt.Fprintf(w, "\nLower bound: $%.4f/h; this plan costs %.3f× the bound.\n", r.LowerBoundPricePerHour, r.TotalPricePerHour/r.LowerBoundPricePerHour)
+	}
+	if r.StoppedEarly {
+		fmt.Fprintln(w, "\nThe search reached --timeout and stopped early; the plan may be dearer than one found with more time.")
 	}
 	if r.BestEffortPods > 0 {
 		fmt.Fprintf(w, "\n%d pod(s) request no CPU or memory; they are planned as taking none, so this plan is a floor.\n", r.BestEffortPods)
@@ -329,8 +366,8 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		}
 	}
 	printDefaults(w, r)
-	if r.Source != "" {
-		fmt.Fprintf(w, "\nPrices: %s.\n", r.Source)
+	if r.Source.Description != "" {
+		fmt.Fprintf(w, "\nPrices: %s.\n", r.Source.Description)
 	}
 	return nil
 }

@@ -10,9 +10,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/baseline"
 )
 
 // DefaultRegion is the catalog region used when neither --region nor the
@@ -49,7 +51,36 @@ type Options struct {
 	genericiooptions.IOStreams
 
 	// Set by Run.
-	target *workload
+	target       *workload
+	stoppedEarly bool    // the solve ran into Timeout
+	result       *Result // what was printed
+}
+
+// ExactLimit is the most pods for which explain searches for the optimum
+// plan, to say "optimal" rather than how far above the lower bound a plan
+// is; exactSteps bounds that search.
+const (
+	ExactLimit = 20
+	exactSteps = 100_000 // about a second for 20 mixed pods on the full catalog
+)
+
+// Unplaced returns how many pods the printed report says cannot be placed
+// (in scope, for a live cluster); 0 before Run has printed.
+func (o *Options) Unplaced() int {
+	r := o.result
+	switch {
+	case r == nil:
+		return 0
+	case r.LiveResult != nil:
+		n := 0
+		for _, p := range r.Pending {
+			if p.Reason != "" {
+				n++
+			}
+		}
+		return n
+	}
+	return len(r.Unschedulable)
 }
 
 // Run reads the manifests or the cluster, solves and prints. It returns
@@ -61,6 +92,9 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 		o.target = w
+	}
+	if o.Catalog.InstanceTypesFile != "" && o.Catalog.Region != "" {
+		o.warn([]string{fmt.Sprintf("--region %s is ignored: the instance types, zones and prices come from --instance-types %s", o.Catalog.Region, o.Catalog.InstanceTypesFile)})
 	}
 	if !o.Input.Given() {
 		if o.RESTConfig == nil {
@@ -76,7 +110,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Catalog.Region == "" {
 		o.Catalog.Region = DefaultRegion
 	}
-	types, source, err := o.Catalog.InstanceTypes()
+	types, source, err := o.instanceTypes()
 	if err != nil {
 		return err
 	}
@@ -87,11 +121,12 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	p := built.Problem
 	start := time.Now()
+	o.warn(windowsPools(p))
 	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err
 	}
-	result := NewResult(p, solved, source)
+	result := o.newResult(p, solved, source)
 	setDefaults(result, built)
 	if built.DefaultPool != "" {
 		if err := setAdvice(result, in, solved, time.Since(start)); err != nil {
@@ -99,6 +134,38 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 	return o.print(result)
+}
+
+// instanceTypes loads the catalog and checks --instance-family against it.
+func (o *Options) instanceTypes() ([]solver.InstanceType, ResultSource, error) {
+	types, desc, err := o.Catalog.InstanceTypes()
+	if err != nil {
+		return nil, ResultSource{}, err
+	}
+	if err := CheckFamilies(types, o.Default.InstanceFamilies, "--instance-family", desc); err != nil {
+		return nil, ResultSource{}, err
+	}
+	src := ResultSource{Origin: "file", File: o.Catalog.InstanceTypesFile, Description: desc}
+	if src.File == "" {
+		src = ResultSource{Origin: "embedded", Region: o.Catalog.Region, Description: desc}
+		if cat, err := catalog.Load(); err == nil { // loaded already: cannot fail here
+			src.Date = cat.Date()
+		}
+	}
+	return types, src, nil
+}
+
+// newResult renders the plan with what the run learnt about it: whether
+// the search stopped at --timeout, and for small inputs the optimum.
+func (o *Options) newResult(p *solver.Problem, solved *solver.Plan, source ResultSource) *Result {
+	r := NewResult(p, solved, source)
+	r.StoppedEarly = o.stoppedEarly
+	if len(p.Pods) <= ExactLimit && len(solved.Unschedulable) == 0 && len(solved.Existing) == 0 && len(solved.NewNodes) > 0 && !o.stoppedEarly {
+		if opt, ok := baseline.Exact(p, exactSteps); ok {
+			r.OptimalPricePerHour = opt
+		}
+	}
+	return r
 }
 
 func (o *Options) warn(warnings []string) {
@@ -134,6 +201,9 @@ func (o *Options) solve(ctx context.Context, p *solver.Problem) (*solver.Plan, e
 		if s.err != nil {
 			return nil, fmt.Errorf("planning: %w", s.err)
 		}
+		// The solver stops improving at the deadline and returns the best
+		// plan found; returning after it means the search was cut short.
+		o.stoppedEarly = !p.Options.Deadline.IsZero() && time.Now().After(p.Options.Deadline)
 		return s.plan, nil
 	}
 }
@@ -161,6 +231,7 @@ func readCluster(ctx context.Context, c snapshot.ClusterClients, opts snapshot.C
 }
 
 func (o *Options) print(result *Result) error {
+	o.result = result
 	switch o.Output {
 	case "json", "yaml":
 		printer, err := genericclioptions.NewJSONYamlPrintFlags().ToPrinter(o.Output)

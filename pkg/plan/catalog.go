@@ -28,7 +28,7 @@ type Catalog struct {
 // burstable types priced for sustained use (cloud.PriceSustained), or
 // InstanceTypesFile, whose prices are kept) and converts it for the solver. It also returns a
 // one-line description of where the data came from, e.g. "embedded AWS
-// catalog, region us-east-1".
+// catalog of 2025-05-28, region us-east-1".
 func (c *Catalog) InstanceTypes() ([]solver.InstanceType, string, error) {
 	types, source, region, err := c.load()
 	if err != nil {
@@ -66,7 +66,7 @@ func (c *Catalog) load() ([]cloud.InstanceType, string, string, error) {
 	for i := range types {
 		cloud.PriceSustained(&types[i])
 	}
-	return types, fmt.Sprintf("embedded AWS catalog, region %s", c.Region), c.Region, nil
+	return types, fmt.Sprintf("embedded AWS catalog of %s, region %s", cat.Date(), c.Region), c.Region, nil
 }
 
 // ApplyKubelets gives every pool of p that has kubelet settings in

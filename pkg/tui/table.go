@@ -102,6 +102,14 @@ func (t *table) refresh() {
 		c, numeric := t.sortCol, t.cols[t.sortCol].numeric
 		slices.SortStableFunc(t.visible, func(a, b int) int {
 			ra, rb := &t.rows[a], &t.rows[b]
+			// "-" is none (no price, no node): last in either order,
+			// so that the rows that have the value lead.
+			if noneA, noneB := ra.cells[c] == "-", rb.cells[c] == "-"; noneA != noneB {
+				if noneA {
+					return 1
+				}
+				return -1
+			}
 			var d int
 			if numeric && c < len(ra.nums) && c < len(rb.nums) {
 				d = cmp.Compare(ra.nums[c], rb.nums[c])

@@ -331,6 +331,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.planning = false
 		if msg.err != nil {
 			m.planErr = msg.err
+			if m.rep != nil {
+				// The plan on screen is still the last good one: the
+				// what-if it answers is what the header names, and the
+				// next toggle starts from it.
+				m.whatIf = m.rep.WhatIf
+			}
 		} else {
 			m.planErr = nil
 			m.setReport(msg.rep)

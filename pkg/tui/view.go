@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -87,7 +88,7 @@ func (m *Model) headerLine() string {
 func (m *Model) tabsLine() string {
 	var b strings.Builder
 	for i := range numViews {
-		n := len(m.tables[i].visible)
+		n := m.badge(i)
 		label := fmt.Sprintf(" %d %s %d ", i+1, viewNames[i], n)
 		if m.width < 70 {
 			label = fmt.Sprintf(" %d %s ", i+1, viewNames[i][:4])
@@ -98,13 +99,44 @@ func (m *Model) tabsLine() string {
 			b.WriteString(m.st.tab.Render(label))
 		}
 	}
-	if m.whatIf.Active() && m.rep != nil {
-		d := m.rep.Delta()
-		b.WriteString(m.st.warn.Render(fmt.Sprintf("  what-if: %s Δ %+.4f $/h", m.whatIf.String(), d)))
-	} else if m.planning {
+	// The what-if of the plan on screen, not the one asked for: until its
+	// plan arrives (or if it fails) the screen shows the previous one.
+	if m.rep != nil && m.rep.WhatIf.Active() {
+		b.WriteString(m.st.warn.Render(fmt.Sprintf("  what-if: %s Δ %+.4f $/h", m.rep.WhatIf.String(), m.rep.Delta())))
+	}
+	if m.planning {
 		b.WriteString(m.st.dim.Render("  re-planning…"))
 	}
 	return b.String()
+}
+
+// badge is the count on view i's tab: what the view's summary line counts
+// first, over the rows the filter shows (pods pending, proposed nodes,
+// cluster nodes without the NodeClaims in flight, consolidation actions).
+func (m *Model) badge(i int) int {
+	t := m.tables[i]
+	if m.rep == nil {
+		return len(t.visible)
+	}
+	n := 0
+	for _, v := range t.visible {
+		ref := t.rows[v].ref
+		switch i {
+		case viewPending:
+			n += len(m.rep.Pending[ref].Pods)
+		case viewNodes:
+			if !m.rep.Nodes[ref].Claim {
+				n++
+			}
+		case viewConsolidation:
+			if m.rep.Actions[ref].Kind != "-" {
+				n++
+			}
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // summaryLine says what the current view adds up to.
@@ -117,6 +149,11 @@ func (m *Model) summaryLine() string {
 		return m.st.dim.Render("waiting for the first plan…")
 	}
 	var s string
+	if m.planErr != nil {
+		// A re-plan failed (a what-if region the catalog lacks): say so
+		// above the last good plan, which stays on screen.
+		return m.st.err.Render("re-planning failed, showing the last plan: " + oneLine(m.planErr.Error()))
+	}
 	switch m.view {
 	case viewPending:
 		newN, cannot := 0, 0
@@ -260,6 +297,11 @@ func (m *Model) helpLines() []string {
 	head := []string{m.st.header.Render("Keys")}
 	if m.opts.ReadOnly {
 		head = append(head, "Read-only: selecting and launching are off.")
+	}
+	if m.opts.Manifests != nil {
+		// Offline there is nothing to launch into: no launch keys.
+		groups = slices.DeleteFunc(groups, func(g helpGroup) bool { return g.title == "Launch" })
+		head = append(head, "Offline (-f): nothing to launch into; c, f and r re-plan.")
 	}
 	left, right := render(groups[:3]), render(groups[3:])
 	if m.width < 72 {

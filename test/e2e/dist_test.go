@@ -149,7 +149,7 @@ func TestKrewInstallRoundTrip(t *testing.T) {
 	assertArchiveHolds(t, archive, "kubectl-rightsize", "LICENSE")
 
 	manifest := filepath.Join(t.TempDir(), "rightsize.yaml") // krew wants <plugin name>.yaml
-	gen := exec.Command("go", "run", "./hack/krewmanifest", "-dist", dist, "-out", manifest)
+	gen := exec.Command("go", "run", "./hack/krewmanifest", "-dist", dist, "-snapshot", "-out", manifest)
 	gen.Dir = root
 	if r := runCmd(gen); r.err != nil {
 		t.Fatalf("hack/krewmanifest: %v\n%s", r.err, r.stderr)
@@ -223,12 +223,22 @@ func TestKrewInstallRoundTrip(t *testing.T) {
 }
 
 // TestKrewManifestInTheRepositoryIsValid checks krew/rightsize.yaml, which
-// `make dist krew` writes for every platform, with krew's validator.
+// only a tagged release writes (hack/krewmanifest refuses a snapshot):
+// absent, the repository must say how to install a local build; present,
+// it must pass krew's validator and download from its own version's
+// release, with that version's archives, for every platform.
 func TestKrewManifestInTheRepositoryIsValid(t *testing.T) {
 	manifest := filepath.Join(repoRoot(t), "krew", "rightsize.yaml")
 	b, err := os.ReadFile(manifest)
+	if errors.Is(err, os.ErrNotExist) {
+		readme, err := os.ReadFile(filepath.Join(repoRoot(t), "krew", "README.md"))
+		if err != nil || !strings.Contains(string(readme), "kubectl krew install --manifest=dist/krew/rightsize.yaml") {
+			t.Fatalf("no krew/rightsize.yaml and no krew/README.md saying how to install a local build: %v", err)
+		}
+		return
+	}
 	if err != nil {
-		t.Fatalf("%v: run `make dist krew`", err)
+		t.Fatal(err)
 	}
 	if r := runCmd(exec.Command(releaseTool(t, "validate-krew-manifest"), "-manifest", manifest, "-skip-install")); r.err != nil {
 		t.Fatalf("validate-krew-manifest: %v\n%s%s", r.err, r.stdout, r.stderr)
@@ -246,11 +256,15 @@ func TestKrewManifestInTheRepositoryIsValid(t *testing.T) {
 	if err := yaml.Unmarshal(b, &plugin); err != nil {
 		t.Fatal(err)
 	}
+	if v := plugin.Spec.Version; strings.Contains(v, "snapshot") {
+		t.Errorf("krew/rightsize.yaml is of snapshot %s, whose archives are at no download URL", v)
+	}
 	var got []string
 	for _, p := range plugin.Spec.Platforms {
 		got = append(got, p.Selector.MatchLabels["os"]+"/"+p.Selector.MatchLabels["arch"])
-		if len(p.SHA256) != 64 || !strings.Contains(p.URI, strings.TrimPrefix(plugin.Spec.Version, "v")) {
-			t.Errorf("platform %s: uri %s, sha256 %q", got[len(got)-1], p.URI, p.SHA256)
+		release := "/releases/download/" + plugin.Spec.Version + "/kubectl-rightsize_" + strings.TrimPrefix(plugin.Spec.Version, "v") + "_"
+		if len(p.SHA256) != 64 || !strings.Contains(p.URI, release) {
+			t.Errorf("platform %s: uri %s, sha256 %q; want the archive of release %s", got[len(got)-1], p.URI, p.SHA256, plugin.Spec.Version)
 		}
 	}
 	slices.Sort(got)

@@ -234,6 +234,58 @@ func TestPricesUSEast1(t *testing.T) {
 	}
 }
 
+// TestSpotPricesAreNotOutliers checks that no spot price a plan leans on is
+// far below its family's: the source quoted r6in.large at 13 % of on-demand
+// in us-east-1 while r6in.xlarge was at 42 % (hack/gencatalog raises such
+// outliers to the family's median ratio). Whole families that are cheap in
+// spot keep their price: m8gd is at 11 % in every size.
+func TestSpotPricesAreNotOutliers(t *testing.T) {
+	c := mustLoad(t)
+	for _, region := range []string{"us-east-1", "eu-west-1", "ap-northeast-2"} {
+		its, err := c.InstanceTypes(region)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ratio := map[string]float64{}
+		families := map[string][]float64{}
+		for _, it := range its {
+			od, okOD := offering(it, it.Offerings[0].Zone, cloud.CapacityTypeOnDemand)
+			spot, okSpot := offering(it, it.Offerings[0].Zone, cloud.CapacityTypeSpot)
+			if !okOD || !okSpot || od.Price <= 0 {
+				continue
+			}
+			ratio[it.Name] = spot.Price / od.Price
+			family, _, _ := strings.Cut(it.Name, ".")
+			families[family] = append(families[family], spot.Price/od.Price)
+		}
+		for name, r := range ratio {
+			family, _, _ := strings.Cut(name, ".")
+			fr := families[family]
+			if len(fr) < 3 {
+				continue
+			}
+			slices.Sort(fr)
+			if m := fr[len(fr)/2]; r < 0.4*m {
+				t.Errorf("%s %s: spot at %.0f%% of on-demand, its family's median is %.0f%%", region, name, 100*r, 100*m)
+			}
+		}
+		if region != "us-east-1" {
+			continue
+		}
+		for name, want := range map[string][2]float64{"r6in.large": {0.25, 0.5}, "m5.large": {0.25, 0.45}, "m8gd.large": {0.1, 0.13}} {
+			if r := ratio[name]; r < want[0] || r > want[1] {
+				t.Errorf("%s %s: spot at %.3f of on-demand, want %v–%v", region, name, r, want[0], want[1])
+			}
+		}
+	}
+}
+
+func TestDate(t *testing.T) {
+	if d := mustLoad(t).Date(); d != "2025-05-28" {
+		t.Errorf("Date() = %q, want the price data's date 2025-05-28", d)
+	}
+}
+
 func TestInstanceTypesReturnsCopies(t *testing.T) {
 	c := mustLoad(t)
 	its, _ := c.InstanceTypes("us-east-1")

@@ -30,7 +30,10 @@ const explainExample = `  # Why are pods pending in the current namespace, what 
   kubectl rightsize explain -f app.yaml --region eu-west-1 --capacity-type spot,on-demand -o wide
 
   # Your own instance types and prices, output as JSON
-  kubectl rightsize explain -f app.yaml --instance-types my-types.yaml -o json`
+  kubectl rightsize explain -f app.yaml --instance-types my-types.yaml -o json
+
+  # In CI: fail when a pod of the manifests could not be placed
+  kubectl rightsize explain -f deploy/ --exit-code`
 
 // ExplainOptions are the options of `kubectl rightsize explain`.
 type ExplainOptions struct {
@@ -57,6 +60,10 @@ type ExplainOptions struct {
 	// a pod, "TYPE/NAME" for a controller (deployment/web). The plan still
 	// considers every pending pod.
 	Workload string
+	// ExitCode makes the exit status say whether every pod can be placed,
+	// as kubectl diff's says whether there are differences: 0 when all
+	// can, 1 when any cannot, above 1 when explain failed.
+	ExitCode bool
 
 	// Set by Complete.
 	cluster    *flags.Cluster
@@ -80,7 +87,11 @@ then reports the pending pods in scope with the scheduler's message and the
 node that would take them, the proposed nodes, and the current nodes with their
 price. Naming a pod or a workload (deployment/web) narrows the report to it.
 
-With -f, explain plans offline for the workloads in the manifests.`,
+With -f, explain plans offline for the workloads in the manifests.
+
+With --exit-code, the exit status says whether every pod can be placed, as
+kubectl diff's says whether there are differences: 0 when every pod can be
+placed, 1 when any cannot, 2 when explain itself failed.`,
 		Example: explainExample,
 		Args:    cobra.ArbitraryArgs, // Complete says what is wrong with extra ones
 		RunE:    flags.RunE(o, runF),
@@ -92,6 +103,7 @@ With -f, explain plans offline for the workloads in the manifests.`,
 	f.StringVarP(&o.Output, "output", "o", "", "output format: wide, json or yaml")
 	o.Planning.AddFlags(f)
 	f.DurationVar(&o.Timeout, "timeout", 0, "stop improving the plan after this long and print the best found (0: no limit)")
+	f.BoolVar(&o.ExitCode, "exit-code", false, "exit 1 when any pod cannot be placed (in scope, for a cluster), 0 when every one can, and 2 on errors, as kubectl diff does; for CI")
 	return cmd
 }
 
@@ -154,7 +166,15 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	}
 	err := r.Run(ctx)
 	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("interrupted before the report was ready, nothing printed: %w", err)
+		err = fmt.Errorf("interrupted before the report was ready, nothing printed: %w", err)
 	}
-	return err
+	switch {
+	case !o.ExitCode:
+		return err
+	case err != nil:
+		return &flags.ExitError{Code: 2, Err: err}
+	case r.Unplaced() > 0:
+		return &flags.ExitError{Code: 1}
+	}
+	return nil
 }

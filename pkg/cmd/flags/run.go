@@ -2,6 +2,7 @@ package flags
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 )
@@ -32,3 +33,22 @@ func RunE[O Options](o O, runF func(context.Context, O) error) func(*cobra.Comma
 		return o.Run(cmd.Context())
 	}
 }
+
+// ExitError makes a command exit with Code. Err, when set, is printed as
+// any error is; a nil Err prints nothing (the output already said why, as
+// kubectl diff's exit status 1 does).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+// Error implements error.
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *ExitError) Unwrap() error { return e.Err }

@@ -5,6 +5,7 @@ package root
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/completion"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/importcmd"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/tui"
@@ -59,11 +61,20 @@ with an embedded AWS price catalog.`,
 func Execute(ctx context.Context, streams genericiooptions.IOStreams, stamped version.Info, args []string) int {
 	cmd := NewCmdRoot(streams, stamped)
 	cmd.SetArgs(args)
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(streams.ErrOut, "error: %s\n", oneLine(err.Error()))
-		return 1
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return 0
 	}
-	return 0
+	code := 1
+	var exit *flags.ExitError
+	if errors.As(err, &exit) {
+		code = exit.Code
+		if exit.Err == nil {
+			return code
+		}
+	}
+	fmt.Fprintf(streams.ErrOut, "error: %s\n", oneLine(err.Error()))
+	return code
 }
 
 // oneLine keeps an error message to a single line for the terminal.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -164,8 +165,17 @@ func (o *TUIOptions) Validate() error {
 	return o.Planning.Validate()
 }
 
+// errNoTerminal is Run's error when the input is not a terminal: a script
+// or a pipe, which explain serves.
+var errNoTerminal = errors.New("tui needs a terminal; use explain for scripts (kubectl rightsize explain, -o json for machines)")
+
 // Run starts the program on the terminal until the user quits or ctx ends.
+// Without a terminal for input (a pipe, /dev/null, a CI job) it fails
+// before reading anything.
 func (o *TUIOptions) Run(ctx context.Context) error {
+	if f, ok := o.In.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		return errNoTerminal
+	}
 	opts := program.Options{
 		Catalog: o.Planning.Catalog, Default: o.Planning.Default, Timeout: o.Timeout, ReadOnly: o.ReadOnly,
 		NoColor: os.Getenv("NO_COLOR") != "",

@@ -118,3 +118,50 @@ func TestOptimumOnAKnownCase(t *testing.T) {
 		t.Errorf("Optimum = %v, %v; want 0.2, true", opt, ok)
 	}
 }
+
+func TestExactOnlyAnswersWhatItModels(t *testing.T) {
+	known := func() *solver.Problem {
+		p := &solver.Problem{Pools: []solver.Pool{{Name: "default"}}}
+		for _, c := range []struct {
+			cpu   int64
+			price float64
+		}{{2, 0.08}, {4, 0.2}} {
+			p.InstanceTypes = append(p.InstanceTypes, solver.InstanceType{Name: fmt.Sprintf("x.%d", c.cpu),
+				Capacity:  solver.Resources{solver.CPU: c.cpu * 1000, solver.Memory: c.cpu << 30, solver.Pods: 10},
+				Offerings: []solver.Offering{{Zone: "z", CapacityType: "on-demand", Price: c.price}}})
+		}
+		for i := 0; i < 3; i++ {
+			p.Pods = append(p.Pods, solver.Pod{Namespace: "d", Name: fmt.Sprint(i), Requests: solver.Resources{solver.CPU: 1200, solver.Memory: 1 << 30, solver.Pods: 1}})
+		}
+		return p
+	}
+	tests := []struct {
+		name   string
+		change func(*solver.Problem)
+		steps  int
+		want   float64
+		wantOK bool
+	}{
+		{"new nodes only", func(*solver.Problem) {}, 1000, 0.2, true},
+		{"a pod no offering takes", func(p *solver.Problem) { p.Pods[0].Requests[solver.CPU] = 64000 }, 1000, 0, false},
+		{"topology spread", func(p *solver.Problem) {
+			p.Pods[0].Spread = []solver.TopologySpread{{TopologyKey: solver.LabelZone, MaxSkew: 1}}
+		}, 1000, 0, false},
+		{"an existing node", func(p *solver.Problem) { p.Nodes = []solver.Node{{Name: "n"}} }, 1000, 0, false},
+		{"pools of different weights", func(p *solver.Problem) {
+			p.Pools = append(p.Pools, solver.Pool{Name: "heavy", Weight: 10})
+		}, 1000, 0, false},
+		{"a pool limit", func(p *solver.Problem) { p.Pools[0].HasLimit[solver.CPU] = true }, 1000, 0, false},
+		{"the search gives up", func(*solver.Problem) {}, 2, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := known()
+			tc.change(p)
+			got, ok := baseline.Exact(p, tc.steps)
+			if ok != tc.wantOK || (ok && got != tc.want) {
+				t.Errorf("Exact = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}

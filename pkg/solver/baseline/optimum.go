@@ -2,6 +2,7 @@ package baseline
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -16,6 +17,41 @@ import (
 // and places only pods some offering can take. It gives up (false) after
 // maxSteps search nodes.
 func Optimum(p *solver.Problem, maxSteps int) (cost float64, ok bool) {
+	cost, _, ok = optimumOf(p, maxSteps)
+	return cost, ok
+}
+
+// Exact is Optimum for the problems Optimum models completely, for the
+// product to tell a user that a plan is optimal: new nodes only (no
+// existing nodes, no pool limits), pools of one weight, no topology spread,
+// pod (anti-)affinity, host ports or preferences, and every pod placeable
+// on some offering. On any other problem, or when the search gives up
+// after maxSteps search nodes, ok is false.
+func Exact(p *solver.Problem, maxSteps int) (cost float64, ok bool) {
+	if len(p.Nodes) > 0 {
+		return 0, false
+	}
+	for i := range p.Pools {
+		pool := &p.Pools[i]
+		if pool.Weight != p.Pools[0].Weight || slices.Contains(pool.HasLimit[:], true) {
+			return 0, false
+		}
+	}
+	for i := range p.Pods {
+		pod := &p.Pods[i]
+		if len(pod.Spread) > 0 || len(pod.PodAffinity) > 0 || len(pod.PodAntiAffinity) > 0 || len(pod.HostPorts) > 0 || len(pod.Preferences) > 0 {
+			return 0, false
+		}
+	}
+	cost, placed, ok := optimumOf(p, maxSteps)
+	if !ok || placed < len(p.Pods) {
+		return 0, false
+	}
+	return cost, true
+}
+
+// optimumOf is Optimum, also returning how many pods it placed.
+func optimumOf(p *solver.Problem, maxSteps int) (cost float64, placed int, ok bool) {
 	e := newEnv(p)
 	byPrice := make([]int, len(e.kinds))
 	for i := range byPrice {
@@ -55,9 +91,9 @@ func Optimum(p *solver.Problem, maxSteps int) (cost float64, ok bool) {
 	o.twinBin = make([]int, len(pods))
 	o.search(0, 0)
 	if o.steps < 0 {
-		return o.best, false
+		return o.best, len(pods), false
 	}
-	return o.best, true
+	return o.best, len(pods), true
 }
 
 type optimum struct {

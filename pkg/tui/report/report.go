@@ -205,6 +205,14 @@ func (p *Planner) Build(in Input) (*Report, error) {
 		return nil, err
 	}
 	r.Source, r.Region = source, cat.Region
+	// A family typed in the what-if prompt, or given with --instance-family,
+	// that the catalog lacks is a typo, not a plan of nothing.
+	if err := explain.CheckFamilies(types, in.Default.InstanceFamilies, "--instance-family", source); err != nil {
+		return nil, err
+	}
+	if err := explain.CheckFamilies(types, in.WhatIf.Families, "what-if family", source); err != nil {
+		return nil, err
+	}
 	built, err := plan.Build(plan.Input{Cluster: cl, Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &in.Default, Claims: in.Claims, WhatIf: in.WhatIf})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,141 @@
+package explain
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// windowsUnsupported starts every sentence about a Windows pod or pool.
+const windowsUnsupported = "Windows nodes are not supported yet"
+
+// CheckFamilies reports an instance family the instance types do not
+// have, naming it (as what, e.g. "--instance-family") and the closest
+// families they do have: a typo would otherwise plan nothing and blame the
+// NodePool. source describes the types, as the reports do.
+func CheckFamilies(types []solver.InstanceType, families []string, what, source string) error {
+	have := map[string]bool{}
+	for i := range types {
+		if f := types[i].Labels[cloud.LabelInstanceFamily]; f != "" {
+			have[f] = true
+		}
+	}
+	for _, f := range families {
+		if have[f] {
+			continue
+		}
+		msg := fmt.Sprintf("%s %q: no such instance family in the %s", what, f, source)
+		if near := closest(f, slices.Sorted(maps.Keys(have))); len(near) > 0 {
+			msg += "; did you mean " + strings.Join(near, ", ") + "?"
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// closest returns the candidates nearest to s in edit distance (up to
+// three), when they are near enough to be the likely intent: at most a
+// third of s's length away, and one edit for any s.
+func closest(s string, candidates []string) []string {
+	var best []string
+	bestD := max(len(s)/3, 1) + 1
+	for _, c := range candidates {
+		switch d := editDistance(s, c); {
+		case d < bestD:
+			best, bestD = []string{c}, d
+		case d == bestD && len(best) > 0 && len(best) < 3:
+			best = append(best, c)
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// excludesLinux reports whether a requirement on kubernetes.io/os rules out
+// linux, the only OS the catalogs offer.
+func excludesLinux(r *solver.Requirement) bool {
+	return r.Key == solver.LabelOS && !r.Matches(solver.MapLabels{solver.LabelOS: "linux"})
+}
+
+// windowsOnly reports whether the pod can run on no linux node because it
+// selects another OS (kubernetes.io/os=windows): by nodeSelector, or by a
+// required node affinity every term of which rules linux out.
+func windowsOnly(p *solver.Pod) bool {
+	if os, ok := p.NodeSelector[solver.LabelOS]; ok && os != "linux" {
+		return true
+	}
+	if len(p.Affinity) == 0 {
+		return false
+	}
+	for _, term := range p.Affinity {
+		if !slices.ContainsFunc(term, func(r solver.Requirement) bool { return excludesLinux(&r) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// windowsPools returns one warning per pool whose requirements rule out
+// linux nodes (kubernetes.io/os In [windows]): the catalogs have none, so
+// the pool can launch nothing.
+func windowsPools(p *solver.Problem) []string {
+	var out []string
+	for i := range p.Pools {
+		for _, r := range p.Pools[i].Requirements {
+			if excludesLinux(&r) {
+				out = append(out, fmt.Sprintf("NodePool %s requires %s %s [%s]: %s; the pool can launch no node", p.Pools[i].Name,
+					r.Key, r.Operator, strings.Join(r.Values, ","), windowsUnsupported))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// unplacedReason is the sentence for a pod the plan cannot place: the
+// solver's, unless the pod selects a non-linux OS, whose real reason is
+// that no catalog has such nodes (not the instance types it searched).
+func unplacedReason(pod *solver.Pod, reason string) string {
+	if windowsOnly(pod) {
+		return windowsUnsupported + ": the pod selects kubernetes.io/os " + podOS(pod) + ", and every instance type is linux"
+	}
+	return reason
+}
+
+// podOS names the OS a windowsOnly pod selects.
+func podOS(p *solver.Pod) string {
+	if os, ok := p.NodeSelector[solver.LabelOS]; ok {
+		return os
+	}
+	for _, r := range p.Affinity[0] {
+		if r.Key == solver.LabelOS {
+			return r.Operator + " [" + strings.Join(r.Values, ",") + "]"
+		}
+	}
+	return "other than linux"
+}

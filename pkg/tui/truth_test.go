@@ -1,0 +1,143 @@
+package tui
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
+)
+
+// offlineModel is the program on one Deployment of manifests, planned.
+func offlineModel(t *testing.T) *Model {
+	t.Helper()
+	dir := t.TempDir()
+	const manifest = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+      - name: api
+        image: api
+        resources: {requests: {cpu: "1", memory: 4Gi}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "api.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := snapshot.Read([]string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Manifests: ms, Catalog: explain.Catalog{Region: "us-east-1"}, Context: "offline", Now: func() time.Time { return now }})
+	drive(t, m, tea.WindowSizeMsg{Width: 140, Height: 30}, m.Init()())
+	if m.rep == nil {
+		t.Fatalf("no offline report: %v", m.planErr)
+	}
+	return m
+}
+
+func TestAFailedWhatIfShowsTheErrorAndKeepsTheHeaderTrue(t *testing.T) {
+	m := offlineModel(t)
+	base := m.rep.Plan.TotalPrice
+	drive(t, m, keys("c")...) // spot on: a what-if that works
+	spot := m.rep.Plan.TotalPrice
+	drive(t, m, keys("r", "ctrl+u")...)
+	drive(t, m, keys("xx-nowhere-1", "enter")...)
+	s := screen(m)
+	mustContain(t, s, "re-planning failed, showing the last plan: ", "xx-nowhere-1", "what-if: spot on Δ")
+	if strings.Contains(s, "region xx-nowhere-1") || strings.Contains(s, "region=xx-nowhere-1") {
+		t.Errorf("the header names the region whose plan failed:\n%s", s)
+	}
+	if m.whatIf.Region != "" || m.rep.Plan.TotalPrice != spot || spot >= base {
+		t.Errorf("after the failure: what-if %+v, plan $%.4f/h; want the spot plan $%.4f/h kept", m.whatIf, m.rep.Plan.TotalPrice, spot)
+	}
+	// The next what-if starts from the plan on screen, and clears the error.
+	drive(t, m, keys("x")...)
+	if s := screen(m); strings.Contains(s, "re-planning failed") || m.rep.Plan.TotalPrice != base {
+		t.Errorf("x: plan $%.4f/h, want $%.4f/h and no error:\n%s", m.rep.Plan.TotalPrice, base, s)
+	}
+}
+
+func TestRePlanningIsMarkedWhileAPlanIsInFlight(t *testing.T) {
+	m := offlineModel(t)
+	drive(t, m, keys("c")...)
+	// A toggle whose plan has not come back yet.
+	_, cmd := m.Update(keys("c")[0])
+	if cmd == nil || !m.planning {
+		t.Fatal("c started no plan")
+	}
+	mustContain(t, screen(m), "what-if: spot on Δ", "re-planning…")
+	drive(t, m, cmd())
+	if strings.Contains(screen(m), "re-planning…") {
+		t.Errorf("still re-planning after the plan came back:\n%s", screen(m))
+	}
+}
+
+func TestSortingPutsNoneLast(t *testing.T) {
+	b := cluster()
+	b.Events = append(b.Events, watch.Event{Kind: watch.Node, Key: "node-z", Obj: node("node-z", "x9.unknown", "2", "8Gi")})
+	m := New(Options{Context: "test-ctx", Catalog: explain.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond, Now: func() time.Time { return now }})
+	drive(t, m, tea.WindowSizeMsg{Width: 160, Height: 30}, b, watch.Synced{})
+	tb := m.tables[viewNodes]
+	const priceCol = 3
+	for _, order := range []string{"biggest first", "smallest first"} {
+		tb.sortBy(priceCol)
+		last := tb.rows[tb.visible[len(tb.visible)-1]]
+		if last.key != "node-z" || last.cells[priceCol] != "-" {
+			t.Errorf("%s (desc %v): last row %s with price %q, want node-z with none", order, tb.desc, last.key, last.cells[priceCol])
+		}
+	}
+}
+
+func TestTabBadgesCountWhatTheSummaryCounts(t *testing.T) {
+	m := liveModel(t, Options{})
+	// cluster(): 3 web pods in one group and the huge pod pending; 2 nodes.
+	if got := m.badge(viewPending); got != 4 || len(m.tables[viewPending].visible) != 2 {
+		t.Errorf("pending badge %d over %d rows, want 4 pods over 2 groups", got, len(m.tables[viewPending].visible))
+	}
+	mustContain(t, screen(m), " 1 Pending 4 ", "4 pending pod(s) in 2 group(s)")
+	drive(t, m, keys("3")...)
+	if got := m.badge(viewNodes); got != m.rep.ClusterNodes {
+		t.Errorf("nodes badge %d, summary counts %d nodes", got, m.rep.ClusterNodes)
+	}
+	drive(t, m, keys("4")...)
+	if got, want := m.badge(viewConsolidation), len(m.rep.Consolidation.Actions); got != want {
+		t.Errorf("consolidation badge %d, summary counts %d actions", got, want)
+	}
+}
+
+func TestOfflineHelpListsNoLaunchKeys(t *testing.T) {
+	m := offlineModel(t)
+	drive(t, m, keys("?")...)
+	s := screen(m)
+	mustContain(t, s, "What-if", "region", "Offline (-f): nothing to launch into")
+	for _, launch := range []string{"launch selected", "select a proposed node", "Launch"} {
+		if strings.Contains(s, launch) {
+			t.Errorf("offline help lists %q:\n%s", launch, s)
+		}
+	}
+	live := liveModel(t, Options{Launcher: &recordingLauncher{}})
+	drive(t, live, keys("?")...)
+	mustContain(t, screen(live), "launch selected")
+}
+
+func TestAWhatIfFamilyTypoIsNamed(t *testing.T) {
+	m := offlineModel(t)
+	base := m.rep.Plan.TotalPrice
+	drive(t, m, keys("f", "m7x", "enter")...)
+	mustContain(t, screen(m), `re-planning failed, showing the last plan: what-if family "m7x": no such instance family`)
+	if len(m.whatIf.Families) != 0 || m.rep.Plan.TotalPrice != base {
+		t.Errorf("after the typo: what-if %+v, plan $%.4f/h, want the plan before, $%.4f/h", m.whatIf, m.rep.Plan.TotalPrice, base)
+	}
+}
