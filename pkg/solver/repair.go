@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 )
 
 // placePending is kube-scheduler's last word on the plan. The solver
@@ -45,6 +46,9 @@ func (s *state) placePending() bool {
 		}
 		j := c.admit(u.Pod)
 		if j < 0 {
+			j = s.open(c, u.Pod)
+		}
+		if j < 0 {
 			refused[ci] = true
 			kept = append(kept, u)
 			continue
@@ -61,7 +65,96 @@ func (s *state) placePending() bool {
 		}
 	}
 	s.plan.Unschedulable = kept
+	s.plan.TotalPrice = round6(s.plan.TotalPrice)
 	return placedAny
+}
+
+// open launches, for pending pod i that no final node admits, the cheapest
+// node of the first pool (by weight) that holds it within the pool's
+// limits and whose labels let kube-scheduler's filters admit it, adds it
+// to the plan and the cluster, and returns its index in the cluster, or -1.
+// The packing leaves such pods when a group's share could not be placed
+// as planned; the pod's own constraints, judged on the final cluster, may
+// still allow a node of its own (a zone no node is in yet, a node of its
+// own for a hostname spread).
+func (s *state) open(c *schedCluster, i int) int {
+	pod := &s.p.Pods[i]
+	req := podRequests(pod)
+	for _, pi := range s.p.poolOrder() {
+		pool := &s.p.Pools[pi]
+		if untolerated(pod.Tolerations, pool.Taints) != nil {
+			continue
+		}
+		pl := poolLabelsFor(pool, pod)
+		types := s.p.PoolTypes(pi)
+		type candidate struct {
+			typ, offering int
+			price         float64
+		}
+		var cands []candidate
+		for ti := range types {
+			it := &types[ti]
+			if !c.poolRoom(pi, it.Capacity) || !req.Fits(it.Allocatable()) {
+				continue
+			}
+			for oi, o := range it.Offerings {
+				cands = append(cands, candidate{ti, oi, o.Price})
+			}
+		}
+		sort.SliceStable(cands, func(a, b int) bool { return cands[a].price < cands[b].price })
+		// Offerings come cheapest first; after refusedLimit refused by the
+		// pod's constraints, the pool is given up on (the constraints
+		// decide by labels, which few offerings differ in).
+		refusals := 0
+		for _, cd := range cands {
+			if refusals >= refusedLimit {
+				break
+			}
+			it := &types[cd.typ]
+			o := it.Offerings[cd.offering]
+			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+			if !allMatch(pool.Requirements, labels) || !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) ||
+				s.p.daemonPortConflict(pod, labels, pool.Taints) {
+				continue
+			}
+			alloc := it.Allocatable().Sub(s.p.daemonOverhead(labels, pool.Taints))
+			if !req.Fits(alloc) {
+				continue
+			}
+			j := len(c.nodes)
+			c.nodes = append(c.nodes, schedNode{labels: labels, taints: pool.Taints, free: alloc, planned: len(s.plan.NewNodes)})
+			if !c.admits(i, j) {
+				c.nodes = c.nodes[:j]
+				refusals++
+				continue
+			}
+			s.plan.NewNodes = append(s.plan.NewNodes, NewNode{
+				Pool: pool.Name, InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price,
+				Allocatable: alloc, Labels: openLabels(pool, pl),
+				Reason: fmt.Sprintf("cheapest %s offering of NodePool %s for %s, which the packed nodes could not take within its constraints", it.Name, pool.Name, pod.Key()),
+			})
+			s.plan.TotalPrice += o.Price
+			c.used[pi] = c.used[pi].Add(it.Capacity)
+			return j
+		}
+	}
+	return -1
+}
+
+// refusedLimit bounds how many of a pool's offerings open tries for a pod
+// its constraints refuse.
+const refusedLimit = 48
+
+// poolRoom reports whether pool pi's limits leave room for one more node
+// of that capacity beside the plan's nodes.
+func (c *schedCluster) poolRoom(pi int, capacity Resources) bool {
+	pool := &c.p.Pools[pi]
+	for r := range capacity {
+		if pool.HasLimit[r] && capacity[r] > 0 && pool.Limits[r]-c.used[pi][r] < capacity[r] {
+			return false
+		}
+	}
+	return true
 }
 
 // schedCluster is the final cluster as placePending sees it: every node
@@ -74,6 +167,14 @@ type schedCluster struct {
 	// carried are the DoNotSchedule spread constraints of the placed
 	// pending pods, each once.
 	carried []carriedSpread
+	// used is, per pool, the capacity of its existing and planned nodes.
+	used []Resources
+	// launchable lists the domains of key a pool could still launch a
+	// node into that would take pod: they count as empty domains of the
+	// pod's spread, as Karpenter counts them (a node may yet go there),
+	// and as kube-scheduler will once one does. A domain no node can reach
+	// for the pod does not count: kube-scheduler never sees a node there.
+	launchable func(pod *Pod, key string) []string
 }
 
 type schedNode struct {
@@ -95,7 +196,32 @@ type carriedSpread struct {
 }
 
 func (s *state) finalCluster() *schedCluster {
-	c := &schedCluster{p: s.p, nodeOf: map[int]int{}}
+	c := &schedCluster{p: s.p, nodeOf: map[int]int{}, used: make([]Resources, len(s.p.Pools))}
+	c.launchable = func(pod *Pod, key string) []string {
+		domains := s.domainsOf(pod, key, domainFilter{taints: true, affinity: true, launchable: true, fits: true})
+		// A new node takes the pod only where its required pod affinity
+		// can hold: never on hostname (an empty node runs no pod it
+		// selects), and on key only in the domains a selected pod is in.
+		for k := range pod.PodAffinity {
+			t := &pod.PodAffinity[k]
+			selected := c.selectedDomains(pod, t)
+			if len(selected) == 0 && t.selects(pod, pod) {
+				continue // the first pod of a group its own term selects
+			}
+			if t.TopologyKey == LabelHostname {
+				return nil
+			}
+			if t.TopologyKey == key {
+				domains = slices.DeleteFunc(domains, func(d string) bool { return !selected[d] })
+			}
+		}
+		return domains
+	}
+	poolIndex := map[string]int{}
+	for pi := range s.p.Pools {
+		poolIndex[s.p.Pools[pi].Name] = pi
+		c.used[pi] = s.p.Pools[pi].Used
+	}
 	byName := map[string]int{}
 	for i := range s.p.Nodes {
 		n := &s.p.Nodes[i]
@@ -128,6 +254,14 @@ func (s *state) finalCluster() *schedCluster {
 			for ti := range types {
 				if types[ti].Name == n.InstanceType {
 					labels.typ = types[ti].Labels
+				}
+			}
+		}
+		if pi, ok := poolIndex[n.Pool]; ok {
+			types := s.p.PoolTypes(pi)
+			for ti := range types {
+				if types[ti].Name == n.InstanceType {
+					c.used[pi] = c.used[pi].Add(types[ti].Capacity)
 				}
 			}
 		}
@@ -196,7 +330,10 @@ func (c *schedCluster) domain(j int, key string) (string, bool) {
 // admit returns the first node whose filters admit pending pod i, or -1.
 // What the filters count is gathered once per call (the cluster changes
 // only when a pod is bound); each node is then judged by lookups.
-func (c *schedCluster) admit(i int) int {
+func (c *schedCluster) admit(i int) int { return c.admitOn(i, -1) }
+
+// admitOn is admit judging only node only, or every node when only is -1.
+func (c *schedCluster) admitOn(i, only int) int {
 	pod := &c.p.Pods[i]
 	req := podRequests(pod)
 	var checks []func(j int) bool
@@ -218,12 +355,18 @@ func (c *schedCluster) admit(i int) int {
 			c.portConflict(pod, j) {
 			continue
 		}
+		if only >= 0 && j != only {
+			continue
+		}
 		if !slices.ContainsFunc(checks, func(ok func(int) bool) bool { return !ok(j) }) {
 			return j
 		}
 	}
 	return -1
 }
+
+// admits reports whether node j admits pending pod i.
+func (c *schedCluster) admits(i, j int) bool { return c.admitOn(i, j) == j }
 
 func (c *schedCluster) portConflict(pod *Pod, j int) bool {
 	if len(pod.HostPorts) == 0 {
@@ -266,6 +409,21 @@ func (c *schedCluster) skewCheck(owner *Pod, sc *TopologySpread, own bool) func(
 			if !own && !carriers[d] && carriesScope(o, owner, sc) {
 				carriers[d] = true
 			}
+		}
+	}
+	// The incoming pod's own constraint also counts the domains a new
+	// node could take it in (so that it is sent there rather than piled
+	// where nodes are); a placed pod's is judged, as the final cluster
+	// will be, over the nodes' domains.
+	switch {
+	case !own:
+	case sc.TopologyKey == LabelHostname:
+		if len(c.launchable(owner, LabelZone)) > 0 {
+			counts["(a new node)"] += 0
+		}
+	default:
+		for _, d := range c.launchable(owner, sc.TopologyKey) {
+			counts[d] += 0
 		}
 	}
 	skew := int(max(sc.MaxSkew, 1))
@@ -324,20 +482,6 @@ func emptiest(counts map[string]int, minDomains int32) int {
 // none anywhere).
 func (c *schedCluster) affinityChecks(pod *Pod) []func(j int) bool {
 	var checks []func(j int) bool
-	// domainsOf lists the domains of key holding a pod sel selects.
-	domainsOf := func(key string, sel func(q *Pod) bool) map[string]bool {
-		out := map[string]bool{}
-		for o := range c.nodes {
-			d, ok := c.domain(o, key)
-			if !ok || out[d] {
-				continue
-			}
-			if slices.ContainsFunc(c.nodes[o].pods, sel) {
-				out[d] = true
-			}
-		}
-		return out
-	}
 	inDomain := func(key string, set map[string]bool) func(j int) bool {
 		return func(j int) bool {
 			d, ok := c.domain(j, key)
@@ -346,7 +490,7 @@ func (c *schedCluster) affinityChecks(pod *Pod) []func(j int) bool {
 	}
 	for k := range pod.PodAntiAffinity {
 		t := &pod.PodAntiAffinity[k]
-		in := inDomain(t.TopologyKey, domainsOf(t.TopologyKey, func(q *Pod) bool { return q != pod && t.selects(pod, q) }))
+		in := inDomain(t.TopologyKey, c.selectedDomains(pod, t))
 		checks = append(checks, func(j int) bool { return !in(j) })
 	}
 	// Symmetry: domains of pods whose anti-affinity selects pod.
@@ -373,11 +517,27 @@ func (c *schedCluster) affinityChecks(pod *Pod) []func(j int) bool {
 	}
 	for k := range pod.PodAffinity {
 		t := &pod.PodAffinity[k]
-		set := domainsOf(t.TopologyKey, func(q *Pod) bool { return q != pod && t.selects(pod, q) })
+		set := c.selectedDomains(pod, t)
 		if len(set) == 0 && t.selects(pod, pod) {
 			continue // the first pod of a group its own term selects
 		}
 		checks = append(checks, inDomain(t.TopologyKey, set))
 	}
 	return checks
+}
+
+// selectedDomains lists the domains of the term's key holding a pod other
+// than owner that the term selects.
+func (c *schedCluster) selectedDomains(owner *Pod, t *PodAffinityTerm) map[string]bool {
+	out := map[string]bool{}
+	for o := range c.nodes {
+		d, ok := c.domain(o, t.TopologyKey)
+		if !ok || out[d] {
+			continue
+		}
+		if slices.ContainsFunc(c.nodes[o].pods, func(q *Pod) bool { return q != owner && t.selects(owner, q) }) {
+			out[d] = true
+		}
+	}
+	return out
 }

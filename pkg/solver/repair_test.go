@@ -26,7 +26,9 @@ func TestAdmit(t *testing.T) {
 		onNode [3][]Pod
 		pod    Pod
 		taint  bool // node 0 and 1 are tainted
-		want   int  // the node admitted, -1 for none
+		// launchable are the domains a node could still be launched into
+		launchable []string
+		want       int // the node admitted, -1 for none
 	}{
 		{name: "room decides: the first node with room", pod: Pod{Namespace: "d", Name: "p", Requests: req(500, gib)}, want: 0},
 		{name: "too big for any node", pod: Pod{Namespace: "d", Name: "p", Requests: req(5000, gib)}, want: -1},
@@ -43,6 +45,13 @@ func TestAdmit(t *testing.T) {
 			onNode: [3][]Pod{{runningWeb("d")}},
 			pod:    Pod{Namespace: "d", Name: "p", Labels: web, Requests: req(100, gib/4), Spread: []TopologySpread{zoneSpread}},
 			want:   2,
+		},
+		{
+			name:       "own spread: a zone a node could launch into counts as empty",
+			onNode:     [3][]Pod{{runningWeb("d")}, nil, {runningWeb("d")}},
+			launchable: []string{"zone-a", "zone-b", "zone-c"},
+			pod:        Pod{Namespace: "d", Name: "p", Labels: web, Requests: req(100, gib/4), Spread: []TopologySpread{zoneSpread}},
+			want:       -1,
 		},
 		{
 			name:   "own spread counts only the pod's namespace",
@@ -101,7 +110,7 @@ func TestAdmit(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Problem{Pods: []Pod{tc.pod}}
-			c := &schedCluster{p: p, nodeOf: map[int]int{}}
+			c := &schedCluster{p: p, nodeOf: map[int]int{}, launchable: func(*Pod, string) []string { return tc.launchable }}
 			for j, zone := range []string{"zone-a", "zone-a", "zone-b"} {
 				n := schedNode{labels: MapLabels{LabelZone: zone}, free: req(2000, 4*gib), planned: j}
 				if tc.taint && j < 2 {
@@ -128,7 +137,7 @@ func TestAdmitKeepsCarriersSkew(t *testing.T) {
 		Spread: []TopologySpread{{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: Selector{MatchLabels: web}}}}
 	free := Pod{Namespace: "d", Name: "free", Labels: web, Requests: req(100, gib/4)}
 	p := &Problem{Pods: []Pod{carrier, free}}
-	c := &schedCluster{p: p, nodeOf: map[int]int{}}
+	c := &schedCluster{p: p, nodeOf: map[int]int{}, launchable: func(*Pod, string) []string { return nil }}
 	for j, zone := range []string{"zone-a", "zone-b"} {
 		c.nodes = append(c.nodes, schedNode{labels: MapLabels{LabelZone: zone}, free: req(2000, 4*gib), planned: j})
 	}

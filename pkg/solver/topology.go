@@ -334,7 +334,9 @@ func (s *state) eligibleZones(pod *Pod) []string {
 // limits leave room for one such new node at all (a pool with a zero
 // limit still counts as a domain of a spread, but no pod can be sent
 // there).
-type domainFilter struct{ taints, affinity, launchable bool }
+//
+// With fits, only offerings whose nodes have room for the pod count.
+type domainFilter struct{ taints, affinity, launchable, fits bool }
 
 // spreadFilter is the filter of a spread constraint's domains, from its
 // nodeTaintsPolicy (Ignore by default) and nodeAffinityPolicy (Honor by
@@ -377,6 +379,8 @@ func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
 				c := math.Inf(1)
 				if pod.Requests.Fits(alloc) {
 					c = o.Price * share(pod.Requests, alloc)
+				} else if f.fits {
+					continue
 				}
 				note(v, c)
 			}
@@ -391,6 +395,8 @@ func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
 		c := math.Inf(1)
 		if !n.Unschedulable && pod.Requests.Fits(n.Allocatable.Sub(n.Requested)) {
 			c = 0 // room already paid for
+		} else if f.fits {
+			continue
 		}
 		note(v, c)
 	}
