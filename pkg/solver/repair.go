@@ -80,6 +80,7 @@ func (s *state) placePending() bool {
 func (s *state) open(c *schedCluster, i int) int {
 	pod := &s.p.Pods[i]
 	req := podRequests(pod)
+	keys := c.topologyKeys(pod)
 	for _, pi := range s.p.poolOrder() {
 		pool := &s.p.Pools[pi]
 		if untolerated(pod.Tolerations, pool.Taints) != nil {
@@ -102,14 +103,11 @@ func (s *state) open(c *schedCluster, i int) int {
 			}
 		}
 		sort.SliceStable(cands, func(a, b int) bool { return cands[a].price < cands[b].price })
-		// Offerings come cheapest first; after refusedLimit refused by the
-		// pod's constraints, the pool is given up on (the constraints
-		// decide by labels, which few offerings differ in).
-		refusals := 0
+		// Offerings come cheapest first. The filters that can still
+		// refuse one decide by its values of the topology keys, so an
+		// offering whose values were refused is not tried again.
+		refused := map[string]bool{}
 		for _, cd := range cands {
-			if refusals >= refusedLimit {
-				break
-			}
 			it := &types[cd.typ]
 			o := it.Offerings[cd.offering]
 			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
@@ -121,11 +119,15 @@ func (s *state) open(c *schedCluster, i int) int {
 			if !req.Fits(alloc) {
 				continue
 			}
+			sig := signature(labels, keys)
+			if refused[sig] {
+				continue
+			}
 			j := len(c.nodes)
 			c.nodes = append(c.nodes, schedNode{labels: labels, taints: pool.Taints, free: alloc, planned: len(s.plan.NewNodes)})
 			if !c.admits(i, j) {
 				c.nodes = c.nodes[:j]
-				refusals++
+				refused[sig] = true
 				continue
 			}
 			s.plan.NewNodes = append(s.plan.NewNodes, NewNode{
@@ -141,9 +143,50 @@ func (s *state) open(c *schedCluster, i int) int {
 	return -1
 }
 
-// refusedLimit bounds how many of a pool's offerings open tries for a pod
-// its constraints refuse.
-const refusedLimit = 48
+// topologyKeys are the keys whose values decide the topology filters for
+// pod: of its own spread and pod (anti-)affinity, of the spread the placed
+// pods carry, and of every pod's anti-affinity (symmetry).
+func (c *schedCluster) topologyKeys(pod *Pod) []string {
+	var keys []string
+	add := func(k string) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for k := range pod.Spread {
+		add(pod.Spread[k].TopologyKey)
+	}
+	for _, ts := range [][]PodAffinityTerm{pod.PodAffinity, pod.PodAntiAffinity} {
+		for k := range ts {
+			add(ts[k].TopologyKey)
+		}
+	}
+	for _, cs := range c.carried {
+		add(cs.c.TopologyKey)
+	}
+	for o := range c.nodes {
+		for _, q := range c.nodes[o].pods {
+			for k := range q.PodAntiAffinity {
+				add(q.PodAntiAffinity[k].TopologyKey)
+			}
+		}
+	}
+	return keys
+}
+
+// signature is a node's values of keys (a new node is its own hostname
+// domain, whatever its labels).
+func signature(labels Labels, keys []string) string {
+	var b []byte
+	for _, k := range keys {
+		if k == LabelHostname {
+			continue
+		}
+		v, ok := labels.Label(k)
+		b = fmt.Appendf(b, "%s=%s,%t;", k, v, ok)
+	}
+	return string(b)
+}
 
 // poolRoom reports whether pool pi's limits leave room for one more node
 // of that capacity beside the plan's nodes.
