@@ -51,7 +51,7 @@ func (o *Options) runLive(ctx context.Context) error {
 		return err
 	}
 	p := built.Problem
-	o.warn(windowsPools(p))
+	o.warn(WindowsPools(p))
 	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err
@@ -175,7 +175,7 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 			rp.Note = "the plan finds room on this existing node; the scheduler has not placed the pod yet, or something the plan cannot see keeps it off (a scheduling gate, another scheduler, the node's conditions)"
 			targetNodes[rp.Node] = true
 		default:
-			rp.Reason = unplacedReason(&p.Pods[pp.Index], outcomes[pp.Index].Reason)
+			rp.Reason = UnplacedReason(&p.Pods[pp.Index], outcomes[pp.Index].Reason)
 		}
 		live.Pending = append(live.Pending, rp)
 	}

@@ -185,7 +185,7 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	if m == nil {
 		return nil, fmt.Errorf("report: no input")
 	}
-	r.Warnings = m.Warnings
+	r.Warnings = slices.Clone(m.Warnings) // appended to below; m is planned again on every re-plan
 
 	base := in.Catalog
 	if base.Region == "" {
@@ -218,6 +218,7 @@ func (p *Planner) Build(in Input) (*Report, error) {
 		return nil, err
 	}
 	prob, prices := built.Problem, built.Prices
+	r.Warnings = append(r.Warnings, explain.WindowsPools(prob)...)
 	if in.Timeout > 0 {
 		prob.Options.Deadline = time.Now().Add(in.Timeout)
 	}
@@ -323,7 +324,9 @@ func (r *Report) outcomes() (func(index int) outcome, map[string]bool) {
 			}
 			return outcome{kind: "existing", node: node, reason: "the plan finds room on this existing node; the scheduler has not placed the pod yet, or a constraint the plan does not model keeps it off", newNode: -1}
 		}
-		return outcome{kind: "unschedulable", reason: o.Reason, newNode: -1}
+		// explain's sentence, which names an OS no catalog has where the
+		// solver's names the types it searched.
+		return outcome{kind: "unschedulable", reason: explain.UnplacedReason(&r.Problem.Pods[index], o.Reason), newNode: -1}
 	}, inflight
 }
 

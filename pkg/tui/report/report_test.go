@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +60,64 @@ func TestNodesCostWhatTheirClaimPays(t *testing.T) {
 	}
 	if d := r.ClusterPrice - (0.15 + catalog); d > 1e-9 || d < -1e-9 {
 		t.Errorf("cluster price %v, want %v", r.ClusterPrice, 0.15+catalog)
+	}
+}
+
+// TestOfflineWindowsSaysWhatExplainSays checks that the TUI gives a pod
+// that selects a non-linux OS explain's sentence (no catalog has such
+// nodes), not the solver's list of the types it searched, and warns of a
+// pool that requires one, as explain does.
+func TestOfflineWindowsSaysWhatExplainSays(t *testing.T) {
+	const manifests = `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: win}
+spec: {template: {spec: {requirements: [{key: kubernetes.io/os, operator: In, values: [windows]}]}}}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec: {template: {spec: {requirements: []}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: iis, namespace: default}
+spec:
+  nodeSelector: {kubernetes.io/os: windows}
+  containers: [{name: app, image: iis, resources: {requests: {cpu: 500m, memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers: [{name: app, image: web, resources: {requests: {cpu: 500m, memory: 1Gi}}}]
+`
+	m := &snapshot.Manifests{}
+	if err := snapshot.Decode("input.yaml", []byte(manifests), m); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewPlanner().Build(Input{Manifests: m, Catalog: plan.Catalog{Region: "us-east-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]PendingGroup{}
+	for _, g := range r.Pending {
+		for _, pod := range g.Pods {
+			outcomes[pod] = g
+		}
+	}
+	const sentence = "Windows nodes are not supported yet: the pod selects kubernetes.io/os windows, and every instance type is linux"
+	if g := outcomes["default/iis"]; g.Outcome != "unschedulable" || g.Reason != sentence {
+		t.Errorf("default/iis: %s %q, want unschedulable %q", g.Outcome, g.Reason, sentence)
+	}
+	if g := outcomes["default/web"]; g.Outcome != "new" {
+		t.Errorf("default/web: %s %q, want a new node", g.Outcome, g.Reason)
+	}
+	warned := false
+	for _, w := range r.Warnings {
+		warned = warned || strings.HasPrefix(w, "NodePool win requires kubernetes.io/os In [windows]: Windows nodes are not supported yet")
+	}
+	if !warned {
+		t.Errorf("warnings %q: none about NodePool win", r.Warnings)
 	}
 }
