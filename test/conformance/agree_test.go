@@ -171,6 +171,9 @@ func bothVerdicts(sc *scenario, planner *report.Planner, dir string) (ex, tv map
 			tv[pod] = pv
 		}
 	}
+	if e, v := explain.DefaultsNotices(res.DefaultPool, res.EKSDaemonSets), r.Notices(); !slices.Equal(e, v) {
+		return nil, nil, 0, fmt.Errorf("what the input lacked: explain says %q, the TUI %q", e, v)
+	}
 	return explainVerdicts(&res), tv, checked, nil
 }
 

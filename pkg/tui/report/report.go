@@ -78,6 +78,10 @@ type Report struct {
 	ClusterNodes int
 	PendingPods  int
 	Warnings     []string
+	// DefaultPool and EKSDaemonSets are what the input lacked and was
+	// planned for (explain.Defaults); Notices says it as explain does.
+	DefaultPool   string
+	EKSDaemonSets []string
 	// Existing are the existing and in-flight nodes as the solver sees them.
 	Existing []solver.Node
 	Took     time.Duration
@@ -219,6 +223,7 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	}
 	prob, prices := built.Problem, built.Prices
 	r.Warnings = append(r.Warnings, explain.WindowsPools(prob)...)
+	r.DefaultPool, r.EKSDaemonSets = explain.Defaults(built)
 	if in.Timeout > 0 {
 		prob.Options.Deadline = time.Now().Add(in.Timeout)
 	}
@@ -538,6 +543,10 @@ func (r *Report) buildActions() {
 		r.Actions = append(r.Actions, ActionRow{Kind: "-", Nodes: b.Node, Reason: b.Reason})
 	}
 }
+
+// Notices are the lines explain prints for what the input lacked and was
+// planned for: the default NodePool and the EKS DaemonSets.
+func (r *Report) Notices() []string { return explain.DefaultsNotices(r.DefaultPool, r.EKSDaemonSets) }
 
 // Delta is the what-if plan's cost minus the baseline's, $/h.
 func (r *Report) Delta() float64 { return r.Plan.TotalPrice - r.Baseline }
