@@ -325,9 +325,9 @@ func (r *Report) outcomes() (func(index int) outcome, map[string]bool) {
 		}
 		if node := o.Node; node != "" {
 			if inflight[node] {
-				return outcome{kind: "launching", node: node, reason: "the node launched for it (NodeClaim " + node + ") is on its way", newNode: -1}
+				return outcome{kind: "launching", node: node, reason: explain.InFlightNote(node), newNode: -1}
 			}
-			return outcome{kind: "existing", node: node, reason: "the plan finds room on this existing node; the scheduler has not placed the pod yet, or a constraint the plan does not model keeps it off", newNode: -1}
+			return outcome{kind: "existing", node: node, reason: explain.ExistingNodeNote, newNode: -1}
 		}
 		// explain's sentence, which names an OS no catalog has where the
 		// solver's names the types it searched.

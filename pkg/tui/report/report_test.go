@@ -194,3 +194,29 @@ spec:
 		})
 	}
 }
+
+// TestLivePodOnAnExistingNodeSaysWhatExplainSays checks that a pending pod
+// the plan puts on an existing node with room gets explain's note in the
+// Pending view and the detail view.
+func TestLivePodOnAnExistingNodeSaysWhatExplainSays(t *testing.T) {
+	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "roomy", Labels: map[string]string{solver.LabelInstanceType: "m7i.xlarge", solver.LabelZone: "us-east-1a", solver.LabelCapacityType: "on-demand"}},
+		Status: corev1.NodeStatus{Capacity: list, Allocatable: list, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	r, err := NewPlanner().Build(Input{Objects: &snapshot.Objects{Nodes: []*corev1.Node{node}, Pods: []*corev1.Pod{pod}}, Catalog: plan.Catalog{Region: "us-east-1"}, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Pending) != 1 {
+		t.Fatalf("pending groups %+v, want one", r.Pending)
+	}
+	g := &r.Pending[0]
+	if g.Outcome != "existing" || g.Node != "roomy" || g.Reason != explain.ExistingNodeNote {
+		t.Errorf("pending: %s %s %q, want existing roomy %q", g.Outcome, g.Node, g.Reason, explain.ExistingNodeNote)
+	}
+	if want := "Plan:      fits on roomy — " + explain.ExistingNodeNote; !slices.Contains(r.Detail(g), want) {
+		t.Errorf("the detail view lacks %q:\n%s", want, strings.Join(r.Detail(g), "\n"))
+	}
+}
