@@ -100,10 +100,10 @@ func windowsOnly(p *solver.Pod) bool {
 	return true
 }
 
-// windowsPools returns one warning per pool whose requirements rule out
+// WindowsPools returns one warning per pool whose requirements rule out
 // linux nodes (kubernetes.io/os In [windows]): the catalogs have none, so
-// the pool can launch nothing.
-func windowsPools(p *solver.Problem) []string {
+// the pool can launch nothing. Every front end warns with them.
+func WindowsPools(p *solver.Problem) []string {
 	var out []string
 	for i := range p.Pools {
 		for _, r := range p.Pools[i].Requirements {
@@ -117,10 +117,11 @@ func windowsPools(p *solver.Problem) []string {
 	return out
 }
 
-// unplacedReason is the sentence for a pod the plan cannot place: the
-// solver's, unless the pod selects a non-linux OS, whose real reason is
-// that no catalog has such nodes (not the instance types it searched).
-func unplacedReason(pod *solver.Pod, reason string) string {
+// UnplacedReason is the sentence for a pod the plan cannot place: the
+// solver's reason, unless the pod selects a non-linux OS, whose real
+// reason is that no catalog has such nodes (not the instance types it
+// searched). Every front end shows a pending pod this sentence.
+func UnplacedReason(pod *solver.Pod, reason string) string {
 	if windowsOnly(pod) {
 		return windowsUnsupported + ": the pod selects kubernetes.io/os " + podOS(pod) + ", and every instance type is linux"
 	}

@@ -37,12 +37,34 @@ const (
 // setDefaults records on r what the input lacked and was planned for: the
 // default pool and the EKS DaemonSets.
 func setDefaults(r *Result, built *plan.Result) {
-	r.DefaultPool = built.DefaultPool
+	r.DefaultPool, r.EKSDaemonSets = Defaults(built)
+}
+
+// Defaults returns what built was planned for that its input lacked: the
+// sentence saying what the default pool allows ("" when the input has a
+// pool) and the names of the EKS DaemonSets every node counts (none when
+// the input has DaemonSets or they were not added). The TUI shows them as
+// explain does (DefaultsNotices).
+func Defaults(built *plan.Result) (pool string, eksDaemonSets []string) {
 	if built.EKSDaemonSets {
 		for _, ds := range built.Problem.DaemonSets {
-			r.EKSDaemonSets = append(r.EKSDaemonSets, ds.Name)
+			eksDaemonSets = append(eksDaemonSets, ds.Name)
 		}
 	}
+	return built.DefaultPool, eksDaemonSets
+}
+
+// DefaultsNotices are the lines explain prints for what Defaults returns,
+// one sentence each.
+func DefaultsNotices(pool string, eksDaemonSets []string) []string {
+	var out []string
+	if pool != "" {
+		out = append(out, fmt.Sprintf("NodePool: none in the input; planned with %s.", pool))
+	}
+	if len(eksDaemonSets) > 0 {
+		out = append(out, fmt.Sprintf("DaemonSets: none in the input; every node counts the ones EKS runs on each node (%s); --no-eks-daemonsets leaves them out.", strings.Join(eksDaemonSets, ", ")))
+	}
+	return out
 }
 
 // setAdvice sets r's advice for a plan that took took: the wider pools
@@ -102,10 +124,10 @@ func adviceBudget(took time.Duration) time.Duration {
 // planned for, and one per piece of advice.
 func printDefaults(w io.Writer, r *Result) {
 	if r.DefaultPool != "" {
-		fmt.Fprintf(w, "\nNodePool: none in the input; planned with %s.\n", r.DefaultPool)
+		fmt.Fprintln(w)
 	}
-	if len(r.EKSDaemonSets) > 0 {
-		fmt.Fprintf(w, "DaemonSets: none in the input; every node counts the ones EKS runs on each node (%s); --no-eks-daemonsets leaves them out.\n", strings.Join(r.EKSDaemonSets, ", "))
+	for _, n := range DefaultsNotices(r.DefaultPool, r.EKSDaemonSets) {
+		fmt.Fprintln(w, n)
 	}
 	if r.AdviceSkipped != "" {
 		fmt.Fprintf(w, "Advice: %s.\n", r.AdviceSkipped)

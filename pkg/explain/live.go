@@ -51,7 +51,7 @@ func (o *Options) runLive(ctx context.Context) error {
 		return err
 	}
 	p := built.Problem
-	o.warn(windowsPools(p))
+	o.warn(WindowsPools(p))
 	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err
@@ -134,6 +134,16 @@ func (w *workload) matches(name, owner string) bool {
 	return kind == w.Kind && ownerName == w.Name
 }
 
+// ExistingNodeNote is what every front end says of a pending pod the plan
+// puts on an existing node.
+const ExistingNodeNote = "the plan finds room on this existing node; the scheduler has not placed the pod yet, or something the plan cannot see keeps it off (a scheduling gate, another scheduler, the node's conditions)"
+
+// InFlightNote is what every front end says of a pending pod the plan puts
+// on the node of NodeClaim claim, launched but not registered yet.
+func InFlightNote(claim string) string {
+	return "the node launched for it (NodeClaim " + claim + ") is on its way"
+}
+
 // newLiveResult builds the live part of the report: pending pods in scope
 // with what the plan does for them, the existing nodes and their cost.
 func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan, namespace string, target *workload) (*LiveResult, error) {
@@ -169,13 +179,13 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 			rp.InstanceType, rp.CapacityType, rp.Zone, rp.PricePerHour = n.InstanceType, n.CapacityType, n.Zone, n.Price
 		case outcomes[pp.Index].Node != "" && slices.Contains(built.InFlight, outcomes[pp.Index].Node):
 			rp.Node = outcomes[pp.Index].Node
-			rp.Note = "the node launched for it (NodeClaim " + rp.Node + ") is on its way"
+			rp.Note = InFlightNote(rp.Node)
 		case outcomes[pp.Index].Node != "":
 			rp.Node = outcomes[pp.Index].Node
-			rp.Note = "the plan finds room on this existing node; the scheduler has not placed the pod yet, or something the plan cannot see keeps it off (a scheduling gate, another scheduler, the node's conditions)"
+			rp.Note = ExistingNodeNote
 			targetNodes[rp.Node] = true
 		default:
-			rp.Reason = unplacedReason(&p.Pods[pp.Index], outcomes[pp.Index].Reason)
+			rp.Reason = UnplacedReason(&p.Pods[pp.Index], outcomes[pp.Index].Reason)
 		}
 		live.Pending = append(live.Pending, rp)
 	}

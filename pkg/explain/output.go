@@ -219,7 +219,7 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source ResultSource) *Resul
 	}
 	for _, u := range plan.Unschedulable {
 		pod := &p.Pods[u.Pod]
-		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: pod.Key(), Owner: pod.Owner, Reason: unplacedReason(pod, u.Reason)})
+		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: pod.Key(), Owner: pod.Owner, Reason: UnplacedReason(pod, u.Reason)})
 	}
 	for i := range p.Pods {
 		if q := &p.Pods[i].Requests; q[solver.CPU] == 0 && q[solver.Memory] == 0 {

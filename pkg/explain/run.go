@@ -121,7 +121,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	p := built.Problem
 	start := time.Now()
-	o.warn(windowsPools(p))
+	o.warn(WindowsPools(p))
 	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err

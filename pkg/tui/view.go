@@ -81,6 +81,20 @@ func (m *Model) headerLine() string {
 	default:
 		parts = append(parts, fmt.Sprintf("%d pods", r.PendingPods), fmt.Sprintf("plan $%.2f/h $%.0f/mo", r.Plan.TotalPrice, r.Plan.TotalPrice*report.HoursPerMonth))
 	}
+	// What the input lacked and was planned for, as explain says; the
+	// detail view (enter) has explain's sentences.
+	if r != nil {
+		var lacked []string
+		if r.DefaultPool != "" {
+			lacked = append(lacked, "default NodePool")
+		}
+		if len(r.EKSDaemonSets) > 0 {
+			lacked = append(lacked, "EKS DaemonSets")
+		}
+		if len(lacked) > 0 {
+			parts = append(parts, "planned with "+strings.Join(lacked, " + "))
+		}
+	}
 	return m.st.title.Render(strings.Join(parts, " │ "))
 }
 

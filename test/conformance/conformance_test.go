@@ -111,32 +111,12 @@ func TestConformance(t *testing.T) {
 
 // run writes a scenario's manifests, runs explain and judges the plan.
 func run(sc *scenario, dir string) []string {
-	in := filepath.Join(dir, "in")
-	if err := os.Mkdir(in, 0o755); err != nil {
+	in, err := sc.writeInput(dir)
+	if err != nil {
 		return []string{err.Error()}
 	}
 	pods := sc.pods()
-	var docs []any
-	for i := range sc.Pools {
-		docs = append(docs, sc.Pools[i].nodePool())
-	}
-	for _, p := range pods {
-		docs = append(docs, p)
-	}
-	var buf bytes.Buffer
-	for _, d := range docs {
-		data, err := json.Marshal(d)
-		if err != nil {
-			return []string{err.Error()}
-		}
-		buf.WriteString("---\n")
-		buf.Write(data)
-		buf.WriteString("\n")
-	}
-	if err := os.WriteFile(filepath.Join(in, "input.yaml"), buf.Bytes(), 0o644); err != nil {
-		return []string{err.Error()}
-	}
-	typesFile, err := filepath.Abs(filepath.Join("testdata", "types", sc.InstanceTypes+".yaml"))
+	typesFile, err := sc.typesFile()
 	if err != nil {
 		return []string{err.Error()}
 	}

@@ -8,6 +8,8 @@
 package conformance
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -222,6 +224,42 @@ func (sc *scenario) pods() []*v1.Pod {
 		}
 	}
 	return out
+}
+
+// writeInput writes the scenario's NodePools and pods as one manifest file
+// in a new directory dir/in, the input both front ends read with -f, and
+// returns that directory.
+func (sc *scenario) writeInput(dir string) (string, error) {
+	in := filepath.Join(dir, "in")
+	if err := os.Mkdir(in, 0o755); err != nil {
+		return "", err
+	}
+	var docs []any
+	for i := range sc.Pools {
+		docs = append(docs, sc.Pools[i].nodePool())
+	}
+	for _, p := range sc.pods() {
+		docs = append(docs, p)
+	}
+	var buf bytes.Buffer
+	for _, d := range docs {
+		data, err := json.Marshal(d)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", sc.Name, err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(data)
+		buf.WriteString("\n")
+	}
+	if err := os.WriteFile(filepath.Join(in, "input.yaml"), buf.Bytes(), 0o644); err != nil {
+		return "", err
+	}
+	return in, nil
+}
+
+// typesFile is the absolute path of the scenario's --instance-types file.
+func (sc *scenario) typesFile() (string, error) {
+	return filepath.Abs(filepath.Join("testdata", "types", sc.InstanceTypes+".yaml"))
 }
 
 // extendedLimits: extended resources must have limits equal to requests.

@@ -14,7 +14,8 @@ const maxNamed = 8
 // Detail explains one pending group line by line: the pods, what the
 // scheduler and the plan say, every constraint the pod carries, and, per
 // NodePool, which instance types each constraint rules out and which fit.
-// Existing nodes are checked the same way.
+// Existing nodes are checked the same way. Below the plan it says what the
+// input lacked and was planned for (Notices), as explain does.
 func (r *Report) Detail(g *PendingGroup) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
@@ -33,6 +34,10 @@ func (r *Report) Detail(g *PendingGroup) []string {
 		add("Plan:      fits on %s — %s", g.Node, g.Reason)
 	default:
 		add("Plan:      cannot be placed — %s", g.Reason)
+	}
+	if notices := r.Notices(); len(notices) > 0 {
+		add("")
+		out = append(out, notices...)
 	}
 	if g.PodIndex < 0 {
 		return out

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report/detailtest"
 )
 
 const gib = int64(1) << 30
@@ -109,68 +110,12 @@ func detailProblems() map[string]*solver.Problem {
 	return map[string]*solver.Problem{"taints and selectors": taints, "requirements and keys": reqs, "kubelet pool and daemonsets": pools}
 }
 
-var poolHeader = regexp.MustCompile(`^NodePool (\S+) \(weight`)
-
 // detailBlocks renders the detail view of g and splits out each pool's
 // block by pool name, with the pools in the order shown.
 func detailBlocks(r *Report, g *PendingGroup) (lines []string, blocks map[string][]string, order []string) {
 	lines = r.Detail(g)
-	blocks = map[string][]string{}
-	cur := ""
-	for _, l := range lines {
-		if m := poolHeader.FindStringSubmatch(l); m != nil {
-			cur = m[1]
-			order = append(order, cur)
-		} else if l == "" {
-			cur = ""
-		}
-		if cur != "" {
-			blocks[cur] = append(blocks[cur], l)
-		}
-	}
+	blocks, order = detailtest.Blocks(lines)
 	return lines, blocks, order
-}
-
-// tuiVerdict reads a pool's cause from its block of the detail view, from
-// the lines that group the instance types, not from the quoted sentence.
-func tuiVerdict(block []string) string {
-	has := func(s string) bool {
-		for _, l := range block {
-			if strings.Contains(l, s) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case has("is not tolerated: every type ruled out"):
-		return "taint"
-	case has("type(s) fit; cheapest"):
-		return "fits"
-	case has("type(s) too small for"):
-		return "too small"
-	case has("ruled out by the pod's"):
-		return "selector"
-	case has("ruled out by the pool's requirement"):
-		return "no type"
-	}
-	return "?"
-}
-
-// explainVerdict reads a pool's cause from the plan's sentence.
-func explainVerdict(reason, pool string) string {
-	q := regexp.QuoteMeta(pool)
-	for _, c := range []struct{ verdict, pattern string }{
-		{"taint", `NodePool ` + q + ` has taint`},
-		{"no type", `NodePool ` + q + ` (allows no instance type|requires )`},
-		{"selector", `allowed by NodePool ` + q + ` matches the pod's`},
-		{"too small", `allowed by NodePool ` + q + ` (\([^)]*\) )?ha(s|ve) room for`},
-	} {
-		if regexp.MustCompile(c.pattern).MatchString(reason) {
-			return c.verdict
-		}
-	}
-	return "fits"
 }
 
 // TestDetailAgreesWithExplain renders the detail view of every pod of
@@ -195,7 +140,7 @@ func TestDetailAgreesWithExplain(t *testing.T) {
 				if reason == "" {
 					fits := false
 					for _, b := range blocks {
-						fits = fits || tuiVerdict(b) == "fits"
+						fits = fits || detailtest.ViewVerdict(b) == "fits"
 					}
 					if !fits {
 						t.Errorf("%s: the plan places it, the detail view fits it nowhere:\n%s", pod, text)
@@ -212,7 +157,7 @@ func TestDetailAgreesWithExplain(t *testing.T) {
 					t.Fatalf("%s: detail view shows pools %v, want %d", pod, order, len(p.Pools))
 				}
 				for _, pool := range order {
-					tv, ev := tuiVerdict(blocks[pool]), explainVerdict(reason, pool)
+					tv, ev := detailtest.ViewVerdict(blocks[pool]), detailtest.SentenceVerdict(reason, pool)
 					if tv != ev || ev == "fits" {
 						t.Errorf("%s in NodePool %s: detail view says %q, explain %q (reason %q)\n%s", pod, pool, tv, ev, reason, text)
 					}
@@ -264,7 +209,7 @@ func TestDetailVerdicts(t *testing.T) {
 			}
 			_, blocks, _ := detailBlocks(&Report{Problem: p}, &PendingGroup{Outcome: "unschedulable", PodIndex: i})
 			for pool, b := range blocks {
-				view[pool] = tuiVerdict(b)
+				view[pool] = detailtest.ViewVerdict(b)
 			}
 			if fmt.Sprint(got) != fmt.Sprint(w) || fmt.Sprint(view) != fmt.Sprint(w) {
 				t.Errorf("%s: Diagnose says %v, the detail view %v, want %v", p.Pods[i].Name, got, view, w)

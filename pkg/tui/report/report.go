@@ -78,6 +78,10 @@ type Report struct {
 	ClusterNodes int
 	PendingPods  int
 	Warnings     []string
+	// DefaultPool and EKSDaemonSets are what the input lacked and was
+	// planned for (explain.Defaults); Notices says it as explain does.
+	DefaultPool   string
+	EKSDaemonSets []string
 	// Existing are the existing and in-flight nodes as the solver sees them.
 	Existing []solver.Node
 	Took     time.Duration
@@ -185,7 +189,7 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	if m == nil {
 		return nil, fmt.Errorf("report: no input")
 	}
-	r.Warnings = m.Warnings
+	r.Warnings = slices.Clone(m.Warnings) // appended to below; m is planned again on every re-plan
 
 	base := in.Catalog
 	if base.Region == "" {
@@ -218,6 +222,8 @@ func (p *Planner) Build(in Input) (*Report, error) {
 		return nil, err
 	}
 	prob, prices := built.Problem, built.Prices
+	r.Warnings = append(r.Warnings, explain.WindowsPools(prob)...)
+	r.DefaultPool, r.EKSDaemonSets = explain.Defaults(built)
 	if in.Timeout > 0 {
 		prob.Options.Deadline = time.Now().Add(in.Timeout)
 	}
@@ -319,11 +325,13 @@ func (r *Report) outcomes() (func(index int) outcome, map[string]bool) {
 		}
 		if node := o.Node; node != "" {
 			if inflight[node] {
-				return outcome{kind: "launching", node: node, reason: "the node launched for it (NodeClaim " + node + ") is on its way", newNode: -1}
+				return outcome{kind: "launching", node: node, reason: explain.InFlightNote(node), newNode: -1}
 			}
-			return outcome{kind: "existing", node: node, reason: "the plan finds room on this existing node; the scheduler has not placed the pod yet, or a constraint the plan does not model keeps it off", newNode: -1}
+			return outcome{kind: "existing", node: node, reason: explain.ExistingNodeNote, newNode: -1}
 		}
-		return outcome{kind: "unschedulable", reason: o.Reason, newNode: -1}
+		// explain's sentence, which names an OS no catalog has where the
+		// solver's names the types it searched.
+		return outcome{kind: "unschedulable", reason: explain.UnplacedReason(&r.Problem.Pods[index], o.Reason), newNode: -1}
 	}, inflight
 }
 
@@ -535,6 +543,10 @@ func (r *Report) buildActions() {
 		r.Actions = append(r.Actions, ActionRow{Kind: "-", Nodes: b.Node, Reason: b.Reason})
 	}
 }
+
+// Notices are the lines explain prints for what the input lacked and was
+// planned for: the default NodePool and the EKS DaemonSets.
+func (r *Report) Notices() []string { return explain.DefaultsNotices(r.DefaultPool, r.EKSDaemonSets) }
 
 // Delta is the what-if plan's cost minus the baseline's, $/h.
 func (r *Report) Delta() float64 { return r.Plan.TotalPrice - r.Baseline }

@@ -1,14 +1,22 @@
 package report
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -59,5 +67,156 @@ func TestNodesCostWhatTheirClaimPays(t *testing.T) {
 	}
 	if d := r.ClusterPrice - (0.15 + catalog); d > 1e-9 || d < -1e-9 {
 		t.Errorf("cluster price %v, want %v", r.ClusterPrice, 0.15+catalog)
+	}
+}
+
+// TestOfflineWindowsSaysWhatExplainSays checks that the TUI gives a pod
+// that selects a non-linux OS explain's sentence (no catalog has such
+// nodes), not the solver's list of the types it searched, and warns of a
+// pool that requires one, as explain does.
+func TestOfflineWindowsSaysWhatExplainSays(t *testing.T) {
+	const manifests = `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: win}
+spec: {template: {spec: {requirements: [{key: kubernetes.io/os, operator: In, values: [windows]}]}}}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec: {template: {spec: {requirements: []}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: iis, namespace: default}
+spec:
+  nodeSelector: {kubernetes.io/os: windows}
+  containers: [{name: app, image: iis, resources: {requests: {cpu: 500m, memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers: [{name: app, image: web, resources: {requests: {cpu: 500m, memory: 1Gi}}}]
+`
+	m := &snapshot.Manifests{}
+	if err := snapshot.Decode("input.yaml", []byte(manifests), m); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewPlanner().Build(Input{Manifests: m, Catalog: plan.Catalog{Region: "us-east-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]PendingGroup{}
+	for _, g := range r.Pending {
+		for _, pod := range g.Pods {
+			outcomes[pod] = g
+		}
+	}
+	const sentence = "Windows nodes are not supported yet: the pod selects kubernetes.io/os windows, and every instance type is linux"
+	if g := outcomes["default/iis"]; g.Outcome != "unschedulable" || g.Reason != sentence {
+		t.Errorf("default/iis: %s %q, want unschedulable %q", g.Outcome, g.Reason, sentence)
+	}
+	if g := outcomes["default/web"]; g.Outcome != "new" {
+		t.Errorf("default/web: %s %q, want a new node", g.Outcome, g.Reason)
+	}
+	warned := false
+	for _, w := range r.Warnings {
+		warned = warned || strings.HasPrefix(w, "NodePool win requires kubernetes.io/os In [windows]: Windows nodes are not supported yet")
+	}
+	if !warned {
+		t.Errorf("warnings %q: none about NodePool win", r.Warnings)
+	}
+}
+
+// TestOfflineDefaultsSaidAsExplainSaysThem checks that manifests with no
+// NodePool and no DaemonSets get, in the TUI's detail view, the lines
+// explain prints for the default pool and the EKS DaemonSets planned for
+// them, word for word, and only those that apply.
+func TestOfflineDefaultsSaidAsExplainSaysThem(t *testing.T) {
+	const deployment = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: web, resources: {requests: {cpu: 500m, memory: 1Gi}}}]
+`
+	f := filepath.Join(t.TempDir(), "in.yaml")
+	if err := os.WriteFile(f, []byte(deployment), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	input := snapshot.Input{Filenames: []string{f}}
+	tests := []struct {
+		name    string
+		def     plan.DefaultPool
+		notices int
+	}{
+		{"pool and DaemonSets", plan.DefaultPool{}, 2},
+		{"pool only", plan.DefaultPool{NoEKSDaemonSets: true}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			o := explain.Options{Input: input, Default: tc.def, IOStreams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}}
+			if err := o.Run(context.Background()); err != nil {
+				t.Fatalf("explain: %v\n%s", err, errOut.String())
+			}
+			m, err := input.Read(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := NewPlanner().Build(Input{Manifests: m, Default: tc.def})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Pending) != 1 {
+				t.Fatalf("pending groups %+v, want one", r.Pending)
+			}
+			explained := strings.Split(out.String(), "\n")
+			detail := r.Detail(&r.Pending[0])
+			notices := r.Notices()
+			if len(notices) != tc.notices {
+				t.Errorf("notices %q, want %d", notices, tc.notices)
+			}
+			for _, n := range notices {
+				if !slices.Contains(explained, n) {
+					t.Errorf("explain does not print %q:\n%s", n, out.String())
+				}
+				if !slices.Contains(detail, n) {
+					t.Errorf("the detail view does not show %q:\n%s", n, strings.Join(detail, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// TestLivePodOnAnExistingNodeSaysWhatExplainSays checks that a pending pod
+// the plan puts on an existing node with room gets explain's note in the
+// Pending view and the detail view.
+func TestLivePodOnAnExistingNodeSaysWhatExplainSays(t *testing.T) {
+	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "roomy", Labels: map[string]string{solver.LabelInstanceType: "m7i.xlarge", solver.LabelZone: "us-east-1a", solver.LabelCapacityType: "on-demand"}},
+		Status: corev1.NodeStatus{Capacity: list, Allocatable: list, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	r, err := NewPlanner().Build(Input{Objects: &snapshot.Objects{Nodes: []*corev1.Node{node}, Pods: []*corev1.Pod{pod}}, Catalog: plan.Catalog{Region: "us-east-1"}, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Pending) != 1 {
+		t.Fatalf("pending groups %+v, want one", r.Pending)
+	}
+	g := &r.Pending[0]
+	if g.Outcome != "existing" || g.Node != "roomy" || g.Reason != explain.ExistingNodeNote {
+		t.Errorf("pending: %s %s %q, want existing roomy %q", g.Outcome, g.Node, g.Reason, explain.ExistingNodeNote)
+	}
+	if want := "Plan:      fits on roomy — " + explain.ExistingNodeNote; !slices.Contains(r.Detail(g), want) {
+		t.Errorf("the detail view lacks %q:\n%s", want, strings.Join(r.Detail(g), "\n"))
 	}
 }
