@@ -50,6 +50,9 @@ type Manifests struct {
 	// spec.kubeletConfiguration), else its node class's spec.kubelet. They
 	// change what the pool's nodes can give to pods.
 	Kubelets map[string]*v1alpha1.KubeletConfiguration
+	// Storage is the ephemeral storage of the pools whose node class sets
+	// it (instanceStorePolicy, a root volume), by pool name.
+	Storage map[string]NodeStorage
 	// ExtendedResources names the solver's resource indices
 	// solver.NumFixedResources and above, in order.
 	ExtendedResources []string

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -237,18 +238,36 @@ var usEast1Zones = []string{"us-east-1a", "us-east-1b", "us-east-1c", "us-east-1
 func TestKarpenterExamplesPlanOntoWhatKarpenterLaunches(t *testing.T) {
 	src := filepath.Join(repoRootDir(t), "test", "e2e", "testdata", "karpenter-examples")
 	// The examples ship with replicas 0, to be scaled up; plan 3 of each.
+	// inflate-storage is inflate asking for 100Gi of ephemeral storage,
+	// which only the instance store of a RAID0 class holds.
 	scaled := t.TempDir()
 	zero := regexp.MustCompile(`(?m)^  replicas: 0$`)
-	workload := func(name string) string {
-		data, err := os.ReadFile(filepath.Join(src, "workloads", name+".yaml"))
+	files, err := filepath.Glob(filepath.Join(src, "workloads", "*.yaml"))
+	if err != nil || len(files) != 11 {
+		t.Fatalf("the workload examples: %v, %d files, want 11", err, len(files))
+	}
+	workloads := map[string]string{}
+	write := func(name string, data []byte) {
+		workloads[name] = filepath.Join(scaled, name+".yaml")
+		if err := os.WriteFile(workloads[name], data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join(scaled, name+".yaml")
-		if err := os.WriteFile(path, zero.ReplaceAll(data, []byte("  replicas: 3")), 0o600); err != nil {
-			t.Fatal(err)
+		data = zero.ReplaceAll(data, []byte("  replicas: 3"))
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		write(name, data)
+		if name == "inflate" {
+			storage := bytes.Replace(data, []byte("memory: 256M\n"), []byte("memory: 256M\n            ephemeral-storage: 100Gi\n"), 1)
+			if bytes.Equal(storage, data) {
+				t.Fatal("inflate.yaml no longer requests memory: 256M")
+			}
+			write("inflate-storage", storage)
 		}
-		return path
 	}
 	pool := func(name string) string { return filepath.Join(src, "v1", name+".yaml") }
 	type node = jsonNode
@@ -371,6 +390,13 @@ func TestKarpenterExamplesPlanOntoWhatKarpenterLaunches(t *testing.T) {
 				}
 				return nil
 			})}},
+		{"instanceStorePolicy RAID0: the instance store is the ephemeral storage, as Karpenter counts it", "inflate-storage", "instance-store-ephemeral-storage", 1, nil,
+			[]func(*testing.T, jsonPlan){everyNode(func(n node) error {
+				if q, err := resource.ParseQuantity(n.Allocatable["ephemeral-storage"]); err != nil || q.Cmp(resource.MustParse("100Gi")) < 0 {
+					return fmt.Errorf("ephemeral-storage allocatable %q, want ≥ 100Gi", n.Allocatable["ephemeral-storage"])
+				}
+				return nil
+			})}},
 		{"spread-zone: maxSkew 1 over the zones", "spread-zone", "general-purpose", 3, nil,
 			[]func(*testing.T, jsonPlan){zoneSkew(1)}},
 		{"spread-hostname: at most 2 a node", "spread-hostname", "general-purpose", 10, nil,
@@ -409,7 +435,7 @@ func TestKarpenterExamplesPlanOntoWhatKarpenterLaunches(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, warnings := explainJSON(t, "-f", workload(tc.workload), "-f", pool(tc.pool))
+			plan, warnings := explainJSON(t, "-f", workloads[tc.workload], "-f", pool(tc.pool))
 			for _, want := range tc.warnings {
 				if !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, want) }) {
 					t.Errorf("no warning %q in\n%s", want, strings.Join(warnings, "\n"))
