@@ -433,6 +433,25 @@ func TestKarpenterExamplesPlanOntoWhatKarpenterLaunches(t *testing.T) {
 				return nil
 			})}},
 	}
+	// Every example NodePool is read: inflate plans with each, exit 0,
+	// and nothing but warnings on stderr (Windows pools say Windows is not
+	// supported yet; their pods stay unplaced).
+	pools, err := filepath.Glob(filepath.Join(src, "v1", "*.yaml"))
+	if err != nil || len(pools) != 22 {
+		t.Fatalf("the NodePool examples: %v, %d files, want 22", err, len(pools))
+	}
+	for _, f := range pools {
+		t.Run("inflate with "+filepath.Base(f), func(t *testing.T) {
+			plan, warnings := explainJSON(t, "-f", workloads["inflate"], "-f", f)
+			windows := strings.HasPrefix(filepath.Base(f), "windows-")
+			if placed := len(plan.plannedPods()); placed != 1 && !windows {
+				t.Errorf("%d pods placed, want 1; warnings:\n%s", placed, strings.Join(warnings, "\n"))
+			}
+			if windows && !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, "Windows nodes are not supported yet") }) {
+				t.Errorf("no Windows warning in\n%s", strings.Join(warnings, "\n"))
+			}
+		})
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			plan, warnings := explainJSON(t, "-f", workloads[tc.workload], "-f", pool(tc.pool))
