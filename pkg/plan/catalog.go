@@ -7,6 +7,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -69,30 +70,41 @@ func (c *Catalog) load() ([]cloud.InstanceType, string, string, error) {
 	return types, fmt.Sprintf("embedded AWS catalog of %s, region %s", cat.Date(), c.Region), c.Region, nil
 }
 
-// ApplyKubelets gives every pool of p that has kubelet settings in
-// kubelets (by pool name; see snapshot.Manifests.Kubelets) its own copy of
-// the catalog's instance types, with the settings applied to pods and
-// allocatable (cloud.NodeModel). Pools with the same settings share one
-// copy; settings that change no allocatable (clusterDNS, image GC) leave a
-// pool on the shared types. Only types p already offers are kept, so that
-// a filtered catalog stays filtered.
-func (c *Catalog) ApplyKubelets(p *solver.Problem, kubelets map[string]*v1alpha1.KubeletConfiguration) error {
-	if len(kubelets) == 0 {
+// ApplyNodeClasses gives every pool of p whose node class changes what a
+// node gives pods — kubelet settings in kubelets (by pool name; see
+// snapshot.Manifests.Kubelets), ephemeral storage in storage
+// (snapshot.Manifests.Storage) — its own copy of the catalog's instance
+// types, with the settings applied to pods and allocatable
+// (cloud.NodeModel). Pools with the same settings share one copy; settings
+// that change no allocatable (clusterDNS, image GC) leave a pool on the
+// shared types. Only types p already offers are kept, so that a filtered
+// catalog stays filtered.
+func (c *Catalog) ApplyNodeClasses(p *solver.Problem, kubelets map[string]*v1alpha1.KubeletConfiguration, storage map[string]snapshot.NodeStorage) error {
+	if len(kubelets) == 0 && len(storage) == 0 {
 		return nil
+	}
+	type settings struct {
+		kubelet    cloud.Kubelet
+		hasKubelet bool
+		storage    snapshot.NodeStorage
 	}
 	var raw []cloud.InstanceType
 	var region string
-	byKubelet := map[cloud.Kubelet][]solver.InstanceType{}
+	bySettings := map[settings][]solver.InstanceType{}
 	for i := range p.Pools {
 		pool := &p.Pools[i]
 		k, err := cloud.NewKubelet(kubelets[pool.Name])
 		if err != nil {
 			return fmt.Errorf("NodePool %s: %w", pool.Name, err)
 		}
-		if k == nil {
+		key := settings{storage: storage[pool.Name]}
+		if k != nil {
+			key.kubelet, key.hasKubelet = *k, true
+		}
+		if key == (settings{}) {
 			continue
 		}
-		if list, ok := byKubelet[*k]; ok {
+		if list, ok := bySettings[key]; ok {
 			pool.InstanceTypes = list
 			continue
 		}
@@ -113,12 +125,27 @@ func (c *Catalog) ApplyKubelets(p *solver.Problem, kubelets map[string]*v1alpha1
 			}
 			t := raw[j]
 			t.Kubelet = k
-			st := c.Model.SolverType(&t, region)
+			st := c.nodeModel(key.storage, &t).SolverType(&t, region)
 			st.Offerings = p.InstanceTypes[shared].Offerings
 			list = append(list, st)
 		}
-		byKubelet[*k] = list
+		bySettings[key] = list
 		pool.InstanceTypes = list
 	}
 	return nil
+}
+
+// nodeModel is the catalog's node model for a node of type t whose node
+// class gives it storage s: the instance store (LocalNVMe, in GB as
+// Karpenter counts it) under RAID0 when t has one, else the root volume
+// the class sets, else the model's default.
+func (c *Catalog) nodeModel(s snapshot.NodeStorage, t *cloud.InstanceType) cloud.NodeModel {
+	m := c.Model
+	switch {
+	case s.InstanceStore && t.LocalNVMe > 0:
+		m.EphemeralStorage = t.LocalNVMe * 1_000_000_000
+	case s.RootVolume > 0:
+		m.EphemeralStorage = s.RootVolume
+	}
+	return m
 }

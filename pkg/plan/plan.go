@@ -26,7 +26,8 @@ type Input struct {
 	// the catalog existing nodes are priced from.
 	InstanceTypes []solver.InstanceType
 	// Catalog, when set, gives the pools with kubelet settings
-	// (Manifests.Kubelets) their own instance types (Catalog.ApplyKubelets).
+	// (Manifests.Kubelets) or node storage (Manifests.Storage) their own
+	// instance types (Catalog.ApplyNodeClasses).
 	// When nil, pools keep the types they already have.
 	Catalog *Catalog
 	// Default is the pool planned when the input defines none; nil plans
@@ -99,7 +100,7 @@ func Build(in Input) (*Result, error) {
 	}
 	r.Problem = p
 	if in.Catalog != nil {
-		if err := in.Catalog.ApplyKubelets(p, m.Kubelets); err != nil {
+		if err := in.Catalog.ApplyNodeClasses(p, m.Kubelets, m.Storage); err != nil {
 			return nil, err
 		}
 		if in.Catalog.InstanceTypesFile == "" {

@@ -295,8 +295,9 @@ func (m *Manifests) decodeNodeClass(where, apiVersion string, j []byte, generic 
 	if apiVersion == "karpenter.sh/v1alpha5" {
 		m.warnf(where, "EC2NodeClass %q: apiVersion karpenter.sh/v1alpha5 never had EC2NodeClass; karpenter.k8s.aws/v1 is right (read anyway)", o.Metadata.Name)
 	}
-	group := schema.FromAPIVersionAndKind(apiVersion, "EC2NodeClass").Group
-	if err := m.setClassKubelet(where, classKey{group, "EC2NodeClass", o.Metadata.Name}, o.Spec.Kubelet); err != nil {
+	key := classKey{schema.FromAPIVersionAndKind(apiVersion, "EC2NodeClass").Group, "EC2NodeClass", o.Metadata.Name}
+	m.setClassStorage(key, classStorage(o.Spec.InstanceStorePolicy, rootVolumeSize(o.Spec.BlockDeviceMappings)))
+	if err := m.setClassKubelet(where, key, o.Spec.Kubelet); err != nil {
 		return err
 	}
 	m.NodeClasses = append(m.NodeClasses, o.Metadata.Name)

@@ -39,6 +39,9 @@ type kubeletSources struct {
 	ref map[string]classKey
 	// class holds node classes' spec.kubelet by classKey (group set).
 	class map[classKey]*v1alpha1.KubeletConfiguration
+	// storage holds node classes' ephemeral storage by classKey, for the
+	// classes that change it.
+	storage map[classKey]NodeStorage
 }
 
 // classKey names a node class.
@@ -106,20 +109,22 @@ func (m *Manifests) setClassKubelet(where string, key classKey, raw json.RawMess
 }
 
 // resolveKubelets sets Manifests.Kubelets: each pool's own settings, else
-// its node class's. A reference without a group matches a class of any
-// group (manifests may mix Karpenter's and ours).
+// its node class's; and Manifests.Storage: its node class's ephemeral
+// storage. A reference without a group matches a class of any group
+// (manifests may mix Karpenter's and ours).
 func (m *Manifests) resolveKubelets() {
-	m.Kubelets = nil
+	m.Kubelets, m.Storage = nil, nil
 	for _, p := range m.Pools {
 		k := m.kubelets.pool[p.Name]
 		ref, hasRef := m.kubelets.ref[p.Name]
 		var classK *v1alpha1.KubeletConfiguration
 		if hasRef {
-			for key, ck := range m.kubelets.class {
-				if key.kind == ref.kind && key.name == ref.name && (ref.group == "" || key.group == "" || key.group == ref.group) {
-					classK = ck
-					break
+			classK, _ = matchClass(ref, m.kubelets.class)
+			if s, ok := matchClass(ref, m.kubelets.storage); ok {
+				if m.Storage == nil {
+					m.Storage = map[string]NodeStorage{}
 				}
+				m.Storage[p.Name] = s
 			}
 		}
 		switch {
@@ -144,12 +149,15 @@ type nodeClassDoc struct {
 		Name string `json:"name"`
 	} `json:"metadata"`
 	Spec struct {
-		Kubelet json.RawMessage `json:"kubelet,omitempty"`
+		Kubelet             json.RawMessage                `json:"kubelet,omitempty"`
+		InstanceStorePolicy *string                        `json:"instanceStorePolicy,omitempty"`
+		BlockDeviceMappings []karpenter.BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
 	} `json:"spec"`
 }
 
-// addLiveClasses records the kubelet settings of node classes listed from
-// a cluster; a class that cannot be read is left out with a warning.
+// addLiveClasses records the kubelet settings and ephemeral storage of
+// node classes listed from a cluster; a class that cannot be read is left
+// out with a warning.
 func (m *Manifests) addLiveClasses(gvr schema.GroupVersionResource, kind string, raws []json.RawMessage) {
 	for _, raw := range raws {
 		var d nodeClassDoc
@@ -157,8 +165,9 @@ func (m *Manifests) addLiveClasses(gvr schema.GroupVersionResource, kind string,
 			m.warnf(kind, "left out: %v", err)
 			continue
 		}
-		where := fmt.Sprintf("%s %s", kind, d.Metadata.Name)
-		if err := m.setClassKubelet(where, classKey{gvr.Group, kind, d.Metadata.Name}, d.Spec.Kubelet); err != nil {
+		where, key := fmt.Sprintf("%s %s", kind, d.Metadata.Name), classKey{gvr.Group, kind, d.Metadata.Name}
+		m.setClassStorage(key, classStorage(d.Spec.InstanceStorePolicy, rootVolumeSize(d.Spec.BlockDeviceMappings)))
+		if err := m.setClassKubelet(where, key, d.Spec.Kubelet); err != nil {
 			m.warnf(where, "kubelet settings ignored: %v", err)
 		}
 	}

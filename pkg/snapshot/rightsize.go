@@ -170,6 +170,12 @@ func (m *Manifests) decodeRightsize(where, kind string, j []byte, generic any) e
 			return err
 		}
 		name, kubelet = c.Name, c.Spec.Kubelet
+		for _, bdm := range c.Spec.BlockDeviceMappings {
+			if bdm.RootVolume && bdm.EBS != nil {
+				m.setClassStorage(classKey{v1alpha1.Group, kind, name}, classStorage(nil, bdm.EBS.VolumeSize))
+				break
+			}
+		}
 	default:
 		var c v1alpha1.SimNodeClass
 		if err := m.decodeFields(j, &c, generic); err != nil {

@@ -50,6 +50,9 @@ type Manifests struct {
 	// spec.kubeletConfiguration), else its node class's spec.kubelet. They
 	// change what the pool's nodes can give to pods.
 	Kubelets map[string]*v1alpha1.KubeletConfiguration
+	// Storage is the ephemeral storage of the pools whose node class sets
+	// it (instanceStorePolicy, a root volume), by pool name.
+	Storage map[string]NodeStorage
 	// ExtendedResources names the solver's resource indices
 	// solver.NumFixedResources and above, in order.
 	ExtendedResources []string
@@ -443,8 +446,14 @@ func (m *Manifests) decodeObject(where string, j []byte, inList bool) error {
 	if apiVersion == "" {
 		return fmt.Errorf("%s: apiVersion is missing", label)
 	}
-	if kind == "List" && inList {
-		return errors.New("a List in a List is not supported")
+	if isList(kind, obj) {
+		if inList {
+			return fmt.Errorf("a %s in a List is not supported", kind)
+		}
+		// kubectl reads any object with items whose kind ends in List (a
+		// RoleList of rbac.authorization.k8s.io/v1, as kube-prometheus
+		// ships) as a list of its items, whatever its apiVersion.
+		return m.decodeList(where, label, j, generic)
 	}
 	want, known := kinds[kind]
 	if !known {
@@ -459,17 +468,48 @@ func (m *Manifests) decodeObject(where string, j []byte, inList bool) error {
 	m.object = where + ": " + label
 	defer func() { m.object = outer }()
 	if err := m.decodeKind(where, kind, apiVersion, j, generic); err != nil {
-		if kind == "List" {
-			return err // items[i]: Kind "name": ...
-		}
 		return fmt.Errorf("%s: %w", label, err)
+	}
+	return nil
+}
+
+// isList reports whether an object of kind is a list of objects, as
+// kubectl's resource builder sees it: kind List, or a kind ending in List
+// with an items array (apimachinery's meta.IsListType looks for the same
+// Items field).
+func isList(kind string, obj map[string]any) bool {
+	if kind == "List" {
+		return true
+	}
+	_, items := obj["items"].([]any)
+	return items && strings.HasSuffix(kind, "List")
+}
+
+// decodeList reads each item of a list as a document of its own.
+func (m *Manifests) decodeList(where, label string, j []byte, generic any) error {
+	var list struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   json.RawMessage   `json:"metadata,omitempty"`
+		Items      []json.RawMessage `json:"items"`
+	}
+	outer := m.object
+	m.object = where + ": " + label
+	err := m.decodeFields(j, &list, generic)
+	m.object = outer
+	if err != nil {
+		return err
+	}
+	for i, item := range list.Items {
+		if err := m.decodeObject(fmt.Sprintf("%s: items[%d]", where, i), item, true); err != nil {
+			return fmt.Errorf("items[%d]: %w", i, err)
+		}
 	}
 	return nil
 }
 
 // kinds maps each kind read to the apiVersions it is read from.
 var kinds = map[string][]string{
-	"List":                    {"v1"},
 	"Pod":                     {"v1"},
 	"ReplicationController":   {"v1"},
 	"Deployment":              {"apps/v1"},
@@ -494,22 +534,6 @@ var rightsizeAPIVersion = v1alpha1.SchemeGroupVersion.String()
 
 func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic any) error {
 	switch kind {
-	case "List":
-		var list struct {
-			APIVersion string            `json:"apiVersion"`
-			Kind       string            `json:"kind"`
-			Metadata   json.RawMessage   `json:"metadata,omitempty"`
-			Items      []json.RawMessage `json:"items"`
-		}
-		if err := m.decodeFields(j, &list, generic); err != nil {
-			return err
-		}
-		for i, item := range list.Items {
-			if err := m.decodeObject(fmt.Sprintf("%s: items[%d]", where, i), item, true); err != nil {
-				return fmt.Errorf("items[%d]: %w", i, err)
-			}
-		}
-		return nil
 	case "NodePool", "EC2NodeClass", "SimNodeClass":
 		if apiVersion == rightsizeAPIVersion {
 			return m.decodeRightsize(where, kind, j, generic)

@@ -297,6 +297,20 @@ items:
   kind: Widget
   metadata: {name: s}
 `, pods: []pod{{"default/a", "Pod/a", res(1000, 0)}}, warnings: []string{"document 1: items[1]: kind Widget skipped"}},
+		{name: "a typed list, whatever its apiVersion, is read as a list (kube-prometheus ships a RoleList)", in: `
+apiVersion: apps/v1
+kind: DeploymentList
+items:
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: d}
+  spec:
+    replicas: 2
+    selector: {matchLabels: {app: d}}
+    template:
+      metadata: {labels: {app: d}}
+      spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}
+`, pods: []pod{{"default/d-0", "Deployment/d", res(1000, 0)}, {"default/d-1", "Deployment/d", res(1000, 0)}}},
 		{name: "json documents separated by ---", in: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}}
 ---
 {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b"}, "spec": {"containers": [{"name": "c"}]}}
@@ -722,7 +736,8 @@ func TestSkippedObjectsSummed(t *testing.T) {
 	}
 	data := doc("v1", "Service", "a") + doc("v1", "Service", "b") + doc("v1", "ConfigMap", "c") + doc("rbac.authorization.k8s.io/v1", "ClusterRole", "d") +
 		doc("monitoring.coreos.com/v1", "Prometheus", "k8s") + doc("monitoring.coreos.com/v1", "Alertmanager", "main") + doc("example.com/v1", "Widget", "w") +
-		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n"
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n---\n" +
+		"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleList\nitems:\n- {apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: r}}\n"
 	if err := os.WriteFile(in, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -732,7 +747,7 @@ func TestSkippedObjectsSummed(t *testing.T) {
 	}
 	want := []string{
 		in + ": document 7: kind Widget skipped: not supported",
-		"skipped 4 object(s) of 3 kind(s) that do not schedule pods (ClusterRole, ConfigMap, Service)",
+		"skipped 5 object(s) of 4 kind(s) that do not schedule pods (ClusterRole, ConfigMap, Role, Service)",
 		`not planned: Prometheus "k8s", Alertmanager "main" run pods through an operator`,
 	}
 	if len(m.Warnings) != len(want) {
