@@ -584,3 +584,73 @@ func (c *schedCluster) selectedDomains(owner *Pod, t *PodAffinityTerm) map[strin
 	}
 	return out
 }
+
+// trimOtherKeys is the safety net for required pod (anti-)affinity on keys
+// other than zone and hostname (kubernetes.io/arch, a pool label), which
+// the packing does not plan for: a placed pod whose term the final nodes
+// break is taken back, for placePending to put where the term holds. An
+// affinity term holds when a pod it selects is in the pod's domain of the
+// key, or when none is anywhere and the term selects the pod itself; an
+// anti-affinity term when no other selected pod shares the domain (of two
+// pods the term keeps apart, the later in pod order is taken back).
+func (s *state) trimOtherKeys(final []finalNode, nodeOf map[int]int, removed map[int]string) {
+	other := func(key string) bool { return key != LabelZone && key != LabelHostname }
+	domainOf := func(ni int, key string) (string, bool) { return final[ni].labels.Label(key) }
+	// selected lists where the term's selected pods are: running ones and
+	// placed ones not taken back, other than pod.
+	selected := func(pod int, t *PodAffinityTerm) []string {
+		owner := &s.p.Pods[pod]
+		var out []string
+		for ni := range final {
+			for j := range final[ni].running {
+				if t.selects(owner, &final[ni].running[j]) {
+					if d, ok := domainOf(ni, t.TopologyKey); ok {
+						out = append(out, d)
+					}
+				}
+			}
+		}
+		for q, ni := range nodeOf {
+			if _, gone := removed[q]; gone || q == pod || !t.selects(owner, &s.p.Pods[q]) {
+				continue
+			}
+			if d, ok := domainOf(ni, t.TopologyKey); ok {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	for pod := len(s.p.Pods) - 1; pod >= 0; pod-- {
+		ni, placed := nodeOf[pod]
+		if _, gone := removed[pod]; !placed || gone {
+			continue
+		}
+		p := &s.p.Pods[pod]
+		for k := range p.PodAffinity {
+			t := &p.PodAffinity[k]
+			if !other(t.TopologyKey) {
+				continue
+			}
+			d, ok := domainOf(ni, t.TopologyKey)
+			at := selected(pod, t)
+			if (len(at) == 0 && t.selects(p, p)) || (ok && slices.Contains(at, d)) {
+				continue
+			}
+			removed[pod] = fmt.Sprintf("its required pod affinity on %s: no pod it selects is on a node with its node's value", t.TopologyKey)
+			break
+		}
+		if _, gone := removed[pod]; gone {
+			continue
+		}
+		for k := range p.PodAntiAffinity {
+			t := &p.PodAntiAffinity[k]
+			if !other(t.TopologyKey) {
+				continue
+			}
+			if d, ok := domainOf(ni, t.TopologyKey); ok && slices.Contains(selected(pod, t), d) {
+				removed[pod] = fmt.Sprintf("its required pod anti-affinity on %s: a pod it selects is on a node with the same value", t.TopologyKey)
+				break
+			}
+		}
+	}
+}

@@ -1470,6 +1470,7 @@ func (s *state) enforceSpread() bool {
 			s.trimSpread(k.orig, k.c, final, nodeOf, removed)
 		}
 		s.trimAffinity(final, nodeOf, removed)
+		s.trimOtherKeys(final, nodeOf, removed)
 	}
 	if len(removed) == 0 {
 		return false
