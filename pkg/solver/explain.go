@@ -51,7 +51,7 @@ func (p *Problem) describe(r Resources) string {
 		parts = append(parts, FormatQuantity(i, r[i])+" "+name)
 	}
 	if len(parts) == 0 {
-		return "nothing"
+		return "no CPU or memory"
 	}
 	if len(parts) == 1 {
 		return parts[0]
@@ -138,7 +138,7 @@ func (d *Diagnosis) PoolReason(i int) string {
 	types := p.PoolTypes(pd.Pool)
 	what := p.describeOnly(d.Requests, pd.Short)
 	if slices.Contains(pd.Short, Pods) {
-		what = strings.TrimSuffix(what, "nothing") + "another pod slot"
+		what = strings.TrimSuffix(what, "no CPU or memory") + "another pod slot"
 	}
 	noun, verb := "instance types", "have"
 	if len(pd.Matching) == 1 {
@@ -224,8 +224,12 @@ func (s *state) placementReason(n plannedNode) string {
 		pods += t.n
 	}
 	pool := &s.p.Pools[k.pool]
-	msg := fmt.Sprintf("%s is the cheapest allowed type that holds these %d pods in NodePool %s (%s requested, %s allocatable: %.0f%% CPU, %.0f%% memory)",
-		s.p.PoolTypes(k.pool)[k.typ].Name, pods, pool.Name, s.p.describeOnly(req, []int{CPU, Memory}), s.p.describeOnly(k.alloc, []int{CPU, Memory}),
+	these := fmt.Sprintf("these %d pods", pods)
+	if pods == 1 {
+		these = "this pod"
+	}
+	msg := fmt.Sprintf("%s is the cheapest allowed type that holds %s in NodePool %s (%s requested, %s allocatable: %.0f%% CPU, %.0f%% memory)",
+		s.p.PoolTypes(k.pool)[k.typ].Name, these, pool.Name, s.p.describeOnly(req, []int{CPU, Memory}), s.p.describeOnly(k.alloc, []int{CPU, Memory}),
 		percent(req[CPU], k.alloc[CPU]), percent(req[Memory], k.alloc[Memory]))
 	if len(s.p.Pools) > 1 {
 		msg += fmt.Sprintf("; the pool has weight %d", pool.Weight)
