@@ -55,6 +55,9 @@ type PoolSpec struct {
 	// Limits is a resource list (NodePool) or {resources: list} (Provisioner).
 	Limits map[string]json.RawMessage `json:"limits,omitempty"`
 	Weight *int32                     `json:"weight,omitempty"`
+	// Replicas (v1.15, alpha) makes a static NodePool: Karpenter keeps
+	// that many nodes and launches none for pending pods.
+	Replicas *int64 `json:"replicas,omitempty"`
 
 	// v1alpha5 Provisioner only.
 	Labels                 map[string]string `json:"labels,omitempty"`

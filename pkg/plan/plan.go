@@ -116,6 +116,7 @@ func Build(in Input) (*Result, error) {
 		}
 		r.addInFlight(cl, in.Claims)
 	}
+	addNodeCounts(p)
 	in.WhatIf.apply(p)
 	return r, nil
 }

@@ -598,7 +598,7 @@ func (c *Cluster) boundPod(pod *corev1.Pod) solver.Pod {
 		Requests:     c.known(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})),
 		Labels:       pod.Labels,
 		Controller:   metav1.GetControllerOf(pod) != nil,
-		DoNotDisrupt: DoNotDisrupt(pod.Annotations),
+		DoNotDisrupt: PodDoNotDisrupt(pod, time.Now()),
 		HostPorts:    hostPorts(&pod.Spec),
 	}
 	p.Requests[solver.Pods] = 1

@@ -1,0 +1,126 @@
+package snapshot
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// TestKarpenterV115PoolFields reads the fields Karpenter v1.14 and v1.15
+// manifests use: requirement operators Gte and Lte, limits.nodes, a static
+// pool's replicas and consolidationPolicy Balanced.
+func TestKarpenterV115PoolFields(t *testing.T) {
+	const head = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\n"
+	tests := []struct {
+		name      string
+		spec      string
+		wantReqs  []solver.Requirement
+		wantNodes int64 // limits.nodes; 0 for none
+		noPool    bool
+		warning   string
+		wantErr   string
+	}{
+		{name: "Gte and Lte become Gt and Lt", spec: `
+  template:
+    spec:
+      requirements:
+      - {key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["4"]}
+      - {key: karpenter.k8s.aws/instance-generation, operator: Lte, values: ["6"]}
+`, wantReqs: []solver.Requirement{
+			{Key: "karpenter.k8s.aws/instance-cpu", Operator: "Gt", Values: []string{"3"}},
+			{Key: "karpenter.k8s.aws/instance-generation", Operator: "Lt", Values: []string{"7"}},
+		}},
+		{name: "Gte needs an integer", spec: `
+  template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: [many]}]}}
+`, wantErr: `spec.template.spec.requirements[0]: operator Gte needs an integer, got "many"`},
+		{name: "limits.nodes", spec: "  limits: {nodes: 3, cpu: 100}\n", wantNodes: 3},
+		{name: "static pool is not planned", spec: "  replicas: 2\n  limits: {nodes: 4}\n", noPool: true,
+			warning: `NodePool "np": spec.replicas: 2 makes a static NodePool, which is not planned`},
+		{name: "static pool with a cpu limit", spec: "  replicas: 2\n  limits: {cpu: 4}\n",
+			wantErr: "spec.limits.cpu: only limits.nodes is allowed on a static NodePool"},
+		{name: "Balanced", spec: "  disruption: {consolidationPolicy: Balanced}\n",
+			warning: "consolidationPolicy: Balanced is planned as WhenEmptyOrUnderutilized"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "pool.yaml"), head+"spec:\n"+tt.spec)
+			writeFile(t, filepath.Join(dir, "pod.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n")
+			m, err := Read([]string{dir}, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.warning != "" && !hasWarning(m, "pool.yaml: document 1: ", tt.warning) {
+				t.Errorf("no warning %q in %q", tt.warning, m.Warnings)
+			}
+			if tt.noPool {
+				if len(m.Pools) != 0 {
+					t.Fatalf("pools = %+v, want none", m.Pools)
+				}
+				return
+			}
+			if len(m.Pools) != 1 {
+				t.Fatalf("pools = %d", len(m.Pools))
+			}
+			pool := m.Pools[0]
+			if tt.wantReqs != nil && !reflect.DeepEqual(pool.Requirements, tt.wantReqs) {
+				t.Errorf("requirements = %+v, want %+v", pool.Requirements, tt.wantReqs)
+			}
+			var nodes int64
+			for j, name := range m.ExtendedResources {
+				if r := solver.NumFixedResources + j; name == NodeCountResource && pool.HasLimit[r] {
+					nodes = pool.Limits[r]
+				}
+			}
+			if nodes != tt.wantNodes {
+				t.Errorf("limits.nodes = %d, want %d", nodes, tt.wantNodes)
+			}
+		})
+	}
+}
+
+// TestPodDoNotDisrupt follows Karpenter's IsDoNotDisruptActive
+// (kubernetes-sigs/karpenter pkg/utils/pod/scheduling.go): "true" always
+// protects, a duration protects until the pod has run that long, anything
+// else protects nothing.
+func TestPodDoNotDisrupt(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	started := func(ago time.Duration) *metav1.Time { return &metav1.Time{Time: now.Add(-ago)} }
+	for _, tc := range []struct {
+		name  string
+		value string
+		start *metav1.Time
+		want  bool
+	}{
+		{"true", "true", started(time.Hour), true},
+		{"duration not yet run", "5m", started(2 * time.Minute), true},
+		{"duration run out", "5m", started(6 * time.Minute), false},
+		{"duration, not started", "5m", nil, true},
+		{"garbage", "soon", started(time.Minute), false},
+		{"negative duration", "-5m", started(time.Minute), false},
+		{"false", "false", started(time.Minute), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationDoNotDisrupt: tc.value}},
+				Status:     corev1.PodStatus{StartTime: tc.start},
+			}
+			if got := PodDoNotDisrupt(pod, now); got != tc.want {
+				t.Errorf("PodDoNotDisrupt(%q) = %v, want %v", tc.value, got, tc.want)
+			}
+		})
+	}
+}
