@@ -24,6 +24,7 @@ const (
 	V1Alpha5    = "karpenter.sh/v1alpha5"
 	V1Beta1     = "karpenter.sh/v1beta1"
 	V1          = "karpenter.sh/v1"
+	V1Alpha1    = "karpenter.sh/v1alpha1" // NodeOverlay
 	AWSV1Alpha1 = "karpenter.k8s.aws/v1alpha1"
 	AWSV1Beta1  = "karpenter.k8s.aws/v1beta1"
 	AWSV1       = "karpenter.k8s.aws/v1"
@@ -32,6 +33,7 @@ const (
 	KindNodePool        = "NodePool"
 	KindEC2NodeClass    = "EC2NodeClass"
 	KindAWSNodeTemplate = "AWSNodeTemplate"
+	KindNodeOverlay     = "NodeOverlay"
 )
 
 // Labels Karpenter puts on the nodes of a pool.
@@ -242,4 +244,33 @@ type AWSProvider struct {
 	DetailedMonitoring    *bool                `json:"detailedMonitoring,omitempty"`
 	Context               *string              `json:"context,omitempty"`
 	LaunchTemplate        *string              `json:"launchTemplate,omitempty"`
+}
+
+// NodeOverlay is a karpenter.sh/v1alpha1 NodeOverlay: a price or extended
+// resource capacity given to the instance types and offerings its
+// requirements select.
+type NodeOverlay struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta `json:"metadata"`
+	Spec            NodeOverlaySpec   `json:"spec"`
+	Status          json.RawMessage   `json:"status,omitempty"`
+}
+
+// NodeOverlaySpec is a NodeOverlay's spec.
+type NodeOverlaySpec struct {
+	Requirements []OverlayRequirement `json:"requirements,omitempty"`
+	// PriceAdjustment is "+0.5", "-0.5", "+10%" or "-15%".
+	PriceAdjustment *string `json:"priceAdjustment,omitempty"`
+	// Price replaces the offering's price, dollars per hour.
+	Price    *string             `json:"price,omitempty"`
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	Weight   *int32              `json:"weight,omitempty"`
+}
+
+// OverlayRequirement is a NodeOverlay's requirement: a node selector
+// requirement without minValues.
+type OverlayRequirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values,omitempty"`
 }

@@ -58,6 +58,9 @@ type Result struct {
 	// DefaultPool says, in one sentence, what the default pool allows when
 	// it was planned (the input defines no pool); "" otherwise.
 	DefaultPool string
+	// Overlays say, one sentence each, what the input's NodeOverlays
+	// changed (see applyOverlays).
+	Overlays []string
 	// EKSDaemonSets is set when the problem's DaemonSets are EKSDaemonSets,
 	// added for an offline input that has none.
 	EKSDaemonSets bool
@@ -109,6 +112,10 @@ func Build(in Input) (*Result, error) {
 		}
 	}
 	addAttachLimits(p)
+	r.Overlays = applyOverlays(p, m.Overlays)
+	if len(m.Overlays) > 0 {
+		r.Prices = NewPrices(p.InstanceTypes)
+	}
 	if cl := in.Cluster; cl != nil {
 		p.Nodes, p.PDBs = slices.Clone(cl.Nodes), cl.PDBs
 		for i := range p.Nodes {

@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"encoding/json"
+	"math"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -122,5 +124,75 @@ func TestPodDoNotDisrupt(t *testing.T) {
 				t.Errorf("PodDoNotDisrupt(%q) = %v, want %v", tc.value, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDecodeNodeOverlay reads karpenter.sh/v1alpha1 NodeOverlays and
+// refuses what Karpenter's CRD validation refuses.
+func TestDecodeNodeOverlay(t *testing.T) {
+	const head = "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: o}\n"
+	for _, tc := range []struct {
+		name, spec string
+		want       Overlay
+		wantErr    string
+	}{
+		{name: "percentage", spec: "spec: {weight: 3, priceAdjustment: '+10%', requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['8']}]}",
+			want: Overlay{Name: "o", Weight: 3, Price: "+10%", Requirements: []solver.Requirement{{Key: "karpenter.k8s.aws/instance-cpu", Operator: "Gt", Values: []string{"7"}}}}},
+		{name: "price", spec: "spec: {price: '0.05'}", want: Overlay{Name: "o", Price: "0.05"}},
+		{name: "capacity", spec: "spec: {capacity: {example.com/license: 2}}", want: Overlay{Name: "o", Capacity: map[string]int64{"example.com/license": 2}}},
+		{name: "both prices", spec: "spec: {price: '1', priceAdjustment: '-1'}", wantErr: "spec.price and spec.priceAdjustment are both set"},
+		{name: "more than all off", spec: "spec: {priceAdjustment: '-150%'}", wantErr: `spec.priceAdjustment: want an amount`},
+		{name: "unsigned adjustment", spec: "spec: {priceAdjustment: '10%'}", wantErr: `spec.priceAdjustment: want an amount`},
+		{name: "cpu capacity", spec: "spec: {capacity: {cpu: 2}}", wantErr: "spec.capacity.cpu: a NodeOverlay adds extended resources only"},
+		{name: "weight", spec: "spec: {weight: 0}", wantErr: "spec.weight: must be between 1 and 10000"},
+		{name: "unknown field", spec: "spec: {prices: '1'}", wantErr: `unknown field "spec.prices"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &Manifests{Strict: true}
+			err := Decode("o.yaml", []byte(head+tc.spec+"\n"), m)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Overlays) != 1 || !reflect.DeepEqual(m.Overlays[0], tc.want) {
+				t.Errorf("overlays = %+v, want [%+v]", m.Overlays, tc.want)
+			}
+		})
+	}
+}
+
+// TestAdjustedPrice follows Karpenter's AdjustedPrice
+// (kubernetes-sigs/karpenter pkg/cloudprovider/types.go).
+func TestAdjustedPrice(t *testing.T) {
+	for _, tc := range []struct {
+		change string
+		want   float64
+	}{
+		{"", 0.2}, {"0.05", 0.05}, {"+0.1", 0.3}, {"-0.5", 0}, {"+10%", 0.22}, {"-15%", 0.17}, {"-100%", 0},
+	} {
+		if got := AdjustedPrice(0.2, tc.change); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("AdjustedPrice(0.2, %q) = %v, want %v", tc.change, got, tc.want)
+		}
+	}
+}
+
+// TestLiveNodeOverlays reads NodeOverlays as a cluster gives them: valid
+// ones are kept, one Karpenter's validation would refuse is left out with
+// a warning naming it.
+func TestLiveNodeOverlays(t *testing.T) {
+	cl := FromObjects(&Objects{NodeOverlays: []json.RawMessage{
+		json.RawMessage(`{"apiVersion":"karpenter.sh/v1alpha1","kind":"NodeOverlay","metadata":{"name":"edp"},"spec":{"priceAdjustment":"-12%","futureField":1},"status":{"conditions":[]}}`),
+		json.RawMessage(`{"apiVersion":"karpenter.sh/v1alpha1","kind":"NodeOverlay","metadata":{"name":"bad"},"spec":{"price":"1","priceAdjustment":"-1"}}`),
+	}})
+	if len(cl.Overlays) != 1 || cl.Overlays[0].Name != "edp" || cl.Overlays[0].Price != "-12%" {
+		t.Errorf("overlays = %+v, want only edp at -12%%", cl.Overlays)
+	}
+	if !strings.Contains(strings.Join(cl.Warnings, "\n"), "NodeOverlay bad: left out: spec.price and spec.priceAdjustment are both set") {
+		t.Errorf("warnings %q do not name the refused overlay", cl.Warnings)
 	}
 }
