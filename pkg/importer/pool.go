@@ -211,6 +211,12 @@ func (c *converter) nodeClassRef(where, name string, s *karpenter.PoolSpec, np *
 	}
 	ref.Name = from.Name
 	group := from.Group
+	if g, version, ok := strings.Cut(group, "/"); ok && g == "karpenter.k8s.aws" {
+		// karpenter-provider-aws's own examples/v1/windows-custom-userdata.yaml
+		// has group: karpenter.k8s.aws/v1.
+		c.warnf(where, "%s.group: %s read as %s: a group has no version (%s), and Karpenter's API server rejects a group with a slash", path, group, g, version)
+		group = g
+	}
 	if group == "" && from.APIVersion != "" {
 		group, _, _ = strings.Cut(from.APIVersion, "/")
 	}

@@ -172,6 +172,37 @@ type EC2NodeClassSpec struct {
 	DetailedMonitoring               *bool                `json:"detailedMonitoring,omitempty"`
 	MetadataOptions                  *MetadataOptions     `json:"metadataOptions,omitempty"`
 	Context                          *string              `json:"context,omitempty"`
+	// Added in karpenter-provider-aws v1.x up to v1.15.
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	IPPrefixCount          *int32                  `json:"ipPrefixCount,omitempty"`
+	NetworkInterfaces      []NetworkInterface      `json:"networkInterfaces,omitempty"`
+	ConnectionTracking     *ConnectionTracking     `json:"connectionTracking,omitempty"`
+	CPUOptions             *CPUOptions             `json:"cpuOptions,omitempty"`
+}
+
+// PlacementGroupSelector selects an EC2 placement group by name or ID.
+type PlacementGroupSelector struct {
+	Name *string `json:"name,omitempty"`
+	ID   *string `json:"id,omitempty"`
+}
+
+// NetworkInterface is one of an EC2NodeClass's network interfaces.
+type NetworkInterface struct {
+	NetworkCardIndex int32  `json:"networkCardIndex"`
+	DeviceIndex      int32  `json:"deviceIndex"`
+	InterfaceType    string `json:"interfaceType"`
+}
+
+// ConnectionTracking are the ENIs' idle connection tracking timeouts.
+type ConnectionTracking struct {
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	UDPStreamTimeout      *int32 `json:"udpStreamTimeout,omitempty"`
+	UDPTimeout            *int32 `json:"udpTimeout,omitempty"`
+}
+
+// CPUOptions are an EC2NodeClass's processor options.
+type CPUOptions struct {
+	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
 }
 
 // SelectorTerm is the union of the AMI, subnet, security group and capacity

@@ -332,6 +332,19 @@ func (m *Manifests) decodeNodeClass(where, apiVersion string, j []byte, generic 
 		return err
 	}
 	m.NodeClasses = append(m.NodeClasses, o.Metadata.Name)
+	label := fmt.Sprintf("EC2NodeClass %q", o.Metadata.Name)
+	for _, f := range []struct {
+		field, why string
+		set        bool
+	}{
+		{"instanceStorePolicy", "pods are planned on the root volume's ephemeral storage, not the instance store's", o.Spec.InstanceStorePolicy != nil},
+		{"capacityReservationSelectorTerms", "capacity reservations are not planned; only on-demand and spot offerings are", o.Spec.CapacityReservationSelectorTerms != nil},
+		{"cpuOptions", "instance types are not filtered for nested virtualization", o.Spec.CPUOptions != nil},
+	} {
+		if f.set {
+			m.warnf(where, "%s: spec.%s is not planned: %s", label, f.field, f.why)
+		}
+	}
 	return nil
 }
 

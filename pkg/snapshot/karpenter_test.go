@@ -196,3 +196,38 @@ func TestLiveNodeOverlays(t *testing.T) {
 		t.Errorf("warnings %q do not name the refused overlay", cl.Warnings)
 	}
 }
+
+// TestEC2NodeClassV115Fields reads the EC2NodeClass fields added up to
+// karpenter-provider-aws v1.15 without a strict-decoding failure, and warns
+// about the ones that would change the plan but are not planned.
+func TestEC2NodeClassV115Fields(t *testing.T) {
+	in := `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: c}
+spec:
+  role: r
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+  capacityReservationSelectorTerms: [{id: cr-1234}]
+  instanceStorePolicy: RAID0
+  placementGroupSelector: {id: pg-0123}
+  networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}]
+  ipPrefixCount: 1
+  connectionTracking: {udpTimeout: 60}
+  cpuOptions: {nestedVirtualization: enabled}
+`
+	m := &Manifests{Strict: true}
+	if err := Decode("c.yaml", []byte(in), m); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(m.Warnings, "\n")
+	for _, field := range []string{"instanceStorePolicy", "capacityReservationSelectorTerms", "cpuOptions"} {
+		if !strings.Contains(all, `EC2NodeClass "c": spec.`+field+" is not planned: ") {
+			t.Errorf("no warning for spec.%s in:\n%s", field, all)
+		}
+	}
+	if len(m.Warnings) != 3 {
+		t.Errorf("%d warnings, want 3 (launch settings do not change the plan):\n%s", len(m.Warnings), all)
+	}
+}
