@@ -61,3 +61,34 @@ spec:
 		})
 	}
 }
+
+// TestAddNodeCountsCountsExistingNodes counts a pool's existing and
+// in-flight nodes (by pool, or by the karpenter.sh/nodepool label when the
+// node names no pool) against limits.nodes.
+func TestAddNodeCountsCountsExistingNodes(t *testing.T) {
+	r := solver.NumFixedResources
+	p := &solver.Problem{
+		ExtendedResources: []string{snapshot.NodeCountResource},
+		InstanceTypes:     testTypes(),
+		Pools:             []solver.Pool{{Name: "a"}, {Name: "b", InstanceTypes: testTypes()}},
+		Nodes: []solver.Node{
+			{Name: "a1", Pool: "a"},
+			{Name: "a2", Labels: map[string]string{solver.LabelNodePool: "a"}},
+			{Name: "b1", Pool: "b", InFlight: true},
+			{Name: "other"},
+		},
+	}
+	addNodeCounts(p)
+	if got := p.Pools[0].Used[r]; got != 2 {
+		t.Errorf("pool a uses %d nodes, want 2", got)
+	}
+	if got := p.Pools[1].Used[r]; got != 1 {
+		t.Errorf("pool b uses %d nodes, want 1", got)
+	}
+	if p.InstanceTypes[0].Extended[snapshot.NodeCountResource] != 1 || p.Pools[1].InstanceTypes[0].Extended[snapshot.NodeCountResource] != 1 {
+		t.Error("instance types do not count as one node each")
+	}
+	if testTypes()[0].Extended != nil {
+		t.Error("input types changed")
+	}
+}
