@@ -116,3 +116,38 @@ spec:
 		t.Errorf("associatePublicIPAddress, detailedMonitoring or metadataOptions not kept: %+v", s)
 	}
 }
+
+// TestImportSkipsNodeClaimsAndOverlays skips the Karpenter kinds that have
+// no rightsize.dev counterpart to convert to, each with a sentence.
+func TestImportSkipsNodeClaimsAndOverlays(t *testing.T) {
+	in := `apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: nc}
+---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: ov}
+spec: {priceAdjustment: "-10%"}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: a}
+spec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}}}}
+`
+	res, err := Import([]string{"-"}, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(res.Warnings, "\n")
+	for _, want := range []string{
+		`document 1: NodeClaim "nc" skipped: Karpenter makes NodeClaims from NodePools`,
+		`document 2: NodeOverlay "ov" skipped: rightsize.dev has no NodeOverlay`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no warning %q in:\n%s", want, all)
+		}
+	}
+	if len(res.Objects) != 1 {
+		t.Errorf("%d objects, want the NodePool only", len(res.Objects))
+	}
+}
