@@ -52,6 +52,7 @@ func (o *Options) runLive(ctx context.Context) error {
 	}
 	p := built.Problem
 	o.warn(WindowsPools(p))
+	o.warn(built.Overlays)
 	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err

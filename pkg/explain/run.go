@@ -122,6 +122,7 @@ func (o *Options) Run(ctx context.Context) error {
 	p := built.Problem
 	start := time.Now()
 	o.warn(WindowsPools(p))
+	o.warn(built.Overlays)
 	solved, err := o.solve(ctx, p)
 	if err != nil {
 		return err

@@ -81,9 +81,14 @@ func (c *converter) ec2NodeClass(where, apiVersion string, j []byte) error {
 		field, why string
 		set        bool
 	}{
-		{"capacityReservationSelectorTerms", "capacity reservations are not supported", s.CapacityReservationSelectorTerms != nil},
-		{"instanceStorePolicy", "instance store policies are not supported", s.InstanceStorePolicy != nil},
+		{"capacityReservationSelectorTerms", "capacity reservations are not supported (nodes launch on-demand or spot, never into a reservation)", s.CapacityReservationSelectorTerms != nil},
+		{"instanceStorePolicy", "instance store policies are not supported (instance store disks are left unformatted; pods get the root volume's ephemeral storage)", s.InstanceStorePolicy != nil},
 		{"context", "launch contexts are not supported", s.Context != nil},
+		{"placementGroupSelector", "placement groups are not supported (nodes launch outside any placement group)", s.PlacementGroupSelector != nil},
+		{"networkInterfaces", "network interfaces are not supported (nodes launch with the one default interface)", s.NetworkInterfaces != nil},
+		{"ipPrefixCount", "IP prefix delegation is not supported (no prefixes are assigned at launch)", s.IPPrefixCount != nil},
+		{"connectionTracking", "connection tracking timeouts are not supported (EC2's defaults apply)", s.ConnectionTracking != nil},
+		{"cpuOptions", "CPU options are not supported (nested virtualization is neither requested nor used to filter instance types)", s.CPUOptions != nil},
 	} {
 		if f.set {
 			c.warnf(where, "spec.%s dropped: %s", f.field, f.why)

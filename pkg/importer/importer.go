@@ -143,6 +143,12 @@ func (c *converter) object(where string, j []byte, inList bool) error {
 		err = c.ec2NodeClass(where, h.APIVersion, j)
 	case "AWSNodeTemplate " + karpenter.AWSV1Alpha1:
 		err = c.awsNodeTemplate(where, j)
+	case "NodeClaim " + karpenter.V1, "NodeClaim " + karpenter.V1Beta1:
+		c.warnf(where, "%s skipped: Karpenter makes NodeClaims from NodePools, and so does the operator; import the NodePool it came from", label)
+		return nil
+	case "NodeOverlay " + karpenter.V1Alpha1:
+		c.warnf(where, "%s skipped: rightsize.dev has no NodeOverlay; keep it as it is: explain -f reads it beside the NodePools and live explain reads it from the cluster, but the operator does not apply it yet", label)
+		return nil
 	default:
 		switch h.Kind {
 		case karpenter.KindProvisioner, karpenter.KindNodePool, karpenter.KindEC2NodeClass, karpenter.KindAWSNodeTemplate:

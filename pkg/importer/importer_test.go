@@ -67,6 +67,11 @@ func TestImportGolden(t *testing.T) {
 			`items[0]: NodePool "batch": spec.template.metadata.labels: label karpenter.sh/nodepool dropped`,
 			`requirements: minValues kept, but the planner does not enforce it yet`,
 		}, 2},
+		{"v1-15-nodepool", "testdata/v1-15-nodepool.in.yaml", []string{
+			`spec.template.spec.requirements[0]: Gte 4 became Gt 3, the same bound on an integer label`,
+			`spec.template.spec.requirements[1]: Lte 7 became Lt 8`,
+			`spec.disruption.consolidationPolicy: Balanced became WhenEmptyOrUnderutilized`,
+		}, 3},
 		{"v1beta1-kubelet-split", "testdata/v1beta1-kubelet-split.in.yaml", []string{
 			`NodePool "dense": spec.template.spec.kubelet moved to EC2NodeClass "shared" spec.kubelet`,
 			`NodePool "dense-too": spec.template.spec.kubelet moved to EC2NodeClass "shared" spec.kubelet`,
@@ -200,6 +205,9 @@ func TestImportErrors(t *testing.T) {
 		{"budget in seconds", np + "spec:\n  disruption: {budgets: [{nodes: '1', schedule: '@daily', duration: 90s}]}\n" + ref, `spec.disruption.budgets[0].duration: 90s is not a whole number of minutes`},
 		{"unknown consolidation policy", np + "spec:\n  disruption: {consolidationPolicy: Always}\n" + ref, `spec.disruption.consolidationPolicy: unsupported value "Always"`},
 		{"another cloud's node class", np + "spec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.azure.com, kind: AKSNodeClass, name: x}\n", `nodeClassRef.kind: AKSNodeClass cannot be imported`},
+		{"static pool", np + "spec:\n  replicas: 3\n" + ref, `spec.replicas: a static NodePool (3 nodes kept whatever the pods) cannot be imported`},
+		{"static pool with a weight", np + "spec:\n  replicas: 3\n  weight: 5\n" + ref, `spec.weight: not allowed on a static NodePool`},
+		{"Gte without an integer", np + "spec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}\n      requirements: [{key: k, operator: Gte, values: [x]}]\n", `spec.template.spec.requirements[0]: operator Gte needs an integer, got "x"`},
 		{"no name", "apiVersion: karpenter.sh/v1\nkind: NodePool\nspec: {}\n", "metadata.name is required"},
 		{"two pools of one name", np + "spec:\n" + ref + "---\n" + np + "spec:\n" + ref, `NodePool "a" was already made from <stdin>: document 1`},
 		{"both consolidation and ttlSecondsAfterEmpty", "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: p}\nspec: {consolidation: {enabled: true}, ttlSecondsAfterEmpty: 30}\n", "Karpenter rejects that"},

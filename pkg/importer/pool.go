@@ -34,6 +34,12 @@ func (c *converter) pool(where, kind, apiVersion string, j []byte) error {
 	}
 	where = fmt.Sprintf("%s: %s %q", where, kind, name)
 	s := &o.Spec
+	if err := karpenter.CheckStatic(s); err != nil {
+		return err
+	}
+	if s.Replicas != nil {
+		return fmt.Errorf("spec.replicas: a static NodePool (%d nodes kept whatever the pods) cannot be imported: a rightsize.dev NodePool launches nodes for pending pods, so it would not keep the count", *s.Replicas)
+	}
 	provisioner := kind == karpenter.KindProvisioner
 	np := &v1alpha1.NodePool{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool"},
@@ -82,6 +88,13 @@ func (c *converter) pool(where, kind, apiVersion string, j []byte) error {
 			if slices.Contains(operatorLabels, r.Key) {
 				c.warnf(where, "%s[%d]: requirement on %s dropped: the operator sets that label itself", reqPath, i, r.Key)
 				continue
+			}
+			r, changed, err := r.WithoutInclusiveOperators()
+			if err != nil {
+				return fmt.Errorf("%s[%d]: %w", reqPath, i, err)
+			}
+			if changed {
+				c.warnf(where, "%s[%d]: %s %s became %s %s, the same bound on an integer label (rightsize.dev has no %s)", reqPath, i, src.reqs[i].Operator, src.reqs[i].Values[0], r.Operator, r.Values[0], src.reqs[i].Operator)
 			}
 			minValues = minValues || r.MinValues != nil
 			spec.Requirements = append(spec.Requirements, v1alpha1.NodeSelectorRequirement{
@@ -198,6 +211,12 @@ func (c *converter) nodeClassRef(where, name string, s *karpenter.PoolSpec, np *
 	}
 	ref.Name = from.Name
 	group := from.Group
+	if g, version, ok := strings.Cut(group, "/"); ok && g == "karpenter.k8s.aws" {
+		// karpenter-provider-aws's own examples/v1/windows-custom-userdata.yaml
+		// has group: karpenter.k8s.aws/v1.
+		c.warnf(where, "%s.group: %s read as %s: a group has no version (%s), and Karpenter's API server rejects a group with a slash", path, group, g, version)
+		group = g
+	}
 	if group == "" && from.APIVersion != "" {
 		group, _, _ = strings.Cut(from.APIVersion, "/")
 	}
@@ -340,8 +359,11 @@ func (c *converter) disruption(where, apiVersion string, provisioner bool, s *ka
 	case "WhenUnderutilized":
 		out.ConsolidationPolicy = v1alpha1.ConsolidationPolicyWhenEmptyOrUnderutilized
 		c.warnf(where, "spec.disruption.consolidationPolicy: WhenUnderutilized became WhenEmptyOrUnderutilized, its Karpenter v1 name")
+	case karpenter.ConsolidationPolicyBalanced:
+		out.ConsolidationPolicy = v1alpha1.ConsolidationPolicyWhenEmptyOrUnderutilized
+		c.warnf(where, "%s", strings.Replace(karpenter.BalancedNote, "is planned as", "became", 1))
 	default:
-		return fmt.Errorf("spec.disruption.consolidationPolicy: unsupported value %q (want WhenEmpty or WhenEmptyOrUnderutilized)", d.ConsolidationPolicy)
+		return fmt.Errorf("spec.disruption.consolidationPolicy: unsupported value %q (want WhenEmpty, WhenEmptyOrUnderutilized or Balanced)", d.ConsolidationPolicy)
 	}
 	if d.ConsolidateAfter != "" {
 		v, err := normalizeDuration("spec.disruption.consolidateAfter", d.ConsolidateAfter, true)

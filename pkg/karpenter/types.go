@@ -24,6 +24,7 @@ const (
 	V1Alpha5    = "karpenter.sh/v1alpha5"
 	V1Beta1     = "karpenter.sh/v1beta1"
 	V1          = "karpenter.sh/v1"
+	V1Alpha1    = "karpenter.sh/v1alpha1" // NodeOverlay
 	AWSV1Alpha1 = "karpenter.k8s.aws/v1alpha1"
 	AWSV1Beta1  = "karpenter.k8s.aws/v1beta1"
 	AWSV1       = "karpenter.k8s.aws/v1"
@@ -32,6 +33,7 @@ const (
 	KindNodePool        = "NodePool"
 	KindEC2NodeClass    = "EC2NodeClass"
 	KindAWSNodeTemplate = "AWSNodeTemplate"
+	KindNodeOverlay     = "NodeOverlay"
 )
 
 // Labels Karpenter puts on the nodes of a pool.
@@ -55,6 +57,9 @@ type PoolSpec struct {
 	// Limits is a resource list (NodePool) or {resources: list} (Provisioner).
 	Limits map[string]json.RawMessage `json:"limits,omitempty"`
 	Weight *int32                     `json:"weight,omitempty"`
+	// Replicas (v1.15, alpha) makes a static NodePool: Karpenter keeps
+	// that many nodes and launches none for pending pods.
+	Replicas *int64 `json:"replicas,omitempty"`
 
 	// v1alpha5 Provisioner only.
 	Labels                 map[string]string `json:"labels,omitempty"`
@@ -167,6 +172,37 @@ type EC2NodeClassSpec struct {
 	DetailedMonitoring               *bool                `json:"detailedMonitoring,omitempty"`
 	MetadataOptions                  *MetadataOptions     `json:"metadataOptions,omitempty"`
 	Context                          *string              `json:"context,omitempty"`
+	// Added in karpenter-provider-aws v1.x up to v1.15.
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	IPPrefixCount          *int32                  `json:"ipPrefixCount,omitempty"`
+	NetworkInterfaces      []NetworkInterface      `json:"networkInterfaces,omitempty"`
+	ConnectionTracking     *ConnectionTracking     `json:"connectionTracking,omitempty"`
+	CPUOptions             *CPUOptions             `json:"cpuOptions,omitempty"`
+}
+
+// PlacementGroupSelector selects an EC2 placement group by name or ID.
+type PlacementGroupSelector struct {
+	Name *string `json:"name,omitempty"`
+	ID   *string `json:"id,omitempty"`
+}
+
+// NetworkInterface is one of an EC2NodeClass's network interfaces.
+type NetworkInterface struct {
+	NetworkCardIndex int32  `json:"networkCardIndex"`
+	DeviceIndex      int32  `json:"deviceIndex"`
+	InterfaceType    string `json:"interfaceType"`
+}
+
+// ConnectionTracking are the ENIs' idle connection tracking timeouts.
+type ConnectionTracking struct {
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	UDPStreamTimeout      *int32 `json:"udpStreamTimeout,omitempty"`
+	UDPTimeout            *int32 `json:"udpTimeout,omitempty"`
+}
+
+// CPUOptions are an EC2NodeClass's processor options.
+type CPUOptions struct {
+	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
 }
 
 // SelectorTerm is the union of the AMI, subnet, security group and capacity
@@ -239,4 +275,33 @@ type AWSProvider struct {
 	DetailedMonitoring    *bool                `json:"detailedMonitoring,omitempty"`
 	Context               *string              `json:"context,omitempty"`
 	LaunchTemplate        *string              `json:"launchTemplate,omitempty"`
+}
+
+// NodeOverlay is a karpenter.sh/v1alpha1 NodeOverlay: a price or extended
+// resource capacity given to the instance types and offerings its
+// requirements select.
+type NodeOverlay struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta `json:"metadata"`
+	Spec            NodeOverlaySpec   `json:"spec"`
+	Status          json.RawMessage   `json:"status,omitempty"`
+}
+
+// NodeOverlaySpec is a NodeOverlay's spec.
+type NodeOverlaySpec struct {
+	Requirements []OverlayRequirement `json:"requirements,omitempty"`
+	// PriceAdjustment is "+0.5", "-0.5", "+10%" or "-15%".
+	PriceAdjustment *string `json:"priceAdjustment,omitempty"`
+	// Price replaces the offering's price, dollars per hour.
+	Price    *string             `json:"price,omitempty"`
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	Weight   *int32              `json:"weight,omitempty"`
+}
+
+// OverlayRequirement is a NodeOverlay's requirement: a node selector
+// requirement without minValues.
+type OverlayRequirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values,omitempty"`
 }

@@ -59,6 +59,9 @@ type Result struct {
 	// DefaultPool says, in one sentence, what the default pool allows when
 	// it was planned (the input defines no pool); "" otherwise.
 	DefaultPool string
+	// Overlays say, one sentence each, what the input's NodeOverlays
+	// changed (see applyOverlays).
+	Overlays []string
 	// EKSDaemonSets is set when the problem's DaemonSets are EKSDaemonSets,
 	// added for an offline input that has none.
 	EKSDaemonSets bool
@@ -110,6 +113,10 @@ func Build(in Input) (*Result, error) {
 		}
 	}
 	addAttachLimits(p)
+	r.Overlays = applyOverlays(p, m.Overlays)
+	if len(m.Overlays) > 0 {
+		r.Prices = NewPrices(p.InstanceTypes)
+	}
 	if cl := in.Cluster; cl != nil {
 		p.Nodes, p.PDBs = slices.Clone(cl.Nodes), cl.PDBs
 		for i := range p.Nodes {
@@ -117,6 +124,7 @@ func Build(in Input) (*Result, error) {
 		}
 		r.addInFlight(cl, in.Claims)
 	}
+	addNodeCounts(p)
 	in.WhatIf.apply(p)
 	return r, nil
 }

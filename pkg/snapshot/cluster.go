@@ -176,6 +176,8 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 		classErr                      [3]error
 		volumes                       *Volumes
 		volErr, csiErr                error
+		overlays                      []json.RawMessage
+		overlayErr                    error
 	)
 	wg.Go(func() { pods, podNS, podErr = r.pods(ctx) })
 	wg.Go(func() { nodes, nodeErr = r.nodes(ctx) })
@@ -191,6 +193,7 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 		wg.Go(func() { classes[i], _, classErr[i] = r.custom(ctx, gvr) })
 	}
 	wg.Go(func() { volumes, volErr, csiErr = r.readVolumes(ctx, metav1.NamespaceAll) })
+	wg.Go(func() { overlays, _, overlayErr = r.custom(ctx, KarpenterNodeOverlays) })
 	wg.Wait()
 	// A fixed order, so that the same cluster always gives the same error.
 	for _, err := range []error{podErr, nodeErr, dsErr, kpErr, rsErr} {
@@ -201,13 +204,17 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	// What could not be read is said first, then the objects go through
 	// the assembly a watcher's objects go through (FromObjects).
 	o := &Objects{PodNamespace: podNS, KarpenterInstalled: karpenter, RightsizeInstalled: rightsize, NodePools: pools,
-		Pods: pointers(pods), Nodes: pointers(nodes), DaemonSets: pointers(daemonSets), PDBs: pointers(pdbs), Volumes: volumes}
+		Pods: pointers(pods), Nodes: pointers(nodes), DaemonSets: pointers(daemonSets), PDBs: pointers(pdbs), Volumes: volumes,
+		NodeOverlays: overlays}
 	var warnings []string
 	if pdbErr != nil {
 		warnings = append(warnings, pdbErr.Error()+"; PodDisruptionBudgets are not needed to plan new nodes")
 	}
 	if volErr != nil {
 		warnings = append(warnings, volErr.Error()+"; pods with volumes are planned as if they had none (their volumes' zones and attach limits are not known)")
+	}
+	if overlayErr != nil {
+		warnings = append(warnings, overlayErr.Error()+"; NodeOverlay prices and capacity are not applied")
 	}
 	if csiErr != nil {
 		warnings = append(warnings, csiErr.Error()+"; existing nodes' volume attach limits are not known")
@@ -598,7 +605,7 @@ func (c *Cluster) boundPod(pod *corev1.Pod) solver.Pod {
 		Requests:     c.known(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})),
 		Labels:       pod.Labels,
 		Controller:   metav1.GetControllerOf(pod) != nil,
-		DoNotDisrupt: DoNotDisrupt(pod.Annotations),
+		DoNotDisrupt: PodDoNotDisrupt(pod, time.Now()),
 		HostPorts:    hostPorts(&pod.Spec),
 	}
 	p.Requests[solver.Pods] = 1

@@ -28,7 +28,7 @@ func poolDisruption(s *poolSpec) (solver.Consolidation, []disruption.Budget, err
 	switch d.ConsolidationPolicy {
 	case "WhenEmpty":
 		c.Policy = solver.WhenEmpty
-	case "", "WhenEmptyOrUnderutilized", "WhenUnderutilized":
+	case "", "WhenEmptyOrUnderutilized", "WhenUnderutilized", "Balanced":
 		c.Policy = solver.WhenEmptyOrUnderutilized
 	}
 	if d.ConsolidateAfter != "" && d.ConsolidateAfter != "Never" {

@@ -24,6 +24,14 @@ const (
 	LabelProvisionerName = "karpenter.sh/provisioner-name"
 )
 
+// NodeCountResource is the resource a pool's limits.nodes (Karpenter
+// v1.15: at most that many nodes in the pool) is planned as. The solver
+// limits a pool's summed capacity per resource, so every instance type a
+// pool may launch gets one of it (pkg/plan gives it) and the limit is the
+// node count; pods never request it. It is a name no node reports, so the
+// pool's existing nodes are counted by pkg/plan, not read from capacity.
+const NodeCountResource = "rightsize.dev/nodes"
+
 // The Karpenter types, defined in pkg/karpenter, accept the union of the
 // layouts read: the karpenter.sh/v1alpha5 Provisioner (flat
 // spec.requirements, spec.labels, spec.limits.resources, ...), the
@@ -98,7 +106,7 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 		maps.Copy(pool.Labels, src.labels)
 		for i, r := range src.reqs {
 			p := fmt.Sprintf("%s.requirements[%d]", src.path, i)
-			req, err := nodeRequirement(p, r.Key, r.Operator, r.Values)
+			req, err := poolRequirement(p, r)
 			if err != nil {
 				return err
 			}
@@ -146,6 +154,16 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 	if err := m.checkDisruption(where+": "+label, s.Disruption); err != nil {
 		return err
 	}
+	if s.Replicas != nil {
+		if err := karpenter.CheckStatic(s); err != nil {
+			return err
+		}
+		// Karpenter's provisioner leaves static pools out, and its
+		// consolidation leaves their nodes alone; so does the planner,
+		// which does not keep the count itself.
+		m.warnf(where, "%s: spec.replicas: %d makes a static NodePool, which is not planned: its nodes are neither launched for pending pods nor consolidated, and the count of %d is not kept", label, *s.Replicas, *s.Replicas)
+		return nil
+	}
 	var budgets []disruption.Budget
 	var err error
 	if pool.Consolidation, budgets, err = poolDisruption(s); err != nil {
@@ -157,6 +175,16 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 	m.Budgets[name] = budgets
 	m.Pools = append(m.Pools, pool)
 	return nil
+}
+
+// poolRequirement converts a pool's requirement for the solver, reading
+// Karpenter v1.15's Gte and Lte as the equivalent Gt and Lt on integers.
+func poolRequirement(path string, r requirement) (solver.Requirement, error) {
+	r, _, err := r.WithoutInclusiveOperators()
+	if err != nil {
+		return solver.Requirement{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return nodeRequirement(path, r.Key, r.Operator, r.Values)
 }
 
 // noProvisionerFields rejects v1alpha5 Provisioner fields in a NodePool.
@@ -201,14 +229,16 @@ func (m *Manifests) limits(pool *solver.Pool, raw map[string]json.RawMessage, pr
 			return fmt.Errorf("%s: expected a resource list: %w", path, err)
 		}
 	}
-	for _, name := range sortedKeys(raw) {
-		p := path + "." + name
-		if !poolResource(name) {
-			return fmt.Errorf("%s: unsupported resource %q", path, name)
+	for _, key := range sortedKeys(raw) {
+		p, name := path+"."+key, key
+		if key == "nodes" {
+			name = NodeCountResource
+		} else if !poolResource(key) {
+			return fmt.Errorf("%s: unsupported resource %q", path, key)
 		}
 		var q resource.Quantity
-		if err := json.Unmarshal(raw[name], &q); err != nil {
-			return fmt.Errorf("%s: invalid quantity %s", p, raw[name])
+		if err := json.Unmarshal(raw[key], &q); err != nil {
+			return fmt.Errorf("%s: invalid quantity %s", p, raw[key])
 		}
 		i, ok, err := m.index(name)
 		if err != nil {
@@ -247,8 +277,10 @@ func (m *Manifests) checkDisruption(where string, d *poolDisruptionSpec) error {
 	}
 	switch d.ConsolidationPolicy {
 	case "", "WhenEmpty", "WhenEmptyOrUnderutilized", "WhenUnderutilized":
+	case karpenter.ConsolidationPolicyBalanced:
+		m.warnf(where, "%s", karpenter.BalancedNote)
 	default:
-		return fmt.Errorf("spec.disruption.consolidationPolicy: unsupported value %q (want WhenEmpty or WhenEmptyOrUnderutilized)", d.ConsolidationPolicy)
+		return fmt.Errorf("spec.disruption.consolidationPolicy: unsupported value %q (want WhenEmpty, WhenEmptyOrUnderutilized or Balanced)", d.ConsolidationPolicy)
 	}
 	if err := checkDuration("spec.disruption.consolidateAfter", d.ConsolidateAfter); err != nil {
 		return err
@@ -301,5 +333,39 @@ func (m *Manifests) decodeNodeClass(where, apiVersion string, j []byte, generic 
 		return err
 	}
 	m.NodeClasses = append(m.NodeClasses, o.Metadata.Name)
+	label := fmt.Sprintf("EC2NodeClass %q", o.Metadata.Name)
+	for _, f := range []struct {
+		field, why string
+		set        bool
+	}{
+		{"instanceStorePolicy", "pods are planned on the root volume's ephemeral storage, not the instance store's", o.Spec.InstanceStorePolicy != nil},
+		{"capacityReservationSelectorTerms", "capacity reservations are not planned; only on-demand and spot offerings are", o.Spec.CapacityReservationSelectorTerms != nil},
+		{"cpuOptions", "instance types are not filtered for nested virtualization", o.Spec.CPUOptions != nil},
+	} {
+		if f.set {
+			m.warnf(where, "%s: spec.%s is not planned: %s", label, f.field, f.why)
+		}
+	}
 	return nil
+}
+
+// PodDoNotDisrupt reports whether a pod's do-not-disrupt annotation keeps
+// consolidation away at now: "true" always (see DoNotDisrupt), and, as
+// Karpenter v1.15 reads karpenter.sh/do-not-disrupt, a duration such as
+// "5m" until the pod has run that long since status.startTime (always when
+// the pod has not started). Other values protect nothing, as in Karpenter.
+func PodDoNotDisrupt(pod *corev1.Pod, now time.Time) bool {
+	if DoNotDisrupt(pod.Annotations) {
+		return true
+	}
+	v, ok := pod.Annotations[AnnotationDoNotDisrupt]
+	if !ok {
+		return false
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return false
+	}
+	start := pod.Status.StartTime
+	return start == nil || now.Sub(start.Time) < d
 }

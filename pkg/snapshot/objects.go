@@ -22,6 +22,9 @@ type Objects struct {
 	// NodePools are Karpenter-shaped NodePools as JSON (karpenter.sh/v1 or
 	// rightsize.dev/v1alpha1: the same field names).
 	NodePools []json.RawMessage
+	// NodeOverlays are Karpenter's karpenter.sh/v1alpha1 NodeOverlays as
+	// JSON, when their CRD exists.
+	NodeOverlays []json.RawMessage
 	// PodNamespace is "" when Pods cover every namespace, else the only
 	// namespace they cover.
 	PodNamespace string
@@ -73,6 +76,9 @@ func assemble(o *Objects, warnings []string) *Cluster {
 	cl.addPDBs(pdbs)
 	for _, raw := range o.NodePools {
 		cl.addLivePool(raw)
+	}
+	for _, raw := range o.NodeOverlays {
+		cl.addLiveOverlay(raw)
 	}
 	cl.Rightsize.Installed = o.RightsizeInstalled
 	cl.addRightsizePools(o.RightsizeNodePools)

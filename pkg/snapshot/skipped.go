@@ -54,6 +54,8 @@ func (m *Manifests) skip(where, kind, label string) {
 		m.skipped.inert[kind]++
 	case operatorKinds[kind]:
 		m.skipped.operated = append(m.skipped.operated, label)
+	case kind == "NodeClaim":
+		m.warnf(where, "%s skipped: a NodeClaim is a node launched or launching, and explain -f plans on manifests alone, with no existing nodes", label)
 	default:
 		m.warnf(where, "kind %s skipped: not supported", kind)
 	}

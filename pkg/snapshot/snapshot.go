@@ -41,6 +41,9 @@ type Manifests struct {
 	DaemonSets []solver.DaemonSet
 	// Pools come from Karpenter-shaped NodePool and Provisioner documents.
 	Pools []solver.Pool
+	// Overlays come from Karpenter's NodeOverlay documents, in input order;
+	// pkg/plan applies them to the instance types.
+	Overlays []Overlay
 	// Budgets are each pool's disruption budgets, by pool name.
 	Budgets map[string][]disruption.Budget
 	// NodeClasses are the names of the EC2NodeClass documents seen.
@@ -522,6 +525,7 @@ var kinds = map[string][]string{
 	"NodePool":                {"karpenter.sh/v1", "karpenter.sh/v1beta1", rightsizeAPIVersion},
 	"EC2NodeClass":            {"karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1", "karpenter.sh/v1alpha5", rightsizeAPIVersion},
 	"SimNodeClass":            {rightsizeAPIVersion},
+	"NodeOverlay":             {"karpenter.sh/v1alpha1"},
 	"HorizontalPodAutoscaler": {"autoscaling/v2", "autoscaling/v1"},
 	"PersistentVolumeClaim":   {"v1"},
 	"PersistentVolume":        {"v1"},
@@ -544,6 +548,8 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 		return m.decodePool(where, kind, j, generic)
 	case "Provisioner":
 		return m.decodePool(where, kind, j, generic)
+	case "NodeOverlay":
+		return m.decodeOverlay(where, apiVersion, j, generic)
 	case "HorizontalPodAutoscaler":
 		return m.decodeAutoscaler(where, j, generic)
 	case "PersistentVolumeClaim", "PersistentVolume", "StorageClass":

@@ -50,8 +50,9 @@ type NodePoolSpec struct {
 	// +optional
 	Disruption Disruption `json:"disruption,omitempty"`
 	// Limits caps the total resources (cpu, memory, nvidia.com/gpu, ...) of
-	// the pool's nodes, counted by capacity; no node is launched that would
-	// exceed them. Unset means no limit.
+	// the pool's nodes, counted by capacity, and with nodes the number of
+	// the pool's nodes (Karpenter's limits.nodes); no node is launched that
+	// would exceed them. Unset means no limit.
 	// +kubebuilder:validation:MaxProperties=20
 	// +kubebuilder:validation:XValidation:rule="self.all(r, !string(self[r]).startsWith('-'))",message="limits must not be negative"
 	// +optional
