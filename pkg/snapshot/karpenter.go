@@ -338,7 +338,6 @@ func (m *Manifests) decodeNodeClass(where, apiVersion string, j []byte, generic 
 		field, why string
 		set        bool
 	}{
-		{"instanceStorePolicy", "pods are planned on the root volume's ephemeral storage, not the instance store's", o.Spec.InstanceStorePolicy != nil},
 		{"capacityReservationSelectorTerms", "capacity reservations are not planned; only on-demand and spot offerings are", o.Spec.CapacityReservationSelectorTerms != nil},
 		{"cpuOptions", "instance types are not filtered for nested virtualization", o.Spec.CPUOptions != nil},
 	} {

@@ -222,12 +222,14 @@ spec:
 		t.Fatal(err)
 	}
 	all := strings.Join(m.Warnings, "\n")
-	for _, field := range []string{"instanceStorePolicy", "capacityReservationSelectorTerms", "cpuOptions"} {
+	// instanceStorePolicy is planned (the instance store becomes the
+	// node's ephemeral storage, see storage.go): no warning.
+	for _, field := range []string{"capacityReservationSelectorTerms", "cpuOptions"} {
 		if !strings.Contains(all, `EC2NodeClass "c": spec.`+field+" is not planned: ") {
 			t.Errorf("no warning for spec.%s in:\n%s", field, all)
 		}
 	}
-	if len(m.Warnings) != 3 {
-		t.Errorf("%d warnings, want 3 (launch settings do not change the plan):\n%s", len(m.Warnings), all)
+	if len(m.Warnings) != 2 {
+		t.Errorf("%d warnings, want 2 (launch settings do not change the plan):\n%s", len(m.Warnings), all)
 	}
 }
