@@ -57,6 +57,9 @@ type kind struct {
 	// shape caches, per entry of order, the class's requests as shares of
 	// alloc, their Euclidean length and the largest share.
 	shape []classShape
+	// buckets group the entries of order by requests and value, the
+	// inputs of fillBalanced's score (see shapeBuckets).
+	buckets []shapeBucket
 	// ties are the merged offerings as cheap as offering (it included):
 	// emit spreads the kind's nodes over their zones, which costs nothing.
 	ties []int
@@ -131,8 +134,8 @@ type state struct {
 	// selects.
 	zoneAntis []*zoneAnti
 	isTarget  map[int]bool
-	// cand is scratch space for fillBalanced.
-	cand []int32
+	// cursors is scratch space for fillBalanced.
+	cursors []bucketCursor
 }
 
 type plannedNode struct {
@@ -650,6 +653,7 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			sh.length = math.Sqrt(sh.length)
 			k.shape = append(k.shape, sh)
 		}
+		k.buckets = k.shapeBuckets(s.classes)
 	}
 }
 
@@ -795,11 +799,11 @@ func (s *state) fork() *state {
 	w.kinds = make([]*kind, len(s.kinds))
 	for i, k := range s.kinds {
 		kk := *k
-		kk.order, kk.shape = nil, nil
+		kk.order, kk.shape, kk.buckets = nil, nil, nil
 		w.kinds[i] = &kk
 	}
 	w.capCount, w.capCarrier = make([]int, len(s.capCount)), make([]int, len(s.capCarrier))
-	w.taken, w.cand = nil, nil
+	w.taken, w.cursors = nil, nil
 	return &w
 }
 
@@ -823,104 +827,6 @@ func (s *state) cost() float64 {
 		}
 	}
 	return total
-}
-
-// fillBalanced packs one node of kind k a batch at a time, each time taking
-// the class whose requests best match the shape of what is still free (the
-// cosine of normalised request and free vectors, times the class's value per
-// share when weighted), so that CPU-heavy and memory-heavy pods share nodes
-// instead of each exhausting one resource while the other idles. It returns
-// what it took and the value of it, without changing the state.
-func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bool) ([]take, float64) {
-	free := k.alloc
-	value := 0.0
-	poolWeight := s.p.Pools[k.pool].Weight
-	start := len(takes)
-	if len(s.taken) != len(s.classes) {
-		s.taken = make([]int, len(s.classes))
-	}
-	// cand holds the entries of k.order still worth scoring. A class
-	// that does not fit, conflicts or has no pods left stays so for the
-	// rest of this node (free room, room under caps and pods left only
-	// shrink, conflicts only grow), so each batch scans only the
-	// survivors of the last, in the same order.
-	cand := s.cand[:0]
-	for i := range k.order {
-		cand = append(cand, int32(i))
-	}
-	last := -1 // the class the last batch took
-	defer func() {
-		s.resetCaps(takes[start:])
-		for _, t := range takes[start:] {
-			s.taken[t.class] = 0
-		}
-		s.cand = cand[:0]
-	}()
-	for {
-		var f Resources64 // free room as shares of alloc
-		fn := 0.0
-		for r := range free {
-			if k.alloc[r] > 0 {
-				f[r] = float64(free[r]) / float64(k.alloc[r])
-				fn += f[r] * f[r]
-			}
-		}
-		fn = math.Sqrt(fn)
-		if fn == 0 {
-			break
-		}
-		bestClass, bestScore, bestLeft := -1, 0.0, 0
-		kept := 0
-		for _, i := range cand {
-			ci := k.order[i]
-			c := s.classes[ci]
-			sh := &k.shape[i]
-			if weights[ci] != poolWeight || sh.max == 0 || !c.req.Fits(free) ||
-				(last < 0 && s.conflictsWith(ci, takes[start:])) || (last >= 0 && s.conflict(ci, last)) {
-				continue
-			}
-			left := min(s.rem[ci]-s.taken[ci], s.capRoom(ci))
-			if left <= 0 {
-				continue
-			}
-			cand[kept] = i
-			kept++
-			dot := 0.0
-			for r := range f {
-				dot += sh.norm[r] * f[r]
-			}
-			score := dot / (sh.length * fn)
-			if weighted {
-				score *= c.value / sh.max
-			}
-			if score > bestScore {
-				bestClass, bestScore, bestLeft = ci, score, left
-			}
-		}
-		cand = cand[:kept]
-		if bestClass < 0 {
-			break
-		}
-		last = bestClass
-		c := s.classes[bestClass]
-		n := min(fitCount(free, c.req), bestLeft)
-		n = (n + 1) / 2
-		free = free.Sub(c.req.Scale(int64(n)))
-		value += float64(n) * c.value
-		s.countCap(bestClass, n)
-		s.taken[bestClass] += n
-		found := false
-		for i := start; i < len(takes); i++ {
-			if takes[i].class == bestClass {
-				takes[i].n += n
-				found = true
-			}
-		}
-		if !found {
-			takes = append(takes, take{bestClass, n})
-		}
-	}
-	return takes, value
 }
 
 // fillMode is how the greedy fills a candidate node.
@@ -971,8 +877,14 @@ func (s *state) fillDensest(k *kind, weights []int32, takes []take) ([]take, flo
 // It considers the given kinds and fills each candidate node as mode says.
 func (s *state) greedy(kinds []int, mode fillMode) {
 	var best, cur []take
+	// Without pool limits a class's top weight changes only when its pods
+	// run out, which the fills check themselves: weigh classes once.
+	limited := s.anyLimit()
+	var weights []int32
 	for {
-		weights := s.topWeight()
+		if weights == nil || limited {
+			weights = s.topWeight()
+		}
 		bestKind, bestRatio, bestValue := -1, math.Inf(1), 0.0
 		for _, ki := range kinds {
 			k := s.kinds[ki]
@@ -1012,14 +924,25 @@ func (s *state) greedy(kinds []int, mode fillMode) {
 		for _, t := range best {
 			exhausted = exhausted || s.rem[t.class] == 0
 		}
-		if exhausted {
+		if exhausted && mode == fillDense {
 			s.dropExhausted(kinds)
 		}
 	}
 }
 
+// anyLimit reports whether any pool has a limit.
+func (s *state) anyLimit() bool {
+	for i := range s.p.Pools {
+		if slices.Contains(s.p.Pools[i].HasLimit[:], true) {
+			return true
+		}
+	}
+	return false
+}
+
 // dropExhausted removes classes with no pods left from the kinds' fill
-// orders, so that filling a node scans only classes it could still take.
+// orders, so that filling a node densest-first scans only classes it could
+// still take (fillBalanced forgets them itself).
 func (s *state) dropExhausted(kinds []int) {
 	for _, ki := range kinds {
 		k := s.kinds[ki]
