@@ -136,6 +136,8 @@ type state struct {
 	isTarget  map[int]bool
 	// cursors is scratch space for fillBalanced.
 	cursors []bucketCursor
+	// fills counts the nodes the greedy filled to compare kinds.
+	fills int
 }
 
 type plannedNode struct {
@@ -875,40 +877,32 @@ func (s *state) fillDensest(k *kind, weights []int32, takes []take) ([]take, flo
 // pods allow.
 //
 // It considers the given kinds and fills each candidate node as mode says.
+// Past Options.Deadline it stops comparing kinds: it launches the kind it
+// launched last while that still takes pods, and compares all kinds again
+// only when it does not, so that every pod still gets a node, soon.
 func (s *state) greedy(kinds []int, mode fillMode) {
 	var best, cur []take
 	// Without pool limits a class's top weight changes only when its pods
 	// run out, which the fills check themselves: weigh classes once.
 	limited := s.anyLimit()
 	var weights []int32
+	lastKind := -1
 	for {
 		if weights == nil || limited {
 			weights = s.topWeight()
 		}
-		bestKind, bestRatio, bestValue := -1, math.Inf(1), 0.0
-		for _, ki := range kinds {
-			k := s.kinds[ki]
-			if s.limitRoom(k) == 0 {
-				continue
-			}
-			var value float64
-			if mode == fillDense {
-				cur, value = s.fillDensest(k, weights, cur[:0])
-			} else {
-				cur, value = s.fillBalanced(k, weights, cur[:0], mode == fillWeighted)
-			}
-			if value <= 0 {
-				continue
-			}
-			ratio := k.price / value
-			if ratio < bestRatio || (ratio == bestRatio && value > bestValue) {
-				bestKind, bestRatio, bestValue = ki, ratio, value
-				best = append(best[:0], cur...)
-			}
+		candidates := kinds
+		if lastKind >= 0 && expired(s.p.Options.Deadline) {
+			candidates = []int{lastKind}
+		}
+		bestKind := s.bestFill(candidates, mode, weights, &cur, &best)
+		if bestKind < 0 && len(candidates) < len(kinds) {
+			bestKind = s.bestFill(kinds, mode, weights, &cur, &best)
 		}
 		if bestKind < 0 {
 			return
 		}
+		lastKind = bestKind
 		k := s.kinds[bestKind]
 		copies := s.limitRoom(k)
 		for _, t := range best {
@@ -928,6 +922,35 @@ func (s *state) greedy(kinds []int, mode fillMode) {
 			s.dropExhausted(kinds)
 		}
 	}
+}
+
+// bestFill fills one node of each of the kinds and returns the kind with
+// the lowest price per value of what it takes, which it leaves in best; -1
+// when no kind takes a pod. cur is scratch space.
+func (s *state) bestFill(kinds []int, mode fillMode, weights []int32, cur, best *[]take) int {
+	bestKind, bestRatio, bestValue := -1, math.Inf(1), 0.0
+	for _, ki := range kinds {
+		k := s.kinds[ki]
+		if s.limitRoom(k) == 0 {
+			continue
+		}
+		var value float64
+		s.fills++
+		if mode == fillDense {
+			*cur, value = s.fillDensest(k, weights, (*cur)[:0])
+		} else {
+			*cur, value = s.fillBalanced(k, weights, (*cur)[:0], mode == fillWeighted)
+		}
+		if value <= 0 {
+			continue
+		}
+		ratio := k.price / value
+		if ratio < bestRatio || (ratio == bestRatio && value > bestValue) {
+			bestKind, bestRatio, bestValue = ki, ratio, value
+			*best = append((*best)[:0], *cur...)
+		}
+	}
+	return bestKind
 }
 
 // anyLimit reports whether any pool has a limit.
