@@ -421,13 +421,21 @@ func (s *state) efficientKinds() []int {
 			resources = append(resources, r)
 		}
 	}
+	// Classes with the same fit are served by the same kinds: usable
+	// sets are over fits, with the same subset relations as over classes.
+	rep := make([]*class, s.fits) // by fit: a class with pods left
+	for ci, c := range s.classes {
+		if s.rem[ci] > 0 && rep[c.fit] == nil {
+			rep[c.fit] = c
+		}
+	}
 	var kinds []int
 	var usable []bitset
 	for ki, k := range s.kinds {
-		u := newBitset(len(s.classes))
-		for ci, c := range s.classes {
-			if s.rem[ci] > 0 && k.compat.has(c.group) && c.req.Fits(k.alloc) {
-				u.set(ci)
+		u := newBitset(len(rep))
+		for f, c := range rep {
+			if c != nil && k.compat.has(c.group) && c.req.Fits(k.alloc) {
+				u.set(f)
 			}
 		}
 		if !u.empty() {

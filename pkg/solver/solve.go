@@ -34,6 +34,9 @@ type class struct {
 	// bundle marks a class of a group whose required hostname affinity
 	// selects its own pods: all of them go on one new node (planBundles).
 	bundle bool
+	// fit numbers the class's node constraints and requests: classes with
+	// the same fit may run on, and fit, the same kinds (see buildKinds).
+	fit int
 }
 
 // group is a set of pods with identical scheduling constraints; rep is one of
@@ -138,6 +141,8 @@ type state struct {
 	cursors []bucketCursor
 	// fills counts the nodes the greedy filled to compare kinds.
 	fills int
+	// fits is how many distinct class.fit there are.
+	fits int
 }
 
 type plannedNode struct {
@@ -224,6 +229,18 @@ func (p *Problem) validate() error {
 // the pod (see selectorsSeen), which is all of its labels other pods see.
 func constraintKey(p *Pod, seen string) string {
 	var b strings.Builder
+	b.WriteString(nodeConstraintKey(p))
+	b.WriteByte(1)
+	b.WriteString(topologyKey(p, seen))
+	b.WriteByte(1)
+	b.WriteString(p.Unschedulable)
+	return b.String()
+}
+
+// nodeConstraintKey identifies what a pod asks of a node by itself: node
+// selector and affinity, tolerations and host ports.
+func nodeConstraintKey(p *Pod) string {
+	var b strings.Builder
 	keys := make([]string, 0, len(p.NodeSelector))
 	for k := range p.NodeSelector {
 		keys = append(keys, k)
@@ -250,8 +267,6 @@ func constraintKey(p *Pod, seen string) string {
 		b.WriteByte(3)
 	}
 	b.WriteByte(1)
-	b.WriteString(topologyKey(p, seen))
-	b.WriteByte(1)
 	for _, t := range p.Tolerations {
 		b.WriteString(t.Key)
 		b.WriteByte(0)
@@ -267,8 +282,6 @@ func constraintKey(p *Pod, seen string) string {
 		fmt.Fprintf(&b, "%d/%s/%s", h.Port, h.Protocol, h.HostIP)
 		b.WriteByte(2)
 	}
-	b.WriteByte(1)
-	b.WriteString(p.Unschedulable)
 	return b.String()
 }
 
@@ -394,6 +407,29 @@ func (s *state) buildKinds() {
 		alloc     Resources
 	}
 	seen := map[dedupeKey]int{}
+	s.fits = 0
+	defer func() {
+		for _, c := range s.classes {
+			s.fits = max(s.fits, c.fit+1)
+		}
+	}()
+	// Groups differ by topology far more often than by what they ask of a
+	// node: whether a node may run a group is judged once per distinct
+	// node constraints (see nodeConstraintKey).
+	sigOf := make([]int, len(s.groups))
+	var sigs []*Pod
+	sigIdx := map[string]int{}
+	for g := range s.groups {
+		key := nodeConstraintKey(s.groups[g].rep)
+		i, ok := sigIdx[key]
+		if !ok {
+			i = len(sigs)
+			sigIdx[key] = i
+			sigs = append(sigs, s.groups[g].rep)
+		}
+		sigOf[g] = i
+	}
+	runs := make([]bool, len(sigs))
 	for _, pi := range p.poolOrder() {
 		pool := &p.Pools[pi]
 		types := p.PoolTypes(pi)
@@ -411,11 +447,13 @@ func (s *state) buildKinds() {
 				if !(Resources{}).Fits(alloc) {
 					continue
 				}
+				for i, rep := range sigs {
+					runs[i] = matchesAffinity(rep.NodeSelector, rep.Affinity, labels) && untolerated(rep.Tolerations, pool.Taints) == nil &&
+						!p.daemonPortConflict(rep, labels, pool.Taints)
+				}
 				compat := newBitset(len(s.groups))
 				for g := range s.groups {
-					rep := s.groups[g].rep
-					if matchesAffinity(rep.NodeSelector, rep.Affinity, labels) && untolerated(rep.Tolerations, pool.Taints) == nil &&
-						!p.daemonPortConflict(rep, labels, pool.Taints) {
+					if runs[sigOf[g]] {
 						compat.set(g)
 					}
 				}
@@ -439,10 +477,31 @@ func (s *state) buildKinds() {
 	}
 	s.preferUntainted()
 	s.pruneDominated()
+	// Classes of groups with the same node constraints and the same
+	// requests fit the same kinds: they share the lists.
+	type fitKey struct {
+		sig int
+		req Resources
+	}
+	fits := map[fitKey]int{}
+	var shared []*class // by fit: the first class with it that may get a node
 	for _, c := range s.classes {
+		key := fitKey{sigOf[c.group], c.req}
+		f, ok := fits[key]
+		if !ok {
+			f = len(shared)
+			fits[key] = f
+			shared = append(shared, nil)
+		}
+		c.fit = f
 		if c.refused != "" || (s.hasTopology && s.onlyExisting(c)) {
 			continue
 		}
+		if o := shared[f]; o != nil {
+			c.kinds, c.pools = o.kinds, o.pools
+			continue
+		}
+		shared[f] = c
 		byPool := map[int]int{}
 		for ki, k := range s.kinds {
 			if k.compat.has(c.group) && c.req.Fits(k.alloc) {
