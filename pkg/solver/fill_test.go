@@ -40,6 +40,12 @@ func mixedProblem(rng *rand.Rand, n int) *Problem {
 		}
 		pods = append(pods, p)
 	}
+	return &Problem{Pods: pods, Pools: []Pool{{Name: "default"}}, InstanceTypes: mixedTypes()}
+}
+
+// mixedTypes are four sizes of instance type in three zones, the first
+// zone cheapest.
+func mixedTypes() []InstanceType {
 	var types []InstanceType
 	for i, size := range []int64{2, 4, 8, 16} {
 		it := InstanceType{Name: fmt.Sprintf("t%d", i), Labels: map[string]string{"size": fmt.Sprint(size)}}
@@ -49,7 +55,7 @@ func mixedProblem(rng *rand.Rand, n int) *Problem {
 		}
 		types = append(types, it)
 	}
-	return &Problem{Pods: pods, Pools: []Pool{{Name: "default"}}, InstanceTypes: types}
+	return types
 }
 
 // packingState prepares a state as Solve does up to packing.
