@@ -238,19 +238,45 @@ func roundDown(v int64, grid float64) int64 {
 // which bound classes may use it. A kind is dropped when another offers at
 // least as much of every resource per dollar to every class it serves.
 func (s *state) boundKinds(classes []lbClass, resources []int) ([]int, []bitset) {
+	// Classes whose groups ask the same of a node and whose requests are
+	// the same may use the same kinds: each kind judges them once.
+	type fitKey struct {
+		sig int
+		req Resources
+	}
+	index := map[fitKey]int{}
+	var reps []lbClass
+	keyOf := make([]int, len(classes))
+	for ci, c := range classes {
+		key := fitKey{s.sigOf[c.group], c.req}
+		i, ok := index[key]
+		if !ok {
+			i = len(reps)
+			index[key] = i
+			reps = append(reps, c)
+		}
+		keyOf[ci] = i
+	}
+	ok := make([]bool, len(reps))
 	var kinds []int
 	var usable []bitset
 	for ki, k := range s.kinds {
+		some := false
+		for i, c := range reps {
+			ok[i] = k.compat.has(c.group) && c.req.Fits(k.alloc)
+			some = some || ok[i]
+		}
+		if !some {
+			continue
+		}
 		u := newBitset(len(classes))
-		for ci, c := range classes {
-			if k.compat.has(c.group) && c.req.Fits(k.alloc) {
+		for ci := range classes {
+			if ok[keyOf[ci]] {
 				u.set(ci)
 			}
 		}
-		if !u.empty() {
-			kinds = append(kinds, ki)
-			usable = append(usable, u)
-		}
+		kinds = append(kinds, ki)
+		usable = append(usable, u)
 	}
 	return s.pruneKinds(kinds, usable, resources, false)
 }

@@ -141,8 +141,10 @@ type state struct {
 	cursors []bucketCursor
 	// fills counts the nodes the greedy filled to compare kinds.
 	fills int
-	// fits is how many distinct class.fit there are.
-	fits int
+	// fits is how many distinct class.fit there are; sigOf numbers, per
+	// group, its node constraints (see buildKinds).
+	fits  int
+	sigOf []int
 }
 
 type plannedNode struct {
@@ -407,16 +409,11 @@ func (s *state) buildKinds() {
 		alloc     Resources
 	}
 	seen := map[dedupeKey]int{}
-	s.fits = 0
-	defer func() {
-		for _, c := range s.classes {
-			s.fits = max(s.fits, c.fit+1)
-		}
-	}()
 	// Groups differ by topology far more often than by what they ask of a
 	// node: whether a node may run a group is judged once per distinct
 	// node constraints (see nodeConstraintKey).
 	sigOf := make([]int, len(s.groups))
+	s.sigOf = sigOf
 	var sigs []*Pod
 	sigIdx := map[string]int{}
 	for g := range s.groups {
@@ -517,6 +514,7 @@ func (s *state) buildKinds() {
 		}
 		sort.SliceStable(c.pools, func(a, b int) bool { return s.p.Pools[c.pools[a].pool].Weight > s.p.Pools[c.pools[b].pool].Weight })
 	}
+	s.fits = len(shared)
 }
 
 // poolKinds are a class's candidate kinds in one pool.
