@@ -29,22 +29,24 @@ type bucketCursor struct {
 	checked    bool
 }
 
+// bucketKey is what classes of one bucket share.
+type bucketKey struct {
+	req   Resources
+	value float64
+}
+
 // shapeBuckets groups the kind's fill order into buckets, in the order of
 // their first member. Classes that request nothing the kind has are left
-// out: they never add value to a node.
-func (k *kind) shapeBuckets(classes []*class) []shapeBucket {
-	type key struct {
-		req   Resources
-		value float64
-	}
-	index := map[key]int{}
+// out: they never add value to a node. index is scratch space.
+func (k *kind) shapeBuckets(classes []*class, index map[bucketKey]int) []shapeBucket {
+	clear(index)
 	var out []shapeBucket
 	for i, ci := range k.order {
 		if k.shape[i].max == 0 {
 			continue
 		}
 		c := classes[ci]
-		kk := key{c.req, c.value}
+		kk := bucketKey{c.req, c.value}
 		b, ok := index[kk]
 		if !ok {
 			b = len(out)

@@ -682,6 +682,7 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			}
 		}
 	}
+	index := map[bucketKey]int{}
 	for _, ki := range kinds {
 		k := s.kinds[ki]
 		density := func(ci int) float64 {
@@ -712,7 +713,7 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			sh.length = math.Sqrt(sh.length)
 			k.shape = append(k.shape, sh)
 		}
-		k.buckets = k.shapeBuckets(s.classes)
+		k.buckets = k.shapeBuckets(s.classes, index)
 	}
 }
 
