@@ -240,10 +240,6 @@ func roundDown(v int64, grid float64) int64 {
 func (s *state) boundKinds(classes []lbClass, resources []int) ([]int, []bitset) {
 	// Classes whose groups ask the same of a node and whose requests are
 	// the same may use the same kinds: each kind judges them once.
-	type fitKey struct {
-		sig int
-		req Resources
-	}
 	index := map[fitKey]int{}
 	var reps []lbClass
 	keyOf := make([]int, len(classes))

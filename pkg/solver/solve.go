@@ -476,10 +476,6 @@ func (s *state) buildKinds() {
 	s.pruneDominated()
 	// Classes of groups with the same node constraints and the same
 	// requests fit the same kinds: they share the lists.
-	type fitKey struct {
-		sig int
-		req Resources
-	}
 	fits := map[fitKey]int{}
 	var shared []*class // by fit: the first class with it that may get a node
 	for _, c := range s.classes {
@@ -515,6 +511,13 @@ func (s *state) buildKinds() {
 		sort.SliceStable(c.pools, func(a, b int) bool { return s.p.Pools[c.pools[a].pool].Weight > s.p.Pools[c.pools[b].pool].Weight })
 	}
 	s.fits = len(shared)
+}
+
+// fitKey is what decides the kinds a class may use: its group's node
+// constraints (numbered by state.sigOf) and its requests.
+type fitKey struct {
+	sig int
+	req Resources
 }
 
 // poolKinds are a class's candidate kinds in one pool.
