@@ -238,19 +238,41 @@ func roundDown(v int64, grid float64) int64 {
 // which bound classes may use it. A kind is dropped when another offers at
 // least as much of every resource per dollar to every class it serves.
 func (s *state) boundKinds(classes []lbClass, resources []int) ([]int, []bitset) {
+	// Classes whose groups ask the same of a node and whose requests are
+	// the same may use the same kinds: each kind judges them once.
+	index := map[fitKey]int{}
+	var reps []lbClass
+	keyOf := make([]int, len(classes))
+	for ci, c := range classes {
+		key := fitKey{s.sigOf[c.group], c.req}
+		i, ok := index[key]
+		if !ok {
+			i = len(reps)
+			index[key] = i
+			reps = append(reps, c)
+		}
+		keyOf[ci] = i
+	}
+	ok := make([]bool, len(reps))
 	var kinds []int
 	var usable []bitset
 	for ki, k := range s.kinds {
+		some := false
+		for i, c := range reps {
+			ok[i] = k.compat.has(c.group) && c.req.Fits(k.alloc)
+			some = some || ok[i]
+		}
+		if !some {
+			continue
+		}
 		u := newBitset(len(classes))
-		for ci, c := range classes {
-			if k.compat.has(c.group) && c.req.Fits(k.alloc) {
+		for ci := range classes {
+			if ok[keyOf[ci]] {
 				u.set(ci)
 			}
 		}
-		if !u.empty() {
-			kinds = append(kinds, ki)
-			usable = append(usable, u)
-		}
+		kinds = append(kinds, ki)
+		usable = append(usable, u)
 	}
 	return s.pruneKinds(kinds, usable, resources, false)
 }
@@ -421,13 +443,21 @@ func (s *state) efficientKinds() []int {
 			resources = append(resources, r)
 		}
 	}
+	// Classes with the same fit are served by the same kinds: usable
+	// sets are over fits, with the same subset relations as over classes.
+	rep := make([]*class, s.fits) // by fit: a class with pods left
+	for ci, c := range s.classes {
+		if s.rem[ci] > 0 && rep[c.fit] == nil {
+			rep[c.fit] = c
+		}
+	}
 	var kinds []int
 	var usable []bitset
 	for ki, k := range s.kinds {
-		u := newBitset(len(s.classes))
-		for ci, c := range s.classes {
-			if s.rem[ci] > 0 && k.compat.has(c.group) && c.req.Fits(k.alloc) {
-				u.set(ci)
+		u := newBitset(len(rep))
+		for f, c := range rep {
+			if c != nil && k.compat.has(c.group) && c.req.Fits(k.alloc) {
+				u.set(f)
 			}
 		}
 		if !u.empty() {

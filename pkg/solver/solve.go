@@ -34,6 +34,9 @@ type class struct {
 	// bundle marks a class of a group whose required hostname affinity
 	// selects its own pods: all of them go on one new node (planBundles).
 	bundle bool
+	// fit numbers the class's node constraints and requests: classes with
+	// the same fit may run on, and fit, the same kinds (see buildKinds).
+	fit int
 }
 
 // group is a set of pods with identical scheduling constraints; rep is one of
@@ -57,6 +60,9 @@ type kind struct {
 	// shape caches, per entry of order, the class's requests as shares of
 	// alloc, their Euclidean length and the largest share.
 	shape []classShape
+	// buckets group the entries of order by requests and value, the
+	// inputs of fillBalanced's score (see shapeBuckets).
+	buckets []shapeBucket
 	// ties are the merged offerings as cheap as offering (it included):
 	// emit spreads the kind's nodes over their zones, which costs nothing.
 	ties []int
@@ -131,8 +137,14 @@ type state struct {
 	// selects.
 	zoneAntis []*zoneAnti
 	isTarget  map[int]bool
-	// cand is scratch space for fillBalanced.
-	cand []int32
+	// cursors is scratch space for fillBalanced.
+	cursors []bucketCursor
+	// fills counts the nodes the greedy filled to compare kinds.
+	fills int
+	// fits is how many distinct class.fit there are; sigOf numbers, per
+	// group, its node constraints (see buildKinds).
+	fits  int
+	sigOf []int
 }
 
 type plannedNode struct {
@@ -219,6 +231,18 @@ func (p *Problem) validate() error {
 // the pod (see selectorsSeen), which is all of its labels other pods see.
 func constraintKey(p *Pod, seen string) string {
 	var b strings.Builder
+	b.WriteString(nodeConstraintKey(p))
+	b.WriteByte(1)
+	b.WriteString(topologyKey(p, seen))
+	b.WriteByte(1)
+	b.WriteString(p.Unschedulable)
+	return b.String()
+}
+
+// nodeConstraintKey identifies what a pod asks of a node by itself: node
+// selector and affinity, tolerations and host ports.
+func nodeConstraintKey(p *Pod) string {
+	var b strings.Builder
 	keys := make([]string, 0, len(p.NodeSelector))
 	for k := range p.NodeSelector {
 		keys = append(keys, k)
@@ -245,8 +269,6 @@ func constraintKey(p *Pod, seen string) string {
 		b.WriteByte(3)
 	}
 	b.WriteByte(1)
-	b.WriteString(topologyKey(p, seen))
-	b.WriteByte(1)
 	for _, t := range p.Tolerations {
 		b.WriteString(t.Key)
 		b.WriteByte(0)
@@ -262,8 +284,6 @@ func constraintKey(p *Pod, seen string) string {
 		fmt.Fprintf(&b, "%d/%s/%s", h.Port, h.Protocol, h.HostIP)
 		b.WriteByte(2)
 	}
-	b.WriteByte(1)
-	b.WriteString(p.Unschedulable)
 	return b.String()
 }
 
@@ -389,6 +409,24 @@ func (s *state) buildKinds() {
 		alloc     Resources
 	}
 	seen := map[dedupeKey]int{}
+	// Groups differ by topology far more often than by what they ask of a
+	// node: whether a node may run a group is judged once per distinct
+	// node constraints (see nodeConstraintKey).
+	sigOf := make([]int, len(s.groups))
+	s.sigOf = sigOf
+	var sigs []*Pod
+	sigIdx := map[string]int{}
+	for g := range s.groups {
+		key := nodeConstraintKey(s.groups[g].rep)
+		i, ok := sigIdx[key]
+		if !ok {
+			i = len(sigs)
+			sigIdx[key] = i
+			sigs = append(sigs, s.groups[g].rep)
+		}
+		sigOf[g] = i
+	}
+	runs := make([]bool, len(sigs))
 	for _, pi := range p.poolOrder() {
 		pool := &p.Pools[pi]
 		types := p.PoolTypes(pi)
@@ -406,11 +444,13 @@ func (s *state) buildKinds() {
 				if !(Resources{}).Fits(alloc) {
 					continue
 				}
+				for i, rep := range sigs {
+					runs[i] = matchesAffinity(rep.NodeSelector, rep.Affinity, labels) && untolerated(rep.Tolerations, pool.Taints) == nil &&
+						!p.daemonPortConflict(rep, labels, pool.Taints)
+				}
 				compat := newBitset(len(s.groups))
 				for g := range s.groups {
-					rep := s.groups[g].rep
-					if matchesAffinity(rep.NodeSelector, rep.Affinity, labels) && untolerated(rep.Tolerations, pool.Taints) == nil &&
-						!p.daemonPortConflict(rep, labels, pool.Taints) {
+					if runs[sigOf[g]] {
 						compat.set(g)
 					}
 				}
@@ -434,10 +474,27 @@ func (s *state) buildKinds() {
 	}
 	s.preferUntainted()
 	s.pruneDominated()
+	// Classes of groups with the same node constraints and the same
+	// requests fit the same kinds: they share the lists.
+	fits := map[fitKey]int{}
+	var shared []*class // by fit: the first class with it that may get a node
 	for _, c := range s.classes {
+		key := fitKey{sigOf[c.group], c.req}
+		f, ok := fits[key]
+		if !ok {
+			f = len(shared)
+			fits[key] = f
+			shared = append(shared, nil)
+		}
+		c.fit = f
 		if c.refused != "" || (s.hasTopology && s.onlyExisting(c)) {
 			continue
 		}
+		if o := shared[f]; o != nil {
+			c.kinds, c.pools = o.kinds, o.pools
+			continue
+		}
+		shared[f] = c
 		byPool := map[int]int{}
 		for ki, k := range s.kinds {
 			if k.compat.has(c.group) && c.req.Fits(k.alloc) {
@@ -453,6 +510,14 @@ func (s *state) buildKinds() {
 		}
 		sort.SliceStable(c.pools, func(a, b int) bool { return s.p.Pools[c.pools[a].pool].Weight > s.p.Pools[c.pools[b].pool].Weight })
 	}
+	s.fits = len(shared)
+}
+
+// fitKey is what decides the kinds a class may use: its group's node
+// constraints (numbered by state.sigOf) and its requests.
+type fitKey struct {
+	sig int
+	req Resources
 }
 
 // poolKinds are a class's candidate kinds in one pool.
@@ -620,6 +685,7 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			}
 		}
 	}
+	index := map[bucketKey]int{}
 	for _, ki := range kinds {
 		k := s.kinds[ki]
 		density := func(ci int) float64 {
@@ -650,6 +716,7 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			sh.length = math.Sqrt(sh.length)
 			k.shape = append(k.shape, sh)
 		}
+		k.buckets = k.shapeBuckets(s.classes, index)
 	}
 }
 
@@ -795,11 +862,11 @@ func (s *state) fork() *state {
 	w.kinds = make([]*kind, len(s.kinds))
 	for i, k := range s.kinds {
 		kk := *k
-		kk.order, kk.shape = nil, nil
+		kk.order, kk.shape, kk.buckets = nil, nil, nil
 		w.kinds[i] = &kk
 	}
 	w.capCount, w.capCarrier = make([]int, len(s.capCount)), make([]int, len(s.capCarrier))
-	w.taken, w.cand = nil, nil
+	w.taken, w.cursors = nil, nil
 	return &w
 }
 
@@ -823,104 +890,6 @@ func (s *state) cost() float64 {
 		}
 	}
 	return total
-}
-
-// fillBalanced packs one node of kind k a batch at a time, each time taking
-// the class whose requests best match the shape of what is still free (the
-// cosine of normalised request and free vectors, times the class's value per
-// share when weighted), so that CPU-heavy and memory-heavy pods share nodes
-// instead of each exhausting one resource while the other idles. It returns
-// what it took and the value of it, without changing the state.
-func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bool) ([]take, float64) {
-	free := k.alloc
-	value := 0.0
-	poolWeight := s.p.Pools[k.pool].Weight
-	start := len(takes)
-	if len(s.taken) != len(s.classes) {
-		s.taken = make([]int, len(s.classes))
-	}
-	// cand holds the entries of k.order still worth scoring. A class
-	// that does not fit, conflicts or has no pods left stays so for the
-	// rest of this node (free room, room under caps and pods left only
-	// shrink, conflicts only grow), so each batch scans only the
-	// survivors of the last, in the same order.
-	cand := s.cand[:0]
-	for i := range k.order {
-		cand = append(cand, int32(i))
-	}
-	last := -1 // the class the last batch took
-	defer func() {
-		s.resetCaps(takes[start:])
-		for _, t := range takes[start:] {
-			s.taken[t.class] = 0
-		}
-		s.cand = cand[:0]
-	}()
-	for {
-		var f Resources64 // free room as shares of alloc
-		fn := 0.0
-		for r := range free {
-			if k.alloc[r] > 0 {
-				f[r] = float64(free[r]) / float64(k.alloc[r])
-				fn += f[r] * f[r]
-			}
-		}
-		fn = math.Sqrt(fn)
-		if fn == 0 {
-			break
-		}
-		bestClass, bestScore, bestLeft := -1, 0.0, 0
-		kept := 0
-		for _, i := range cand {
-			ci := k.order[i]
-			c := s.classes[ci]
-			sh := &k.shape[i]
-			if weights[ci] != poolWeight || sh.max == 0 || !c.req.Fits(free) ||
-				(last < 0 && s.conflictsWith(ci, takes[start:])) || (last >= 0 && s.conflict(ci, last)) {
-				continue
-			}
-			left := min(s.rem[ci]-s.taken[ci], s.capRoom(ci))
-			if left <= 0 {
-				continue
-			}
-			cand[kept] = i
-			kept++
-			dot := 0.0
-			for r := range f {
-				dot += sh.norm[r] * f[r]
-			}
-			score := dot / (sh.length * fn)
-			if weighted {
-				score *= c.value / sh.max
-			}
-			if score > bestScore {
-				bestClass, bestScore, bestLeft = ci, score, left
-			}
-		}
-		cand = cand[:kept]
-		if bestClass < 0 {
-			break
-		}
-		last = bestClass
-		c := s.classes[bestClass]
-		n := min(fitCount(free, c.req), bestLeft)
-		n = (n + 1) / 2
-		free = free.Sub(c.req.Scale(int64(n)))
-		value += float64(n) * c.value
-		s.countCap(bestClass, n)
-		s.taken[bestClass] += n
-		found := false
-		for i := start; i < len(takes); i++ {
-			if takes[i].class == bestClass {
-				takes[i].n += n
-				found = true
-			}
-		}
-		if !found {
-			takes = append(takes, take{bestClass, n})
-		}
-	}
-	return takes, value
 }
 
 // fillMode is how the greedy fills a candidate node.
@@ -969,34 +938,32 @@ func (s *state) fillDensest(k *kind, weights []int32, takes []take) ([]take, flo
 // pods allow.
 //
 // It considers the given kinds and fills each candidate node as mode says.
+// Past Options.Deadline it stops comparing kinds: it launches the kind it
+// launched last while that still takes pods, and compares all kinds again
+// only when it does not, so that every pod still gets a node, soon.
 func (s *state) greedy(kinds []int, mode fillMode) {
 	var best, cur []take
+	// Without pool limits a class's top weight changes only when its pods
+	// run out, which the fills check themselves: weigh classes once.
+	limited := s.anyLimit()
+	var weights []int32
+	lastKind := -1
 	for {
-		weights := s.topWeight()
-		bestKind, bestRatio, bestValue := -1, math.Inf(1), 0.0
-		for _, ki := range kinds {
-			k := s.kinds[ki]
-			if s.limitRoom(k) == 0 {
-				continue
-			}
-			var value float64
-			if mode == fillDense {
-				cur, value = s.fillDensest(k, weights, cur[:0])
-			} else {
-				cur, value = s.fillBalanced(k, weights, cur[:0], mode == fillWeighted)
-			}
-			if value <= 0 {
-				continue
-			}
-			ratio := k.price / value
-			if ratio < bestRatio || (ratio == bestRatio && value > bestValue) {
-				bestKind, bestRatio, bestValue = ki, ratio, value
-				best = append(best[:0], cur...)
-			}
+		if weights == nil || limited {
+			weights = s.topWeight()
+		}
+		candidates := kinds
+		if lastKind >= 0 && expired(s.p.Options.Deadline) {
+			candidates = []int{lastKind}
+		}
+		bestKind := s.bestFill(candidates, mode, weights, &cur, &best)
+		if bestKind < 0 && len(candidates) < len(kinds) {
+			bestKind = s.bestFill(kinds, mode, weights, &cur, &best)
 		}
 		if bestKind < 0 {
 			return
 		}
+		lastKind = bestKind
 		k := s.kinds[bestKind]
 		copies := s.limitRoom(k)
 		for _, t := range best {
@@ -1012,14 +979,54 @@ func (s *state) greedy(kinds []int, mode fillMode) {
 		for _, t := range best {
 			exhausted = exhausted || s.rem[t.class] == 0
 		}
-		if exhausted {
+		if exhausted && mode == fillDense {
 			s.dropExhausted(kinds)
 		}
 	}
 }
 
+// bestFill fills one node of each of the kinds and returns the kind with
+// the lowest price per value of what it takes, which it leaves in best; -1
+// when no kind takes a pod. cur is scratch space.
+func (s *state) bestFill(kinds []int, mode fillMode, weights []int32, cur, best *[]take) int {
+	bestKind, bestRatio, bestValue := -1, math.Inf(1), 0.0
+	for _, ki := range kinds {
+		k := s.kinds[ki]
+		if s.limitRoom(k) == 0 {
+			continue
+		}
+		var value float64
+		s.fills++
+		if mode == fillDense {
+			*cur, value = s.fillDensest(k, weights, (*cur)[:0])
+		} else {
+			*cur, value = s.fillBalanced(k, weights, (*cur)[:0], mode == fillWeighted)
+		}
+		if value <= 0 {
+			continue
+		}
+		ratio := k.price / value
+		if ratio < bestRatio || (ratio == bestRatio && value > bestValue) {
+			bestKind, bestRatio, bestValue = ki, ratio, value
+			*best = append((*best)[:0], *cur...)
+		}
+	}
+	return bestKind
+}
+
+// anyLimit reports whether any pool has a limit.
+func (s *state) anyLimit() bool {
+	for i := range s.p.Pools {
+		if slices.Contains(s.p.Pools[i].HasLimit[:], true) {
+			return true
+		}
+	}
+	return false
+}
+
 // dropExhausted removes classes with no pods left from the kinds' fill
-// orders, so that filling a node scans only classes it could still take.
+// orders, so that filling a node densest-first scans only classes it could
+// still take (fillBalanced forgets them itself).
 func (s *state) dropExhausted(kinds []int) {
 	for _, ki := range kinds {
 		k := s.kinds[ki]

@@ -182,12 +182,10 @@ func topologyKey(p *Pod, seen string) string {
 	if seen == "" && !hasTopology(p) {
 		return ""
 	}
+	// Its own terms read its labels (selfish rules) only through the
+	// problem's selectors, which seen already records: labels no selector
+	// reads (a StatefulSet's pod name, say) do not split groups.
 	data, _ := json.Marshal([]any{p.Namespace, seen, p.Spread, p.PodAffinity, p.PodAntiAffinity, p.Preferences})
-	if hasTopology(p) {
-		// Its own terms read its labels (selfish rules) and namespace.
-		labels, _ := json.Marshal(p.Labels)
-		data = append(data, labels...)
-	}
 	return string(data)
 }
 

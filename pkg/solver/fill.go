@@ -1,0 +1,193 @@
+package solver
+
+import (
+	"math"
+	"slices"
+)
+
+// shapeBucket is a set of a kind's candidate classes with the same requests
+// and value: fillBalanced scores them alike, so it scores the bucket once
+// per batch instead of every class in it. Classes differ by constraints far
+// more often than by requests (a spread selector, a zone share), so a kind
+// has a few dozen buckets where it has thousands of classes.
+type shapeBucket struct {
+	req   Resources
+	value float64
+	shape classShape
+	// members are positions in the kind's order, ascending: the first
+	// member that can take pods is the one the old per-class scan found
+	// first among equal scores.
+	members []int32
+}
+
+// bucketCursor is fillBalanced's progress through one bucket while it fills
+// one node: members before at cannot take pods on this node (nor will they
+// for the rest of it); checked says the member at at was already checked
+// for conflicts with every class on the node but the last one taken.
+type bucketCursor struct {
+	bucket, at int32
+	checked    bool
+}
+
+// bucketKey is what classes of one bucket share.
+type bucketKey struct {
+	req   Resources
+	value float64
+}
+
+// shapeBuckets groups the kind's fill order into buckets, in the order of
+// their first member. Classes that request nothing the kind has are left
+// out: they never add value to a node. index is scratch space.
+func (k *kind) shapeBuckets(classes []*class, index map[bucketKey]int) []shapeBucket {
+	clear(index)
+	var out []shapeBucket
+	for i, ci := range k.order {
+		if k.shape[i].max == 0 {
+			continue
+		}
+		c := classes[ci]
+		kk := bucketKey{c.req, c.value}
+		b, ok := index[kk]
+		if !ok {
+			b = len(out)
+			index[kk] = b
+			out = append(out, shapeBucket{req: c.req, value: c.value, shape: k.shape[i]})
+		}
+		out[b].members = append(out[b].members, int32(i))
+	}
+	return out
+}
+
+// fillBalanced packs one node of kind k a batch at a time, each time taking
+// the class whose requests best match the shape of what is still free (the
+// cosine of normalised request and free vectors, times the class's value per
+// share when weighted), so that CPU-heavy and memory-heavy pods share nodes
+// instead of each exhausting one resource while the other idles. Among
+// equal scores the class first in k's fill order wins. It returns what it
+// took and the value of it, without changing the state (it only forgets,
+// for good, classes with no pods left).
+//
+// It scores buckets of classes with equal requests and value (see
+// shapeBucket), each by its first member that can still take pods, so a
+// batch costs the number of buckets, not of classes. A class that does not
+// fit, conflicts, is capped or has no pods left stays so for the rest of
+// the node (free room, room under caps and pods left only shrink, conflicts
+// only grow), so each bucket's cursor only moves forward and each batch
+// scans only the buckets that survived the last.
+func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bool) ([]take, float64) {
+	free := k.alloc
+	value := 0.0
+	poolWeight := s.p.Pools[k.pool].Weight
+	start := len(takes)
+	if len(s.taken) != len(s.classes) {
+		s.taken = make([]int, len(s.classes))
+	}
+	live := s.cursors[:0]
+	for b := range k.buckets {
+		live = append(live, bucketCursor{bucket: int32(b)})
+	}
+	last := -1 // the class the last batch took
+	defer func() {
+		s.resetCaps(takes[start:])
+		for _, t := range takes[start:] {
+			s.taken[t.class] = 0
+		}
+		s.cursors = live[:0]
+	}()
+	for {
+		var f Resources64 // free room as shares of alloc
+		fn := 0.0
+		for r := range free {
+			if k.alloc[r] > 0 {
+				f[r] = float64(free[r]) / float64(k.alloc[r])
+				fn += f[r] * f[r]
+			}
+		}
+		fn = math.Sqrt(fn)
+		if fn == 0 {
+			break
+		}
+		bestClass, bestScore, bestLeft, bestPos := -1, 0.0, 0, int32(0)
+		kept := 0
+		for _, cur := range live {
+			b := &k.buckets[cur.bucket]
+			if !b.req.Fits(free) {
+				continue
+			}
+			ci, left := s.firstTaker(k, b, &cur, weights, poolWeight, takes[start:], last)
+			if ci < 0 {
+				continue
+			}
+			live[kept] = cur
+			kept++
+			sh := &b.shape
+			dot := 0.0
+			for r := range f {
+				dot += sh.norm[r] * f[r]
+			}
+			score := dot / (sh.length * fn)
+			if weighted {
+				score *= b.value / sh.max
+			}
+			if pos := b.members[cur.at]; score > bestScore || (bestClass >= 0 && score == bestScore && pos < bestPos) {
+				bestClass, bestScore, bestLeft, bestPos = ci, score, left, pos
+			}
+		}
+		live = live[:kept]
+		if bestClass < 0 {
+			break
+		}
+		last = bestClass
+		c := s.classes[bestClass]
+		n := min(fitCount(free, c.req), bestLeft)
+		n = (n + 1) / 2
+		free = free.Sub(c.req.Scale(int64(n)))
+		value += float64(n) * c.value
+		s.countCap(bestClass, n)
+		s.taken[bestClass] += n
+		found := false
+		for i := start; i < len(takes); i++ {
+			if takes[i].class == bestClass {
+				takes[i].n += n
+				found = true
+			}
+		}
+		if !found {
+			takes = append(takes, take{bestClass, n})
+		}
+	}
+	return takes, value
+}
+
+// firstTaker moves the cursor to the bucket's first member that can take
+// pods on the node being filled and returns that class and how many more
+// pods of it the node may take; -1 when no member can. Members with no pods
+// left leave the bucket for good.
+func (s *state) firstTaker(k *kind, b *shapeBucket, cur *bucketCursor, weights []int32, poolWeight int32, onNode []take, last int) (int, int) {
+	for int(cur.at) < len(b.members) {
+		ci := k.order[b.members[cur.at]]
+		if s.rem[ci] == 0 {
+			b.members = slices.Delete(b.members, int(cur.at), int(cur.at)+1)
+			cur.checked = false
+			continue
+		}
+		if weights[ci] == poolWeight {
+			var conflicts bool
+			switch {
+			case !cur.checked:
+				conflicts = s.conflictsWith(ci, onNode)
+			case last >= 0:
+				conflicts = s.conflict(ci, last)
+			}
+			if !conflicts {
+				cur.checked = true
+				if left := min(s.rem[ci]-s.taken[ci], s.capRoom(ci)); left > 0 {
+					return ci, left
+				}
+			}
+		}
+		cur.at++
+		cur.checked = false
+	}
+	return -1, 0
+}
