@@ -62,6 +62,9 @@ type batch struct {
 	// evicted rather than after (Karpenter does the same). Their
 	// controllers recreate them under new names: they are not nominated.
 	moving map[types.UID]bool
+	// overflow counts the nominated pods their claim's node can no longer
+	// take: they are planned again in the next batch.
+	overflow int
 }
 
 // unschedulable reports whether the scheduler has tried the pod and found no
@@ -124,6 +127,17 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 	// many a node takes (attach limits).
 	objs := snapshot.Objects{Volumes: &snapshot.Volumes{Claims: pointersTo(pvcs.Items), Volumes: pointersTo(pvs.Items),
 		StorageClasses: pointersTo(scs.Items), CSINodes: pointersTo(csis.Items)}}
+	// Pods a claim records as nominated to it and this replica does not
+	// remember (it restarted, or took over the lease) keep that claim.
+	var unplaced []*corev1.Pod
+	for i := range pods.Items {
+		if unschedulable(&pods.Items[i]) {
+			unplaced = append(unplaced, &pods.Items[i])
+		}
+	}
+	if n := p.restore(unplaced, committedClaims(claims), now); n > 0 {
+		p.log.Info("nominations read back from the NodeClaims in flight", "pods", n)
+	}
 	nominated := map[string][]*corev1.Pod{} // claim name -> pods
 	stillPending := map[types.UID]bool{}
 	for i := range pods.Items {
@@ -315,8 +329,19 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		if !initialized || now.Sub(nodeclaim.TransitionTime(c, v1alpha1.ConditionInitialized)) < nominationTTL {
 			b.claims[sn.Name] = c
 		}
-		for _, pod := range nominated[c.Name] {
-			sn.Requested = sn.Requested.Add(podRequests(pod, cl.ExtendedResources))
+		// The pods nominated to it are committed there while they fit; one
+		// that no longer fits (the cloud launched a smaller type than
+		// planned) loses its nomination and is planned in the next batch.
+		held := nominated[c.Name]
+		slices.SortFunc(held, func(a, b *corev1.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+		for _, pod := range held {
+			r := podRequests(pod, cl.ExtendedResources)
+			if after := sn.Requested.Add(r); sn.Allocatable[solver.CPU] > 0 && !after.Fits(sn.Allocatable) {
+				p.unnominate(pod.UID, c.Name)
+				b.overflow++
+				continue
+			}
+			sn.Requested = sn.Requested.Add(r)
 		}
 	}
 	for pi := range cl.Pools {
