@@ -31,7 +31,8 @@ import (
 // Options tune the provisioner.
 type Options struct {
 	// BatchIdle closes a batch once no new pod turned Unschedulable for
-	// this long; BatchMax closes it regardless.
+	// this long (a gap that grows with the gaps between arrivals, see
+	// window); BatchMax closes it regardless.
 	BatchIdle, BatchMax time.Duration
 	// Region labels instance types as the cloud provider labels its nodes.
 	Region string
@@ -106,7 +107,7 @@ func New(c client.Client, cp cloud.CloudProvider, recorder events.EventRecorder,
 		opts.BatchIdle = time.Second
 	}
 	if opts.BatchMax < opts.BatchIdle {
-		opts.BatchMax = max(10*time.Second, opts.BatchIdle)
+		opts.BatchMax = max(2*time.Minute, opts.BatchIdle)
 	}
 	if opts.SolveTimeout <= 0 {
 		opts.SolveTimeout = 10 * time.Second
