@@ -556,8 +556,12 @@ func (p *Provisioner) mergeRecent(cached []v1alpha1.NodeClaim, now time.Time) []
 
 // nominated returns the NodeClaim a pod waits for, if the nomination still
 // holds: the claim exists, is not being deleted, and its node initialized
-// less than nominationTTL ago (or not yet).
-func (p *Provisioner) nominated(uid types.UID, claims map[string]*v1alpha1.NodeClaim, now time.Time) (string, bool) {
+// less than nominationTTL ago (or not yet), or the pod's
+// status.nominatedNodeName (nominatedNode) still names that node. The
+// scheduler clears the latter when it tried the pod and found no room, so
+// a pod it has not come to yet (it binds a large batch's pods at its own
+// pace) keeps its node, and one it turned away is planned again.
+func (p *Provisioner) nominated(uid types.UID, nominatedNode string, claims map[string]*v1alpha1.NodeClaim, now time.Time) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n, ok := p.nominations[uid]
@@ -567,7 +571,8 @@ func (p *Provisioner) nominated(uid types.UID, claims map[string]*v1alpha1.NodeC
 	c := claims[n.claim]
 	valid := c != nil && c.DeletionTimestamp == nil
 	if valid && nodeclaim.IsTrue(c, v1alpha1.ConditionInitialized) {
-		valid = now.Sub(nodeclaim.TransitionTime(c, v1alpha1.ConditionInitialized)) < nominationTTL
+		valid = now.Sub(nodeclaim.TransitionTime(c, v1alpha1.ConditionInitialized)) < nominationTTL ||
+			(nominatedNode != "" && nominatedNode == c.Status.NodeName)
 	}
 	if !valid {
 		delete(p.nominations, uid)

@@ -155,7 +155,7 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		case unschedulable(pod):
 			b.pending++
 			stillPending[pod.UID] = true
-			if name, ok := p.nominated(pod.UID, byName, now); ok {
+			if name, ok := p.nominated(pod.UID, pod.Status.NominatedNodeName, byName, now); ok {
 				nominated[name] = append(nominated[name], pod)
 				continue
 			}
@@ -167,6 +167,9 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		at := now.Add(nominationTTL) // not initialized yet: look again by then
 		if c := byName[name]; nodeclaim.IsTrue(c, v1alpha1.ConditionInitialized) {
 			at = nodeclaim.TransitionTime(c, v1alpha1.ConditionInitialized).Add(nominationTTL)
+			// Held past that by the scheduler's nomination: look again
+			// later, not at once.
+			at = maxTime(at, now.Add(nominationTTL))
 		}
 		if b.lapse.IsZero() || at.Before(b.lapse) {
 			b.lapse = at
@@ -480,6 +483,13 @@ func describeTypes(names []string, n int) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // pointersTo returns pointers to the elements of s.
