@@ -215,7 +215,6 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	// them (see commit).
 	now := time.Now()
 	touched := map[string]bool{}
-	inFlight := map[string]*v1alpha1.NodeClaim{}
 	p.mu.Lock()
 	for _, pl := range plan.Existing {
 		if c := b.claims[pl.Node]; c != nil && !b.moving[b.pods[pl.Pod].UID] {
@@ -226,10 +225,10 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 			}
 			p.nominations[pod.UID] = nomination{claim: c.Name, pod: client.ObjectKeyFromObject(pod), at: now}
 			p.plannedOnto(pod.UID, c.Name)
-			inFlight[c.Name] = c
 		}
 	}
 	p.mu.Unlock()
+	inFlight := make(map[string]*v1alpha1.NodeClaim, len(b.claims))
 	for _, c := range b.claims {
 		inFlight[c.Name] = c
 	}
