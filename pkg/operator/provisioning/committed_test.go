@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 func TestNominatedPodsAnnotationRoundTrips(t *testing.T) {
@@ -184,6 +186,46 @@ func TestWindowStaysOpenWhileArrivalsContinue(t *testing.T) {
 			}
 			if got := w.closesAt().Sub(t0); got != tt.want {
 				t.Errorf("closes after %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNominatedPodsAreHeldWhileTheirNodeTakesThem(t *testing.T) {
+	pod := func(name, cpu string) *corev1.Pod {
+		p := testPod(name)
+		p.Spec.Containers = []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}
+		return p
+	}
+	var alloc solver.Resources
+	alloc[solver.CPU], alloc[solver.Pods] = 2000, 10
+	tests := []struct {
+		name      string
+		alloc     solver.Resources
+		requested int64 // CPU already requested on the node, millicores
+		pods      []*corev1.Pod
+		overflow  []string
+		wantCPU   int64
+	}{
+		{name: "all fit", alloc: alloc, pods: []*corev1.Pod{pod("b", "1"), pod("a", "500m")}, wantCPU: 1500},
+		{name: "a smaller node than planned: the pods past its room, in name order, overflow", alloc: alloc, requested: 500,
+			pods: []*corev1.Pod{pod("c", "1"), pod("a", "1"), pod("b", "500m")}, overflow: []string{"c"}, wantCPU: 2000},
+		{name: "unknown allocatable holds them all", pods: []*corev1.Pod{pod("a", "4")}, wantCPU: 4000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := &solver.Node{Allocatable: tt.alloc}
+			n.Requested[solver.CPU] = tt.requested
+			var got []string
+			for _, p := range holdWhileFits(n, tt.pods, nil) {
+				got = append(got, p.Name)
+			}
+			if !slices.Equal(got, tt.overflow) {
+				t.Errorf("overflow %v, want %v", got, tt.overflow)
+			}
+			if n.Requested[solver.CPU] != tt.wantCPU {
+				t.Errorf("node requests %dm CPU, want %dm", n.Requested[solver.CPU], tt.wantCPU)
 			}
 		})
 	}

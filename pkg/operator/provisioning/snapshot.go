@@ -335,16 +335,9 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		// The pods nominated to it are committed there while they fit; one
 		// that no longer fits (the cloud launched a smaller type than
 		// planned) loses its nomination and is planned in the next batch.
-		held := nominated[c.Name]
-		slices.SortFunc(held, func(a, b *corev1.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
-		for _, pod := range held {
-			r := podRequests(pod, cl.ExtendedResources)
-			if after := sn.Requested.Add(r); sn.Allocatable[solver.CPU] > 0 && !after.Fits(sn.Allocatable) {
-				p.unnominate(pod.UID, c.Name)
-				b.overflow++
-				continue
-			}
-			sn.Requested = sn.Requested.Add(r)
+		for _, pod := range holdWhileFits(sn, nominated[c.Name], cl.ExtendedResources) {
+			p.unnominate(pod.UID, c.Name)
+			b.overflow++
 		}
 	}
 	for pi := range cl.Pools {
@@ -359,6 +352,24 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 	}
 	b.problem = built.Problem
 	return b, nil
+}
+
+// holdWhileFits adds to the node's requests those of the pods nominated
+// to it, in name order, while they fit its allocatable (unknown
+// allocatable: all of them), and returns the pods that do not fit.
+func holdWhileFits(n *solver.Node, pods []*corev1.Pod, extended []string) (overflow []*corev1.Pod) {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	for _, pod := range pods {
+		after := n.Requested.Add(podRequests(pod, extended))
+		if n.Allocatable[solver.CPU] > 0 && !after.Fits(n.Allocatable) {
+			overflow = append(overflow, pod)
+			continue
+		}
+		n.Requested = after
+	}
+	return overflow
 }
 
 // leavingNodes names the nodes being deleted: those of NodeClaims being
