@@ -61,9 +61,7 @@ type Options struct {
 	GangWait time.Duration
 	// KeepNominations is how long after opening nodes the controller puts
 	// back the nominations the scheduler dropped from pods still waiting for
-	// them (60 s when zero: a loaded scheduler takes a minute to bind a
-	// thousand pods, and a pod whose nomination is gone meanwhile may take
-	// the room planned for another).
+	// them (15 s when zero).
 	KeepNominations time.Duration
 	// AfterLaunch, when set, is called right after the cloud launched an
 	// instance and before the claim's status is written. Tests use it to
@@ -123,7 +121,7 @@ func New(c client.Client, kube kubernetes.Interface, cp cloud.CloudProvider, rec
 		opts.GangWait = 10 * time.Second
 	}
 	if opts.KeepNominations <= 0 {
-		opts.KeepNominations = time.Minute
+		opts.KeepNominations = 15 * time.Second
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

@@ -238,10 +238,8 @@ const (
 	// renominateAfter is how long a nomination may take to show in the
 	// cache before it is taken as dropped by the scheduler and set again.
 	renominateAfter = 300 * time.Millisecond
-	// maxKept bounds how often keep sets one pod's nomination again (a
-	// zone-spread pod is turned away each time its zone runs ahead of the
-	// others while the scheduler binds the batch).
-	maxKept = 10
+	// maxKept bounds how often keep sets one pod's nomination again.
+	maxKept = 3
 )
 
 // nominate points the pods planned for the members' nodes at them and
