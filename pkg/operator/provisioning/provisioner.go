@@ -221,7 +221,10 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 			pod := b.pods[pl.Pod]
 			if had, ok := p.nominations[pod.UID]; !ok || had.claim != c.Name {
 				p.recorder.Eventf(pod, c, corev1.EventTypeNormal, "Nominated", "Provision", "nominated for NodeClaim %s, which is launching", c.Name)
-				touched[c.Name], touched[had.claim] = true, ok
+				touched[c.Name] = true
+				if ok {
+					touched[had.claim] = true // moved: its old claim drops it
+				}
 			}
 			p.nominations[pod.UID] = nomination{claim: c.Name, pod: client.ObjectKeyFromObject(pod), at: now}
 			p.plannedOnto(pod.UID, c.Name)
