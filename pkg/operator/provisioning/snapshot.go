@@ -30,9 +30,12 @@ import (
 const inFlightPrefix = "nodeclaim/"
 
 // nominationTTL is how long pods stay nominated to a NodeClaim after its node
-// initialized; a pod the scheduler still has not bound by then is planned
-// again.
-const nominationTTL = 30 * time.Second
+// initialized, while the node has room for them (see holdWhileFits); a pod
+// the scheduler still has not bound by then is planned again. A loaded
+// scheduler takes minutes to bind a large batch, turning zone-spread pods
+// away while their zone runs ahead; planning them again after 30 s (this
+// bound before) launched nodes for pods whose planned room was still free.
+const nominationTTL = 2 * time.Minute
 
 // batch is one provisioning decision's input.
 type batch struct {
