@@ -94,6 +94,12 @@ const (
 	AnnotationReason = Group + "/reason"
 	// AnnotationPlannedPods is the number of pods the node was planned for.
 	AnnotationPlannedPods = Group + "/planned-pods"
+	// AnnotationNominatedPods lists the pods (namespace/name, comma
+	// separated, sorted) the provisioner nominated to the claim's node and
+	// still holds there: the claim's committed capacity, which an operator
+	// restarted while the claim is in flight reads back instead of
+	// planning those pods again.
+	AnnotationNominatedPods = Group + "/nominated-pods"
 	// AnnotationBatch names the provisioning decision that created the
 	// claim, and AnnotationBatchSize counts the claims it created: the
 	// lifecycle controller opens the nodes of one decision together, so that

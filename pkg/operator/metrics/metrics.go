@@ -115,7 +115,7 @@ var (
 	// PodsNominated counts nominations set on pending pods.
 	PodsNominated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "pods_nominated_total",
-		Help: "Nominations (status.nominatedNodeName) set on pending pods for the nodes planned for them as the nodes open, by attempt: first, or again after the scheduler dropped one.",
+		Help: "Nominations (status.nominatedNodeName) set on pending pods for the nodes planned for them as the nodes open, by attempt: first, or again after the scheduler dropped one; and pods the provisioner planned onto a second node after it had nominated them to another (moved).",
 	}, []string{"attempt"})
 	// DisruptionInvalidated counts chosen actions dropped at validation.
 	DisruptionInvalidated = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -39,7 +39,7 @@ func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode
 	}
 	// A batch of its own, of one: the lifecycle opens it as soon as it is
 	// ready instead of waiting for siblings.
-	claim := p.newClaim(&batch{problem: s.Problem}, np, n, flexibility{}, "replace-"+strconv.FormatInt(time.Now().UnixNano(), 36), 1)
+	claim := p.newClaim(&batch{problem: s.Problem}, np, n, flexibility{}, nil, "replace-"+strconv.FormatInt(time.Now().UnixNano(), 36), 1)
 	p.remember(claim, nil, time.Now())
 	if err := p.create(ctx, claim, np, metrics.ReasonDisruption); err != nil {
 		return nil, err

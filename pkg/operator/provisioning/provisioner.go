@@ -31,7 +31,8 @@ import (
 // Options tune the provisioner.
 type Options struct {
 	// BatchIdle closes a batch once no new pod turned Unschedulable for
-	// this long; BatchMax closes it regardless.
+	// this long (a gap that grows with the gaps between arrivals, see
+	// window); BatchMax closes it regardless.
 	BatchIdle, BatchMax time.Duration
 	// Region labels instance types as the cloud provider labels its nodes.
 	Region string
@@ -70,6 +71,9 @@ type Provisioner struct {
 	mu sync.Mutex
 	// nominations maps pods to the NodeClaim planned for them.
 	nominations map[types.UID]nomination
+	// planned maps pending pods to the last NodeClaim any plan put them
+	// on, nominated there still or not, to count the pods planned twice.
+	planned map[types.UID]string
 	// recent holds the NodeClaims being created or created that the cache
 	// may not show yet: each is counted as in flight until the informer
 	// delivers an event for it (see observed), a batch's cache shows it, or
@@ -103,7 +107,7 @@ func New(c client.Client, cp cloud.CloudProvider, recorder events.EventRecorder,
 		opts.BatchIdle = time.Second
 	}
 	if opts.BatchMax < opts.BatchIdle {
-		opts.BatchMax = max(10*time.Second, opts.BatchIdle)
+		opts.BatchMax = max(2*time.Minute, opts.BatchIdle)
 	}
 	if opts.SolveTimeout <= 0 {
 		opts.SolveTimeout = 10 * time.Second
@@ -115,13 +119,14 @@ func New(c client.Client, cp cloud.CloudProvider, recorder events.EventRecorder,
 		client: c, cloud: cp, recorder: recorder, log: log, opts: opts, unavailable: unavailable,
 		trigger:     make(chan struct{}, 1),
 		nominations: map[types.UID]nomination{},
+		planned:     map[types.UID]string{},
 		recent:      map[string]recentClaim{},
 		told:        map[types.UID]string{},
 	}
 }
 
 // Trigger asks for a batch: it opens one, or keeps the open one from
-// closing for another BatchIdle. It never blocks.
+// closing for a while longer (see window). It never blocks.
 func (p *Provisioner) Trigger() {
 	select {
 	case p.trigger <- struct{}{}:
@@ -147,26 +152,27 @@ func (p *Provisioner) Start(ctx context.Context) error {
 			continue
 		case <-p.trigger:
 		}
-		opened := time.Now()
-		idle := time.NewTimer(p.opts.BatchIdle)
-		limit := time.NewTimer(p.opts.BatchMax)
+		w := newWindow(time.Now(), p.opts.BatchIdle, p.opts.BatchMax)
+		timer := time.NewTimer(time.Until(w.closesAt()))
 	wait:
 		for {
 			select {
 			case <-ctx.Done():
-				idle.Stop()
-				limit.Stop()
+				timer.Stop()
 				return nil
 			case <-p.trigger:
-				idle.Reset(p.opts.BatchIdle)
-			case <-idle.C:
-				break wait
-			case <-limit.C:
+				w.arrive(time.Now())
+				timer.Reset(time.Until(w.closesAt()))
+			case <-timer.C:
+				if time.Now().Before(w.closesAt()) {
+					timer.Reset(time.Until(w.closesAt()))
+					continue
+				}
 				break wait
 			}
 		}
-		idle.Stop()
-		limit.Stop()
+		timer.Stop()
+		opened := w.opened
 		closed := time.Now()
 		if err := p.provision(ctx, opened, closed); err != nil && ctx.Err() == nil {
 			p.log.Error(err, "provisioning failed; retrying")
@@ -205,19 +211,33 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	metrics.BatchSize.Observe(float64(len(b.problem.Pods)))
 	metrics.PendingPods.WithLabelValues("unplaced").Set(float64(len(plan.Unschedulable)))
 
-	// Pods placed on in-flight nodes wait for those nodes.
+	// Pods placed on in-flight nodes wait for those nodes, which record
+	// them (see commit).
 	now := time.Now()
+	touched := map[string]bool{}
 	p.mu.Lock()
 	for _, pl := range plan.Existing {
 		if c := b.claims[pl.Node]; c != nil && !b.moving[b.pods[pl.Pod].UID] {
 			pod := b.pods[pl.Pod]
-			if _, had := p.nominations[pod.UID]; !had {
+			if had, ok := p.nominations[pod.UID]; !ok || had.claim != c.Name {
 				p.recorder.Eventf(pod, c, corev1.EventTypeNormal, "Nominated", "Provision", "nominated for NodeClaim %s, which is launching", c.Name)
+				touched[c.Name] = true
+				if ok {
+					touched[had.claim] = true // moved: its old claim drops it
+				}
 			}
 			p.nominations[pod.UID] = nomination{claim: c.Name, pod: client.ObjectKeyFromObject(pod), at: now}
+			p.plannedOnto(pod.UID, c.Name)
 		}
 	}
 	p.mu.Unlock()
+	inFlight := make(map[string]*v1alpha1.NodeClaim, len(b.claims))
+	for _, c := range b.claims {
+		inFlight[c.Name] = c
+	}
+	if err := p.commit(ctx, inFlight, touched); err != nil {
+		p.log.Error(err, "the pods nominated to in-flight NodeClaims are not all recorded; a restart before the next batch plans them again")
+	}
 
 	// Limits are checked in plan order, before anything is created, so that
 	// the NodeClaims of one decision can be created at once.
@@ -255,13 +275,13 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	// a node, which with a fast cloud can be within a second.
 	id := strconv.FormatInt(closed.UnixNano(), 36)
 	for _, l := range launches {
-		l.claim = p.newClaim(b, l.pool, l.node, l.flex, id, len(launches))
 		var pods []*corev1.Pod
 		for _, pi := range l.node.Pods {
 			if !b.moving[b.pods[pi].UID] {
 				pods = append(pods, b.pods[pi])
 			}
 		}
+		l.claim = p.newClaim(b, l.pool, l.node, l.flex, pods, id, len(launches))
 		p.remember(l.claim, pods, now)
 	}
 	work := make(chan *launch)
@@ -316,6 +336,10 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 		} else {
 			p.recorder.Eventf(np, claim, corev1.EventTypeNormal, "Launching", "Provision", "NodeClaim %s: %s for %d pod(s): %s", claim.Name, note, len(n.Pods), n.Reason)
 		}
+	}
+	if b.overflow > 0 {
+		p.log.Info("pods no longer fit the in-flight node they were nominated to; planning them again", "pods", b.overflow)
+		time.AfterFunc(time.Second, p.Trigger)
 	}
 	decided := time.Since(closed)
 	metrics.DecisionDuration.Observe(decided.Seconds())
@@ -404,8 +428,8 @@ type launch struct {
 
 // newClaim builds the NodeClaim of a planned node, one of size created by
 // the decision batch, allowing what flex allows (its planned offering
-// alone when flex is empty).
-func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNode, flex flexibility, batch string, size int) *v1alpha1.NodeClaim {
+// alone when flex is empty), recording the pods nominated to it.
+func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNode, flex flexibility, pods []*corev1.Pod, batch string, size int) *v1alpha1.NodeClaim {
 	requests := corev1.ResourceList{}
 	for i := range solver.MaxResources {
 		name := b.problem.ResourceName(i)
@@ -425,6 +449,13 @@ func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNod
 		v1alpha1.AnnotationPlannedPods: strconv.Itoa(len(n.Pods)),
 		v1alpha1.AnnotationBatch:       batch,
 		v1alpha1.AnnotationBatchSize:   strconv.Itoa(size),
+	}
+	if len(pods) > 0 {
+		keys := make([]types.NamespacedName, len(pods))
+		for i, pod := range pods {
+			keys[i] = client.ObjectKeyFromObject(pod)
+		}
+		annotations[v1alpha1.AnnotationNominatedPods] = encodeNominated(keys)
 	}
 	if flex.relaxed != "" {
 		annotations[AnnotationMinValuesRelaxed] = "true"
@@ -449,7 +480,17 @@ func (p *Provisioner) remember(claim *v1alpha1.NodeClaim, pods []*corev1.Pod, no
 	p.recent[claim.Name] = recentClaim{claim: claim.DeepCopy(), at: now}
 	for _, pod := range pods {
 		p.nominations[pod.UID] = nomination{claim: claim.Name, pod: client.ObjectKeyFromObject(pod), at: now}
+		p.plannedOnto(pod.UID, claim.Name)
 		delete(p.told, pod.UID)
+	}
+}
+
+// unnominate drops a pod's nomination to claim, if it is still that.
+func (p *Provisioner) unnominate(uid types.UID, claim string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.nominations[uid].claim == claim {
+		delete(p.nominations, uid)
 	}
 }
 
@@ -517,8 +558,12 @@ func (p *Provisioner) mergeRecent(cached []v1alpha1.NodeClaim, now time.Time) []
 
 // nominated returns the NodeClaim a pod waits for, if the nomination still
 // holds: the claim exists, is not being deleted, and its node initialized
-// less than nominationTTL ago (or not yet).
-func (p *Provisioner) nominated(uid types.UID, claims map[string]*v1alpha1.NodeClaim, now time.Time) (string, bool) {
+// less than nominationTTL ago (or not yet), or the pod's
+// status.nominatedNodeName (nominatedNode) still names that node. The
+// scheduler clears the latter when it tried the pod and found no room, so
+// a pod it has not come to yet (it binds a large batch's pods at its own
+// pace) keeps its node, and one it turned away is planned again.
+func (p *Provisioner) nominated(uid types.UID, nominatedNode string, claims map[string]*v1alpha1.NodeClaim, now time.Time) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n, ok := p.nominations[uid]
@@ -528,7 +573,8 @@ func (p *Provisioner) nominated(uid types.UID, claims map[string]*v1alpha1.NodeC
 	c := claims[n.claim]
 	valid := c != nil && c.DeletionTimestamp == nil
 	if valid && nodeclaim.IsTrue(c, v1alpha1.ConditionInitialized) {
-		valid = now.Sub(nodeclaim.TransitionTime(c, v1alpha1.ConditionInitialized)) < nominationTTL
+		valid = now.Sub(nodeclaim.TransitionTime(c, v1alpha1.ConditionInitialized)) < nominationTTL ||
+			(nominatedNode != "" && nominatedNode == c.Status.NodeName)
 	}
 	if !valid {
 		delete(p.nominations, uid)
@@ -538,14 +584,29 @@ func (p *Provisioner) nominated(uid types.UID, claims map[string]*v1alpha1.NodeC
 }
 
 // NominatedPods returns the pods waiting for a NodeClaim's node, so that
-// the node's registration can point the scheduler at it.
+// the node's registration can point the scheduler at it: those nominated
+// to it in memory, and those the claim records that no nomination in
+// memory sends elsewhere (a node opening before a restarted operator's
+// first batch read the records back).
 func (p *Provisioner) NominatedPods(claim string) []types.NamespacedName {
+	var c v1alpha1.NodeClaim
+	var recorded []types.NamespacedName
+	if p.client != nil && p.client.Get(context.Background(), client.ObjectKey{Name: claim}, &c) == nil {
+		recorded = decodeNominated(c.Annotations[v1alpha1.AnnotationNominatedPods])
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []types.NamespacedName
+	elsewhere := map[types.NamespacedName]bool{}
 	for _, n := range p.nominations {
 		if n.claim == claim {
 			out = append(out, n.pod)
+		}
+		elsewhere[n.pod] = true
+	}
+	for _, key := range recorded {
+		if !elsewhere[key] {
+			out = append(out, key)
 		}
 	}
 	return out
@@ -563,6 +624,11 @@ func (p *Provisioner) forget(pending map[types.UID]bool) {
 	for uid := range p.told {
 		if !pending[uid] {
 			delete(p.told, uid)
+		}
+	}
+	for uid := range p.planned {
+		if !pending[uid] {
+			delete(p.planned, uid)
 		}
 	}
 }

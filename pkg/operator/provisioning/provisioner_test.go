@@ -195,6 +195,7 @@ func TestNominationHoldsWhileTheClaimIsInFlight(t *testing.T) {
 	initialized := func(ago time.Duration) *v1alpha1.NodeClaim {
 		c := testClaim("a")
 		c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionInitialized, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-ago))}}
+		c.Status.NodeName = "node-a"
 		return c
 	}
 	deleting := testClaim("a")
@@ -202,11 +203,15 @@ func TestNominationHoldsWhileTheClaimIsInFlight(t *testing.T) {
 	tests := []struct {
 		name   string
 		claims []*v1alpha1.NodeClaim
-		want   bool
+		// nominatedNode is the pod's status.nominatedNodeName.
+		nominatedNode string
+		want          bool
 	}{
 		{name: "launching", claims: []*v1alpha1.NodeClaim{testClaim("a")}, want: true},
 		{name: "initialized less than nominationTTL ago", claims: []*v1alpha1.NodeClaim{initialized(nominationTTL / 2)}, want: true},
 		{name: "initialized nominationTTL ago", claims: []*v1alpha1.NodeClaim{initialized(nominationTTL + time.Second)}},
+		{name: "initialized nominationTTL ago, the scheduler not come to the pod yet", claims: []*v1alpha1.NodeClaim{initialized(nominationTTL + time.Second)}, nominatedNode: "node-a", want: true},
+		{name: "initialized nominationTTL ago, the pod nominated elsewhere", claims: []*v1alpha1.NodeClaim{initialized(nominationTTL + time.Second)}, nominatedNode: "node-b"},
 		{name: "being deleted", claims: []*v1alpha1.NodeClaim{deleting}},
 		{name: "gone", claims: nil},
 	}
@@ -219,7 +224,7 @@ func TestNominationHoldsWhileTheClaimIsInFlight(t *testing.T) {
 			for _, c := range tt.claims {
 				byName[c.Name] = c
 			}
-			name, ok := p.nominated(pod.UID, byName, now)
+			name, ok := p.nominated(pod.UID, tt.nominatedNode, byName, now)
 			if ok != tt.want || (ok && name != "a") {
 				t.Errorf("nominated = %q, %v; want held %v", name, ok, tt.want)
 			}

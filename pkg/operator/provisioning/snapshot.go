@@ -30,9 +30,12 @@ import (
 const inFlightPrefix = "nodeclaim/"
 
 // nominationTTL is how long pods stay nominated to a NodeClaim after its node
-// initialized; a pod the scheduler still has not bound by then is planned
-// again.
-const nominationTTL = 30 * time.Second
+// initialized, while the node has room for them (see holdWhileFits); a pod
+// the scheduler still has not bound by then is planned again. A loaded
+// scheduler takes minutes to bind a large batch, turning zone-spread pods
+// away while their zone runs ahead; planning them again after 30 s (this
+// bound before) launched nodes for pods whose planned room was still free.
+const nominationTTL = 2 * time.Minute
 
 // batch is one provisioning decision's input.
 type batch struct {
@@ -62,6 +65,9 @@ type batch struct {
 	// evicted rather than after (Karpenter does the same). Their
 	// controllers recreate them under new names: they are not nominated.
 	moving map[types.UID]bool
+	// overflow counts the nominated pods their claim's node can no longer
+	// take: they are planned again in the next batch.
+	overflow int
 }
 
 // unschedulable reports whether the scheduler has tried the pod and found no
@@ -124,6 +130,17 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 	// many a node takes (attach limits).
 	objs := snapshot.Objects{Volumes: &snapshot.Volumes{Claims: pointersTo(pvcs.Items), Volumes: pointersTo(pvs.Items),
 		StorageClasses: pointersTo(scs.Items), CSINodes: pointersTo(csis.Items)}}
+	// Pods a claim records as nominated to it and this replica does not
+	// remember (it restarted, or took over the lease) keep that claim.
+	var unplaced []*corev1.Pod
+	for i := range pods.Items {
+		if unschedulable(&pods.Items[i]) {
+			unplaced = append(unplaced, &pods.Items[i])
+		}
+	}
+	if n := p.restore(unplaced, committedClaims(claims), now); n > 0 {
+		p.log.Info("nominations read back from the NodeClaims in flight", "pods", n)
+	}
 	nominated := map[string][]*corev1.Pod{} // claim name -> pods
 	stillPending := map[types.UID]bool{}
 	for i := range pods.Items {
@@ -141,7 +158,7 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		case unschedulable(pod):
 			b.pending++
 			stillPending[pod.UID] = true
-			if name, ok := p.nominated(pod.UID, byName, now); ok {
+			if name, ok := p.nominated(pod.UID, pod.Status.NominatedNodeName, byName, now); ok {
 				nominated[name] = append(nominated[name], pod)
 				continue
 			}
@@ -153,6 +170,9 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		at := now.Add(nominationTTL) // not initialized yet: look again by then
 		if c := byName[name]; nodeclaim.IsTrue(c, v1alpha1.ConditionInitialized) {
 			at = nodeclaim.TransitionTime(c, v1alpha1.ConditionInitialized).Add(nominationTTL)
+			// Held past that by the scheduler's nomination: look again
+			// later, not at once.
+			at = maxTime(at, now.Add(nominationTTL))
 		}
 		if b.lapse.IsZero() || at.Before(b.lapse) {
 			b.lapse = at
@@ -315,8 +335,12 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		if !initialized || now.Sub(nodeclaim.TransitionTime(c, v1alpha1.ConditionInitialized)) < nominationTTL {
 			b.claims[sn.Name] = c
 		}
-		for _, pod := range nominated[c.Name] {
-			sn.Requested = sn.Requested.Add(podRequests(pod, cl.ExtendedResources))
+		// The pods nominated to it are committed there while they fit; one
+		// that no longer fits (the cloud launched a smaller type than
+		// planned) loses its nomination and is planned in the next batch.
+		for _, pod := range holdWhileFits(sn, nominated[c.Name], cl.ExtendedResources) {
+			p.unnominate(pod.UID, c.Name)
+			b.overflow++
 		}
 	}
 	for pi := range cl.Pools {
@@ -331,6 +355,24 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 	}
 	b.problem = built.Problem
 	return b, nil
+}
+
+// holdWhileFits adds to the node's requests those of the pods nominated
+// to it, in name order, while they fit its allocatable (unknown
+// allocatable: all of them), and returns the pods that do not fit.
+func holdWhileFits(n *solver.Node, pods []*corev1.Pod, extended []string) (overflow []*corev1.Pod) {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	for _, pod := range pods {
+		after := n.Requested.Add(podRequests(pod, extended))
+		if n.Allocatable[solver.CPU] > 0 && !after.Fits(n.Allocatable) {
+			overflow = append(overflow, pod)
+			continue
+		}
+		n.Requested = after
+	}
+	return overflow
 }
 
 // leavingNodes names the nodes being deleted: those of NodeClaims being
@@ -455,6 +497,13 @@ func describeTypes(names []string, n int) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // pointersTo returns pointers to the elements of s.
