@@ -111,8 +111,13 @@ func (e *opEnv) startOperator(t *testing.T, name string, env []string, args ...s
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Lease timings four times the defaults: on a loaded 2-core machine the
+	// test plane's API server can take longer than the default 10 s renew
+	// deadline, and a leader that cannot renew exits (a test that needs
+	// the defaults passes them again; the last value given wins).
 	all := append([]string{"operator", "--cloud", "sim", "--kubeconfig", e.Kubeconfig,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--cluster-name", "e2e"}, args...)
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--cluster-name", "e2e",
+		"--leader-elect-lease-duration", "60s", "--leader-elect-renew-deadline", "40s", "--leader-elect-retry-period", "8s"}, args...)
 	cmd := exec.Command(filepath.Join(pluginDir, "kubectl-rightsize"), all...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f

@@ -26,7 +26,8 @@ func TestOperatorSurvivesAPIServerOutage(t *testing.T) {
 	e := startOpEnv(t)
 	ns := e.namespace(t, "outage")
 	e.nodePool(t, "outage", 0, nil, req(v1alpha1.LabelCapacityType, "on-demand"), req("karpenter.k8s.aws/instance-family", "c6i", "m6i", "r6i"))
-	args := []string{"--leader-election-id", "e2e-outage", "--disruption=false"}
+	args := []string{"--leader-election-id", "e2e-outage", "--disruption=false",
+		"--leader-elect-lease-duration", "15s", "--leader-elect-renew-deadline", "10s", "--leader-elect-retry-period", "2s"}
 	metricsAddr := freePort(t)
 	op := e.startOperator(t, "operator", nil, append(args, "--metrics-bind-address", metricsAddr)...)
 	op.waitLog(t, "provisioner started", 30*time.Second)
