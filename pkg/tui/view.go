@@ -94,6 +94,14 @@ func (m *Model) headerLine() string {
 		if len(lacked) > 0 {
 			parts = append(parts, "planned with "+strings.Join(lacked, " + "))
 		}
+		// The input's warnings (unknown fields, skipped kinds, pools
+		// left out) change what is planned: count them, as explain
+		// prints them.
+		if n := len(r.Warnings); n == 1 {
+			parts = append(parts, "1 warning (explain prints it)")
+		} else if n > 1 {
+			parts = append(parts, fmt.Sprintf("%d warnings (explain prints them)", n))
+		}
 	}
 	return m.st.title.Render(strings.Join(parts, " │ "))
 }
