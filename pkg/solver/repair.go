@@ -16,12 +16,14 @@ import (
 // pod order, on the final nodes (existing first, then planned) with
 // kube-scheduler's filters as it would run them on the final cluster:
 // resources, node selector and affinity, taints, host ports, topology
-// spread (domains of the final nodes, as kube-scheduler counts them), and
-// inter-pod affinity and anti-affinity in both directions. A pod that
-// passes is placed there; the constraints of the pods already placed stay
-// satisfied (a placement that would break another pod's spread is refused),
-// so the plan stays one kube-scheduler accepts. It reports whether it placed
-// any pod.
+// spread (over the final nodes' domains and, for the pod's own
+// constraints, those a new node could still take it in), and inter-pod
+// affinity and anti-affinity in both directions. A pod that passes is
+// placed there; one no node admits gets a node of its own where one can
+// take it (open). The constraints of the pods already placed stay
+// satisfied (a placement that would break another pod's spread is
+// refused), so the plan stays one kube-scheduler accepts. It reports
+// whether it placed any pod.
 func (s *state) placePending() bool {
 	if len(s.plan.Unschedulable) == 0 {
 		return false
@@ -33,8 +35,9 @@ func (s *state) placePending() bool {
 			classOf[pod] = ci
 		}
 	}
-	// A pod refused everywhere means its class's later pods are too: the
-	// cluster only changes when a pod is placed.
+	// Once a pod is refused, its class's later pods are not tried: they
+	// would be refused alike unless a pod of another class placed since
+	// changed the counts, which is rare and not worth a retry per pod.
 	refused := map[int]bool{}
 	kept := s.plan.Unschedulable[:0]
 	placedAny := false
