@@ -208,10 +208,11 @@ func (c *schedCluster) poolRoom(pi int, capacity Resources) bool {
 type schedCluster struct {
 	p     *Problem
 	nodes []schedNode
-	// nodeOf is the node of each placed pending pod.
+	// nodeOf is the node of each pod of the problem on a planned node
+	// (by the packing or by placePending) or placed on an existing one.
 	nodeOf map[int]int
-	// carried are the DoNotSchedule spread constraints of the placed
-	// pending pods, each once.
+	// carried are the DoNotSchedule spread constraints of those pods,
+	// each once.
 	carried []carriedSpread
 	// used is, per pool, the capacity of its existing and planned nodes.
 	used []Resources
@@ -241,6 +242,8 @@ type carriedSpread struct {
 	c     *TopologySpread
 }
 
+// finalCluster is the cluster the plan leaves: existing nodes with their
+// running pods and the pods the plan puts there, then the planned nodes.
 func (s *state) finalCluster() *schedCluster {
 	c := &schedCluster{p: s.p, nodeOf: map[int]int{}, used: make([]Resources, len(s.p.Pools))}
 	c.launchable = func(pod *Pod, key string) []string {
