@@ -591,8 +591,18 @@ func (a *awsEnv) testProvision(t *testing.T, op *operatorProc) {
 			t.Errorf("node %s still has the unregistered taint it registered with", node.Name)
 		}
 	}
-	if fleets := a.srv.Calls("CreateFleet") - fleetsBefore; fleets != len(claims) {
-		t.Errorf("%d CreateFleet calls for %d NodeClaims, want one each", fleets, len(claims))
+	// Calls for these claims, by client token: a replacement an earlier
+	// scenario's NodeClaim launches in the same window is not theirs.
+	fleets := 0
+	for _, r := range a.srv.Requests("CreateFleet") {
+		for i := range claims {
+			if slices.Contains(r["ClientToken"], string(claims[i].UID)) {
+				fleets++
+			}
+		}
+	}
+	if fleets != len(claims) {
+		t.Errorf("%d CreateFleet calls for %d NodeClaims, want one each (%d calls in all since the scenario began)", fleets, len(claims), a.srv.Calls("CreateFleet")-fleetsBefore)
 	}
 	a.mu.Lock()
 	if len(a.joinErrs) > 0 {
@@ -902,8 +912,18 @@ func (a *awsEnv) testFlexibleLaunch(t *testing.T) {
 		summary = append(summary, fmt.Sprintf("%s: %d types (%d categories), %d overrides, planned %s, launched %s %s %s $%s/h",
 			c.Name, len(types), len(categories), len(overrides), types[0], c.Status.InstanceType, c.Status.CapacityType, c.Status.Zone, c.Status.PricePerHour))
 	}
-	if fleets := a.srv.Calls("CreateFleet") - fleetsBefore; fleets != len(claims) {
-		t.Errorf("%d CreateFleet calls for %d NodeClaims, want one each", fleets, len(claims))
+	// Calls for these claims, by client token: a replacement an earlier
+	// scenario's NodeClaim launches in the same window is not theirs.
+	fleets := 0
+	for _, r := range a.srv.Requests("CreateFleet") {
+		for i := range claims {
+			if slices.Contains(r["ClientToken"], string(claims[i].UID)) {
+				fleets++
+			}
+		}
+	}
+	if fleets != len(claims) {
+		t.Errorf("%d CreateFleet calls for %d NodeClaims, want one each (%d calls in all since the scenario began)", fleets, len(claims), a.srv.Calls("CreateFleet")-fleetsBefore)
 	}
 	t.Logf("flex: %d pods Running %s after creation on %d NodeClaims: %s", len(pods), took.Round(time.Millisecond), len(claims), strings.Join(summary, "; "))
 	a.checkNoLeak(t)

@@ -291,7 +291,7 @@ func testTUIDirectLaunch(t *testing.T, crds bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, typ := "default", "t4g.medium"
+	pool, typ := "default", "c6a.xlarge" // the general-purpose default pool's cheapest for the pods
 	if crds {
 		installTUICRDs(t, env)
 		for _, doc := range []string{tuiSimClass, tuiDirectPool} {
