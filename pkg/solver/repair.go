@@ -98,7 +98,7 @@ func (s *state) open(c *schedCluster, i int) int {
 		var cands []candidate
 		for ti := range types {
 			it := &types[ti]
-			if !c.poolRoom(pi, it.Capacity) || !req.Fits(it.Allocatable()) {
+			if !withinLimits(pool, c.used[pi].Add(it.Capacity)) || !req.Fits(it.Allocatable()) {
 				continue
 			}
 			for oi, o := range it.Offerings {
@@ -191,18 +191,6 @@ func signature(labels Labels, keys []string) string {
 	return string(b)
 }
 
-// poolRoom reports whether pool pi's limits leave room for one more node
-// of that capacity beside the plan's nodes.
-func (c *schedCluster) poolRoom(pi int, capacity Resources) bool {
-	pool := &c.p.Pools[pi]
-	for r := range capacity {
-		if pool.HasLimit[r] && capacity[r] > 0 && pool.Limits[r]-c.used[pi][r] < capacity[r] {
-			return false
-		}
-	}
-	return true
-}
-
 // schedCluster is the final cluster as placePending sees it: every node
 // with its labels, taints, free room and pods.
 type schedCluster struct {
@@ -216,6 +204,8 @@ type schedCluster struct {
 	carried []carriedSpread
 	// used is, per pool, the capacity of its existing and planned nodes.
 	used []Resources
+	// scopes memoises scopesOf.
+	scopes map[*Pod][]string
 	// launchable lists the domains of key a pool could still launch a
 	// node into that would take pod: they count as empty domains of the
 	// pod's spread, as Karpenter counts them (a node may yet go there),
@@ -240,12 +230,19 @@ type schedNode struct {
 type carriedSpread struct {
 	owner *Pod
 	c     *TopologySpread
+	scope string // spreadScope(owner, c)
+}
+
+// newSchedCluster is an empty cluster of problem p's pools; launchable is
+// as the field says.
+func newSchedCluster(p *Problem, launchable func(pod *Pod, key string) []string) *schedCluster {
+	return &schedCluster{p: p, nodeOf: map[int]int{}, used: make([]Resources, len(p.Pools)), scopes: map[*Pod][]string{}, launchable: launchable}
 }
 
 // finalCluster is the cluster the plan leaves: existing nodes with their
 // running pods and the pods the plan puts there, then the planned nodes.
 func (s *state) finalCluster() *schedCluster {
-	c := &schedCluster{p: s.p, nodeOf: map[int]int{}, used: make([]Resources, len(s.p.Pools))}
+	c := newSchedCluster(s.p, nil)
 	c.launchable = func(pod *Pod, key string) []string {
 		domains := s.domainsOf(pod, key, domainFilter{taints: true, affinity: true, launchable: true, fits: true})
 		// A new node takes the pod only where its required pod affinity
@@ -266,9 +263,7 @@ func (s *state) finalCluster() *schedCluster {
 		}
 		return domains
 	}
-	poolIndex := map[string]int{}
 	for pi := range s.p.Pools {
-		poolIndex[s.p.Pools[pi].Name] = pi
 		c.used[pi] = s.p.Pools[pi].Used
 	}
 	byName := map[string]int{}
@@ -287,32 +282,9 @@ func (s *state) finalCluster() *schedCluster {
 	}
 	for ni := range s.plan.NewNodes {
 		n := &s.plan.NewNodes[ni]
-		var taints []Taint
-		labels := &candidateLabels{zone: n.Zone, capacityType: n.CapacityType}
-		for pi := range s.p.Pools {
-			pool := &s.p.Pools[pi]
-			if pool.Name != n.Pool {
-				continue
-			}
-			taints = pool.Taints
-			labels.pool = poolLabels(pool)
-			if len(n.Labels) > 0 {
-				labels.pool = mergeLabels(labels.pool, n.Labels)
-			}
-			types := s.p.PoolTypes(pi)
-			for ti := range types {
-				if types[ti].Name == n.InstanceType {
-					labels.typ = types[ti].Labels
-				}
-			}
-		}
-		if pi, ok := poolIndex[n.Pool]; ok {
-			types := s.p.PoolTypes(pi)
-			for ti := range types {
-				if types[ti].Name == n.InstanceType {
-					c.used[pi] = c.used[pi].Add(types[ti].Capacity)
-				}
-			}
+		pi, labels, taints, it := s.plannedNode(n)
+		if pi >= 0 && it != nil {
+			c.used[pi] = c.used[pi].Add(it.Capacity)
 		}
 		j := len(c.nodes)
 		c.nodes = append(c.nodes, schedNode{labels: labels, taints: taints, free: n.Allocatable.Sub(n.Requested), planned: ni})
@@ -323,17 +295,6 @@ func (s *state) finalCluster() *schedCluster {
 		}
 	}
 	return c
-}
-
-func mergeLabels(a, b map[string]string) map[string]string {
-	out := make(map[string]string, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
 }
 
 // bind puts pending pod i on node j (which must admit it).
@@ -348,24 +309,18 @@ func (c *schedCluster) bind(i, j int) {
 
 // carry records the pod's DoNotSchedule spread constraints.
 func (c *schedCluster) carry(pod *Pod) {
-	for k := range pod.Spread {
-		sc := &pod.Spread[k]
+	k := 0
+	for i := range pod.Spread {
+		sc := &pod.Spread[i]
 		if sc.WhenUnsatisfiable == ScheduleAnyway {
 			continue
 		}
-		if !slices.ContainsFunc(c.carried, func(o carriedSpread) bool { return sameSpreadScope(o.owner, o.c, pod, sc) }) {
-			c.carried = append(c.carried, carriedSpread{owner: pod, c: sc})
+		scope := c.scopesOf(pod)[k]
+		k++
+		if !slices.ContainsFunc(c.carried, func(o carriedSpread) bool { return o.scope == scope }) {
+			c.carried = append(c.carried, carriedSpread{owner: pod, c: sc, scope: scope})
 		}
 	}
-}
-
-// sameSpreadScope reports whether two constraints count the same pods over
-// the same eligible nodes.
-func sameSpreadScope(a *Pod, ac *TopologySpread, b *Pod, bc *TopologySpread) bool {
-	return a.Namespace == b.Namespace && ac.TopologyKey == bc.TopologyKey && ac.MaxSkew == bc.MaxSkew &&
-		ac.MinDomains == bc.MinDomains && ac.NodeAffinityPolicy == bc.NodeAffinityPolicy &&
-		ac.NodeTaintsPolicy == bc.NodeTaintsPolicy && selectorEqual(&ac.Selector, &bc.Selector) &&
-		fmt.Sprint(a.NodeSelector, a.Affinity, a.Tolerations) == fmt.Sprint(b.NodeSelector, b.Affinity, b.Tolerations)
 }
 
 // domain is node j's value of key: each node is its own hostname domain.
@@ -388,12 +343,12 @@ func (c *schedCluster) admitOn(i, only int) int {
 	var checks []func(j int) bool
 	for k := range pod.Spread {
 		if sc := &pod.Spread[k]; sc.WhenUnsatisfiable != ScheduleAnyway {
-			checks = append(checks, c.skewCheck(pod, sc, true))
+			checks = append(checks, c.skewCheck(pod, sc, ""))
 		}
 	}
 	for _, cs := range c.carried {
 		if cs.owner.Namespace == pod.Namespace && cs.c.Selector.Matches(pod.Labels) {
-			checks = append(checks, c.skewCheck(cs.owner, cs.c, false))
+			checks = append(checks, c.skewCheck(cs.owner, cs.c, cs.scope))
 		}
 	}
 	checks = append(checks, c.affinityChecks(pod)...)
@@ -431,13 +386,15 @@ func (c *schedCluster) portConflict(pod *Pod, j int) bool {
 }
 
 // skewCheck applies PodTopologySpread's constraint sc of owner to a pod
-// the constraint selects. For the incoming pod's own constraint (own), as
-// kube-scheduler does: the node must have the key, and its domain may hold
-// at most maxSkew more selected pods, the pod included, than the emptiest
-// domain of the nodes eligible for the constraint (0 with fewer domains
-// than minDomains). For a constraint the placed pods carry, the final
-// cluster must keep every carrier's domain within the skew.
-func (c *schedCluster) skewCheck(owner *Pod, sc *TopologySpread, own bool) func(j int) bool {
+// the constraint selects. For the incoming pod's own constraint (scope
+// ""), as kube-scheduler does: the node must have the key, and its domain
+// may hold at most maxSkew more selected pods, the pod included, than the
+// emptiest domain of the nodes eligible for the constraint (0 with fewer
+// domains than minDomains). For a constraint the placed pods carry (scope
+// is its spreadScope), the final cluster must keep every carrier's domain
+// within the skew.
+func (c *schedCluster) skewCheck(owner *Pod, sc *TopologySpread, scope string) func(j int) bool {
+	own := scope == ""
 	f := spreadFilter(sc)
 	counts := map[string]int{}
 	eligible := make([]bool, len(c.nodes))
@@ -455,7 +412,7 @@ func (c *schedCluster) skewCheck(owner *Pod, sc *TopologySpread, own bool) func(
 			if o.Namespace == owner.Namespace && sc.Selector.Matches(o.Labels) {
 				counts[d]++
 			}
-			if !own && !carriers[d] && carriesScope(o, owner, sc) {
+			if !own && !carriers[d] && slices.Contains(c.scopesOf(o), scope) {
 				carriers[d] = true
 			}
 		}
@@ -500,15 +457,20 @@ func (c *schedCluster) skewCheck(owner *Pod, sc *TopologySpread, own bool) func(
 	}
 }
 
-// carriesScope reports whether pod q carries a constraint of the same scope
-// as owner's sc.
-func carriesScope(q, owner *Pod, sc *TopologySpread) bool {
-	for k := range q.Spread {
-		if sameSpreadScope(owner, sc, q, &q.Spread[k]) {
-			return true
+// scopesOf lists the spreadScope of each DoNotSchedule spread constraint
+// of pod, computed once per pod.
+func (c *schedCluster) scopesOf(pod *Pod) []string {
+	if got, ok := c.scopes[pod]; ok {
+		return got
+	}
+	var out []string
+	for k := range pod.Spread {
+		if sc := &pod.Spread[k]; sc.WhenUnsatisfiable != ScheduleAnyway {
+			out = append(out, spreadScope(pod, sc))
 		}
 	}
-	return false
+	c.scopes[pod] = out
+	return out
 }
 
 // emptiest is the smallest count over the domains, 0 when fewer domains
@@ -589,74 +551,4 @@ func (c *schedCluster) selectedDomains(owner *Pod, t *PodAffinityTerm) map[strin
 		}
 	}
 	return out
-}
-
-// trimOtherKeys is the safety net for required pod (anti-)affinity on keys
-// other than zone and hostname (kubernetes.io/arch, a pool label), which
-// the packing does not plan for: a placed pod whose term the final nodes
-// break is taken back, for placePending to put where the term holds. An
-// affinity term holds when a pod it selects is in the pod's domain of the
-// key, or when none is anywhere and the term selects the pod itself; an
-// anti-affinity term when no other selected pod shares the domain (of two
-// pods the term keeps apart, the later in pod order is taken back).
-func (s *state) trimOtherKeys(final []finalNode, nodeOf map[int]int, removed map[int]string) {
-	other := func(key string) bool { return key != LabelZone && key != LabelHostname }
-	domainOf := func(ni int, key string) (string, bool) { return final[ni].labels.Label(key) }
-	// selected lists where the term's selected pods are: running ones and
-	// placed ones not taken back, other than pod.
-	selected := func(pod int, t *PodAffinityTerm) []string {
-		owner := &s.p.Pods[pod]
-		var out []string
-		for ni := range final {
-			for j := range final[ni].running {
-				if t.selects(owner, &final[ni].running[j]) {
-					if d, ok := domainOf(ni, t.TopologyKey); ok {
-						out = append(out, d)
-					}
-				}
-			}
-		}
-		for q, ni := range nodeOf {
-			if _, gone := removed[q]; gone || q == pod || !t.selects(owner, &s.p.Pods[q]) {
-				continue
-			}
-			if d, ok := domainOf(ni, t.TopologyKey); ok {
-				out = append(out, d)
-			}
-		}
-		return out
-	}
-	for pod := len(s.p.Pods) - 1; pod >= 0; pod-- {
-		ni, placed := nodeOf[pod]
-		if _, gone := removed[pod]; !placed || gone {
-			continue
-		}
-		p := &s.p.Pods[pod]
-		for k := range p.PodAffinity {
-			t := &p.PodAffinity[k]
-			if !other(t.TopologyKey) {
-				continue
-			}
-			d, ok := domainOf(ni, t.TopologyKey)
-			at := selected(pod, t)
-			if (len(at) == 0 && t.selects(p, p)) || (ok && slices.Contains(at, d)) {
-				continue
-			}
-			removed[pod] = fmt.Sprintf("its required pod affinity on %s: no pod it selects is on a node with its node's value", t.TopologyKey)
-			break
-		}
-		if _, gone := removed[pod]; gone {
-			continue
-		}
-		for k := range p.PodAntiAffinity {
-			t := &p.PodAntiAffinity[k]
-			if !other(t.TopologyKey) {
-				continue
-			}
-			if d, ok := domainOf(ni, t.TopologyKey); ok && slices.Contains(selected(pod, t), d) {
-				removed[pod] = fmt.Sprintf("its required pod anti-affinity on %s: a pod it selects is on a node with the same value", t.TopologyKey)
-				break
-			}
-		}
-	}
 }

@@ -110,7 +110,7 @@ func TestAdmit(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Problem{Pods: []Pod{tc.pod}}
-			c := &schedCluster{p: p, nodeOf: map[int]int{}, launchable: func(*Pod, string) []string { return tc.launchable }}
+			c := newSchedCluster(p, func(*Pod, string) []string { return tc.launchable })
 			for j, zone := range []string{"zone-a", "zone-a", "zone-b"} {
 				n := schedNode{labels: MapLabels{LabelZone: zone}, free: req(2000, 4*gib), planned: j}
 				if tc.taint && j < 2 {
@@ -137,7 +137,7 @@ func TestAdmitKeepsCarriersSkew(t *testing.T) {
 		Spread: []TopologySpread{{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: Selector{MatchLabels: web}}}}
 	free := Pod{Namespace: "d", Name: "free", Labels: web, Requests: req(100, gib/4)}
 	p := &Problem{Pods: []Pod{carrier, free}}
-	c := &schedCluster{p: p, nodeOf: map[int]int{}, launchable: func(*Pod, string) []string { return nil }}
+	c := newSchedCluster(p, func(*Pod, string) []string { return nil })
 	for j, zone := range []string{"zone-a", "zone-b"} {
 		c.nodes = append(c.nodes, schedNode{labels: MapLabels{LabelZone: zone}, free: req(2000, 4*gib), planned: j})
 	}

@@ -3,6 +3,7 @@ package solver
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -1423,16 +1424,11 @@ func (s *state) enforceSpread() bool {
 	}
 	for ni := range s.plan.NewNodes {
 		n := &s.plan.NewNodes[ni]
-		var taints []Taint
-		for pi := range s.p.Pools {
-			if s.p.Pools[pi].Name == n.Pool {
-				taints = s.p.Pools[pi].Taints
-			}
-		}
+		_, labels, taints, _ := s.plannedNode(n)
 		for _, pod := range n.Pods {
 			nodeOf[pod] = len(final)
 		}
-		final = append(final, finalNode{labels: s.newNodeLabels(n), taints: taints})
+		final = append(final, finalNode{labels: labels, taints: taints})
 	}
 	// Taking pods back for one rule can break another; repeat until none
 	// takes any more.
@@ -1455,9 +1451,8 @@ func (s *state) enforceSpread() bool {
 			if c.TopologyKey == LabelHostname || c.WhenUnsatisfiable == ScheduleAnyway {
 				continue
 			}
-			key, _ := json.Marshal([]any{orig.Namespace, c, orig.NodeSelector, orig.Affinity, orig.Tolerations})
-			if !seen[string(key)] {
-				seen[string(key)] = true
+			if key := spreadScope(orig, c); !seen[key] {
+				seen[key] = true
 				constraints = append(constraints, constraint{orig, c})
 			}
 		}
@@ -1468,7 +1463,6 @@ func (s *state) enforceSpread() bool {
 			s.trimSpread(k.orig, k.c, final, nodeOf, removed)
 		}
 		s.trimAffinity(final, nodeOf, removed)
-		s.trimOtherKeys(final, nodeOf, removed)
 	}
 	if len(removed) == 0 {
 		return false
@@ -1506,49 +1500,80 @@ func (s *state) enforceSpread() bool {
 	return true
 }
 
-// trimAffinity is the safety net for zonal affinity to other pods: a
-// follower whose zone ends up without a pod it selects (its leaders could
-// not all be placed) is taken back, and so on until none is left alone.
+// trimAffinity is the safety net for required pod (anti-)affinity on every
+// key but hostname (which caps and bundles decide per node): zone, whose
+// followers can be left in a zone without their leaders when those could
+// not all be placed, and keys the packing does not plan for at all
+// (kubernetes.io/arch, a pool label). A placed pod whose term the final
+// nodes break is taken back, and so on until none is left alone;
+// placePending then puts it where the term holds, if anywhere. An affinity
+// term holds when a pod it selects is in the pod's domain of the key, or
+// when none is anywhere and the term selects the pod itself (the first of
+// its group); an anti-affinity term when no other selected pod shares the
+// domain (of two pods the term keeps apart, the later in pod order is
+// taken back).
 func (s *state) trimAffinity(final []finalNode, nodeOf map[int]int, removed map[int]string) {
-	zoneOf := func(ni int) (string, bool) { return final[ni].labels.Label(LabelZone) }
+	domainOf := func(ni int, key string) (string, bool) { return final[ni].labels.Label(key) }
+	// selected lists the domains of the term's key holding a pod it
+	// selects, running or placed and not taken back, other than pod.
+	selected := func(pod int, t *PodAffinityTerm) []string {
+		owner := &s.p.Pods[pod]
+		var out []string
+		for ni := range final {
+			for j := range final[ni].running {
+				if t.selects(owner, &final[ni].running[j]) {
+					if d, ok := domainOf(ni, t.TopologyKey); ok {
+						out = append(out, d)
+					}
+				}
+			}
+		}
+		for q, ni := range nodeOf {
+			if _, gone := removed[q]; gone || q == pod || !t.selects(owner, &s.p.Pods[q]) {
+				continue
+			}
+			if d, ok := domainOf(ni, t.TopologyKey); ok {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	broken := func(pod int) string {
+		p := &s.p.Pods[pod]
+		ni := nodeOf[pod]
+		for k := range p.PodAffinity {
+			t := &p.PodAffinity[k]
+			if t.TopologyKey == LabelHostname {
+				continue
+			}
+			d, ok := domainOf(ni, t.TopologyKey)
+			at := selected(pod, t)
+			if (len(at) == 0 && t.selects(p, p)) || (ok && slices.Contains(at, d)) {
+				continue
+			}
+			return fmt.Sprintf("its required pod affinity on %s: the pods it must join could not all be placed, and none is on a node with its node's %s", t.TopologyKey, t.TopologyKey)
+		}
+		for k := range p.PodAntiAffinity {
+			t := &p.PodAntiAffinity[k]
+			if t.TopologyKey == LabelHostname {
+				continue
+			}
+			if d, ok := domainOf(ni, t.TopologyKey); ok && slices.Contains(selected(pod, t), d) {
+				return fmt.Sprintf("its required pod anti-affinity on %s: a pod it selects is on a node with the same %s", t.TopologyKey, t.TopologyKey)
+			}
+		}
+		return ""
+	}
 	for changed := true; changed; {
 		changed = false
-		for pod := range s.p.Pods {
-			ni, placed := nodeOf[pod]
+		for pod := len(s.p.Pods) - 1; pod >= 0; pod-- {
+			_, placed := nodeOf[pod]
 			if _, gone := removed[pod]; !placed || gone {
 				continue
 			}
-			p := &s.p.Pods[pod]
-			z, ok := zoneOf(ni)
-			for ti := range p.PodAffinity {
-				t := &p.PodAffinity[ti]
-				if t.TopologyKey != LabelZone || t.selects(p, p) {
-					continue
-				}
-				found := false
-				for i := 0; i < len(final) && !found && ok; i++ {
-					if d, has := zoneOf(i); has && d == z {
-						for j := range final[i].running {
-							found = found || t.selects(p, &final[i].running[j])
-						}
-					}
-				}
-				for other, oi := range nodeOf {
-					if found || !ok {
-						break
-					}
-					if _, gone := removed[other]; gone || other == pod {
-						continue
-					}
-					if d, has := zoneOf(oi); has && d == z && t.selects(p, &s.p.Pods[other]) {
-						found = true
-					}
-				}
-				if !found {
-					removed[pod] = "its required pod affinity on " + LabelZone + ": the pods it must join could not all be placed, and none is in its zone"
-					changed = true
-					break
-				}
+			if why := broken(pod); why != "" {
+				removed[pod] = why
+				changed = true
 			}
 		}
 	}
@@ -1649,6 +1674,15 @@ func (s *state) trimSpread(orig *Pod, c *TopologySpread, nodes []finalNode, node
 	}
 }
 
+// spreadScope identifies what a spread constraint of owner counts: the
+// same pods (namespace, selector) over the same eligible nodes (the
+// owner's node selector, affinity and tolerations, as the policies read
+// them) against the same skew. Constraints with one scope are judged once.
+func spreadScope(owner *Pod, c *TopologySpread) string {
+	key, _ := json.Marshal([]any{owner.Namespace, c, owner.NodeSelector, owner.Affinity, owner.Tolerations})
+	return string(key)
+}
+
 // hasSpread reports whether the pod carries a constraint equal to c.
 func hasSpread(p *Pod, c *TopologySpread) bool {
 	for i := range p.Spread {
@@ -1666,21 +1700,26 @@ func selectorEqual(a, b *Selector) bool {
 	return string(x) == string(y)
 }
 
-// newNodeLabels are the labels a planned node will carry, as candidate
-// labels of its offering, pool and type.
-func (s *state) newNodeLabels(n *NewNode) Labels {
+// plannedNode finds a planned node's pool (pi is -1 for a pool the problem
+// lacks) and the labels and taints the node will carry: the candidate
+// labels of its offering, pool and type, with the values the plan chose
+// for the keys the pool leaves open (NewNode.Labels).
+func (s *state) plannedNode(n *NewNode) (pi int, labels Labels, taints []Taint, it *InstanceType) {
 	l := &candidateLabels{zone: n.Zone, capacityType: n.CapacityType}
-	for pi := range s.p.Pools {
-		if s.p.Pools[pi].Name != n.Pool {
-			continue
-		}
-		l.pool = poolLabels(&s.p.Pools[pi])
-		types := s.p.PoolTypes(pi)
-		for ti := range types {
-			if types[ti].Name == n.InstanceType {
-				l.typ = types[ti].Labels
-			}
-		}
+	pi = slices.IndexFunc(s.p.Pools, func(p Pool) bool { return p.Name == n.Pool })
+	if pi < 0 {
+		return pi, l, nil, nil
 	}
-	return l
+	pool := &s.p.Pools[pi]
+	l.pool = poolLabels(pool)
+	if len(n.Labels) > 0 {
+		l.pool = maps.Clone(l.pool)
+		maps.Copy(l.pool, n.Labels)
+	}
+	types := s.p.PoolTypes(pi)
+	if ti := slices.IndexFunc(types, func(t InstanceType) bool { return t.Name == n.InstanceType }); ti >= 0 {
+		it = &types[ti]
+		l.typ = it.Labels
+	}
+	return pi, l, pool.Taints, it
 }
