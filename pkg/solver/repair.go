@@ -1,10 +1,10 @@
 package solver
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 )
 
 // placePending is kube-scheduler's last word on the plan. The solver
@@ -89,61 +89,53 @@ func (s *state) open(c *schedCluster, i int) int {
 		if untolerated(pod.Tolerations, pool.Taints) != nil {
 			continue
 		}
-		pl := poolLabelsFor(pool, pod)
-		types := s.p.PoolTypes(pi)
-		type candidate struct {
-			typ, offering int
-			price         float64
-		}
-		var cands []candidate
-		for ti := range types {
-			it := &types[ti]
-			if !withinLimits(pool, c.used[pi].Add(it.Capacity)) || !req.Fits(it.Allocatable()) {
-				continue
-			}
-			for oi, o := range it.Offerings {
-				cands = append(cands, candidate{ti, oi, o.Price})
-			}
-		}
-		sort.SliceStable(cands, func(a, b int) bool { return cands[a].price < cands[b].price })
+		open := openLabels(pool, poolLabelsFor(pool, pod))
 		// Offerings come cheapest first. The filters that can still
 		// refuse one decide by its values of the topology keys, so an
 		// offering whose values were refused is not tried again.
 		refused := map[string]bool{}
-		for _, cd := range cands {
-			it := &types[cd.typ]
-			o := it.Offerings[cd.offering]
-			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-			if !allMatch(pool.Requirements, labels) || !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) ||
-				s.p.daemonPortConflict(pod, labels, pool.Taints) {
+		for _, of := range c.offeredByPrice(pi, open) {
+			if !withinLimits(pool, c.used[pi].Add(of.typ.Capacity)) || !req.Fits(of.alloc) ||
+				!matchesAffinity(pod.NodeSelector, pod.Affinity, of.labels) || s.p.daemonPortConflict(pod, of.labels, pool.Taints) {
 				continue
 			}
-			alloc := it.Allocatable().Sub(s.p.daemonOverhead(labels, pool.Taints))
-			if !req.Fits(alloc) {
-				continue
-			}
-			sig := signature(labels, keys)
+			sig := signature(of.labels, keys)
 			if refused[sig] {
 				continue
 			}
 			j := len(c.nodes)
-			c.nodes = append(c.nodes, schedNode{labels: labels, taints: pool.Taints, free: alloc, planned: len(s.plan.NewNodes)})
+			c.nodes = append(c.nodes, schedNode{labels: of.labels, taints: pool.Taints, free: of.alloc, planned: len(s.plan.NewNodes)})
 			if !c.admits(i, j) {
 				c.nodes = c.nodes[:j]
 				refused[sig] = true
 				continue
 			}
+			o := of.offering
 			s.plan.NewNodes = append(s.plan.NewNodes, NewNode{
-				Pool: pool.Name, InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price,
-				Allocatable: alloc, Labels: openLabels(pool, pl),
-				Reason: fmt.Sprintf("cheapest %s offering of NodePool %s for %s, which the packed nodes could not take within its constraints", it.Name, pool.Name, pod.Key()),
+				Pool: pool.Name, InstanceType: of.typ.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price,
+				Allocatable: of.alloc, Labels: open,
+				Reason: fmt.Sprintf("cheapest %s offering of NodePool %s for %s, which the packed nodes could not take within its constraints", of.typ.Name, pool.Name, pod.Key()),
 			})
 			s.plan.TotalPrice += o.Price
-			c.used[pi] = c.used[pi].Add(it.Capacity)
+			c.used[pi] = c.used[pi].Add(of.typ.Capacity)
 			return j
 		}
 	}
 	return -1
+}
+
+// offeredByPrice is Problem.offered (the pool's offerings for nodes with
+// those open-key labels), cheapest first, computed once per pool and
+// labels.
+func (c *schedCluster) offeredByPrice(pi int, open map[string]string) []offered {
+	k := fmt.Sprint(pi, open)
+	if got, ok := c.offers[k]; ok {
+		return got
+	}
+	out := c.p.offered(pi, open)
+	slices.SortStableFunc(out, func(a, b offered) int { return cmp.Compare(a.offering.Price, b.offering.Price) })
+	c.offers[k] = out
+	return out
 }
 
 // topologyKeys are the keys whose values decide the topology filters for
@@ -204,8 +196,9 @@ type schedCluster struct {
 	carried []carriedSpread
 	// used is, per pool, the capacity of its existing and planned nodes.
 	used []Resources
-	// scopes memoises scopesOf.
+	// scopes memoises scopesOf, offers offeredByPrice.
 	scopes map[*Pod][]string
+	offers map[string][]offered
 	// launchable lists the domains of key a pool could still launch a
 	// node into that would take pod: they count as empty domains of the
 	// pod's spread, as Karpenter counts them (a node may yet go there),
@@ -236,7 +229,7 @@ type carriedSpread struct {
 // newSchedCluster is an empty cluster of problem p's pools; launchable is
 // as the field says.
 func newSchedCluster(p *Problem, launchable func(pod *Pod, key string) []string) *schedCluster {
-	return &schedCluster{p: p, nodeOf: map[int]int{}, used: make([]Resources, len(p.Pools)), scopes: map[*Pod][]string{}, launchable: launchable}
+	return &schedCluster{p: p, nodeOf: map[int]int{}, used: make([]Resources, len(p.Pools)), scopes: map[*Pod][]string{}, offers: map[string][]offered{}, launchable: launchable}
 }
 
 // finalCluster is the cluster the plan leaves: existing nodes with their
