@@ -1,17 +1,9 @@
 package tui
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	tea "charm.land/bubbletea/v2"
-
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 )
 
 // TestHeaderSaysWhatTheInputLacked checks that manifests without a
@@ -31,37 +23,16 @@ func TestHeaderSaysWhatTheInputLacked(t *testing.T) {
 // TestHeaderCountsTheInputsWarnings: a manifest with an unknown field is
 // planned with a warning, which the header counts (explain prints it).
 func TestHeaderCountsTheInputsWarnings(t *testing.T) {
-	dir := t.TempDir()
-	const manifest = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec:
-      containers:
-      - name: api
-        image: api
-        resources: {requets: {cpu: "1"}}
-`
-	if err := os.WriteFile(filepath.Join(dir, "api.yaml"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := snapshot.Read([]string{dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ms.Warnings) == 0 {
+	// A typo: the pod requests nothing, and the decoder warns.
+	m := offlineModelOf(t, strings.Replace(apiDeployment("", 2), "requests:", "requets:", 1), 240)
+	n := len(m.rep.Warnings)
+	if n == 0 {
 		t.Fatal("the typo requets gave no warning")
 	}
-	m := New(Options{Manifests: ms, Catalog: explain.Catalog{Region: "us-east-1"}, Context: "offline", Now: func() time.Time { return now }})
-	drive(t, m, tea.WindowSizeMsg{Width: 240, Height: 30}, m.Init()())
-	header, _, _ := strings.Cut(screen(m), "\n")
 	want := "1 warning (explain prints it)"
-	if n := len(ms.Warnings); n > 1 {
+	if n > 1 {
 		want = strconv.Itoa(n) + " warnings (explain prints them)"
 	}
+	header, _, _ := strings.Cut(screen(m), "\n")
 	mustContain(t, header, want)
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,15 +15,18 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
 
-// offlineModel is the program on one Deployment of manifests, planned.
-func offlineModel(t *testing.T) *Model {
-	t.Helper()
-	dir := t.TempDir()
-	const manifest = `apiVersion: apps/v1
+// apiDeployment is a Deployment "api" of n pods of 1 CPU and 4Gi in
+// namespace ns ("" for none).
+func apiDeployment(ns string, n int) string {
+	meta := "{name: api}"
+	if ns != "" {
+		meta = "{name: api, namespace: " + ns + "}"
+	}
+	return `apiVersion: apps/v1
 kind: Deployment
-metadata: {name: api}
+metadata: ` + meta + `
 spec:
-  replicas: 4
+  replicas: ` + strconv.Itoa(n) + `
   selector: {matchLabels: {app: api}}
   template:
     metadata: {labels: {app: api}}
@@ -32,6 +36,16 @@ spec:
         image: api
         resources: {requests: {cpu: "1", memory: 4Gi}}
 `
+}
+
+// offlineModel is the program on one Deployment of manifests, planned.
+func offlineModel(t *testing.T) *Model { return offlineModelOf(t, apiDeployment("", 4), 140) }
+
+// offlineModelOf is the program planning the manifest offline, on a
+// terminal width columns wide.
+func offlineModelOf(t *testing.T, manifest string, width int) *Model {
+	t.Helper()
+	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "api.yaml"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +54,7 @@ spec:
 		t.Fatal(err)
 	}
 	m := New(Options{Manifests: ms, Catalog: explain.Catalog{Region: "us-east-1"}, Context: "offline", Now: func() time.Time { return now }})
-	drive(t, m, tea.WindowSizeMsg{Width: 140, Height: 30}, m.Init()())
+	drive(t, m, tea.WindowSizeMsg{Width: width, Height: 30}, m.Init()())
 	if m.rep == nil {
 		t.Fatalf("no offline report: %v", m.planErr)
 	}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
 
@@ -269,33 +266,7 @@ func TestNoColorDrawsWithoutColours(t *testing.T) {
 }
 
 func TestWhatIfOfflineRePlansAndShowsTheCostDifference(t *testing.T) {
-	dir := t.TempDir()
-	manifest := `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api, namespace: shop}
-spec:
-  replicas: 6
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec:
-      containers:
-      - name: api
-        image: api
-        resources: {requests: {cpu: "1", memory: 4Gi}}
-`
-	if err := os.WriteFile(filepath.Join(dir, "api.yaml"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := snapshot.Read([]string{dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(Options{Manifests: ms, Catalog: explain.Catalog{Region: "us-east-1"}, Context: "offline", Now: func() time.Time { return now }})
-	drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 30}, m.Init()())
-	if m.rep == nil {
-		t.Fatalf("no offline report: %v", m.planErr)
-	}
+	m := offlineModelOf(t, apiDeployment("shop", 6), 120)
 	base := m.rep.Plan.TotalPrice
 	mustContain(t, screen(m), "offline", "Deployment/api", "6 pods")
 	drive(t, m, keys("c")...) // spot on

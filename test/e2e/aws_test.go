@@ -591,17 +591,7 @@ func (a *awsEnv) testProvision(t *testing.T, op *operatorProc) {
 			t.Errorf("node %s still has the unregistered taint it registered with", node.Name)
 		}
 	}
-	// Calls for these claims, by client token: a replacement an earlier
-	// scenario's NodeClaim launches in the same window is not theirs.
-	fleets := 0
-	for _, r := range a.srv.Requests("CreateFleet") {
-		for i := range claims {
-			if slices.Contains(r["ClientToken"], string(claims[i].UID)) {
-				fleets++
-			}
-		}
-	}
-	if fleets != len(claims) {
+	if fleets := a.fleetsFor(claims); fleets != len(claims) {
 		t.Errorf("%d CreateFleet calls for %d NodeClaims, want one each (%d calls in all since the scenario began)", fleets, len(claims), a.srv.Calls("CreateFleet")-fleetsBefore)
 	}
 	a.mu.Lock()
@@ -821,6 +811,21 @@ func claimValues(c *v1alpha1.NodeClaim, key string) []string {
 
 // fleetOf returns the CreateFleet request made for a claim (its UID is
 // the ClientToken), nil if none.
+// fleetsFor counts the CreateFleet calls made for the claims, by their
+// client tokens: a replacement an earlier scenario's NodeClaim launches in
+// the same window is not theirs.
+func (a *awsEnv) fleetsFor(claims []v1alpha1.NodeClaim) int {
+	n := 0
+	for _, r := range a.srv.Requests("CreateFleet") {
+		for i := range claims {
+			if slices.Contains(r["ClientToken"], string(claims[i].UID)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func (a *awsEnv) fleetOf(c *v1alpha1.NodeClaim) map[string][]string {
 	var fleet map[string][]string
 	for _, r := range a.srv.Requests("CreateFleet") {
@@ -912,17 +917,7 @@ func (a *awsEnv) testFlexibleLaunch(t *testing.T) {
 		summary = append(summary, fmt.Sprintf("%s: %d types (%d categories), %d overrides, planned %s, launched %s %s %s $%s/h",
 			c.Name, len(types), len(categories), len(overrides), types[0], c.Status.InstanceType, c.Status.CapacityType, c.Status.Zone, c.Status.PricePerHour))
 	}
-	// Calls for these claims, by client token: a replacement an earlier
-	// scenario's NodeClaim launches in the same window is not theirs.
-	fleets := 0
-	for _, r := range a.srv.Requests("CreateFleet") {
-		for i := range claims {
-			if slices.Contains(r["ClientToken"], string(claims[i].UID)) {
-				fleets++
-			}
-		}
-	}
-	if fleets != len(claims) {
+	if fleets := a.fleetsFor(claims); fleets != len(claims) {
 		t.Errorf("%d CreateFleet calls for %d NodeClaims, want one each (%d calls in all since the scenario began)", fleets, len(claims), a.srv.Calls("CreateFleet")-fleetsBefore)
 	}
 	t.Logf("flex: %d pods Running %s after creation on %d NodeClaims: %s", len(pods), took.Round(time.Millisecond), len(claims), strings.Join(summary, "; "))
