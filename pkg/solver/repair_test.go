@@ -1,6 +1,9 @@
 package solver
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 const gib = int64(1) << 30
 
@@ -160,5 +163,34 @@ func TestPlacePendingKeepsRefusedPods(t *testing.T) {
 	s.plan.Unschedulable = []Unschedulable{{Pod: 1, Reason: refused.Unschedulable}}
 	if s.placePending() || len(s.plan.Unschedulable) != 1 {
 		t.Errorf("the refused pod was placed: %+v", s.plan)
+	}
+}
+
+// TestTrimAffinityTakesBackOneOfTwo: of two pods a required anti-affinity
+// on kubernetes.io/arch keeps apart, placed on nodes of one arch, only the
+// later is taken back; a follower whose affinity on the arch finds its
+// leader stays, one whose leader is elsewhere is taken back.
+func TestTrimAffinityTakesBackOneOfTwo(t *testing.T) {
+	db := map[string]string{"app": "db"}
+	apart := []PodAffinityTerm{{Selector: Selector{MatchLabels: db}, TopologyKey: LabelArch}}
+	follow := []PodAffinityTerm{{Selector: Selector{MatchLabels: db}, TopologyKey: LabelArch}}
+	pods := []Pod{
+		{Namespace: "d", Name: "db-0", Labels: db, PodAntiAffinity: apart},
+		{Namespace: "d", Name: "db-1", Labels: db, PodAntiAffinity: apart},
+		{Namespace: "d", Name: "near", PodAffinity: follow},
+		{Namespace: "d", Name: "far", PodAffinity: follow},
+	}
+	final := []finalNode{{labels: MapLabels{LabelArch: "amd64"}}, {labels: MapLabels{LabelArch: "amd64"}}, {labels: MapLabels{LabelArch: "arm64"}}}
+	nodeOf := map[int]int{0: 0, 1: 1, 2: 0, 3: 2}
+	removed := map[int]string{}
+	(&state{p: &Problem{Pods: pods}}).trimAffinity(final, nodeOf, removed)
+	got := make([]string, 0, len(removed))
+	for pod := range pods {
+		if _, gone := removed[pod]; gone {
+			got = append(got, pods[pod].Name)
+		}
+	}
+	if want := []string{"db-1", "far"}; !slices.Equal(got, want) {
+		t.Errorf("taken back %v, want %v", got, want)
 	}
 }

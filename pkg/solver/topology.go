@@ -1514,41 +1514,65 @@ func (s *state) enforceSpread() bool {
 // taken back).
 func (s *state) trimAffinity(final []finalNode, nodeOf map[int]int, removed map[int]string) {
 	domainOf := func(ni int, key string) (string, bool) { return final[ni].labels.Label(key) }
-	// selected lists the domains of the term's key holding a pod it
-	// selects, running or placed and not taken back, other than pod.
-	selected := func(pod int, t *PodAffinityTerm) []string {
-		owner := &s.p.Pods[pod]
-		var out []string
-		for ni := range final {
-			for j := range final[ni].running {
-				if t.selects(owner, &final[ni].running[j]) {
-					if d, ok := domainOf(ni, t.TopologyKey); ok {
-						out = append(out, d)
-					}
+	// The pods each distinct term selects, counted per domain of its key
+	// over the running pods and the placed ones not taken back, once per
+	// term (a term is read once per pod of a class; counting per pod made
+	// this quadratic in the pods).
+	type selectedCount struct {
+		owner    *Pod
+		t        *PodAffinityTerm
+		byDomain map[string]int
+		total    int
+	}
+	counts := map[string]*selectedCount{}
+	count := func(owner *Pod, t *PodAffinityTerm) *selectedCount {
+		k, _ := json.Marshal([]any{owner.Namespace, t})
+		if c, ok := counts[string(k)]; ok {
+			return c
+		}
+		c := &selectedCount{owner: owner, t: t, byDomain: map[string]int{}}
+		note := func(ni int, q *Pod) {
+			if t.selects(owner, q) {
+				c.total++
+				if d, ok := domainOf(ni, t.TopologyKey); ok {
+					c.byDomain[d]++
 				}
 			}
 		}
-		for q, ni := range nodeOf {
-			if _, gone := removed[q]; gone || q == pod || !t.selects(owner, &s.p.Pods[q]) {
-				continue
-			}
-			if d, ok := domainOf(ni, t.TopologyKey); ok {
-				out = append(out, d)
+		for ni := range final {
+			for j := range final[ni].running {
+				note(ni, &final[ni].running[j])
 			}
 		}
-		return out
+		for q, ni := range nodeOf {
+			if _, gone := removed[q]; !gone {
+				note(ni, &s.p.Pods[q])
+			}
+		}
+		counts[string(k)] = c
+		return c
+	}
+	// others is how many pods other than pod the term selects in pod's
+	// domain, and anywhere.
+	others := func(pod int, t *PodAffinityTerm) (inDomain, total int, ok bool) {
+		p := &s.p.Pods[pod]
+		c := count(p, t)
+		d, ok := domainOf(nodeOf[pod], t.TopologyKey)
+		inDomain, total = c.byDomain[d], c.total
+		if t.selects(p, p) { // pod itself is placed and counted
+			inDomain, total = inDomain-1, total-1
+		}
+		return inDomain, total, ok
 	}
 	broken := func(pod int) string {
 		p := &s.p.Pods[pod]
-		ni := nodeOf[pod]
 		for k := range p.PodAffinity {
 			t := &p.PodAffinity[k]
 			if t.TopologyKey == LabelHostname {
 				continue
 			}
-			d, ok := domainOf(ni, t.TopologyKey)
-			at := selected(pod, t)
-			if (len(at) == 0 && t.selects(p, p)) || (ok && slices.Contains(at, d)) {
+			in, total, ok := others(pod, t)
+			if (total == 0 && t.selects(p, p)) || (ok && in > 0) {
 				continue
 			}
 			return fmt.Sprintf("its required pod affinity on %s: the pods it must join could not all be placed, and none is on a node with its node's %s", t.TopologyKey, t.TopologyKey)
@@ -1558,7 +1582,7 @@ func (s *state) trimAffinity(final []finalNode, nodeOf map[int]int, removed map[
 			if t.TopologyKey == LabelHostname {
 				continue
 			}
-			if d, ok := domainOf(ni, t.TopologyKey); ok && slices.Contains(selected(pod, t), d) {
+			if in, _, ok := others(pod, t); ok && in > 0 {
 				return fmt.Sprintf("its required pod anti-affinity on %s: a pod it selects is on a node with the same %s", t.TopologyKey, t.TopologyKey)
 			}
 		}
@@ -1567,13 +1591,24 @@ func (s *state) trimAffinity(final []finalNode, nodeOf map[int]int, removed map[
 	for changed := true; changed; {
 		changed = false
 		for pod := len(s.p.Pods) - 1; pod >= 0; pod-- {
-			_, placed := nodeOf[pod]
+			ni, placed := nodeOf[pod]
 			if _, gone := removed[pod]; !placed || gone {
 				continue
 			}
-			if why := broken(pod); why != "" {
-				removed[pod] = why
-				changed = true
+			why := broken(pod)
+			if why == "" {
+				continue
+			}
+			removed[pod] = why
+			changed = true
+			q := &s.p.Pods[pod]
+			for _, c := range counts {
+				if c.t.selects(c.owner, q) {
+					c.total--
+					if d, ok := domainOf(ni, c.t.TopologyKey); ok {
+						c.byDomain[d]--
+					}
+				}
 			}
 		}
 	}
