@@ -24,6 +24,15 @@ const (
 // no requirement on the instance type, family, category or generation, the
 // general-purpose categories c, m and r of generation 3 and later. note
 // says what was added, for a warning; both are empty when nothing was.
+// Karpenter's general-purpose instance requirements: the instance
+// categories and the generation they must exceed, as its AWS webhook
+// defaulted v1alpha5 Provisioners and as aws/karpenter-provider-aws
+// examples/v1/general-purpose.yaml recommends for NodePools.
+var (
+	GeneralPurposeCategories      = []string{"c", "m", "r"}
+	GeneralPurposeGenerationAbove = "2"
+)
+
 func ProvisionerDefaults(given ...[]Requirement) (reqs []Requirement, note string) {
 	has := func(names ...string) bool {
 		for _, list := range given {
@@ -43,8 +52,8 @@ func ProvisionerDefaults(given ...[]Requirement) (reqs []Requirement, note strin
 	}
 	if !has(labelInstanceType, "beta.kubernetes.io/instance-type", labelInstanceFamily, labelInstanceCategory, labelInstanceGeneration) {
 		reqs = append(reqs,
-			Requirement{Key: labelInstanceCategory, Operator: "In", Values: []string{"c", "m", "r"}},
-			Requirement{Key: labelInstanceGeneration, Operator: "Gt", Values: []string{"2"}})
+			Requirement{Key: labelInstanceCategory, Operator: "In", Values: slices.Clone(GeneralPurposeCategories)},
+			Requirement{Key: labelInstanceGeneration, Operator: "Gt", Values: []string{GeneralPurposeGenerationAbove}})
 	}
 	if len(reqs) == 0 {
 		return nil, ""

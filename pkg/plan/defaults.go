@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/karpenter"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -89,9 +90,9 @@ func (d *DefaultPool) Pool(types []solver.InstanceType) (solver.Pool, string, er
 	case general:
 		pool.Requirements = append(pool.Requirements,
 			solver.Requirement{Key: cloud.LabelOS, Operator: solver.OpIn, Values: []string{"linux"}},
-			solver.Requirement{Key: cloud.LabelInstanceCategory, Operator: solver.OpIn, Values: []string{"c", "m", "r"}},
-			solver.Requirement{Key: cloud.LabelInstanceGen, Operator: solver.OpGt, Values: []string{"2"}})
-		allows = append(allows, "linux", "instance categories c/m/r", "generation > 2")
+			solver.Requirement{Key: cloud.LabelInstanceCategory, Operator: solver.OpIn, Values: slices.Clone(karpenter.GeneralPurposeCategories)},
+			solver.Requirement{Key: cloud.LabelInstanceGen, Operator: solver.OpGt, Values: []string{karpenter.GeneralPurposeGenerationAbove}})
+		allows = append(allows, "linux", "instance categories "+strings.Join(karpenter.GeneralPurposeCategories, "/"), "generation > "+karpenter.GeneralPurposeGenerationAbove)
 	case len(d.InstanceFamilies) > 0:
 		pool.Requirements = append(pool.Requirements, solver.Requirement{Key: cloud.LabelInstanceFamily, Operator: solver.OpIn, Values: slices.Clone(d.InstanceFamilies)})
 		allows = append(allows, "families "+strings.Join(d.InstanceFamilies, ", "))
