@@ -4,6 +4,7 @@
 package importcmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/importer"
 )
 
@@ -31,7 +33,7 @@ type ImportOptions struct {
 
 // NewCmdImport builds `kubectl rightsize import`. The command only parses:
 // it runs runF when given (tests), else ImportOptions.Run.
-func NewCmdImport(streams genericiooptions.IOStreams, runF func(*ImportOptions) error) *cobra.Command {
+func NewCmdImport(streams genericiooptions.IOStreams, runF func(context.Context, *ImportOptions) error) *cobra.Command {
 	o := &ImportOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "import -f FILENAME",
@@ -51,18 +53,7 @@ karpenter.sh/provisioner-name: X, and the operator labels every node of every
 pool with karpenter.sh/nodepool: <pool name> as well as rightsize.dev/nodepool.`,
 		Example: importExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run()
-		},
+		RunE:    flags.RunE(o, runF),
 	}
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.Filenames, "filename", "f", nil, "Karpenter manifests to convert: a file, a directory, or - for stdin (repeatable)")
@@ -71,7 +62,7 @@ pool with karpenter.sh/nodepool: <pool name> as well as rightsize.dev/nodepool.`
 }
 
 // Complete fills in defaults.
-func (o *ImportOptions) Complete() error {
+func (o *ImportOptions) Complete([]string) error {
 	if o.Output == "" {
 		o.Output = "yaml"
 	}
@@ -93,7 +84,7 @@ func (o *ImportOptions) Validate() error {
 
 // Run converts the manifests, prints the objects on Out and the warnings on
 // ErrOut.
-func (o *ImportOptions) Run() error {
+func (o *ImportOptions) Run(context.Context) error {
 	res, err := importer.Import(o.Filenames, o.In)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/rightsize-dev/kubectl-rightsize/config"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/version"
 )
 
@@ -60,7 +62,7 @@ type OperatorInstallOptions struct {
 // of the root command; pluginVersion is this plugin's version (empty: the
 // build's). The command only parses: it runs runF when given (tests), else
 // OperatorInstallOptions.Run.
-func NewCmdOperatorInstall(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter, pluginVersion string, runF func(*OperatorInstallOptions) error) *cobra.Command {
+func NewCmdOperatorInstall(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter, pluginVersion string, runF func(context.Context, *OperatorInstallOptions) error) *cobra.Command {
 	o := &OperatorInstallOptions{IOStreams: streams, Cluster: cluster, Version: pluginVersion}
 	cmd := &cobra.Command{
 		Use:   "install",
@@ -75,18 +77,7 @@ With --apply they are installed with server-side apply into the cluster of the
 current kubeconfig context (-n chooses the namespace, default ` + config.DefaultNamespace + `).`,
 		Example: operatorInstallExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return o.Run()
-		},
+		RunE:    flags.RunE(o, runF),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Manifests.Cloud, "cloud", "aws", "cloud the operator launches nodes in: "+strings.Join(config.Clouds, " or "))
@@ -102,7 +93,7 @@ current kubeconfig context (-n chooses the namespace, default ` + config.Default
 }
 
 // Complete fills the namespace from -n and the image from the version.
-func (o *OperatorInstallOptions) Complete() error {
+func (o *OperatorInstallOptions) Complete([]string) error {
 	if o.Version == "" {
 		o.Version = version.Current(version.Info{}).Version
 	}
@@ -135,7 +126,7 @@ func (o *OperatorInstallOptions) Validate() error {
 }
 
 // Run prints the rendered manifests or applies them.
-func (o *OperatorInstallOptions) Run() error {
+func (o *OperatorInstallOptions) Run(context.Context) error {
 	manifests, err := config.Render(o.Manifests)
 	if err != nil {
 		return err
