@@ -25,14 +25,7 @@ type poolKubelet struct {
 // poolKubelet reads a pool's kubelet settings and records the pool for
 // placeKubelets.
 func (c *converter) poolKubelet(where string, s *karpenter.PoolSpec, np *v1alpha1.NodePool) error {
-	path, raw := "spec.kubeletConfiguration", []byte(s.KubeletConfiguration)
-	if t := s.Template; t != nil && t.Spec.Kubelet != nil {
-		if raw != nil {
-			return fmt.Errorf("spec.template.spec.kubelet and spec.kubeletConfiguration are both set; keep one")
-		}
-		path, raw = "spec.template.spec.kubelet", t.Spec.Kubelet
-	}
-	k, notes, err := karpenter.DecodeKubelet(path, raw)
+	k, path, notes, err := s.DecodeKubelet()
 	if err != nil {
 		return err
 	}

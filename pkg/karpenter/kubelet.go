@@ -33,3 +33,19 @@ func DecodeKubelet(path string, raw []byte) (k *v1alpha1.KubeletConfiguration, n
 	}
 	return &u.KubeletConfiguration, notes, nil
 }
+
+// DecodeKubelet reads the pool's own kubelet settings, wherever its API
+// version keeps them: v1alpha5's spec.kubeletConfiguration or v1beta1's
+// spec.template.spec.kubelet (setting both is an error). path is where they
+// were found, for messages. A pool without settings gives nil.
+func (s *PoolSpec) DecodeKubelet() (k *v1alpha1.KubeletConfiguration, path string, notes []string, err error) {
+	path, raw := "spec.kubeletConfiguration", []byte(s.KubeletConfiguration)
+	if t := s.Template; t != nil && t.Spec.Kubelet != nil {
+		if raw != nil {
+			return nil, "", nil, fmt.Errorf("spec.template.spec.kubelet and spec.kubeletConfiguration are both set; keep one")
+		}
+		path, raw = "spec.template.spec.kubelet", t.Spec.Kubelet
+	}
+	k, notes, err = DecodeKubelet(path, raw)
+	return k, path, notes, err
+}

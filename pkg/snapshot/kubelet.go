@@ -50,7 +50,6 @@ type classKey struct{ group, kind, name string }
 // setPoolKubelet records a pool's own kubelet settings and its node class
 // reference.
 func (m *Manifests) setPoolKubelet(where, pool string, s *poolSpec) error {
-	path, raw := "spec.kubeletConfiguration", []byte(s.KubeletConfiguration)
 	if t := s.Template; t != nil {
 		if ref := t.Spec.NodeClassRef; ref != nil {
 			kind := ref.Kind
@@ -66,14 +65,8 @@ func (m *Manifests) setPoolKubelet(where, pool string, s *poolSpec) error {
 			}
 			m.kubelets.ref[pool] = classKey{group, kind, ref.Name}
 		}
-		if t.Spec.Kubelet != nil {
-			if raw != nil {
-				return fmt.Errorf("spec.template.spec.kubelet and spec.kubeletConfiguration are both set; keep one")
-			}
-			path, raw = "spec.template.spec.kubelet", t.Spec.Kubelet
-		}
 	}
-	k, notes, err := karpenter.DecodeKubelet(path, raw)
+	k, _, notes, err := s.DecodeKubelet()
 	if err != nil {
 		return err
 	}
