@@ -99,9 +99,9 @@ func TestOptimumIsNoWorseThanAnyPlan(t *testing.T) {
 	}
 }
 
-func TestOptimumOnAKnownCase(t *testing.T) {
-	// Three 1.2-vCPU pods: one 4-vCPU node (0.2) beats three 2-vCPU ones
-	// (3 × 0.08).
+// knownCase is three 1.2-vCPU pods and two types: one 4-vCPU node (0.2)
+// beats three 2-vCPU ones (3 × 0.08).
+func knownCase() *solver.Problem {
 	p := &solver.Problem{Pools: []solver.Pool{{Name: "default"}}}
 	for _, c := range []struct {
 		cpu   int64
@@ -114,27 +114,16 @@ func TestOptimumOnAKnownCase(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		p.Pods = append(p.Pods, solver.Pod{Namespace: "d", Name: fmt.Sprint(i), Requests: solver.Resources{solver.CPU: 1200, solver.Memory: 1 << 30, solver.Pods: 1}})
 	}
-	if opt, ok := baseline.Optimum(p, 1000); !ok || opt != 0.2 {
+	return p
+}
+
+func TestOptimumOnAKnownCase(t *testing.T) {
+	if opt, ok := baseline.Optimum(knownCase(), 1000); !ok || opt != 0.2 {
 		t.Errorf("Optimum = %v, %v; want 0.2, true", opt, ok)
 	}
 }
 
 func TestExactOnlyAnswersWhatItModels(t *testing.T) {
-	known := func() *solver.Problem {
-		p := &solver.Problem{Pools: []solver.Pool{{Name: "default"}}}
-		for _, c := range []struct {
-			cpu   int64
-			price float64
-		}{{2, 0.08}, {4, 0.2}} {
-			p.InstanceTypes = append(p.InstanceTypes, solver.InstanceType{Name: fmt.Sprintf("x.%d", c.cpu),
-				Capacity:  solver.Resources{solver.CPU: c.cpu * 1000, solver.Memory: c.cpu << 30, solver.Pods: 10},
-				Offerings: []solver.Offering{{Zone: "z", CapacityType: "on-demand", Price: c.price}}})
-		}
-		for i := 0; i < 3; i++ {
-			p.Pods = append(p.Pods, solver.Pod{Namespace: "d", Name: fmt.Sprint(i), Requests: solver.Resources{solver.CPU: 1200, solver.Memory: 1 << 30, solver.Pods: 1}})
-		}
-		return p
-	}
 	tests := []struct {
 		name   string
 		change func(*solver.Problem)
@@ -156,7 +145,7 @@ func TestExactOnlyAnswersWhatItModels(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := known()
+			p := knownCase()
 			tc.change(p)
 			got, ok := baseline.Exact(p, tc.steps)
 			if ok != tc.wantOK || (ok && got != tc.want) {
