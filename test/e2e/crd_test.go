@@ -17,28 +17,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/importer"
-	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
-
-// crdDir holds the generated CRD manifests.
-var crdDir = filepath.Join("..", "..", "config", "crd")
-
-// installCRDs applies config/crd (a kustomization) to env and waits until every CRD is
-// Established.
-func installCRDs(t *testing.T, env *testenv.Env) {
-	t.Helper()
-	if r := kubectl(t, env, "apply", "--server-side", "-k", crdDir); r.err != nil {
-		t.Fatalf("kubectl apply -k %s: %v\n%s%s", crdDir, r.err, r.stdout, r.stderr)
-	}
-	crds := []string{"nodepools", "nodeclaims", "ec2nodeclasses", "simnodeclasses"}
-	args := []string{"wait", "--for", "condition=Established", "--timeout", "60s"}
-	for _, c := range crds {
-		args = append(args, "crd/"+c+"."+v1alpha1.Group)
-	}
-	if r := kubectl(t, env, args...); r.err != nil {
-		t.Fatalf("kubectl wait: %v\n%s%s", r.err, r.stdout, r.stderr)
-	}
-}
 
 // resources maps this API's kinds to their resources.
 var resources = map[string]string{
@@ -153,7 +132,7 @@ spec:
 // accepted and defaulted, and that invalid ones are refused with a message
 // naming the field.
 func TestCRDsValidate(t *testing.T) {
-	env := testenv.Start(t)
+	env := sharedEnv(t).Env
 	installCRDs(t, env)
 	dyn, err := dynamic.NewForConfig(env.RESTConfig())
 	if err != nil {

@@ -133,6 +133,7 @@ func snapshotRelease(t *testing.T) string {
 // the plugin with krew from the manifest and the archive into an empty
 // KREW_ROOT, runs it through kubectl, and uninstalls it.
 func TestKrewInstallRoundTrip(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	root := repoRoot(t)
 	krew, validate := releaseTool(t, "krew"), releaseTool(t, "validate-krew-manifest")
 	kubectlBin := cachedKubectl(t)
@@ -228,6 +229,7 @@ func TestKrewInstallRoundTrip(t *testing.T) {
 // it must pass krew's validator and download from its own version's
 // release, with that version's archives, for every platform.
 func TestKrewManifestInTheRepositoryIsValid(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	manifest := filepath.Join(repoRoot(t), "krew", "rightsize.yaml")
 	b, err := os.ReadFile(manifest)
 	if errors.Is(err, os.ErrNotExist) {
@@ -295,7 +297,7 @@ func assertArchiveHolds(t *testing.T, archive string, names ...string) {
 // server's admission — Pod Security "restricted" on the namespace, the
 // PriorityClass, the ServiceAccount — accepts the pods.
 func TestOperatorManifestsOnTheControlPlane(t *testing.T) {
-	env := testenv.Start(t)
+	env := sharedEnv(t).Env
 	ctx := context.Background()
 	r := kubectl(t, env, "rightsize", "operator", "install", "--cloud", "sim", "--cluster-name", "e2e", "--image", "v0.0.0-e2e")
 	if r.err != nil {
@@ -393,7 +395,7 @@ func TestOperatorManifestsOnTheControlPlane(t *testing.T) {
 // +kubebuilder:rbac marker asks for and nothing beyond: no secrets, no
 // workloads, no leases outside its namespace.
 func TestOperatorRBAC(t *testing.T) {
-	env := testenv.Start(t)
+	env := sharedEnv(t).Env
 	kc := operatorIdentity(t, env)
 	canI := func(args ...string) bool {
 		t.Helper()
@@ -808,6 +810,7 @@ func kubectlAs(t *testing.T, env *testenv.Env, kc string, args ...string) result
 // OCI tarball: under 60 MB, one linux image whose config runs the operator
 // entrypoint as a non-root user.
 func TestOperatorImage(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	root := repoRoot(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "kubectl-rightsize")
@@ -952,6 +955,7 @@ func readOCIConfig(t *testing.T, tarPath string) ociConfig {
 // config/default` from a checkout and `kubectl rightsize operator install`
 // install the same objects.
 func TestKubectlKustomizeRendersWhatThePluginPrints(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, cachedKubectl(t), "kustomize", filepath.Join(repoRoot(t), "config", "default")).Output()

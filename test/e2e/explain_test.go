@@ -129,7 +129,7 @@ func running(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
 // (no nodes) to running on the node explain proposed, through the built
 // plugin binary.
 func TestPendingDeploymentGetsANodeAndRuns(t *testing.T) {
-	env := testenv.Start(t)
+	env := sharedEnv(t).Env
 	ctx := context.Background()
 	c := env.Client()
 	if _, err := c.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("web", 3, "500m", "1Gi"), metav1.CreateOptions{}); err != nil {
@@ -255,7 +255,7 @@ func TestPendingDeploymentGetsANodeAndRuns(t *testing.T) {
 // TestPluginThroughKubectl runs `kubectl rightsize explain` with the built
 // kubectl finding the plugin on PATH.
 func TestPluginThroughKubectl(t *testing.T) {
-	env := testenv.Start(t)
+	env := sharedEnv(t).Env
 	ctx := context.Background()
 	c := env.Client()
 	if _, err := c.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("api", 2, "1", "2Gi"), metav1.CreateOptions{}); err != nil {

@@ -59,6 +59,7 @@ func helm(t *testing.T, kubeconfig string, args ...string) result {
 // checks that it refuses values the schema rules out. (lint reports a
 // template's fail only as INFO; TestHelmTemplateRefuses checks those.)
 func TestHelmLint(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	tests := []struct {
 		name    string
 		args    []string
@@ -91,6 +92,7 @@ func TestHelmLint(t *testing.T) {
 // settings, and compares the objects field by field (not the bytes: helm and
 // kustomize lay YAML out differently).
 func TestHelmTemplateEqualsOperatorInstall(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	tests := []struct {
 		name          string
 		helm, install []string
@@ -135,6 +137,7 @@ func TestHelmTemplateEqualsOperatorInstall(t *testing.T) {
 // naming the value to fix, what `operator install` refuses, and the cluster's
 // own namespaces when the chart would create (and later delete) its namespace.
 func TestHelmTemplateRefuses(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	tests := []struct {
 		name          string
 		helm, install []string
@@ -174,6 +177,7 @@ func TestHelmTemplateRefuses(t *testing.T) {
 // 1.2.3 running image v1.2.3, which is what `operator install` of that
 // release prints.
 func TestHelmPackageAsTheReleaseDoes(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	root := repoRoot(t)
 	b, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
 	if err != nil {
@@ -226,6 +230,7 @@ func TestHelmPackageAsTheReleaseDoes(t *testing.T) {
 // TestHelmValuesChangeTheDeployment checks that the values a user sets land
 // in the rendered objects where the operator reads them.
 func TestHelmValuesChangeTheDeployment(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	h := helm(t, "", "template", "rightsize", helmChart(t), "-n", "ops", "--set",
 		"cloud=aws,clusterName=prod,region=eu-west-1,replicas=3,extraArgs={--log-level=debug,--batch-idle=2s},"+
 			"resources.limits.memory=2Gi,nodeSelector.role=system,namespace.create=false",

@@ -13,7 +13,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/bench"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/check"
-	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
 
 // judgeProblems is how many random problems TestJudge judges; judgeBatchPods
@@ -65,7 +64,7 @@ func judgeRandomCases(t testing.TB, seeds []uint64, first int) []*judgeCase {
 // control plane; kube-scheduler must bind every planned pod to its planned
 // node and leave every pod the plan leaves pending unbound.
 func TestJudge(t *testing.T) {
-	env := testenv.Start(t)
+	env := sharedEnv(t).Env
 	run := newJudgeRun(t, env)
 	ctx := context.Background()
 

@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -27,14 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/importer"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
@@ -43,36 +40,6 @@ import (
 // seedDir holds the seed article's walkthrough manifests (copied verbatim
 // into the repository).
 var seedDir = filepath.Join("..", "..", "pkg", "snapshot", "testdata", "seed")
-
-// opEnv is the control plane the operator tests share, with a client that
-// knows the rightsize.dev kinds.
-type opEnv struct {
-	*testenv.Env
-	c client.Client
-}
-
-// startOpEnv starts a control plane with the rightsize.dev CRDs installed.
-func startOpEnv(t *testing.T) *opEnv {
-	t.Helper()
-	env := testenv.Start(t)
-	installCRDs(t, env)
-	return newOpEnv(t, env)
-}
-
-// newOpEnv wraps env with a client that knows the rightsize.dev kinds.
-func newOpEnv(t *testing.T, env *testenv.Env) *opEnv {
-	t.Helper()
-	ctrllog.SetLogger(logr.Discard())
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(env.RESTConfig(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &opEnv{Env: env, c: c}
-}
 
 // TestOperator runs `kubectl-rightsize operator --cloud sim` as a separate
 // process against one real control plane with kwok, scenario by scenario.

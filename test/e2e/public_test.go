@@ -138,6 +138,7 @@ func kustomizationFiles(t *testing.T, dir string) []string {
 // schedule pods up in one line, names the operator's custom resources as
 // not planned, and places every pod of every Deployment and StatefulSet.
 func TestPublicManifestsPlan(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	dir := filepath.Join(repoRootDir(t), "test", "e2e", "testdata", "public")
 	in := func(path string) string { return filepath.Join(dir, path) }
 	glob := func(pattern string) []string {
@@ -236,6 +237,7 @@ var usEast1Zones = []string{"us-east-1a", "us-east-1b", "us-east-1c", "us-east-1
 // spot pool, spreads as their maxSkew asks; and that none is rejected for a
 // field kubectl would only warn about.
 func TestKarpenterExamplesPlanOntoWhatKarpenterLaunches(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	src := filepath.Join(repoRootDir(t), "test", "e2e", "testdata", "karpenter-examples")
 	// The examples ship with replicas 0, to be scaled up; plan 3 of each.
 	// inflate-storage is inflate asking for 100Gi of ephemeral storage,

@@ -63,6 +63,7 @@ spec:
 // whether every pod can be placed, small inputs are called optimal rather
 // than measured against the bound, and the prices say how old they are.
 func TestAnswersTellTheTruth(t *testing.T) {
+	t.Parallel() // no control plane: runs beside the other tests that need none
 	dir := t.TempDir()
 	for name, data := range truthManifests {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {

@@ -150,7 +150,7 @@ spec:
 // the cluster, and once a node registers for it (this test plays the
 // operator) the pods turn Running on screen.
 func TestTUIShowsPendingPodsAndLaunchesANodeClaim(t *testing.T) {
-	env := testenv.Start(t)
+	env := sharedEnv(t).Env
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	installTUICRDs(t, env)
@@ -283,7 +283,13 @@ func TestTUILaunchesDirectlyOnTheSimulatedCloudWithoutTheOperator(t *testing.T) 
 }
 
 func testTUIDirectLaunch(t *testing.T, crds bool) {
-	env := testenv.Start(t)
+	// Without the CRDs, on a plane of its own: the shared one has them.
+	var env *testenv.Env
+	if crds {
+		env = sharedEnv(t).Env
+	} else {
+		env = testenv.Start(t)
+	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -501,7 +507,7 @@ func waitNode(ctx context.Context, t *testing.T, kube kubernetes.Interface, prov
 
 // TestTUIReadOnlyOffersNoLaunch checks --read-only on a live cluster.
 func TestTUIReadOnlyOffersNoLaunch(t *testing.T) {
-	env := testenv.Start(t)
+	env := sharedEnv(t).Env
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := env.Client().AppsV1().Deployments("default").Create(ctx, deployment("api", 1, "1", "1Gi"), metav1.CreateOptions{}); err != nil {

@@ -23,7 +23,7 @@ import (
 // Immediate claim cannot bind is reported pending with the sentence and
 // stays pending.
 func TestLiveExplainPlansPodsWhereTheirVolumesAre(t *testing.T) {
-	env := testenv.Start(t)
+	env := sharedEnv(t).Env
 	ctx := context.Background()
 	c := env.Client()
 	const ebsZone = "topology.ebs.csi.aws.com/zone"
