@@ -143,8 +143,8 @@ func (v *View) Choose(plan *solver.ConsolidationPlan) ([]*Candidate, map[string]
 	return chosen, refused
 }
 
-// tally counts what the actions chosen so far disrupt: nodes per pool and
-// reason, and pods per PDB.
+// tally counts what the actions chosen so far disrupt: nodes per pool,
+// and pods per PDB.
 type tally struct {
 	v *View
 	// nodes counts the chosen actions' nodes per pool.

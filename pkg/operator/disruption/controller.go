@@ -315,7 +315,16 @@ func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
 	errs := make([]error, len(valid))
 	var wg sync.WaitGroup
 	for i, cand := range valid {
-		wg.Go(func() { errs[i] = c.execute(ctx, v, cand) })
+		wg.Go(func() {
+			defer func() {
+				// As in round: a bug in one action must not take the
+				// operator down with it.
+				if r := recover(); r != nil {
+					errs[i] = fmt.Errorf("disruption action on %v panicked: %v\n%s", cand.Action.Nodes, r, debug.Stack())
+				}
+			}()
+			errs[i] = c.execute(ctx, v, cand)
+		})
 	}
 	wg.Wait()
 	return 0, errors.Join(errs...) // plan again at once: the cluster changed
