@@ -2,9 +2,9 @@
 // which nodes the operator disrupts: NodePool disruption budgets (how many
 // of a pool's nodes may be disrupted at a given moment, for which
 // reasons), the guards of a look at the cluster (View) and the choice of
-// the next action (Choose, Decide). The operator's disruption controller
-// carries out what it decides, and `explain --consolidation` and the TUI
-// show the same decisions.
+// the next actions, carried out together (Choose, Decide). The operator's
+// disruption controller carries out what it decides, and `explain
+// --consolidation` and the TUI show the same decisions.
 package disruption
 
 import (

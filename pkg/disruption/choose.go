@@ -38,12 +38,15 @@ func (v *View) Pools(c *Candidate) []string {
 	return sortedKeys(set)
 }
 
-// Choose picks the action to carry out, Karpenter's order: empty nodes
-// (all the budgets allow, together), then expired and drifted nodes
-// (replaced one at a time), then the planner's consolidation actions, best
-// first. It returns nil when no action passes every guard, and, for every
+// Choose picks the actions to carry out now, together, Karpenter's order:
+// empty nodes (all the budgets allow, in one action), or else one expired
+// or drifted node (replaced one at a time), then the planner's
+// consolidation actions, best first, as many as the budgets and PDBs allow
+// together. The planner's actions are independent of each other (no node
+// one moves pods onto is removed by another), so they run in parallel. It
+// returns no candidates when no action passes every guard, and, for every
 // node left alone, why.
-func (v *View) Choose(plan *solver.ConsolidationPlan) (*Candidate, map[string]Refusal) {
+func (v *View) Choose(plan *solver.ConsolidationPlan) ([]*Candidate, map[string]Refusal) {
 	refused := map[string]Refusal{}
 	for _, b := range plan.Blocked {
 		refused[b.Node] = Refusal{Reason: b.Reason}
@@ -53,32 +56,36 @@ func (v *View) Choose(plan *solver.ConsolidationPlan) (*Candidate, map[string]Re
 			refused[name] = Refusal{Reason: why}
 		}
 	}
-	var chosen *Candidate
+	t := newTally(v)
+	var chosen []*Candidate
 	// Empty nodes: deleted together, within the budgets for Empty.
 	empty := &Candidate{Action: solver.Action{Kind: solver.ActionDelete}, Reason: ReasonEmpty}
 	for _, a := range plan.Actions {
 		if a.Kind != solver.ActionDelete || len(a.Moves) > 0 {
 			continue
 		}
-		try := append(slices.Clone(empty.Action.Nodes), a.Nodes...)
-		if why := v.budgetRefusal(try, ReasonEmpty); why != "" {
+		if why := t.refusal(a.Nodes, nil, ReasonEmpty); why != "" {
 			for _, n := range a.Nodes {
 				refused[n] = Refusal{Reason: "it is empty, but " + why}
 			}
 			continue
 		}
-		empty.Action.Nodes = try
+		t.add(&a, nil)
+		empty.Action.Nodes = append(empty.Action.Nodes, a.Nodes...)
 		empty.Action.Saving += a.Saving
 	}
 	if len(empty.Action.Nodes) > 0 {
 		empty.Action.Reason = emptyReason(empty.Action.Nodes, empty.Action.Saving)
-		chosen = empty
+		chosen = append(chosen, empty)
 	}
-	// Expired and drifted nodes: replaced whatever the saving.
+	// Expired and drifted nodes: replaced whatever the saving, one at a
+	// time and alone, since the replacement is planned on the whole
+	// cluster rather than among the planner's independent actions.
+	var forcedOne *Candidate
 	for _, name := range sortedKeys(v.nodes) {
 		info := v.nodes[name]
 		if info.claim == nil || info.pool == nil || v.blocked[name] != "" || v.problem.Nodes[info.index].InFlight ||
-			chosen != nil && slices.Contains(chosen.Action.Nodes, name) {
+			slices.Contains(empty.Action.Nodes, name) {
 			continue
 		}
 		reason, why := ReasonExpired, expired(info.claim, v.now)
@@ -88,8 +95,8 @@ func (v *View) Choose(plan *solver.ConsolidationPlan) (*Candidate, map[string]Re
 		if why == "" {
 			continue
 		}
-		if chosen != nil {
-			refused[name] = Refusal{Reason: why + "; it is replaced once the empty nodes are gone"}
+		if len(chosen) > 0 {
+			refused[name] = Refusal{Reason: why + "; it is replaced once the actions under way are done"}
 			continue
 		}
 		c, refusal := v.forced(name, reason, why)
@@ -97,35 +104,124 @@ func (v *View) Choose(plan *solver.ConsolidationPlan) (*Candidate, map[string]Re
 			refused[name] = Refusal{Reason: why + ", but " + refusal}
 			continue
 		}
-		chosen = c
+		forcedOne = c
+		chosen = append(chosen, c)
 	}
-	// Consolidation, best first.
+	// Consolidation, best first, as many as the budgets and PDBs allow.
 	for _, a := range plan.Actions {
 		if a.Kind == solver.ActionDelete && len(a.Moves) == 0 {
 			continue
 		}
-		if chosen != nil {
+		later := func(why string) {
 			for _, n := range a.Nodes {
-				if !slices.Contains(chosen.Action.Nodes, n) {
-					refused[n] = Refusal{Reason: "consolidation would " + Describe(&a) + ", after the action under way", Later: true}
+				refused[n] = Refusal{Reason: "consolidation would " + Describe(&a) + ", after the actions under way (" + why + ")", Later: true}
+			}
+		}
+		if forcedOne != nil {
+			later("a replacement runs alone")
+			continue
+		}
+		pods := v.evicted(a.Nodes)
+		if why := t.refusal(a.Nodes, pods, ReasonUnderutilized); why != "" {
+			if len(chosen) == 0 {
+				for _, n := range a.Nodes {
+					refused[n] = Refusal{Reason: why}
 				}
+			} else {
+				later(why)
 			}
 			continue
 		}
-		if why := v.budgetRefusal(a.Nodes, ReasonUnderutilized); why != "" {
-			for _, n := range a.Nodes {
-				refused[n] = Refusal{Reason: why}
-			}
-			continue
-		}
-		chosen = &Candidate{Action: a, Reason: ReasonUnderutilized}
+		t.add(&a, pods)
+		chosen = append(chosen, &Candidate{Action: a, Reason: ReasonUnderutilized})
 	}
-	if chosen != nil {
-		for _, n := range chosen.Action.Nodes {
+	for _, c := range chosen {
+		for _, n := range c.Action.Nodes {
 			delete(refused, n)
 		}
 	}
 	return chosen, refused
+}
+
+// tally counts what the actions chosen so far disrupt: nodes per pool,
+// and pods per PDB.
+type tally struct {
+	v *View
+	// nodes counts the chosen actions' nodes per pool.
+	nodes map[string]int
+	// pdb counts the chosen actions' evicted pods per PDB index.
+	pdb map[int]int
+}
+
+func newTally(v *View) *tally {
+	return &tally{v: v, nodes: map[string]int{}, pdb: map[int]int{}}
+}
+
+// refusal says why disrupting the nodes (evicting the pods) for the
+// reason, on top of the actions chosen so far, would exceed a pool's
+// budget or a PDB's allowance, or "". Every chosen node counts against
+// every budget, whatever its reason, as nodes already disrupting do.
+func (t *tally) refusal(nodes []string, pods []solver.Pod, reason string) string {
+	count := map[string]int{}
+	for _, n := range nodes {
+		info := t.v.nodes[n]
+		if info == nil {
+			return fmt.Sprintf("node %s is gone", n)
+		}
+		count[t.v.problem.Nodes[info.index].Pool]++
+	}
+	for _, pool := range sortedKeys(count) {
+		taken := t.nodes[pool]
+		if a := t.v.allowed(pool, reason); count[pool]+taken > a {
+			return fmt.Sprintf("NodePool %s's disruption budget allows %d more node(s) for reason %s now (%d of %d already disrupting, %d in the actions chosen)",
+				pool, a, reason, t.v.disrupting[pool], t.v.total[pool], taken)
+		}
+	}
+	for i := range t.v.problem.PDBs {
+		pdb := &t.v.problem.PDBs[i]
+		n := 0
+		for _, pod := range pods {
+			if pod.Namespace == pdb.Namespace && pdb.Selector.Matches(pod.Labels) {
+				n++
+			}
+		}
+		if n > 0 && n+t.pdb[i] > int(max(pdb.DisruptionsAllowed, 0)) {
+			return fmt.Sprintf("PDB %s/%s allows %d disruption(s) and this would evict %d of its pods (%d in the actions chosen)",
+				pdb.Namespace, pdb.Name, max(pdb.DisruptionsAllowed, 0), n, t.pdb[i])
+		}
+	}
+	return ""
+}
+
+// add counts a chosen action.
+func (t *tally) add(a *solver.Action, pods []solver.Pod) {
+	for _, n := range a.Nodes {
+		t.nodes[t.v.Pool(n)]++
+	}
+	for i := range t.v.problem.PDBs {
+		pdb := &t.v.problem.PDBs[i]
+		for _, pod := range pods {
+			if pod.Namespace == pdb.Namespace && pdb.Selector.Matches(pod.Labels) {
+				t.pdb[i]++
+			}
+		}
+	}
+}
+
+// evicted returns the pods removing the nodes evicts: all but DaemonSet
+// pods.
+func (v *View) evicted(nodes []string) []solver.Pod {
+	var out []solver.Pod
+	for _, n := range nodes {
+		if info := v.nodes[n]; info != nil {
+			for _, pod := range v.problem.Nodes[info.index].Pods {
+				if !strings.HasPrefix(pod.Owner, "DaemonSet/") {
+					out = append(out, pod)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // forced plans the replacement of an expired or drifted node: its pods go
@@ -212,78 +308,133 @@ func (v *View) pdbRefusal(pods []solver.Pod) string {
 	return ""
 }
 
-// Revalidate checks, on a fresh view and plan, that the candidate chosen
-// earlier is still valid and still saves: the same nodes are still empty,
-// expired or drifted, or the planner still removes exactly the same nodes
-// together. It returns the action as planned now (its replacements may be
-// fresher), or why it no longer holds.
-func (v *View) Revalidate(old *Candidate, plan *solver.ConsolidationPlan) (*Candidate, string) {
-	blockedNow := func(name string) string {
-		if why := v.blocked[name]; why != "" {
-			return why
-		}
-		if _, ok := v.nodes[name]; !ok {
-			return "it is gone"
-		}
-		for _, b := range plan.Blocked {
-			if b.Node == name {
-				return b.Reason
+// Revalidate checks, on a fresh view, that the candidates chosen earlier
+// still hold together: the same nodes are still empty, expired or drifted,
+// and each consolidation is re-planned for exactly its nodes on the fresh
+// problem (solver.ConsolidateGroups), in order, so that the ones that hold
+// still hold together and within the budgets and PDBs. It returns the
+// candidates as planned now (their replacements may be fresher) and, for
+// each one dropped, why; an empty deletion keeps the nodes still empty.
+func (v *View) Revalidate(old []*Candidate) ([]*Candidate, []Dropped, error) {
+	var valid []*Candidate
+	var dropped []Dropped
+	drop := func(c *Candidate, why string) { dropped = append(dropped, Dropped{Candidate: c, Why: why}) }
+	// The planner's part, empty nodes one by one and consolidations whole.
+	var groups [][]string
+	for _, c := range old {
+		switch c.Reason {
+		case ReasonDrifted, ReasonExpired:
+		case ReasonEmpty:
+			for _, n := range c.Action.Nodes {
+				groups = append(groups, []string{n})
 			}
+		default:
+			groups = append(groups, c.Action.Nodes)
 		}
-		return "the planner no longer removes it in the same action"
 	}
-	switch old.Reason {
-	case ReasonEmpty:
-		c := &Candidate{Action: solver.Action{Kind: solver.ActionDelete}, Reason: old.Reason}
-		var lost []string
-		for _, name := range old.Action.Nodes {
-			i := slices.IndexFunc(plan.Actions, func(a solver.Action) bool {
-				return a.Kind == solver.ActionDelete && len(a.Moves) == 0 && slices.Equal(a.Nodes, []string{name})
-			})
-			if i < 0 {
-				lost = append(lost, name+": "+blockedNow(name))
+	var actions []*solver.Action
+	var whys []string
+	if len(groups) > 0 {
+		var err error
+		if actions, whys, err = solver.ConsolidateGroups(v.problem, groups); err != nil {
+			return nil, nil, fmt.Errorf("re-planning the chosen actions: %w", err)
+		}
+	}
+	t := newTally(v)
+	next := 0
+	for _, c := range old {
+		switch c.Reason {
+		case ReasonDrifted, ReasonExpired:
+			nc, why := v.revalidateForced(c)
+			if nc == nil {
+				drop(c, why)
 				continue
 			}
-			c.Action.Nodes = append(c.Action.Nodes, name)
-			c.Action.Saving += plan.Actions[i].Saving
-		}
-		if len(c.Action.Nodes) == 0 {
-			return nil, strings.Join(lost, "; ")
-		}
-		if why := v.budgetRefusal(c.Action.Nodes, c.Reason); why != "" {
-			return nil, why
-		}
-		c.Action.Reason = emptyReason(c.Action.Nodes, c.Action.Saving)
-		return c, ""
-	case ReasonDrifted, ReasonExpired:
-		name := old.Action.Nodes[0]
-		info := v.nodes[name]
-		if info == nil || info.claim == nil || info.pool == nil || v.blocked[name] != "" {
-			return nil, blockedNow(name)
-		}
-		why := expired(info.claim, v.now)
-		if old.Reason == ReasonDrifted {
-			why = drifted(info.node, info.claim, info.pool)
-		}
-		if why == "" {
-			return nil, "it no longer needs replacing"
-		}
-		c, refusal := v.forced(name, old.Reason, why)
-		if refusal != "" {
-			return nil, refusal
-		}
-		return c, ""
-	}
-	want := slices.Sorted(slices.Values(old.Action.Nodes))
-	for _, a := range plan.Actions {
-		if slices.Equal(slices.Sorted(slices.Values(a.Nodes)), want) {
-			if why := v.budgetRefusal(a.Nodes, old.Reason); why != "" {
-				return nil, why
+			valid = append(valid, nc)
+		case ReasonEmpty:
+			nc := &Candidate{Action: solver.Action{Kind: solver.ActionDelete}, Reason: ReasonEmpty}
+			var lost []string
+			for _, n := range c.Action.Nodes {
+				a, why := actions[next], whys[next]
+				next++
+				if a != nil && len(a.Moves) > 0 {
+					a, why = nil, "it runs pods now"
+				}
+				if a == nil {
+					lost = append(lost, n+": "+v.blockedNow(n, why))
+					continue
+				}
+				if why := t.refusal(a.Nodes, nil, ReasonEmpty); why != "" {
+					lost = append(lost, n+": "+why)
+					continue
+				}
+				t.add(a, nil)
+				nc.Action.Nodes = append(nc.Action.Nodes, n)
+				nc.Action.Saving += a.Saving
 			}
-			return &Candidate{Action: a, Reason: old.Reason}, ""
+			if len(nc.Action.Nodes) == 0 {
+				drop(c, strings.Join(lost, "; "))
+				continue
+			}
+			nc.Action.Reason = emptyReason(nc.Action.Nodes, nc.Action.Saving)
+			valid = append(valid, nc)
+		default:
+			a, why := actions[next], whys[next]
+			next++
+			if a == nil {
+				drop(c, v.blockedNow(c.Action.Nodes[0], why))
+				continue
+			}
+			pods := v.evicted(a.Nodes)
+			if why := t.refusal(a.Nodes, pods, c.Reason); why != "" {
+				drop(c, why)
+				continue
+			}
+			t.add(a, pods)
+			valid = append(valid, &Candidate{Action: *a, Reason: c.Reason})
 		}
 	}
-	return nil, old.Action.Nodes[0] + ": " + blockedNow(old.Action.Nodes[0])
+	return valid, dropped, nil
+}
+
+// Dropped is a chosen candidate that no longer holds, and why.
+type Dropped struct {
+	Candidate *Candidate
+	Why       string
+}
+
+// blockedNow prefers the controller's reason for a node over the
+// planner's: it is gone, or it is disrupting, cordoned or not ours.
+func (v *View) blockedNow(name, planner string) string {
+	if _, ok := v.nodes[name]; !ok {
+		return "node " + name + " is gone"
+	}
+	if why := v.blocked[name]; why != "" {
+		return "node " + name + ": " + why
+	}
+	return planner
+}
+
+// revalidateForced checks that an expired or drifted node still is, and
+// plans its replacement again.
+func (v *View) revalidateForced(old *Candidate) (*Candidate, string) {
+	name := old.Action.Nodes[0]
+	info := v.nodes[name]
+	if info == nil || info.claim == nil || info.pool == nil || v.blocked[name] != "" {
+		return nil, v.blockedNow(name, "it is no longer ours to replace")
+	}
+	why := expired(info.claim, v.now)
+	if old.Reason == ReasonDrifted {
+		why = drifted(info.node, info.claim, info.pool)
+	}
+	if why == "" {
+		return nil, "it no longer needs replacing"
+	}
+	c, refusal := v.forced(name, old.Reason, why)
+	if refusal != "" {
+		return nil, refusal
+	}
+	return c, ""
 }
 
 // emptyReason is the reason of deleting empty nodes together.
@@ -337,6 +488,9 @@ type Decision struct {
 	// Reason is the disruption reason Action counts under in the budgets:
 	// Empty, Underutilized, Drifted or Expired.
 	Reason string
+	// Chosen are all the actions the controller would carry out together
+	// next, Action first.
+	Chosen []*Candidate
 	// Refused says, for every node left alone, why, and whether a planned
 	// action removes it once Action is done.
 	Refused map[string]Refusal
@@ -358,9 +512,9 @@ func Decide(in Input) (*Decision, error) {
 		return nil, fmt.Errorf("planning consolidation: %w", err)
 	}
 	chosen, refused := v.Choose(plan)
-	d := &Decision{Plan: plan, Refused: refused}
-	if chosen != nil {
-		d.Action, d.Reason = &chosen.Action, chosen.Reason
+	d := &Decision{Plan: plan, Refused: refused, Chosen: chosen}
+	if len(chosen) > 0 {
+		d.Action, d.Reason = &chosen[0].Action, chosen[0].Reason
 	}
 	return d, nil
 }

@@ -43,6 +43,23 @@ type fixture struct {
 	claims []v1alpha1.NodeClaim
 	p      *solver.Problem
 	input  Input
+	// pools are NodePools besides np (see movePool).
+	pools []*v1alpha1.NodePool
+}
+
+// movePool puts the fixture's last node in a NodePool of its own, a copy
+// of np named name.
+func (f *fixture) movePool(name string) {
+	np := f.np.DeepCopy()
+	np.Name = name
+	f.pools = append(f.pools, np)
+	pool := f.p.Pools[0]
+	pool.Name = name
+	f.p.Pools = append(f.p.Pools, pool)
+	i := len(f.p.Nodes) - 1
+	f.p.Nodes[i].Pool = name
+	f.p.Nodes[i].Labels[solver.LabelNodePool] = name
+	f.claims[i].Labels = map[string]string{v1alpha1.LabelNodePool: name}
 }
 
 func newFixture(budgets ...v1alpha1.Budget) *fixture {
@@ -90,7 +107,11 @@ func (f *fixture) node(name, typ string, podCPU ...int64) *solver.Node {
 func (f *fixture) view(t *testing.T) *View {
 	t.Helper()
 	in := f.input
-	in.Snapshot = &Snapshot{Problem: f.p, Pools: map[string]*v1alpha1.NodePool{"pool": f.np}}
+	pools := map[string]*v1alpha1.NodePool{"pool": f.np}
+	for _, np := range f.pools {
+		pools[np.Name] = np
+	}
+	in.Snapshot = &Snapshot{Problem: f.p, Pools: pools}
 	in.Nodes, in.Claims, in.Now = f.nodes, f.claims, now
 	v, err := NewView(in)
 	if err != nil {
@@ -106,8 +127,11 @@ func (f *fixture) choose(t *testing.T) (*View, *Candidate, map[string]Refusal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, refused := v.Choose(plan)
-	return v, c, refused
+	chosen, refused := v.Choose(plan)
+	if len(chosen) == 0 {
+		return v, nil, refused
+	}
+	return v, chosen[0], refused
 }
 
 func TestChoose(t *testing.T) {
@@ -430,20 +454,104 @@ func TestRevalidate(t *testing.T) {
 		t.Fatalf("chose %+v, want the empty node", c)
 	}
 	// Still empty: valid.
-	v := f.view(t)
-	plan, _ := solver.Consolidate(v.problem)
-	if got, why := v.Revalidate(c, plan); got == nil {
-		t.Fatalf("not valid on the same cluster: %s", why)
+	valid, dropped, err := f.view(t).Revalidate([]*Candidate{c})
+	if err != nil || len(valid) != 1 || len(dropped) != 0 {
+		t.Fatalf("on the same cluster: valid %+v, dropped %+v, %v; want it valid", valid, dropped, err)
 	}
 	// A pod landed on it meanwhile: no longer valid, and it says why.
 	f.p.Nodes[0].Pods = []solver.Pod{{Namespace: "ns", Name: "late", Owner: "Deployment/web", Requests: res(1500, gi), Controller: true}}
 	f.p.Nodes[0].Requested = res(1500, gi)
 	f.p.Nodes[0].LastPodChange = now
 	f.p.Pools[0].Consolidation.After = time.Minute
-	v = f.view(t)
-	plan, _ = solver.Consolidate(v.problem)
-	if got, why := v.Revalidate(c, plan); got != nil || !strings.Contains(why, "consolidateAfter") {
-		t.Errorf("revalidate = %+v, %q; want invalid because pods changed", got, why)
+	valid, dropped, err = f.view(t).Revalidate([]*Candidate{c})
+	if err != nil || len(valid) != 0 || len(dropped) != 1 || !strings.Contains(dropped[0].Why, "consolidateAfter") {
+		t.Errorf("revalidate = %+v, %+v, %v; want it dropped because pods changed", valid, dropped, err)
+	}
+}
+
+// TestChooseRunsIndependentActionsTogether: the planner's actions that
+// the budget allows together are all chosen, and validated together.
+func TestChooseRunsIndependentActionsTogether(t *testing.T) {
+	tests := []struct {
+		name   string
+		budget string
+		// want is how many actions are chosen, and later how many nodes
+		// wait for the budget.
+		want, later int
+	}{
+		{name: "a budget of all nodes", budget: "100%", want: 3},
+		{name: "a budget of no nodes", budget: "0", want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := withMedium(newFixture(v1alpha1.Budget{Nodes: tt.budget}))
+			// Three large nodes in three pools (so that no merge takes
+			// them together), each of whose pod fits neither on the others
+			// nor on a small node: each is replaced by a medium.
+			f.node("x", "large", 5000)
+			f.node("y", "large", 5000)
+			f.movePool("pool-y")
+			f.node("z", "large", 5000)
+			f.movePool("pool-z")
+			v := f.view(t)
+			plan, err := solver.Consolidate(v.problem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chosen, refused := v.Choose(plan)
+			if len(chosen) != tt.want {
+				t.Fatalf("chose %d actions %+v, want %d; refused %+v", len(chosen), chosen, tt.want, refused)
+			}
+			later := 0
+			for _, r := range refused {
+				if r.Later {
+					later++
+				}
+			}
+			if later != tt.later {
+				t.Errorf("%d nodes wait, want %d: %+v", later, tt.later, refused)
+			}
+			valid, dropped, err := f.view(t).Revalidate(chosen)
+			if err != nil || len(valid) != len(chosen) || len(dropped) != 0 {
+				t.Errorf("revalidated %d of %d (dropped %+v, %v), want all on the same cluster", len(valid), len(chosen), dropped, err)
+			}
+		})
+	}
+}
+
+// withMedium adds a medium type (6 CPU, $0.25/h) to the fixture's catalog.
+func withMedium(f *fixture) *fixture {
+	m := f.p.InstanceTypes[1]
+	m.Name, m.Labels = "medium", map[string]string{solver.LabelInstanceType: "medium"}
+	m.Capacity[solver.CPU], m.Capacity[solver.Memory] = 6000, 24*gi
+	m.Offerings = []solver.Offering{{Zone: "zone-a", CapacityType: "on-demand", Price: 0.25}}
+	f.p.InstanceTypes = append(f.p.InstanceTypes, m)
+	return f
+}
+
+// TestChooseKeepsPDBsAcrossActions: two actions that each evict one pod of
+// a PDB allowing one disruption are not chosen together.
+func TestChooseKeepsPDBsAcrossActions(t *testing.T) {
+	f := withMedium(newFixture(v1alpha1.Budget{Nodes: "100%"}))
+	f.node("x", "large", 5000)
+	f.node("y", "large", 5000)
+	f.movePool("pool-y")
+	f.p.PDBs = []solver.PDB{{Namespace: "ns", Name: "web", Selector: solver.Selector{MatchLabels: map[string]string{"app": "web"}}, DisruptionsAllowed: 1}}
+	v := f.view(t)
+	plan, err := solver.Consolidate(v.problem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chosen, refused := v.Choose(plan)
+	if len(chosen) != 1 {
+		t.Fatalf("chose %+v, want one action: the PDB allows one eviction", chosen)
+	}
+	other := "x"
+	if slices.Contains(chosen[0].Action.Nodes, "x") {
+		other = "y"
+	}
+	if r := refused[other]; !r.Later || !strings.Contains(r.Reason, "PDB ns/web allows 1") {
+		t.Errorf("%s refused with %+v, want it later because of the PDB", other, r)
 	}
 }
 
@@ -519,9 +627,8 @@ func TestExpired(t *testing.T) {
 	}
 }
 
-// TestDecide checks that Decide, what explain shows, gives the action and
-// the refusals a controller round chooses, and marks the nodes a planned
-// action removes after the chosen one.
+// TestDecide checks that Decide, what explain shows, gives the actions and
+// the refusals a controller round chooses.
 func TestDecide(t *testing.T) {
 	build := func() *fixture {
 		f := newFixture(v1alpha1.Budget{Nodes: "100%"})
@@ -548,8 +655,11 @@ func TestDecide(t *testing.T) {
 	if len(d.Refused) != len(refused) || d.Refused["c"] != refused["c"] || !strings.Contains(d.Refused["c"].Reason, "do-not-disrupt") {
 		t.Errorf("refused %v, a round refuses %v", d.Refused, refused)
 	}
-	if !d.Refused["b"].Later || d.Refused["c"].Later {
-		t.Errorf("refused %+v, want b later (its pod fits elsewhere) and c not (do-not-disrupt)", d.Refused)
+	if len(d.Chosen) != 2 || d.Chosen[1].Reason != ReasonUnderutilized || strings.Join(d.Chosen[1].Action.Nodes, ",") != "b" {
+		t.Errorf("chosen %+v, want b deleted too, together with a (its pod fits on c)", d.Chosen)
+	}
+	if _, ok := d.Refused["b"]; ok || d.Refused["c"].Later {
+		t.Errorf("refused %+v, want b chosen and c kept (do-not-disrupt)", d.Refused)
 	}
 }
 
@@ -565,5 +675,30 @@ func TestAnInvalidBudgetBlocks(t *testing.T) {
 	}
 	if !strings.Contains(refused["a"].Reason, "budget allows 0") {
 		t.Errorf("a refused with %q, want the budget named", refused["a"].Reason)
+	}
+}
+
+// TestChooseCountsEveryChosenNodeInTheBudget: an empty node's deletion and
+// a replacement in one pool run together only when its budget covers both.
+func TestChooseCountsEveryChosenNodeInTheBudget(t *testing.T) {
+	for _, tt := range []struct {
+		budget string
+		want   int
+	}{{"1", 1}, {"2", 2}} {
+		f := withMedium(newFixture(v1alpha1.Budget{Nodes: tt.budget}))
+		f.node("a", "small")
+		f.node("x", "large", 5000)
+		v := f.view(t)
+		plan, err := solver.Consolidate(v.problem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chosen, refused := v.Choose(plan)
+		if len(chosen) != tt.want || chosen[0].Reason != ReasonEmpty {
+			t.Errorf("budget %s: chose %+v, want %d actions, the empty node first; refused %+v", tt.budget, chosen, tt.want, refused)
+		}
+		if tt.want == 1 && !strings.Contains(refused["x"].Reason, "budget") {
+			t.Errorf("budget %s: x refused with %q, want the budget named", tt.budget, refused["x"].Reason)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -48,6 +49,15 @@ type ResultConsolidation struct {
 	// Next is the action the operator would carry out next (after its
 	// validation delay), if any passes every guard.
 	Next *ResultNextAction `json:"next,omitempty"`
+	// Together are the other actions the operator would carry out at the
+	// same time as Next, within the budgets and PDBs.
+	Together []ResultNextAction `json:"together,omitempty"`
+	// Gap is how much more than packed from scratch the cluster costs,
+	// $/h (never negative).
+	Gap float64 `json:"gapPerHour"`
+	// GapGuards are the guards that keep nodes no action removes, each with
+	// the nodes it keeps, most nodes first: why the gap stays.
+	GapGuards []ResultGapGuard `json:"gapGuards,omitempty"`
 	// Nodes has one verdict per existing node, by name.
 	Nodes []ResultNodeVerdict `json:"nodes"`
 	// Launching names the rightsize NodeClaims whose node has not
@@ -61,6 +71,14 @@ type ResultNextAction struct {
 	solver.Action `json:",inline"`
 	// DisruptionReason is Empty, Underutilized, Drifted or Expired.
 	DisruptionReason string `json:"disruptionReason"`
+}
+
+// ResultGapGuard is one reason nodes are kept, and the nodes it keeps.
+type ResultGapGuard struct {
+	Reason string   `json:"reason"`
+	Nodes  []string `json:"nodes"`
+	// PricePerHour is the summed price of those nodes.
+	PricePerHour float64 `json:"pricePerHour"`
 }
 
 // ResultNodeVerdict is what consolidation does with one node, and why, in
@@ -101,10 +119,15 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*Res
 		}
 		rc.ConsolidationPlan = d.Plan
 		rc.Launching = cl.Rightsize.InFlightClaims()
-		if d.Action != nil {
-			rc.Next = &ResultNextAction{Action: *d.Action, DisruptionReason: d.Reason}
-			for _, n := range d.Action.Nodes {
-				verdicts[n] = ResultNodeVerdict{Verdict: VerdictNext, Reason: d.Action.Reason}
+		for i, c := range d.Chosen {
+			next := ResultNextAction{Action: c.Action, DisruptionReason: c.Reason}
+			if i == 0 {
+				rc.Next = &next
+			} else {
+				rc.Together = append(rc.Together, next)
+			}
+			for _, n := range c.Action.Nodes {
+				verdicts[n] = ResultNodeVerdict{Verdict: VerdictNext, Reason: c.Action.Reason}
 			}
 		}
 		for n, why := range d.Refused {
@@ -173,12 +196,56 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*Res
 			rc.Blocked = append(rc.Blocked, solver.NodeBlock{Node: n.Name, Reason: v.Reason})
 		}
 	}
+	rc.Gap = max(0, rc.CurrentPrice-rc.TargetPrice)
+	rc.GapGuards = gapGuards(rc.Blocked, p)
 	sort.Slice(rc.Nodes, func(a, b int) bool { return rc.Nodes[a].Node < rc.Nodes[b].Node })
 	sort.Slice(rc.Blocked, func(a, b int) bool { return rc.Blocked[a].Node < rc.Blocked[b].Node })
 	if rc.Blocked == nil {
 		rc.Blocked = []solver.NodeBlock{}
 	}
 	return rc, nil
+}
+
+// digits matches the numbers in a reason (ages, prices, counts), which
+// differ from node to node for one guard.
+var digits = regexp.MustCompile(`[0-9][0-9.]*`)
+
+// gapGuards groups the kept nodes by their guard: reasons that differ only
+// in their numbers, or in the node or pod they name, are one guard, shown
+// by its first reason. The guards keeping the most nodes come first.
+func gapGuards(blocked []solver.NodeBlock, p *solver.Problem) []ResultGapGuard {
+	price := map[string]float64{}
+	names := map[string]bool{}
+	for i := range p.Nodes {
+		price[p.Nodes[i].Name] = p.Nodes[i].Price
+		names[p.Nodes[i].Name] = true
+	}
+	key := func(reason string) string {
+		var words []string
+		for _, w := range strings.Fields(reason) {
+			w = strings.Trim(w, ",;:()")
+			if names[w] || strings.Count(w, "/") == 1 && !strings.Contains(w, "$") {
+				w = "#"
+			}
+			words = append(words, digits.ReplaceAllString(w, "#"))
+		}
+		return strings.Join(words, " ")
+	}
+	var out []ResultGapGuard
+	index := map[string]int{}
+	for _, b := range blocked {
+		k := key(b.Reason)
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, ResultGapGuard{Reason: b.Reason})
+		}
+		out[i].Nodes = append(out[i].Nodes, b.Node)
+		out[i].PricePerHour += price[b.Node]
+	}
+	sort.SliceStable(out, func(a, b int) bool { return len(out[a].Nodes) > len(out[b].Nodes) })
+	return out
 }
 
 // cloneProblem copies what consolidation's preparation changes: the pools

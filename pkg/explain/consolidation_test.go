@@ -91,7 +91,7 @@ func TestConsolidationOperatorGuards(t *testing.T) {
 		"guarded": {VerdictKept, "PDB default/db allows 0 disruptions"},
 		"pinned":  {VerdictKept, "do-not-disrupt"},
 		"foreign": {VerdictKept, "no rightsize NodeClaim owns it"},
-		"spare":   {VerdictPlanned, "consolidation would delete spare, after the action under way"},
+		"spare":   {VerdictNext, "its 1 pod fit on guarded"},
 	}
 	for _, v := range rc.Nodes {
 		w, ok := want[v.Node]
@@ -115,7 +115,14 @@ func TestConsolidationOperatorGuards(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", out.String())
-	for _, s := range []string{"the rightsize operator's guards", "Next: the operator would delete empty (Empty)", "guarded", "PDB default/db allows 0 disruptions"} {
+	if len(rc.Together) != 1 || strings.Join(rc.Together[0].Nodes, ",") != "spare" {
+		t.Errorf("together = %+v, want spare deleted at the same time", rc.Together)
+	}
+	if rc.Gap <= 0 || len(rc.GapGuards) == 0 {
+		t.Errorf("gap %v guards %+v, want the gap and the guards that keep it", rc.Gap, rc.GapGuards)
+	}
+	for _, s := range []string{"the rightsize operator's guards", "Next: the operator would delete empty (Empty)", "and at the same time delete spare (Underutilized)",
+		"above packed from scratch", "1 node ($0.2000/h): PDB default/db allows 0 disruptions", "guarded", "PDB default/db allows 0 disruptions"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("output lacks %q", s)
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -579,12 +580,16 @@ func printConsolidation(w io.Writer, c *ResultConsolidation) error {
 			what = fmt.Sprintf("replace %s by %s", strings.Join(n.Nodes, ", "), r)
 		}
 		fmt.Fprintf(w, "Next: the operator would %s (%s), saving $%.4f/h: %s.\n", what, n.DisruptionReason, n.Saving, n.Reason)
+		for _, t := range c.Together {
+			fmt.Fprintf(w, "  and at the same time %s (%s), saving $%.4f/h.\n", disruption.Describe(&t.Action), t.DisruptionReason, t.Saving)
+		}
 	} else if c.Guards == GuardsOperator {
 		fmt.Fprintln(w, "Next: the operator would do nothing now.")
 	}
 	if len(c.Launching) > 0 {
 		fmt.Fprintf(w, "Launching: %s; no pod is moved onto a node that may not come.\n", shortList(c.Launching, 5))
 	}
+	printGap(w, c)
 	if len(c.Nodes) == 0 {
 		return nil
 	}
@@ -595,6 +600,28 @@ func printConsolidation(w io.Writer, c *ResultConsolidation) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s.\n", v.Node, dash(v.NodePool), v.Verdict, v.Reason)
 	}
 	return tw.Flush()
+}
+
+// printGap writes how far the cluster is above packed from scratch and
+// which guards keep that gap: "Gap: $1.2/h above packed from scratch
+// ($0.8/h in the actions above); kept: 3 nodes: PDB …".
+func printGap(w io.Writer, c *ResultConsolidation) {
+	fmt.Fprintf(w, "Gap: $%.4f/h above packed from scratch", c.Gap)
+	if c.Gap > 0 && c.Saving > 0 {
+		fmt.Fprintf(w, " ($%.4f/h of it in the actions above)", min(c.Saving, c.Gap))
+	}
+	if len(c.GapGuards) == 0 {
+		fmt.Fprintln(w, ".")
+		return
+	}
+	fmt.Fprintln(w, "; the nodes kept, by guard:")
+	for i, g := range c.GapGuards {
+		if i == 5 {
+			fmt.Fprintf(w, "  … and %d more guards (see the nodes below).\n", len(c.GapGuards)-i)
+			break
+		}
+		fmt.Fprintf(w, "  %s ($%.4f/h): %s.\n", disruption.Plural(len(g.Nodes), "node", "nodes"), g.PricePerHour, clause(g.Reason))
+	}
 }
 
 // replacements names an action's new nodes: "m5.large on-demand, ...".

@@ -70,8 +70,7 @@ func TestImportGolden(t *testing.T) {
 		{"v1-15-nodepool", "testdata/v1-15-nodepool.in.yaml", []string{
 			`spec.template.spec.requirements[0]: Gte 4 became Gt 3, the same bound on an integer label`,
 			`spec.template.spec.requirements[1]: Lte 7 became Lt 8`,
-			`spec.disruption.consolidationPolicy: Balanced became WhenEmptyOrUnderutilized`,
-		}, 3},
+		}, 2},
 		{"v1beta1-kubelet-split", "testdata/v1beta1-kubelet-split.in.yaml", []string{
 			`NodePool "dense": spec.template.spec.kubelet moved to EC2NodeClass "shared" spec.kubelet`,
 			`NodePool "dense-too": spec.template.spec.kubelet moved to EC2NodeClass "shared" spec.kubelet`,

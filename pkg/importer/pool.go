@@ -354,14 +354,11 @@ func (c *converter) disruption(where, apiVersion string, provisioner bool, s *ka
 	}
 	switch d.ConsolidationPolicy {
 	case "":
-	case "WhenEmpty", "WhenEmptyOrUnderutilized":
+	case "WhenEmpty", "WhenEmptyOrUnderutilized", karpenter.ConsolidationPolicyBalanced:
 		out.ConsolidationPolicy = v1alpha1.ConsolidationPolicy(d.ConsolidationPolicy)
 	case "WhenUnderutilized":
 		out.ConsolidationPolicy = v1alpha1.ConsolidationPolicyWhenEmptyOrUnderutilized
 		c.warnf(where, "spec.disruption.consolidationPolicy: WhenUnderutilized became WhenEmptyOrUnderutilized, its Karpenter v1 name")
-	case karpenter.ConsolidationPolicyBalanced:
-		out.ConsolidationPolicy = v1alpha1.ConsolidationPolicyWhenEmptyOrUnderutilized
-		c.warnf(where, "%s", strings.Replace(karpenter.BalancedNote, "is planned as", "became", 1))
 	default:
 		return fmt.Errorf("spec.disruption.consolidationPolicy: unsupported value %q (want WhenEmpty, WhenEmptyOrUnderutilized or Balanced)", d.ConsolidationPolicy)
 	}

@@ -45,9 +45,6 @@ func (r Requirement) WithoutInclusiveOperators() (out Requirement, changed bool,
 // takes a move only when its saving outweighs the disruption it causes.
 const ConsolidationPolicyBalanced = "Balanced"
 
-// BalancedNote says how rightsize reads consolidationPolicy: Balanced.
-const BalancedNote = "spec.disruption.consolidationPolicy: Balanced is planned as WhenEmptyOrUnderutilized: every consolidation that saves is proposed, not only those whose saving outweighs the disruption (Karpenter's Balanced scoring is not implemented yet)"
-
 // CheckStatic refuses what Karpenter's validation refuses on a static
 // NodePool (spec.replicas set): a negative count, a weight, or limits
 // other than limits.nodes.

@@ -28,8 +28,10 @@ func poolDisruption(s *poolSpec) (solver.Consolidation, []disruption.Budget, err
 	switch d.ConsolidationPolicy {
 	case "WhenEmpty":
 		c.Policy = solver.WhenEmpty
-	case "", "WhenEmptyOrUnderutilized", "WhenUnderutilized", "Balanced":
+	case "", "WhenEmptyOrUnderutilized", "WhenUnderutilized":
 		c.Policy = solver.WhenEmptyOrUnderutilized
+	case "Balanced":
+		c.Policy = solver.Balanced
 	}
 	if d.ConsolidateAfter != "" && d.ConsolidateAfter != "Never" {
 		after, err := time.ParseDuration(d.ConsolidateAfter)

@@ -276,9 +276,7 @@ func (m *Manifests) checkDisruption(where string, d *poolDisruptionSpec) error {
 		return nil
 	}
 	switch d.ConsolidationPolicy {
-	case "", "WhenEmpty", "WhenEmptyOrUnderutilized", "WhenUnderutilized":
-	case karpenter.ConsolidationPolicyBalanced:
-		m.warnf(where, "%s", karpenter.BalancedNote)
+	case "", "WhenEmpty", "WhenEmptyOrUnderutilized", "WhenUnderutilized", karpenter.ConsolidationPolicyBalanced:
 	default:
 		return fmt.Errorf("spec.disruption.consolidationPolicy: unsupported value %q (want WhenEmpty, WhenEmptyOrUnderutilized or Balanced)", d.ConsolidationPolicy)
 	}

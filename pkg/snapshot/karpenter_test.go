@@ -27,7 +27,9 @@ func TestKarpenterV115PoolFields(t *testing.T) {
 		wantNodes int64 // limits.nodes; 0 for none
 		noPool    bool
 		warning   string
-		wantErr   string
+		// wantPolicy is the pool's consolidation policy when set.
+		wantPolicy string
+		wantErr    string
 	}{
 		{name: "Gte and Lte become Gt and Lt", spec: `
   template:
@@ -47,8 +49,7 @@ func TestKarpenterV115PoolFields(t *testing.T) {
 			warning: `NodePool "np": spec.replicas: 2 makes a static NodePool, which is not planned`},
 		{name: "static pool with a cpu limit", spec: "  replicas: 2\n  limits: {cpu: 4}\n",
 			wantErr: "spec.limits.cpu: only limits.nodes is allowed on a static NodePool"},
-		{name: "Balanced", spec: "  disruption: {consolidationPolicy: Balanced}\n",
-			warning: "consolidationPolicy: Balanced is planned as WhenEmptyOrUnderutilized"},
+		{name: "Balanced", spec: "  disruption: {consolidationPolicy: Balanced}\n", wantPolicy: solver.Balanced},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,6 +79,9 @@ func TestKarpenterV115PoolFields(t *testing.T) {
 				t.Fatalf("pools = %d", len(m.Pools))
 			}
 			pool := m.Pools[0]
+			if tt.wantPolicy != "" && pool.Consolidation.Policy != tt.wantPolicy {
+				t.Errorf("policy = %q, want %q", pool.Consolidation.Policy, tt.wantPolicy)
+			}
 			if tt.wantReqs != nil && !reflect.DeepEqual(pool.Requirements, tt.wantReqs) {
 				t.Errorf("requirements = %+v, want %+v", pool.Requirements, tt.wantReqs)
 			}

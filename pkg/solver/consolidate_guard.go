@@ -2,6 +2,7 @@ package solver
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -152,4 +153,155 @@ func (c *consolidator) blockReason(n *consNode) string {
 		return n.replaceWhy
 	}
 	return "no action found for it saves the minimum"
+}
+
+// Balanced is the consolidation policy of Karpenter v1.14 that takes a
+// consolidation only when its saving is worth the disruption it causes
+// (see balancedRefusal); otherwise it consolidates as
+// WhenEmptyOrUnderutilized.
+const Balanced = "Balanced"
+
+// BalancedK is Karpenter's scoring parameter for Balanced (v1.BalancedK in
+// kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go): an action passes when
+// its score is at least 1/BalancedK.
+const BalancedK = 2
+
+// balancedRefusal scores an action for every Balanced pool among the
+// nodes' pools, as Karpenter's EvaluateBalancedMove does
+// (pkg/controllers/disruption/balanced.go): the pool's share of the saving
+// as a fraction of the pool's price, divided by the action's disruption as
+// a fraction of the pool's, must be at least 1/BalancedK. A node's
+// disruption costs 1 for draining it plus 1 per pod evicted (Karpenter's
+// PerNodeBaseDisruptionCost and the eviction cost of a pod of default
+// priority); the pool's is the sum over all its nodes. When several pools
+// lose nodes, the saving is split by the price each one loses. It returns
+// why a pool refuses, or "".
+func (c *consolidator) balancedRefusal(set []*consNode, saving float64) string {
+	lost := map[int]float64{}
+	disruption := map[int]float64{}
+	total := 0.0
+	for _, n := range set {
+		lost[n.pool] += n.Price
+		disruption[n.pool] += 1 + float64(n.evictions())
+		total += n.Price
+	}
+	for _, pi := range sortedInts(lost) {
+		pool := &c.p.Pools[pi]
+		if pool.Consolidation.Policy != Balanced {
+			continue
+		}
+		poolPrice, poolDisruption := 0.0, 0.0
+		for _, n := range c.nodes {
+			if n.orig >= 0 && !n.removed && n.pool == pi || slices.Contains(set, n) {
+				poolPrice += n.Price
+				poolDisruption += 1 + float64(n.evictions())
+			}
+		}
+		share := saving
+		if total > 0 {
+			share = saving * lost[pi] / total
+		}
+		if poolPrice <= 0 || poolDisruption <= 0 {
+			continue
+		}
+		savingFraction, disruptionFraction := share/poolPrice, disruption[pi]/poolDisruption
+		if score := savingFraction / disruptionFraction; score < 1.0/BalancedK {
+			return fmt.Sprintf("NodePool %s is Balanced: saving %.1f%% of its price for %.1f%% of its disruption scores %.2f, below %.2f",
+				pool.Name, 100*savingFraction, 100*disruptionFraction, score, 1.0/BalancedK)
+		}
+	}
+	return ""
+}
+
+func sortedInts[V any](m map[int]V) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// MinSpotToSpotTypes is how many cheaper spot instance types must hold a
+// spot node's pods before it is replaced by another spot node, Karpenter's
+// MinInstanceTypesForSpotToSpotConsolidation
+// (pkg/controllers/disruption/consolidation.go): replacing spot by the
+// cheapest spot offering races towards the offerings most often
+// interrupted, and with fewer options the replacement is likely to be
+// consolidated again at once.
+const MinSpotToSpotTypes = 15
+
+// capacitySpot is the karpenter.sh/capacity-type value of spot capacity.
+const capacitySpot = "spot"
+
+// spotToSpot says why a spot node may not be replaced by the spot
+// replacements the simulation planned, or "": fewer than
+// MinSpotToSpotTypes instance types of the replacement's pool have a spot
+// offering cheaper than the node and room for its pods (requests summed,
+// node affinity and the pool's requirements matched). Replacing a spot node
+// by on-demand capacity, and merging several nodes, are not limited, as in
+// Karpenter.
+func (c *consolidator) spotToSpot(n *consNode, sim *simulation) string {
+	if n.CapacityType != capacitySpot {
+		return ""
+	}
+	for _, nn := range sim.plan.NewNodes {
+		if nn.CapacityType != capacitySpot {
+			return ""
+		}
+	}
+	var need Resources
+	for i := range sim.problem.Pods {
+		need = need.Add(podRequests(&sim.problem.Pods[i]))
+	}
+	pi := c.pools[sim.plan.NewNodes[0].Pool]
+	pool := &c.p.Pools[pi]
+	reqs := poolRequirements(pool)
+	cheaper := 0
+	types := c.p.PoolTypes(pi)
+	for ti := range types {
+		it := &types[ti]
+		if !need.Fits(it.Allocatable()) {
+			continue
+		}
+		labels := MapLabels{}
+		for k, v := range it.Labels {
+			labels[k] = v
+		}
+		for k, v := range poolLabels(pool) {
+			labels[k] = v
+		}
+		labels[LabelInstanceType] = it.Name
+		for _, o := range it.Offerings {
+			if o.CapacityType != capacitySpot || o.Price >= n.Price {
+				continue
+			}
+			labels[LabelZone], labels[LabelCapacityType] = o.Zone, o.CapacityType
+			if c.typeAdmits(reqs, labels, sim.problem.Pods) {
+				cheaper++
+				break
+			}
+		}
+	}
+	if cheaper < MinSpotToSpotTypes {
+		return fmt.Sprintf("replacing spot by spot needs %d cheaper spot instance types that hold its pods and %d do (Karpenter's spot-to-spot guard)",
+			MinSpotToSpotTypes, cheaper)
+	}
+	return ""
+}
+
+// typeAdmits reports whether an offering's labels satisfy the pool's
+// requirements and every pod's node selector and affinity.
+func (c *consolidator) typeAdmits(reqs []Requirement, labels MapLabels, pods []Pod) bool {
+	for i := range reqs {
+		if !reqs[i].Matches(labels) {
+			return false
+		}
+	}
+	for i := range pods {
+		if !matchesAffinity(pods[i].NodeSelector, pods[i].Affinity, labels) {
+			return false
+		}
+	}
+	return true
 }

@@ -179,7 +179,7 @@ func (s *mergeSearch) try(k int) (bool, error) {
 		}
 		saving = price - sim.plan.TotalPrice
 	}
-	pays := saving >= s.c.minSaving(set)
+	pays := saving >= s.c.minSaving(set) && s.c.balancedRefusal(set, saving) == ""
 	if s.goal == mergeMarginal && s.best != nil && k > s.bestK {
 		// The nodes added must pay their way.
 		pays = pays && saving-s.bestSaving >= s.c.minSaving(s.group[s.bestK:k])

@@ -234,6 +234,10 @@ func (c *consolidator) deleteSingles() error {
 			n.deleteWhy = fmt.Sprintf("deleting it saves %s, below the %s minimum", formatDollars(n.Price), formatDollars(c.minSaving(set)))
 			continue
 		}
+		if why := c.balancedRefusal(set, n.Price); why != "" {
+			n.deleteWhy = "deleting it: " + why
+			continue
+		}
 		if why := c.roomElsewhere(set); why != "" {
 			n.deleteWhy = why
 			continue
@@ -303,6 +307,13 @@ func (c *consolidator) replaceSingles() error {
 			continue
 		} else if saving < floor {
 			n.replaceWhy = fmt.Sprintf("the best replacement saves %s, below the %s minimum", formatDollars(saving), formatDollars(floor))
+			continue
+		} else if why := c.balancedRefusal(set, saving); why != "" {
+			n.replaceWhy = "replacing it: " + why
+			continue
+		}
+		if why := c.spotToSpot(n, sim); why != "" {
+			n.replaceWhy = why
 			continue
 		}
 		c.apply(set, sim.plan, sim, "")

@@ -744,12 +744,16 @@ func (d *disruptionEnv) poolState(t *testing.T, pool string) string {
 // Karpenter-like pool must replace (else the scenario proves nothing), the
 // default pool must disrupt strictly less, and every disruption that took
 // a node of the default pool must have saved the default minimum for the
-// pods it evicted. No pod is lost: both Deployments end with every pod
-// Running.
+// pods it evicted. A third pool, Karpenter-like but with
+// consolidationPolicy Balanced, flaps beside them: its replacement count is
+// printed beside the WhenEmptyOrUnderutilized pool's (issue 17's churn
+// figure) and it may not disrupt more than that pool. No pod is lost: every
+// Deployment ends with every pod Running.
 func (d *disruptionEnv) testChurn(t *testing.T) {
 	ctx := context.Background()
 	const (
 		karp, dflt = "churn-karp", "churn-default"
+		bal        = "churn-balanced"
 		flaps      = 15
 		minute     = 8 * time.Second
 		after      = "2s"
@@ -764,18 +768,24 @@ func (d *disruptionEnv) testChurn(t *testing.T) {
 	budgets := []v1alpha1.Budget{{Nodes: "100%"}}
 	d.pool(t, karp, "sim", v1alpha1.Disruption{ConsolidateAfter: after, Budgets: budgets, MinSaving: &v1alpha1.MinSaving{PerHour: "0"}}, t3...)
 	d.pool(t, dflt, "sim", v1alpha1.Disruption{ConsolidateAfter: after, Budgets: budgets}, t3...)
-	nsK, nsD := d.namespace(t, karp), d.namespace(t, dflt)
+	d.pool(t, bal, "sim", v1alpha1.Disruption{ConsolidationPolicy: v1alpha1.ConsolidationPolicyBalanced, ConsolidateAfter: after, Budgets: budgets,
+		MinSaving: &v1alpha1.MinSaving{PerHour: "0"}}, t3...)
+	nsK, nsD, nsB := d.namespace(t, karp), d.namespace(t, dflt), d.namespace(t, bal)
 	t.Cleanup(func() {
-		_ = d.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsD}})
-		d.cleanup(t, nsK, karp, dflt)
+		for _, ns := range []string{nsD, nsB} {
+			_ = d.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}
+		d.cleanup(t, nsK, karp, dflt, bal)
 	})
-	for _, p := range []string{karp, dflt} {
+	for _, p := range []string{karp, dflt, bal} {
 		d.deploy(t, p, "flap", high, "10m", "300Mi", p)
 	}
 	d.settled(t, nsK, high, 90*time.Second)
 	d.settled(t, nsD, high, 90*time.Second)
+	d.settled(t, nsB, high, 90*time.Second)
 	d.quiet(t, karp, 3*time.Second, 60*time.Second)
 	d.quiet(t, dflt, time.Second, 60*time.Second)
+	d.quiet(t, bal, time.Second, 60*time.Second)
 	start := time.Now()
 	costK, nodesK := d.cost(t, karp)
 	costD, nodesD := d.cost(t, dflt)
@@ -783,7 +793,7 @@ func (d *disruptionEnv) testChurn(t *testing.T) {
 
 	sizes := [2]int32{low, high}
 	for i := range flaps {
-		for _, p := range []string{karp, dflt} {
+		for _, p := range []string{karp, dflt, bal} {
 			d.scale(t, p, "flap", sizes[i%2])
 		}
 		time.Sleep(minute)
@@ -794,7 +804,10 @@ func (d *disruptionEnv) testChurn(t *testing.T) {
 	d.quiet(t, dflt, 1*time.Second, time.Minute)
 	podsK := d.settled(t, nsK, last, 60*time.Second)
 	podsD := d.settled(t, nsD, last, 30*time.Second)
-	k, df := d.churnRecords(karp, start), d.churnRecords(dflt, start)
+	d.quiet(t, bal, 1*time.Second, time.Minute)
+	podsB := d.settled(t, nsB, last, 30*time.Second)
+	k, df, b := d.churnRecords(karp, start), d.churnRecords(dflt, start), d.churnRecords(bal, start)
+	costB, nodesB := d.cost(t, bal)
 	costK, nodesK = d.cost(t, karp)
 	costD, nodesD = d.cost(t, dflt)
 
@@ -815,7 +828,8 @@ func (d *disruptionEnv) testChurn(t *testing.T) {
 		c    churnPods
 		cost float64
 		n    int
-	}{{karp + " (minSaving 0, Karpenter-like)", k, costK, nodesK}, {dflt + " (default minimum)", df, costD, nodesD}} {
+	}{{karp + " (minSaving 0, Karpenter-like)", k, costK, nodesK}, {dflt + " (default minimum)", df, costD, nodesD},
+		{bal + " (Balanced, minSaving 0)", b, costB, nodesB}} {
 		t.Logf("  %s: %d disruptions evicting pods, %d replacements, %d pods evicted, $%.4f/h saved in all; actions %v (%d shared with the other pool); %d below the default minimum %q; ends on %d node(s) $%.4f/h",
 			r.pool, r.c.disruptions, r.c.replacements, r.c.evicted, r.c.saved, r.c.actions, r.c.shared, len(r.c.belowDefault), r.c.belowDefault, r.n, r.cost)
 		for _, l := range r.c.lines {
@@ -823,7 +837,11 @@ func (d *disruptionEnv) testChurn(t *testing.T) {
 		}
 	}
 	t.Logf("  %s refusals for the minimum: %q", dflt, refusals)
-	t.Logf("  all %d + %d pods Running", len(podsK), len(podsD))
+	t.Logf("  all %d + %d + %d pods Running", len(podsK), len(podsD), len(podsB))
+	t.Logf("churn: replacements %d under Balanced, %d under WhenEmptyOrUnderutilized (both minSaving 0)", b.replacements, k.replacements)
+	if b.disruptions > k.disruptions {
+		t.Errorf("the Balanced pool made %d disruptions, more than WhenEmptyOrUnderutilized's %d", b.disruptions, k.disruptions)
+	}
 	if k.ownReplacements < 1 {
 		t.Errorf("the Karpenter-like pool made %d replacements of its own nodes alone: the scenario proves nothing", k.ownReplacements)
 	}

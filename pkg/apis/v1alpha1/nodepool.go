@@ -132,9 +132,11 @@ type NodeClaimTemplateSpec struct {
 type Disruption struct {
 	// ConsolidationPolicy says which nodes may be consolidated:
 	// WhenEmpty only nodes without workload pods, WhenEmptyOrUnderutilized
-	// also nodes whose pods fit elsewhere or on a cheaper node.
+	// also nodes whose pods fit elsewhere or on a cheaper node, Balanced
+	// those too but only when the saving is worth the disruption
+	// (Karpenter v1.14's scoring).
 	// +kubebuilder:default=WhenEmptyOrUnderutilized
-	// +kubebuilder:validation:Enum=WhenEmpty;WhenEmptyOrUnderutilized
+	// +kubebuilder:validation:Enum=WhenEmpty;WhenEmptyOrUnderutilized;Balanced
 	// +optional
 	ConsolidationPolicy ConsolidationPolicy `json:"consolidationPolicy,omitempty"`
 	// ConsolidateAfter is how long a node must have gone without a pod
@@ -165,6 +167,10 @@ type ConsolidationPolicy string
 const (
 	ConsolidationPolicyWhenEmpty                ConsolidationPolicy = "WhenEmpty"
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+	// ConsolidationPolicyBalanced consolidates as WhenEmptyOrUnderutilized
+	// but takes an action only when its share of the pool's saving is at
+	// least half its share of the pool's disruption, as Karpenter v1.14.
+	ConsolidationPolicyBalanced ConsolidationPolicy = "Balanced"
 )
 
 // Budget caps the number of a pool's nodes disrupted at once, always or

@@ -6,9 +6,11 @@
 // disruption budgets, do-not-disrupt annotations and PodDisruptionBudgets.
 //
 // On every cluster change (debounced) and at least every Interval it takes
-// the provisioner's snapshot, asks the consolidation planner, picks the best
-// action that passes every guard, waits ValidationDelay and plans again, and
-// carries out the action only if it still holds: taint the nodes NoSchedule,
+// the provisioner's snapshot, asks the consolidation planner, picks every
+// action that passes every guard and that the budgets and PDBs allow
+// together (the planner's actions are independent of each other), waits
+// ValidationDelay, re-plans exactly those actions on a fresh snapshot, and
+// carries out, in parallel, those that still hold: taint the nodes NoSchedule,
 // launch the replacements and wait for them to initialize, drain the nodes
 // through the eviction API, then delete their NodeClaims (the lifecycle
 // finalizer terminates the instances). A replacement that fails to launch
@@ -19,6 +21,7 @@ package disruption
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"runtime/debug"
@@ -256,8 +259,8 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 }
 
-// round plans once and carries out at most one action. It returns when to
-// plan next at the latest.
+// round plans once and carries out the actions chosen together. It
+// returns when to plan next at the latest.
 func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
 	defer func() {
 		// A bug in one round must not take the operator down with it.
@@ -276,59 +279,87 @@ func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
 	}
 	chosen, refused := v.Choose(plan)
 	c.tellRefusals(v, refused)
-	if chosen == nil {
+	if len(chosen) == 0 {
 		return v.NextDeadline(c.opts.Interval), nil
 	}
-	c.log.Info("disruption action chosen; validating", "action", chosen.Action.Kind, "reason", chosen.Reason, "nodes", chosen.Action.Nodes,
-		"savingPerHour", chosen.Action.Saving, "why", chosen.Action.Reason, "validationDelay", c.opts.ValidationDelay.String())
+	for _, cand := range chosen {
+		c.log.Info("disruption action chosen; validating", "action", cand.Action.Kind, "reason", cand.Reason, "nodes", cand.Action.Nodes,
+			"savingPerHour", cand.Action.Saving, "why", cand.Action.Reason, "validationDelay", c.opts.ValidationDelay.String())
+	}
 	select {
 	case <-ctx.Done():
 		return 0, nil
 	case <-c.clock.After(c.opts.ValidationDelay):
 	}
-	v, plan, err = c.plan(ctx)
+	v, err = c.view(ctx)
 	if err != nil {
 		return 0, err
 	}
-	valid, why := v.Revalidate(chosen, plan)
-	if valid == nil {
-		c.log.Info("disruption action no longer valid; not carried out", "action", chosen.Action.Kind, "nodes", chosen.Action.Nodes, "why", why)
-		metrics.DisruptionInvalidated.WithLabelValues(chosen.Action.Kind, chosen.Reason).Inc()
-		for _, n := range chosen.Action.Nodes {
+	valid, dropped, err := v.Revalidate(chosen)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range dropped {
+		a := &d.Candidate.Action
+		c.log.Info("disruption action no longer valid; not carried out", "action", a.Kind, "nodes", a.Nodes, "why", d.Why)
+		metrics.DisruptionInvalidated.WithLabelValues(a.Kind, d.Candidate.Reason).Inc()
+		for _, n := range a.Nodes {
 			if node, _, ok := v.Node(n); ok {
 				c.recorder.Eventf(node, nil, corev1.EventTypeNormal, "DisruptionCancelled", "Validate",
-					"%s was planned (%s) but no longer holds after %s: %s", disruption.Describe(&chosen.Action), chosen.Reason, c.opts.ValidationDelay, why)
+					"%s was planned (%s) but no longer holds after %s: %s", disruption.Describe(a), d.Candidate.Reason, c.opts.ValidationDelay, d.Why)
 			}
 		}
-		return 0, nil
 	}
-	if err := c.execute(ctx, v, valid); err != nil {
-		return 0, err
+	// The actions that still hold are independent of each other (see
+	// disruption.View.Revalidate): they run together.
+	errs := make([]error, len(valid))
+	var wg sync.WaitGroup
+	for i, cand := range valid {
+		wg.Go(func() {
+			defer func() {
+				// As in round: a bug in one action must not take the
+				// operator down with it.
+				if r := recover(); r != nil {
+					errs[i] = fmt.Errorf("disruption action on %v panicked: %v\n%s", cand.Action.Nodes, r, debug.Stack())
+				}
+			}()
+			errs[i] = c.execute(ctx, v, cand)
+		})
 	}
-	return 0, nil // plan again at once: the cluster changed
+	wg.Wait()
+	return 0, errors.Join(errs...) // plan again at once: the cluster changed
 }
 
-// plan builds a view of the cluster and asks the consolidation planner.
-func (c *Controller) plan(ctx context.Context) (*disruption.View, *solver.ConsolidationPlan, error) {
+// view builds a view of the cluster, prepared for consolidation.
+func (c *Controller) view(ctx context.Context) (*disruption.View, error) {
 	snap, err := c.source.Snapshot(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("snapshot: %w", err)
+		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	var nodes corev1.NodeList
 	var claims v1alpha1.NodeClaimList
 	if err := c.client.List(ctx, &nodes); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := c.client.List(ctx, &claims); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	now := c.clock.Now()
 	v, err := disruption.NewView(disruption.Input{Snapshot: snap, Nodes: nodes.Items, Claims: claims.Items,
 		AllowUncontrolled: c.opts.AllowUncontrolled, Now: now})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	v.Problem().Options.Deadline = now.Add(c.opts.SolveTimeout)
+	return v, nil
+}
+
+// plan builds a view of the cluster and asks the consolidation planner.
+func (c *Controller) plan(ctx context.Context) (*disruption.View, *solver.ConsolidationPlan, error) {
+	v, err := c.view(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	plan, err := solver.Consolidate(v.Problem())
 	if err != nil {
 		return nil, nil, fmt.Errorf("planning consolidation: %w", err)
