@@ -57,7 +57,7 @@ func (c *Controller) execute(ctx context.Context, v *disruption.View, cand *disr
 	for i := range a.Replacements {
 		nn := a.Replacements[i]
 		nn.Reason = fmt.Sprintf("replaces %s (%s): %s", strings.Join(a.Nodes, ", "), cand.Reason, nn.Reason)
-		claim, err := c.source.Launch(ctx, v.Snapshot(), &nn)
+		claim, err := c.source.Launch(ctx, v.Snapshot(), &nn, cand.Reason)
 		if err != nil {
 			c.rollback(ctx, v, cand, tainted, launched, rollbackReplacement, fmt.Sprintf("creating the replacement NodeClaim failed: %v", err))
 			return nil
@@ -90,7 +90,13 @@ func (c *Controller) execute(ctx context.Context, v *disruption.View, cand *disr
 		c.recorder.Eventf(claim, node, corev1.EventTypeNormal, "Disrupted", "Delete",
 			"%s (%s) carried out: %s evicted, saving %s; the NodeClaim is deleted and its instance terminated", disruption.Describe(a), cand.Reason,
 			disruption.Plural(int(evicted[n]), "pod", "pods"), disruption.Dollars(a.Saving))
+		policy := ""
+		if np := v.Snapshot().Pools[claim.NodePool()]; np != nil {
+			policy = string(np.Spec.Disruption.ConsolidationPolicy)
+		}
+		metrics.NodeDisrupted(claim, policy, cand.Reason, evicted[n])
 	}
+	metrics.ActionCarriedOut(cand.Reason, len(a.Nodes), len(launched) > 0)
 	pools := v.Pools(cand)
 	for i, pool := range pools {
 		metrics.DisruptionActions.WithLabelValues(a.Kind, pool, cand.Reason).Inc()

@@ -31,8 +31,8 @@ func (p *Provisioner) Snapshot(ctx context.Context) (*Snapshot, error) {
 // Launch creates the NodeClaim of a node the solver planned on the
 // snapshot's problem (a consolidation's replacement), as a provisioning
 // batch creates its nodes; the provisioner counts it at once, before the
-// cache shows it.
-func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode) (*v1alpha1.NodeClaim, error) {
+// cache shows it. reason is the disruption's (Underutilized, Drifted, ...).
+func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode, reason string) (*v1alpha1.NodeClaim, error) {
 	np := s.Pools[n.Pool]
 	if np == nil {
 		return nil, fmt.Errorf("NodePool %s is not in the snapshot", n.Pool)
@@ -41,7 +41,7 @@ func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode
 	// ready instead of waiting for siblings.
 	claim := p.newClaim(&batch{problem: s.Problem}, np, n, flexibility{}, nil, "replace-"+strconv.FormatInt(time.Now().UnixNano(), 36), 1)
 	p.remember(claim, nil, time.Now())
-	if err := p.create(ctx, claim, np, metrics.ReasonDisruption); err != nil {
+	if err := p.create(ctx, claim, np, metrics.ReasonDisruption, reason); err != nil {
 		return nil, err
 	}
 	return claim, nil
