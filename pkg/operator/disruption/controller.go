@@ -86,8 +86,9 @@ type Options struct {
 type Source interface {
 	Snapshot(ctx context.Context) (*disruption.Snapshot, error)
 	// Launch creates the NodeClaim of a replacement for a disruption of
-	// reason (Underutilized, Drifted, ...).
-	Launch(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, reason string) (*v1alpha1.NodeClaim, error)
+	// reason (Underutilized, Drifted, ...) that takes the pods of the
+	// given keys (namespace/name).
+	Launch(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, reason string, pods []string) (*v1alpha1.NodeClaim, error)
 	// Forget drops a launched NodeClaim the controller deleted again.
 	Forget(claim string)
 }
