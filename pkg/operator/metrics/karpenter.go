@@ -44,7 +44,7 @@ var (
 	// KarpenterNodeClaimsCreated is karpenter_nodeclaims_created_total.
 	KarpenterNodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: karpenterNamespace, Subsystem: "nodeclaims", Name: "created_total",
-		Help: "Karpenter's name for rightsize_nodeclaims_created_total: NodeClaims created, by reason (provisioned; the lower-case disruption reason for replacements: underutilized, empty, drifted, expired; adopted), NodePool and whether minValues was relaxed (always false: minValues is not relaxed).",
+		Help: "Karpenter's name for rightsize_nodeclaims_created_total: NodeClaims created, by reason (provisioned; the lower-case disruption reason for replacements: underutilized, empty, drifted, expired; adopted), NodePool and whether minValues was relaxed (--min-values-policy=BestEffort launched it with fewer values).",
 	}, []string{LabelReason, LabelNodePool, LabelMinValuesRelaxed})
 	// KarpenterNodeClaimsTerminated is karpenter_nodeclaims_terminated_total.
 	KarpenterNodeClaimsTerminated = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -137,8 +137,10 @@ var nodeWellKnown = []string{v1alpha1.KarpenterLabelNodePool, corev1.LabelTopolo
 // ClaimCreated counts a NodeClaim created for pool, under both names.
 // reason is ours (ReasonProvisioning, ReasonAdopted, ReasonDisruption);
 // disruptionReason, for a replacement, the disruption reason that
-// Karpenter labels it with instead (Underutilized, Drifted, ...).
-func ClaimCreated(pool, reason, disruptionReason string) {
+// Karpenter labels it with instead (Underutilized, Drifted, ...);
+// minValuesRelaxed whether it was launched with fewer values than a
+// minValues asked for.
+func ClaimCreated(pool, reason, disruptionReason string, minValuesRelaxed bool) {
 	NodeClaimsCreated.WithLabelValues(pool, reason).Inc()
 	karpenter := reason
 	switch {
@@ -147,7 +149,7 @@ func ClaimCreated(pool, reason, disruptionReason string) {
 	case reason == ReasonDisruption && disruptionReason != "":
 		karpenter = SnakeCase(disruptionReason)
 	}
-	KarpenterNodeClaimsCreated.WithLabelValues(karpenter, pool, "false").Inc()
+	KarpenterNodeClaimsCreated.WithLabelValues(karpenter, pool, strconv.FormatBool(minValuesRelaxed)).Inc()
 }
 
 // ClaimTerminated counts a NodeClaim whose finalizer was removed, and its

@@ -68,10 +68,10 @@ func TestKarpenterCountersCountWhatOursCount(t *testing.T) {
 	b, bn := zoned("b", "web", string(v1alpha1.DeletionReasonRepair))
 	r, rn := zoned("r", "web", "")
 	g, _ := zoned("g", "batch", string(v1alpha1.DeletionReasonInstanceGone))
-	ClaimCreated("web", ReasonProvisioning, "")
-	ClaimCreated("web", ReasonProvisioning, "")
-	ClaimCreated("batch", ReasonProvisioning, "")
-	ClaimCreated("web", ReasonDisruption, "Underutilized")
+	ClaimCreated("web", ReasonProvisioning, "", false)
+	ClaimCreated("web", ReasonProvisioning, "", false)
+	ClaimCreated("batch", ReasonProvisioning, "", true)
+	ClaimCreated("web", ReasonDisruption, "Underutilized", false)
 	for _, cn := range [][2]any{{a, an}, {b, bn}, {r, rn}} {
 		NodeRegistered(cn[0].(*v1alpha1.NodeClaim), cn[1].(*corev1.Node))
 	}
@@ -90,6 +90,7 @@ func TestKarpenterCountersCountWhatOursCount(t *testing.T) {
 	}{
 		{"created, both names", sum(t, KarpenterNodeClaimsCreated), sum(t, NodeClaimsCreated)},
 		{"created: provisioned", testutil.ToFloat64(KarpenterNodeClaimsCreated.WithLabelValues("provisioned", "web", "false")), 2},
+		{"created: minValues relaxed", testutil.ToFloat64(KarpenterNodeClaimsCreated.WithLabelValues("provisioned", "batch", "true")), 1},
 		{"created: the replacement under its disruption reason", testutil.ToFloat64(KarpenterNodeClaimsCreated.WithLabelValues("underutilized", "web", "false")), 1},
 		{"nodes created, both names", sum(t, KarpenterNodesCreated), sum(t, NodeClaimsRegistered)},
 		{"nodes created in the zone of the node", testutil.ToFloat64(KarpenterNodesCreated.WithLabelValues("web", "us-east-1a")), 3},

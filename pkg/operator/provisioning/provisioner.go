@@ -505,7 +505,7 @@ func (p *Provisioner) create(ctx context.Context, claim *v1alpha1.NodeClaim, np 
 		p.mu.Unlock()
 		return err
 	}
-	metrics.ClaimCreated(np.Name, reason, disruptionReason)
+	metrics.ClaimCreated(np.Name, reason, disruptionReason, claim.Annotations[AnnotationMinValuesRelaxed] == "true")
 	p.mu.Lock()
 	// The created object has the server's fields (creation time, UID);
 	// a claim the informer has shown meanwhile stays forgotten.
