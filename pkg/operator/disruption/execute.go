@@ -108,7 +108,7 @@ func (c *Controller) execute(ctx context.Context, v *disruption.View, cand *disr
 		if np := v.Snapshot().Pools[claim.NodePool()]; np != nil {
 			policy = string(np.Spec.Disruption.ConsolidationPolicy)
 		}
-		metrics.NodeDisrupted(claim, policy, cand.Reason, evicted[n])
+		metrics.NodeDisrupted(claim, node, policy, cand.Reason, evicted[n])
 	}
 	metrics.ActionCarriedOut(cand.Reason, len(a.Nodes), len(launched) > 0)
 	pools := v.Pools(cand)

@@ -185,22 +185,22 @@ func NodeRegistered(claim *v1alpha1.NodeClaim, node *corev1.Node) {
 	KarpenterNodesCreated.WithLabelValues(claim.NodePool(), claimLabel(claim, node, corev1.LabelTopologyZone)).Inc()
 }
 
-// NodeDisrupted counts one node a disruption action removed for reason
-// (Underutilized, Empty, Drifted, Expired), with the pods evicted from it,
-// under Karpenter's names (the action itself is counted once by
+// NodeDisrupted counts one node (of claim) a disruption action removed for
+// reason (Underutilized, Empty, Drifted, Expired), with the pods evicted
+// from it, under Karpenter's names (the action itself is counted once by
 // ActionCarriedOut). policy is its NodePool's consolidationPolicy.
-func NodeDisrupted(claim *v1alpha1.NodeClaim, policy, reason string, evicted int64) {
+func NodeDisrupted(claim *v1alpha1.NodeClaim, node *corev1.Node, policy, reason string, evicted int64) {
 	if reason != "Underutilized" && reason != "Empty" {
 		policy = "" // Karpenter reports a policy for consolidation only
 	}
-	labels := []string{SnakeCase(reason), claim.NodePool(), claim.Labels[v1alpha1.LabelCapacityType], SnakeCase(policy), TerminationMode(claim)}
+	labels := []string{SnakeCase(reason), claim.NodePool(), claimLabel(claim, node, v1alpha1.LabelCapacityType), SnakeCase(policy), TerminationMode(claim)}
 	KarpenterNodeClaimsDisrupted.WithLabelValues(labels...).Inc()
 	KarpenterPodsDisruptionInitiated.WithLabelValues(labels...).Add(float64(evicted))
 }
 
-// ActionCarriedOut counts a disruption action of kind (Delete, Replace,
-// Merge) on nodes nodes for reason under Karpenter's name; replacements
-// tells whether it launched any.
+// ActionCarriedOut counts a disruption action for reason on nodes nodes
+// under Karpenter's name, decision replace if it launched replacements,
+// delete if not.
 func ActionCarriedOut(reason string, nodes int, replacements bool) {
 	decision := "delete"
 	if replacements {

@@ -78,7 +78,7 @@ func TestKarpenterCountersCountWhatOursCount(t *testing.T) {
 	NodeRegistered(g, nil)
 	// Consolidation replaces a (3 pods evicted); b is repaired; g's
 	// instance vanished before its node joined.
-	NodeDisrupted(a, "WhenEmptyOrUnderutilized", "Underutilized", 3)
+	NodeDisrupted(a, an, "WhenEmptyOrUnderutilized", "Underutilized", 3)
 	ActionCarriedOut("Underutilized", 1, true)
 	ClaimTerminated(a, an)
 	ClaimTerminated(b, bn)
