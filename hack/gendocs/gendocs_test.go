@@ -225,7 +225,7 @@ func TestMetricsMatchRegistry(t *testing.T) {
 	}
 	checked := 0
 	for _, f := range families {
-		if !strings.HasPrefix(f.GetName(), "rightsize_") {
+		if !strings.HasPrefix(f.GetName(), "rightsize_") && !strings.HasPrefix(f.GetName(), "karpenter_") {
 			continue
 		}
 		checked++

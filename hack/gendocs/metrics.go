@@ -38,18 +38,32 @@ func metricsPages(root string) (map[string][]byte, error) {
 	b.WriteString("The operator serves these Prometheus metrics on its manager's `/metrics` endpoint\n")
 	b.WriteString("(the `rightsize-operator-metrics` Service of the manifests), beside controller-runtime's and\n")
 	b.WriteString("the Go runtime's own.\n\n")
-	b.WriteString("| metric | type | labels | help |\n|---|---|---|---|\n")
-	for _, m := range metrics {
-		labels := "—"
-		if len(m.Labels) > 0 {
-			labels = "`" + strings.Join(m.Labels, "`, `") + "`"
+	table := func(prefix string) {
+		b.WriteString("| metric | type | labels | help |\n|---|---|---|---|\n")
+		for _, m := range metrics {
+			if !strings.HasPrefix(m.Name, prefix) {
+				continue
+			}
+			labels := "—"
+			if len(m.Labels) > 0 {
+				labels = "`" + strings.Join(m.Labels, "`, `") + "`"
+			}
+			help := m.Help
+			if m.Buckets != "" {
+				help += " Buckets: " + m.Buckets + "."
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", m.Name, m.Type, labels, cell(help))
 		}
-		help := m.Help
-		if m.Buckets != "" {
-			help += " Buckets: " + m.Buckets + "."
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", m.Name, m.Type, labels, cell(help))
 	}
+	table("rightsize_")
+	b.WriteString("\n## Karpenter's names\n\n")
+	b.WriteString("Beside its own, the operator serves the metrics of Karpenter (kubernetes-sigs/karpenter) that measure\n")
+	b.WriteString("the same things, under Karpenter's names, labels and units, so that dashboards and alerts written for\n")
+	b.WriteString("Karpenter keep working. Each one's help names the `rightsize_` metric it mirrors, where there is one;\n")
+	b.WriteString("the counters count the same events as those, with Karpenter's label values (snake case reasons such as\n")
+	b.WriteString("`underutilized`, `provisioned`). Karpenter metrics not listed here (scheduling-simulation internals,\n")
+	b.WriteString("`karpenter_cloudprovider_*`, the per-pod unbound and unstarted gauges) are not served.\n\n")
+	table("karpenter_")
 	return map[string][]byte{referenceDir + "/metrics.md": []byte(b.String())}, nil
 }
 
@@ -200,7 +214,11 @@ func readMetrics(dir string) ([]metric, error) {
 		}
 		m.Name = strings.Join(slices.DeleteFunc([]string{namespace, subsystem, short}, func(s string) bool { return s == "" }), "_")
 		if len(call.Args) > 1 {
-			labels, ok := call.Args[1].(*ast.CompositeLit)
+			arg := call.Args[1]
+			if id, ok := arg.(*ast.Ident); ok && vars[id.Name] != nil {
+				arg = vars[id.Name] // label names shared by several collectors
+			}
+			labels, ok := arg.(*ast.CompositeLit)
 			if !ok {
 				return nil, fmt.Errorf("%s: the label names are not a []string literal", name)
 			}

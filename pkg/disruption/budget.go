@@ -25,7 +25,7 @@ const (
 	ReasonEmpty         = "Empty"
 	ReasonDrifted       = "Drifted"
 	// ReasonExpired is the reason of nodes older than their expireAfter;
-	// only budgets that name no reasons apply to it.
+	// as in Karpenter, expiry is forceful: no budget holds it back.
 	ReasonExpired = "Expired"
 )
 

@@ -231,6 +231,14 @@ func (v *View) evicted(nodes []string) []solver.Pod {
 func (v *View) forced(name, reason, why string) (*Candidate, string) {
 	info := v.nodes[name]
 	sn := &v.problem.Nodes[info.index]
+	// Expiry is forceful, as in Karpenter: no disruption budget or
+	// PodDisruptionBudget holds it back. The NodeClaim is deleted once its
+	// replacements are up, and the lifecycle's drain honours the PDBs until
+	// the claim's terminationGracePeriod. do-not-disrupt still holds it
+	// (Karpenter would delete the node and hold only the pod, until the
+	// grace period; the lifecycle's drain cannot hold a pod yet), and so do
+	// pods nothing would recreate.
+	forceful := reason == ReasonExpired
 	if sn.DoNotDisrupt {
 		return nil, "the node has do-not-disrupt"
 	}
@@ -247,11 +255,13 @@ func (v *View) forced(name, reason, why string) (*Candidate, string) {
 		}
 		pods = append(pods, pod)
 	}
-	if refusal := v.pdbRefusal(pods); refusal != "" {
-		return nil, refusal
-	}
-	if refusal := v.budgetRefusal([]string{name}, reason); refusal != "" {
-		return nil, refusal
+	if !forceful {
+		if refusal := v.pdbRefusal(pods); refusal != "" {
+			return nil, refusal
+		}
+		if refusal := v.budgetRefusal([]string{name}, reason); refusal != "" {
+			return nil, refusal
+		}
 	}
 	p := *v.problem
 	p.Pods = pods

@@ -324,6 +324,36 @@ func TestChoose(t *testing.T) {
 			wantKind: solver.ActionReplace, wantNodes: []string{"a"}, wantReason: ReasonExpired,
 		},
 		{
+			// Karpenter core's expiration controller
+			// (pkg/controllers/nodeclaim/expiration/controller.go) deletes an
+			// expired NodeClaim without consulting any budget.
+			name: "an expired node is replaced though its budget allows no disruption",
+			setup: func(f *fixture) {
+				f.np.Spec.Disruption.Budgets = []v1alpha1.Budget{{Nodes: "0"}}
+				f.node("a", "small", 1500)
+				f.claims[0].Spec.ExpireAfter = "30m"
+			},
+			wantKind: solver.ActionReplace, wantNodes: []string{"a"}, wantReason: ReasonExpired,
+		},
+		{
+			name: "an expired node is replaced though a PDB allows no eviction now (the drain waits on it)",
+			setup: func(f *fixture) {
+				f.node("a", "small", 1500)
+				f.claims[0].Spec.ExpireAfter = "30m"
+				f.p.PDBs = []solver.PDB{{Namespace: "ns", Name: "web", Selector: solver.Selector{MatchLabels: map[string]string{"app": "web"}}}}
+			},
+			wantKind: solver.ActionReplace, wantNodes: []string{"a"}, wantReason: ReasonExpired,
+		},
+		{
+			name: "a drifted node waits on a budget allowing none",
+			setup: func(f *fixture) {
+				f.np.Spec.Disruption.Budgets = []v1alpha1.Budget{{Nodes: "0"}}
+				f.node("a", "small", 1500)
+				f.np.Spec.Template.Spec.Requirements = []v1alpha1.NodeSelectorRequirement{{Key: solver.LabelInstanceType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"large"}}}
+			},
+			refused: map[string]string{"a": "disruption budget allows 0 more"},
+		},
+		{
 			name: "a node that drifted from its pool's requirements is replaced",
 			setup: func(f *fixture) {
 				f.node("a", "small", 1500)

@@ -278,7 +278,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("operator: pod informer: %w", err)
 	}
-	if _, err := podInformer.AddEventHandler(metrics.NewPodLatency(metrics.PodUnschedulableToRunning, nil).Handler()); err != nil {
+	if _, err := podInformer.AddEventHandler(metrics.NewPodLatency(metrics.PodUnschedulableToRunning, metrics.KarpenterPodStartupDuration, nil).Handler()); err != nil {
 		return fmt.Errorf("operator: pod latency: %w", err)
 	}
 	if err := mgr.Add(metrics.NewCluster(mgr.GetCache(), 0)); err != nil {

@@ -368,9 +368,12 @@ func (m *Model) proposedDetail(r *row) (string, []string) {
 			solver.FormatQuantity(solver.Memory, p.Requested[solver.Memory]), solver.FormatQuantity(solver.Memory, p.Allocatable[solver.Memory]), pct(ratio(p.Requested[solver.Memory], p.Allocatable[solver.Memory]))),
 		"Status: " + status,
 		"Why: " + p.Reason,
-		"",
-		fmt.Sprintf("Pods (%d):", len(p.Pods)),
 	}
+	if len(p.InstanceTypeOptions) > 0 {
+		lines = append(lines, fmt.Sprintf("Allowed types (%d, planned first, then by price; its NodeClaim lets the cloud pick among them): %s",
+			len(p.InstanceTypeOptions), strings.Join(p.InstanceTypeOptions, ", ")))
+	}
+	lines = append(lines, "", fmt.Sprintf("Pods (%d):", len(p.Pods)))
 	for _, pod := range p.Pods {
 		lines = append(lines, "  "+pod)
 	}

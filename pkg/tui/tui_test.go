@@ -362,3 +362,26 @@ func TestLivePlanHonoursTheNodeClassKubeletSettings(t *testing.T) {
 		t.Errorf("12 tiny pods on m5.large: %d nodes with maxPods 4 in the class (want 3), %d without it (want fewer)", with, without)
 	}
 }
+
+func TestProposedNodeDetailListsTheTypesItsNodeClaimWouldAllow(t *testing.T) {
+	m := offlineModel(t)
+	if len(m.rep.Proposed) == 0 {
+		t.Fatal("the offline plan proposes no node")
+	}
+	p := m.rep.Proposed[0]
+	// The default pool allows c, m and r types of recent generations:
+	// many hold the API pods, as `explain -o json` lists them.
+	if len(p.InstanceTypeOptions) < 15 || p.InstanceTypeOptions[0] != p.InstanceType {
+		t.Fatalf("instanceTypeOptions %v: want at least 15, %s first", p.InstanceTypeOptions, p.InstanceType)
+	}
+	drive(t, m, keys("2", "enter")...)
+	if m.mode != modeDetail {
+		t.Fatalf("mode %d, want detail", m.mode)
+	}
+	d := strings.Join(m.detailLines, "\n")
+	want := fmt.Sprintf("Allowed types (%d, planned first, then by price; its NodeClaim lets the cloud pick among them): %s",
+		len(p.InstanceTypeOptions), strings.Join(p.InstanceTypeOptions, ", "))
+	if !strings.Contains(d, want) {
+		t.Errorf("proposed node detail lacks %q:\n%s", want, d)
+	}
+}

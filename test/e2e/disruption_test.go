@@ -61,6 +61,7 @@ func TestDisruption(t *testing.T) {
 	// Last: the offerings it makes unavailable stay so for minutes.
 	t.Run("a replacement that cannot launch: the old node stays, untainted, its pods untouched", d.testReplacementICE)
 	t.Run("metrics: actions, saving, evictions and rollbacks", d.testMetrics)
+	t.Run("metrics under Karpenter's names agree with ours and with the objects", d.testKarpenterMetrics)
 }
 
 // pool creates a NodePool on the node class with the disruption settings.
@@ -1012,7 +1013,9 @@ func (d *disruptionEnv) testExpiry(t *testing.T) {
 	ctx := context.Background()
 	const pool = "expiry"
 	d.simClass(t)
-	d.pool(t, pool, "sim", v1alpha1.Disruption{ConsolidateAfter: "0s", Budgets: []v1alpha1.Budget{{Nodes: "100%"}}},
+	// A budget of no node: expiry is forceful, as in Karpenter, and waits
+	// on no budget.
+	d.pool(t, pool, "sim", v1alpha1.Disruption{ConsolidateAfter: "0s", Budgets: []v1alpha1.Budget{{Nodes: "0"}}},
 		req(v1alpha1.LabelCapacityType, "on-demand"), req(solver.LabelInstanceType, "m5.xlarge"), req(solver.LabelZone, "us-east-1a"))
 	var np v1alpha1.NodePool
 	if err := d.c.Get(ctx, client.ObjectKey{Name: pool}, &np); err != nil {
@@ -1044,7 +1047,7 @@ func (d *disruptionEnv) testExpiry(t *testing.T) {
 	age := time.Since(claim.CreationTimestamp.Time)
 	pods = d.settled(t, ns, 2, 60*time.Second)
 	disrupting := d.nodeEvents(t, old, "Disrupting")
-	t.Logf("node %s (expireAfter 15s) replaced by %s, %s after its NodeClaim was created; events: %q", old, pods[0].Spec.NodeName,
+	t.Logf("node %s (expireAfter 15s, budget 0 nodes) replaced by %s, %s after its NodeClaim was created; events: %q", old, pods[0].Spec.NodeName,
 		age.Round(time.Second), disrupting)
 	if !slices.ContainsFunc(disrupting, func(s string) bool { return strings.Contains(s, "(Expired)") }) {
 		t.Errorf("no Disrupting event for expiration on %s: %q", old, disrupting)

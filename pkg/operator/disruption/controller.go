@@ -88,7 +88,10 @@ type Options struct {
 // replacements: the provisioner, so that both plan on the same input.
 type Source interface {
 	Snapshot(ctx context.Context) (*disruption.Snapshot, error)
-	Launch(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode) (*v1alpha1.NodeClaim, error)
+	// Launch creates the NodeClaim of a replacement for a disruption of
+	// reason (Underutilized, Drifted, ...) that takes the pods of the
+	// given keys (namespace/name).
+	Launch(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, reason string, pods []string) (*v1alpha1.NodeClaim, error)
 	// Forget drops a launched NodeClaim the controller deleted again.
 	Forget(claim string)
 }
@@ -277,6 +280,7 @@ func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
 		c.log.Info("consolidation planned", "currentPricePerHour", plan.CurrentPrice, "savingPerHour", plan.Saving,
 			"targetPricePerHour", plan.TargetPrice, "actions", len(plan.Actions), "blocked", len(plan.Blocked))
 	}
+	metrics.EligibleNodes(plan.Actions)
 	chosen, refused := v.Choose(plan)
 	c.tellRefusals(v, refused)
 	if len(chosen) == 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,7 +58,13 @@ func (c *Controller) execute(ctx context.Context, v *disruption.View, cand *disr
 	for i := range a.Replacements {
 		nn := a.Replacements[i]
 		nn.Reason = fmt.Sprintf("replaces %s (%s): %s", strings.Join(a.Nodes, ", "), cand.Reason, nn.Reason)
-		claim, err := c.source.Launch(ctx, v.Snapshot(), &nn)
+		var pods []string
+		for _, m := range a.Moves {
+			if m.To == "new-"+strconv.Itoa(i) {
+				pods = append(pods, m.Pod)
+			}
+		}
+		claim, err := c.source.Launch(ctx, v.Snapshot(), &nn, cand.Reason, pods)
 		if err != nil {
 			c.rollback(ctx, v, cand, tainted, launched, rollbackReplacement, fmt.Sprintf("creating the replacement NodeClaim failed: %v", err))
 			return nil
@@ -74,13 +81,20 @@ func (c *Controller) execute(ctx context.Context, v *disruption.View, cand *disr
 		log.Info("replacements initialized", "took", c.clock.Since(start).Round(time.Millisecond).String())
 	}
 
-	evicted, err := c.drain(ctx, v, a.Nodes)
-	if err != nil {
-		// Pods already evicted have been recreated elsewhere; the
-		// replacements stay and are consolidated like any node.
-		c.rollback(ctx, v, cand, tainted, nil, rollbackDrain, fmt.Sprintf("draining did not finish within %s: %s", c.opts.DrainTimeout, oneLine(err.Error())))
-		return nil
+	evicted := map[string]int64{}
+	if cand.Reason != disruption.ReasonExpired {
+		var err error
+		if evicted, err = c.drain(ctx, v, a.Nodes); err != nil {
+			// Pods already evicted have been recreated elsewhere; the
+			// replacements stay and are consolidated like any node.
+			c.rollback(ctx, v, cand, tainted, nil, rollbackDrain, fmt.Sprintf("draining did not finish within %s: %s", c.opts.DrainTimeout, oneLine(err.Error())))
+			return nil
+		}
 	}
+	// An expired node is not drained here, where a drain that does not
+	// finish in time is rolled back: expiry is forceful, so its NodeClaim
+	// is deleted at once and the lifecycle's drain honours PDBs until the
+	// claim's terminationGracePeriod.
 
 	for _, n := range a.Nodes {
 		node, claim, _ := v.Node(n)
@@ -90,7 +104,13 @@ func (c *Controller) execute(ctx context.Context, v *disruption.View, cand *disr
 		c.recorder.Eventf(claim, node, corev1.EventTypeNormal, "Disrupted", "Delete",
 			"%s (%s) carried out: %s evicted, saving %s; the NodeClaim is deleted and its instance terminated", disruption.Describe(a), cand.Reason,
 			disruption.Plural(int(evicted[n]), "pod", "pods"), disruption.Dollars(a.Saving))
+		policy := ""
+		if np := v.Snapshot().Pools[claim.NodePool()]; np != nil {
+			policy = string(np.Spec.Disruption.ConsolidationPolicy)
+		}
+		metrics.NodeDisrupted(claim, node, policy, cand.Reason, evicted[n])
 	}
+	metrics.ActionCarriedOut(cand.Reason, len(a.Nodes), len(launched) > 0)
 	pools := v.Pools(cand)
 	for i, pool := range pools {
 		metrics.DisruptionActions.WithLabelValues(a.Kind, pool, cand.Reason).Inc()

@@ -3,11 +3,14 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -116,7 +119,7 @@ func (c *Cluster) Refresh(ctx context.Context) error {
 		return fmt.Errorf("listing NodeClaims: %w", err)
 	}
 	var nodeList corev1.NodeList
-	if err := c.reader.List(ctx, &nodeList, client.HasLabels{v1alpha1.LabelNodePool}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.reader.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing Nodes: %w", err)
 	}
 	var pods corev1.PodList
@@ -125,42 +128,106 @@ func (c *Cluster) Refresh(ctx context.Context) error {
 	}
 	claims := map[string]map[string]int{}
 	nodes := map[string]map[string]int{}
-	for _, p := range pools.Items {
+	var usage, limits []series
+	for i := range pools.Items {
+		p := &pools.Items[i]
 		claims[p.Name] = zeros(ClaimLaunching, ClaimRegistering, ClaimInitializing, ClaimInitialized, ClaimDeleting)
 		nodes[p.Name] = zeros(NodeReady, NodeNotReady, NodeDisrupting, NodeDeleting)
+		byType := func(rt string) []string { return []string{rt, p.Name} }
+		usage = addResources(usage, p.Status.Resources, byType)
+		limits = addResources(limits, p.Spec.Limits, byType)
 	}
 	for i := range claimList.Items {
 		add(claims, claimList.Items[i].NodePool(), NodeClaimState(&claimList.Items[i]))
 	}
+	byName := make(map[string]*corev1.Node, len(nodeList.Items))
 	for i := range nodeList.Items {
-		add(nodes, nodeList.Items[i].Labels[v1alpha1.LabelNodePool], NodeState(&nodeList.Items[i]))
-	}
-	pending := zeros(PendingUnschedulable, PendingNominated, PendingGated, PendingQueued, PendingStarting)
-	for i := range pods.Items {
-		if reason, ok := PendingReason(&pods.Items[i]); ok {
-			pending[reason]++
+		n := &nodeList.Items[i]
+		byName[n.Name] = n
+		if pool := n.Labels[v1alpha1.LabelNodePool]; pool != "" {
+			add(nodes, pool, NodeState(n))
 		}
 	}
-	c.set(NodeClaims, claims)
-	c.set(Nodes, nodes)
-	c.set(PodsPendingByReason, map[string]map[string]int{"": pending})
+	pending := zeros(PendingUnschedulable, PendingNominated, PendingGated, PendingQueued, PendingStarting)
+	podStates := make([]series, 0, len(pods.Items))
+	requests := map[string]corev1.ResourceList{}
+	daemons := map[string]corev1.ResourceList{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if reason, ok := PendingReason(pod); ok {
+			pending[reason]++
+		}
+		podStates = append(podStates, series{labels: podStateLabels(pod, byName[pod.Spec.NodeName]), value: 1})
+		if n := byName[pod.Spec.NodeName]; n == nil || n.Labels[v1alpha1.LabelNodePool] == "" ||
+			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		r := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+		addInto(requests, pod.Spec.NodeName, r)
+		if owner := metav1.GetControllerOf(pod); owner != nil && owner.Kind == "DaemonSet" {
+			addInto(daemons, pod.Spec.NodeName, r)
+		}
+	}
+	var allocatable, podRequests, daemonRequests, overhead []series
+	for _, n := range byName {
+		if n.Labels[v1alpha1.LabelNodePool] == "" {
+			continue
+		}
+		labels := nodeLabels(n)
+		byType := func(rt string) []string { return append(slices.Clone(labels), rt) }
+		allocatable = addResources(allocatable, n.Status.Allocatable, byType)
+		podRequests = addResources(podRequests, requests[n.Name], byType)
+		daemonRequests = addResources(daemonRequests, daemons[n.Name], byType)
+		reserved := corev1.ResourceList{}
+		for name, q := range n.Status.Capacity {
+			q = q.DeepCopy()
+			q.Sub(n.Status.Allocatable[name])
+			reserved[name] = q
+		}
+		overhead = addResources(overhead, reserved, byType)
+	}
+	c.set(NodeClaims, byTwo(claims))
+	c.set(Nodes, byTwo(nodes))
+	c.set(PodsPendingByReason, byTwo(map[string]map[string]int{"": pending}))
+	c.set(KarpenterNodePoolUsage, usage)
+	c.set(KarpenterNodePoolLimit, limits)
+	c.set(KarpenterPodState, podStates)
+	c.set(KarpenterNodesAllocatable, allocatable)
+	c.set(KarpenterNodesPodRequests, podRequests)
+	c.set(KarpenterNodesDaemonRequests, daemonRequests)
+	c.set(KarpenterNodesSystemOverhead, overhead)
 	return nil
 }
 
-// set sets the gauge to counts by first and second label value (one label
-// when the first is ""), and deletes the series it showed last time and
-// not now.
-func (c *Cluster) set(g *prometheus.GaugeVec, counts map[string]map[string]int) {
-	now := map[string][]string{}
+// series is one child of a gauge: its label values and value.
+type series struct {
+	labels []string
+	value  float64
+}
+
+// byTwo turns counts by first and second label value into series (of
+// the second label alone when the first is "").
+func byTwo(counts map[string]map[string]int) []series {
+	var out []series
 	for first, byState := range counts {
 		for second, n := range byState {
 			labels := []string{first, second}
 			if first == "" {
 				labels = []string{second}
 			}
-			g.WithLabelValues(labels...).Set(float64(n))
-			now[strings.Join(labels, "\x00")] = labels
+			out = append(out, series{labels: labels, value: float64(n)})
 		}
+	}
+	return out
+}
+
+// set sets the gauge to the series, and deletes the series it showed last
+// time and not now.
+func (c *Cluster) set(g *prometheus.GaugeVec, all []series) {
+	now := make(map[string][]string, len(all))
+	for _, s := range all {
+		g.WithLabelValues(s.labels...).Set(s.value)
+		now[strings.Join(s.labels, "\x00")] = s.labels
 	}
 	for key, labels := range c.shown[g] {
 		if _, ok := now[key]; !ok {
@@ -168,6 +235,20 @@ func (c *Cluster) set(g *prometheus.GaugeVec, counts map[string]map[string]int) 
 		}
 	}
 	c.shown[g] = now
+}
+
+// addInto adds r to m[key].
+func addInto(m map[string]corev1.ResourceList, key string, r corev1.ResourceList) {
+	sum := m[key]
+	if sum == nil {
+		sum = corev1.ResourceList{}
+		m[key] = sum
+	}
+	for name, q := range r {
+		acc := sum[name]
+		acc.Add(q)
+		sum[name] = acc
+	}
 }
 
 func zeros(keys ...string) map[string]int {

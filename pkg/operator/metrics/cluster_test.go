@@ -207,8 +207,8 @@ func TestPodLatencyObservesUnschedulableToRunningOncePerPod(t *testing.T) {
 		{"running without ever being unschedulable", []func(*corev1.Pod){nil, running}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var seen observations
-			l := NewPodLatency(&seen, func() time.Time { return turned.Add(12 * time.Second) })
+			var seen, startup observations
+			l := NewPodLatency(&seen, &startup, func() time.Time { return turned.Add(12 * time.Second) })
 			for _, st := range tc.states {
 				l.Observe(pendingPod("p", st))
 			}

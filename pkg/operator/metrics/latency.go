@@ -18,24 +18,28 @@ var PodUnschedulableToRunning = prometheus.NewHistogram(prometheus.HistogramOpts
 	Buckets: prometheus.ExponentialBuckets(0.25, 2, 14),
 })
 
-// PodLatency observes PodUnschedulableToRunning from pod informer events.
-// It remembers when each pod it saw Unschedulable turned so, and observes
-// the histogram once, when it first sees the pod Running.
+// PodLatency observes PodUnschedulableToRunning and Karpenter's
+// karpenter_pods_startup_duration_seconds from pod informer events. It
+// remembers when each pod it saw Unschedulable turned so, and observes hist
+// once, when it first sees the pod Running; and it remembers the pods it saw
+// Pending, and observes startup once for each, with the time from its
+// creation to its Ready condition, when it first sees it Ready.
 type PodLatency struct {
-	hist prometheus.Observer
-	now  func() time.Time
+	hist, startup prometheus.Observer
+	now           func() time.Time
 
-	mu    sync.Mutex
-	since map[types.UID]time.Time
+	mu      sync.Mutex
+	since   map[types.UID]time.Time
+	pending map[types.UID]bool
 }
 
-// NewPodLatency returns a PodLatency observing hist; now tells the time
-// (time.Now when nil).
-func NewPodLatency(hist prometheus.Observer, now func() time.Time) *PodLatency {
+// NewPodLatency returns a PodLatency observing hist and startup; now tells
+// the time (time.Now when nil).
+func NewPodLatency(hist, startup prometheus.Observer, now func() time.Time) *PodLatency {
 	if now == nil {
 		now = time.Now
 	}
-	return &PodLatency{hist: hist, now: now, since: map[types.UID]time.Time{}}
+	return &PodLatency{hist: hist, startup: startup, now: now, since: map[types.UID]time.Time{}, pending: map[types.UID]bool{}}
 }
 
 // Handler is the informer event handler that feeds it.
@@ -50,6 +54,7 @@ func (l *PodLatency) Handler() toolscache.ResourceEventHandler {
 			if pod, ok := o.(*corev1.Pod); ok {
 				l.mu.Lock()
 				delete(l.since, pod.UID)
+				delete(l.pending, pod.UID)
 				l.mu.Unlock()
 			}
 		},
@@ -65,6 +70,15 @@ func (l *PodLatency) Observe(o any) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	switch ready, ok := podReady(pod); {
+	case pod.Status.Phase == corev1.PodPending:
+		l.pending[pod.UID] = true
+	case ok && l.pending[pod.UID]:
+		delete(l.pending, pod.UID)
+		l.startup.Observe(max(0, ready.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds()))
+	case pod.Status.Phase != corev1.PodRunning:
+		delete(l.pending, pod.UID) // finished without being Ready
+	}
 	if pod.Status.Phase == corev1.PodRunning {
 		if at, ok := l.since[pod.UID]; ok {
 			delete(l.since, pod.UID)

@@ -31,17 +31,31 @@ func (p *Provisioner) Snapshot(ctx context.Context) (*Snapshot, error) {
 // Launch creates the NodeClaim of a node the solver planned on the
 // snapshot's problem (a consolidation's replacement), as a provisioning
 // batch creates its nodes; the provisioner counts it at once, before the
-// cache shows it.
-func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode) (*v1alpha1.NodeClaim, error) {
+// cache shows it. reason is the disruption's (Underutilized, Drifted, ...);
+// pods are the keys (namespace/name) of the pods of the snapshot the node
+// is planned to take. Like a provisioning launch, it allows every offering
+// that takes the same pods (solver.LaunchOptions, at most the launch price
+// premium above the planned one), within the pool's limits and minValues.
+func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode, reason string, pods []string) (*v1alpha1.NodeClaim, error) {
 	np := s.Pools[n.Pool]
 	if np == nil {
 		return nil, fmt.Errorf("NodePool %s is not in the snapshot", n.Pool)
 	}
+	// The pool's instance types and usage as a provisioning batch sees
+	// them now, for the limits and minValues of the flexible launch.
+	b, err := p.snapshot(ctx, false)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster for the replacement's launch options: %w", err)
+	}
+	flex, refusal := p.flexible(b, np, n, replacementOptions(s.Problem, n, pods, p.opts.LaunchPricePremium))
+	if refusal != "" {
+		return nil, fmt.Errorf("replacement for NodePool %s: %s", np.Name, refusal)
+	}
 	// A batch of its own, of one: the lifecycle opens it as soon as it is
 	// ready instead of waiting for siblings.
-	claim := p.newClaim(&batch{problem: s.Problem}, np, n, flexibility{}, nil, "replace-"+strconv.FormatInt(time.Now().UnixNano(), 36), 1)
+	claim := p.newClaim(&batch{problem: s.Problem}, np, n, flex, nil, "replace-"+strconv.FormatInt(time.Now().UnixNano(), 36), 1)
 	p.remember(claim, nil, time.Now())
-	if err := p.create(ctx, claim, np, metrics.ReasonDisruption); err != nil {
+	if err := p.create(ctx, claim, np, metrics.ReasonDisruption, reason); err != nil {
 		return nil, err
 	}
 	return claim, nil
@@ -55,4 +69,33 @@ func (p *Provisioner) Forget(claim string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.recent, claim)
+}
+
+// replacementOptions is solver.LaunchOptions for a replacement n planned
+// on problem p to take the pods of the given keys, wherever they are in p
+// (pending or on the nodes being replaced). Nil when a pod is not found:
+// then only the planned offering is allowed.
+func replacementOptions(p *solver.Problem, n *solver.NewNode, pods []string, maxPremium float64) []solver.LaunchOption {
+	byKey := map[string]*solver.Pod{}
+	for i := range p.Pods {
+		byKey[p.Pods[i].Key()] = &p.Pods[i]
+	}
+	for i := range p.Nodes {
+		for j := range p.Nodes[i].Pods {
+			byKey[p.Nodes[i].Pods[j].Key()] = &p.Nodes[i].Pods[j]
+		}
+	}
+	q := *p
+	q.Pods = make([]solver.Pod, 0, len(pods))
+	node := *n
+	node.Pods = make([]int, 0, len(pods))
+	for _, key := range pods {
+		pod, ok := byKey[key]
+		if !ok {
+			return nil
+		}
+		node.Pods = append(node.Pods, len(q.Pods))
+		q.Pods = append(q.Pods, *pod)
+	}
+	return solver.LaunchOptions(&q, &solver.Plan{NewNodes: []solver.NewNode{node}}, maxPremium)[0]
 }

@@ -94,3 +94,44 @@ func TestFlexibleClaimsAllowTheOptionsWithinLimitsAndMinValues(t *testing.T) {
 		})
 	}
 }
+
+func TestReplacementsGetTheFlexibleLaunchOfTheirPods(t *testing.T) {
+	// Karpenter gives a disruption's replacement every compatible
+	// instance type, as it does a provisioning launch (kubernetes-sigs/
+	// karpenter pkg/controllers/disruption/helpers.go SimulateScheduling:
+	// the replacements are the scheduler's NodeClaims with their
+	// InstanceTypeOptions).
+	var types []solver.InstanceType
+	for s := 1; s <= 6; s++ {
+		types = append(types, solver.InstanceType{Name: fmt.Sprintf("m.s%d", s), Capacity: solver.Resources{solver.CPU: int64(1000 * s), solver.Memory: int64(s) << 32, solver.Pods: 110},
+			Offerings: []solver.Offering{{Zone: "a", CapacityType: "on-demand", Price: float64(s)}, {Zone: "b", CapacityType: "on-demand", Price: float64(s) + 0.5}}})
+	}
+	pod := solver.Pod{Namespace: "default", Name: "web-1", Requests: solver.Resources{solver.CPU: 2500, solver.Memory: 1 << 30, solver.Pods: 1}, Controller: true}
+	p := &solver.Problem{InstanceTypes: types, Pools: []solver.Pool{{Name: "web"}},
+		Nodes: []solver.Node{{Name: "old", Pool: "web", InstanceType: "m.s6", Pods: []solver.Pod{pod}}}}
+	planned := &solver.NewNode{Pool: "web", InstanceType: "m.s3", Zone: "a", CapacityType: "on-demand", Price: 3, Requested: pod.Requests}
+	for _, tc := range []struct {
+		name      string
+		pods      []string
+		wantTypes []string
+		wantZones int
+	}{
+		{"every type that holds the pod, the planned one first", []string{"default/web-1"}, []string{"m.s3", "m.s4", "m.s5", "m.s6"}, 2},
+		{"a pod the snapshot does not have: the planned offering only", []string{"default/gone"}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := replacementOptions(p, planned, tc.pods, -1)
+			got := solver.InstanceTypeNames(opts)
+			if !slices.Equal(got, tc.wantTypes) {
+				t.Errorf("types %v, want %v", got, tc.wantTypes)
+			}
+			zones := map[string]bool{}
+			for _, o := range opts {
+				zones[o.Zone] = true
+			}
+			if len(zones) != tc.wantZones {
+				t.Errorf("zones %v, want %d", zones, tc.wantZones)
+			}
+		})
+	}
+}

@@ -289,7 +289,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	for range min(8, len(launches)) {
 		wg.Go(func() {
 			for l := range work {
-				l.err = p.create(ctx, l.claim, l.pool, metrics.ReasonProvisioning)
+				l.err = p.create(ctx, l.claim, l.pool, metrics.ReasonProvisioning, "")
 			}
 		})
 	}
@@ -495,15 +495,17 @@ func (p *Provisioner) unnominate(uid types.UID, claim string) {
 }
 
 // create creates a NodeClaim that provision remembered among the recent
-// ones; a claim that could not be created is forgotten.
-func (p *Provisioner) create(ctx context.Context, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool, reason string) error {
+// ones; a claim that could not be created is forgotten. reason and, for a
+// replacement, disruptionReason label the creation metrics
+// (metrics.ClaimCreated).
+func (p *Provisioner) create(ctx context.Context, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool, reason, disruptionReason string) error {
 	if err := p.client.Create(ctx, claim); err != nil {
 		p.mu.Lock()
 		delete(p.recent, claim.Name)
 		p.mu.Unlock()
 		return err
 	}
-	metrics.NodeClaimsCreated.WithLabelValues(np.Name, reason).Inc()
+	metrics.ClaimCreated(np.Name, reason, disruptionReason, claim.Annotations[AnnotationMinValuesRelaxed] == "true")
 	p.mu.Lock()
 	// The created object has the server's fields (creation time, UID);
 	// a claim the informer has shown meanwhile stays forgotten.

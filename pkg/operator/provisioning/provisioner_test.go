@@ -171,7 +171,7 @@ func TestCreateRemembersTheClaimUntilTheInformerShowsIt(t *testing.T) {
 			p = newTestProvisioner(t, c)
 			claim, pod := testClaim("general-abcde"), testPod("web-0")
 			p.remember(claim, []*corev1.Pod{pod}, time.Now())
-			err := p.create(context.Background(), claim, np, metrics.ReasonProvisioning)
+			err := p.create(context.Background(), claim, np, metrics.ReasonProvisioning, "")
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("create: %v, want error %v", err, tt.wantErr)
 			}

@@ -118,6 +118,11 @@ type ProposedNode struct {
 	CPU, Memory                        float64 // utilisation it would reach, 0–1
 	Requested, Allocatable             solver.Resources
 	Reason                             string
+	// InstanceTypeOptions are the instance types its NodeClaim would
+	// allow, the planned one first, then by price: every type that holds
+	// the same pods (solver.LaunchOptions), at most 60, as the operator
+	// launches it and `explain -o json` lists it.
+	InstanceTypeOptions []string
 }
 
 // NodeRow is an existing node, or an in-flight NodeClaim.
@@ -282,6 +287,7 @@ func (p *Planner) baseline(in Input, m *snapshot.Manifests, cl *snapshot.Cluster
 func (r *Report) buildProposed() {
 	p, plan := r.Problem, r.Plan
 	r.Proposed = make([]ProposedNode, len(plan.NewNodes))
+	options := solver.LaunchOptions(p, plan, -1)
 	for i, n := range plan.NewNodes {
 		pn := ProposedNode{
 			Index: i, Name: explain.NewNodeName(i), Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone, Capacity: n.CapacityType,
@@ -291,6 +297,7 @@ func (r *Report) buildProposed() {
 		for k, pod := range n.Pods {
 			pn.Pods[k] = p.Pods[pod].Key()
 		}
+		pn.InstanceTypeOptions = solver.InstanceTypeNames(options[i])
 		r.Proposed[i] = pn
 	}
 }

@@ -238,7 +238,7 @@ func (g *Collector) adopt(ctx context.Context, inst *v1alpha1.NodeClaim) error {
 		g.log.Error(err, "recording the instance on an adopted NodeClaim; the lifecycle controller will", "nodeclaim", claim.Name)
 	}
 	by := inst.Annotations[v1alpha1.AnnotationLaunchedDirectly]
-	metrics.NodeClaimsCreated.WithLabelValues(pool.Name, metrics.ReasonAdopted).Inc()
+	metrics.ClaimCreated(pool.Name, metrics.ReasonAdopted, "", false)
 	g.mu.Lock()
 	delete(g.unadoptable, id)
 	g.mu.Unlock()

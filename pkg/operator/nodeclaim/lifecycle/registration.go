@@ -41,7 +41,7 @@ func (c *Controller) register(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 	if done, err := c.transition(ctx, claim, origClaim); !done {
 		return reconcile.Result{Requeue: err == nil}, err
 	}
-	metrics.NodeClaimsRegistered.WithLabelValues(claim.NodePool()).Inc()
+	metrics.NodeRegistered(claim, node)
 	logr.FromContextOrDiscard(ctx).Info("registered", "node", node.Name)
 	return c.initialize(ctx, claim)
 }

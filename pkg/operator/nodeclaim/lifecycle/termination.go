@@ -57,7 +57,7 @@ func (c *Controller) finalize(ctx context.Context, claim *v1alpha1.NodeClaim) (r
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	reason := claim.DeletionReason()
-	metrics.NodeClaimsDeleted.WithLabelValues(claim.NodePool(), string(reason)).Inc()
+	metrics.ClaimTerminated(claim, node)
 	log.Info("terminated", "reason", reason, "providerID", claim.Status.ProviderID)
 	return reconcile.Result{}, nil
 }
