@@ -7,6 +7,12 @@ type Plan struct {
 	NewNodes []NewNode `json:"nodes"`
 	// Existing lists pods placed on existing nodes' free capacity.
 	Existing []Placement `json:"existing,omitempty"`
+	// Late lists, in order, placed pods (on new or existing nodes) that
+	// kube-scheduler binds only after every other pod of the plan runs:
+	// each was judged on the final cluster with its own constraints alone,
+	// so it may stand where it breaks the spread of a pod placed before
+	// it, which kube-scheduler, judging a pod only as it binds, allows.
+	Late []int `json:"late,omitempty"`
 	// Unschedulable lists pods no allowed node can take, with the reason.
 	Unschedulable []Unschedulable `json:"unschedulable"`
 	// TotalPrice is the summed price of NewNodes in dollars per hour.

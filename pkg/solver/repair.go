@@ -56,20 +56,62 @@ func (s *state) placePending() bool {
 			kept = append(kept, u)
 			continue
 		}
-		c.bind(u.Pod, j)
+		s.place(c, u.Pod, j)
 		placedAny = true
-		n := &c.nodes[j]
-		if n.existing != "" {
-			s.plan.Existing = append(s.plan.Existing, Placement{Pod: u.Pod, Node: n.existing})
-		} else {
-			nn := &s.plan.NewNodes[n.planned]
-			nn.Pods = append(nn.Pods, u.Pod)
-			nn.Requested = nn.Requested.Add(podRequests(&s.p.Pods[u.Pod]))
-		}
 	}
 	s.plan.Unschedulable = kept
+	if s.bindLast(c) {
+		placedAny = true
+	}
 	s.plan.TotalPrice = round6(s.plan.TotalPrice)
 	return placedAny
+}
+
+// bindLast is what kube-scheduler does with the pods the plan still leaves
+// pending once every planned pod runs: each, in turn, is bound to a final
+// node whose filters admit it, and kube-scheduler's filters judge only the
+// incoming pod's own spread, over the domains of the nodes that exist (a
+// domain only a new node could bring does not count), besides resources,
+// node affinity, taints, host ports and inter-pod affinity in both
+// directions. The spreads of pods bound before it are not judged again
+// (kube-scheduler never moves a running pod): a pod another pod's spread
+// kept off a node in the first pass binds there now, as it will on the
+// cluster. No node is opened for these pods; they are listed in Plan.Late.
+// It reports whether it placed any pod.
+func (s *state) bindLast(c *schedCluster) bool {
+	c.last = true
+	defer func() { c.last = false }()
+	kept := s.plan.Unschedulable[:0]
+	placed := false
+	for _, u := range s.plan.Unschedulable {
+		j := -1
+		if s.p.Pods[u.Pod].Unschedulable == "" && !expired(s.p.Options.Deadline) {
+			j = c.admit(u.Pod)
+		}
+		if j < 0 {
+			kept = append(kept, u)
+			continue
+		}
+		s.place(c, u.Pod, j)
+		s.plan.Late = append(s.plan.Late, u.Pod)
+		placed = true
+	}
+	s.plan.Unschedulable = kept
+	return placed
+}
+
+// place binds pending pod i to node j of the cluster and records it in
+// the plan.
+func (s *state) place(c *schedCluster, i, j int) {
+	c.bind(i, j)
+	n := &c.nodes[j]
+	if n.existing != "" {
+		s.plan.Existing = append(s.plan.Existing, Placement{Pod: i, Node: n.existing})
+		return
+	}
+	nn := &s.plan.NewNodes[n.planned]
+	nn.Pods = append(nn.Pods, i)
+	nn.Requested = nn.Requested.Add(podRequests(&s.p.Pods[i]))
 }
 
 // open launches, for pending pod i that no final node admits, the cheapest
@@ -205,6 +247,10 @@ type schedCluster struct {
 	// and as kube-scheduler will once one does. A domain no node can reach
 	// for the pod does not count: kube-scheduler never sees a node there.
 	launchable func(pod *Pod, key string) []string
+	// last judges as kube-scheduler does a pod that comes after every
+	// planned pod (bindLast): its own spread over the nodes' domains
+	// only, and not the spread of the pods already placed.
+	last bool
 }
 
 type schedNode struct {
@@ -340,7 +386,7 @@ func (c *schedCluster) admitOn(i, only int) int {
 		}
 	}
 	for _, cs := range c.carried {
-		if cs.owner.Namespace == pod.Namespace && cs.c.Selector.Matches(pod.Labels) {
+		if !c.last && cs.owner.Namespace == pod.Namespace && cs.c.Selector.Matches(pod.Labels) {
 			checks = append(checks, c.skewCheck(cs.owner, cs.c, cs.scope))
 		}
 	}
@@ -415,7 +461,7 @@ func (c *schedCluster) skewCheck(owner *Pod, sc *TopologySpread, scope string) f
 	// where nodes are); a placed pod's is judged, as the final cluster
 	// will be, over the nodes' domains.
 	switch {
-	case !own:
+	case !own || c.last:
 	case sc.TopologyKey == LabelHostname:
 		if len(c.launchable(owner, LabelZone)) > 0 {
 			counts["(a new node)"] += 0

@@ -326,12 +326,16 @@ func judgeOrder(p *solver.Problem, plan *solver.Plan, nodeLabels []map[string]st
 			}
 		}
 	}
+	// The plan's late pods go after all the others, in the plan's order
+	// (kube-scheduler binds them once the rest run).
 	var rest []int
 	for r := 0; ; r++ {
 		added := false
 		for _, ni := range nodeOrder {
 			if r < len(plan.NewNodes[ni].Pods) {
-				rest = append(rest, plan.NewNodes[ni].Pods[r])
+				if i := plan.NewNodes[ni].Pods[r]; !slices.Contains(plan.Late, i) {
+					rest = append(rest, i)
+				}
 				added = true
 			}
 		}
@@ -339,7 +343,16 @@ func judgeOrder(p *solver.Problem, plan *solver.Plan, nodeLabels []map[string]st
 			break
 		}
 	}
-	for len(rest) > 0 {
+	var late []int
+	for _, i := range plan.Late {
+		if s.nodeOf[i] >= 0 {
+			late = append(late, i)
+		}
+	}
+	for len(rest) > 0 || len(late) > 0 {
+		if len(rest) == 0 {
+			rest, late = late, nil
+		}
 		pick, why := -1, ""
 		for k, i := range rest {
 			reason := s.allowed(i, s.nodeOf[i])

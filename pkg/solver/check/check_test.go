@@ -96,6 +96,12 @@ func plan(nodes []string, placements ...string) *solver.Plan {
 	return out
 }
 
+// late marks the plan's late pods, in order.
+func late(p *solver.Plan, pods ...int) *solver.Plan {
+	p.Late = pods
+	return p
+}
+
 func repeat(n int, f func(i int) solver.Pod) []solver.Pod {
 	out := make([]solver.Pod, n)
 	for i := range out {
@@ -208,6 +214,14 @@ func TestPlan(t *testing.T) {
 			plan([]string{"zone-a:0"}), "required affinity"},
 		{"affinity: to pods that exist nowhere", world([]solver.Pod{pod("w", "web", affinity(solver.LabelZone, "db"))}),
 			plan([]string{"zone-a:0"}), "required affinity"},
+		// A late pod (Plan.Late) binds after the others: kube-scheduler
+		// judged the carrier's spread when the carrier bound.
+		{"late: a pod bound earlier breaks the carrier's spread", world([]solver.Pod{zonal(1)[0], pod("free", "web")}),
+			plan([]string{"zone-a:0,1", "zone-b:"}), "skew 2 > maxSkew 1"},
+		{"late: a late pod may break the spread of a pod bound before it", world([]solver.Pod{zonal(1)[0], pod("free", "web")}),
+			late(plan([]string{"zone-a:0,1", "zone-b:"}), 1), ""},
+		{"late: a late pod's own spread counts the pods bound before it", world(zonal(2)),
+			late(plan([]string{"zone-a:0,1", "zone-b:"}), 1), "skew 2 > maxSkew 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,7 +32,9 @@ const LabelHostname = "kubernetes.io/hostname"
 //     of nodes that match the pod's node selector and affinity
 //     (nodeAffinityPolicy Honor, the default) or of all nodes (Ignore); with
 //     fewer eligible domains than minDomains the emptiest counts as 0.
-//     ScheduleAnyway constraints are preferences and are not judged.
+//     ScheduleAnyway constraints are preferences and are not judged. The
+//     plan's late pods (Plan.Late) bind after all the others, so a pod's
+//     spread counts the late pods only up to itself.
 //   - required pod anti-affinity: no other matching pod in the pod's domain,
 //     and symmetrically no planned pod in the domain of a running pod whose
 //     anti-affinity matches it.
@@ -66,6 +68,8 @@ type cluster struct {
 	// poolDomains counts, for spread, the domains pools could launch into
 	// (PlanWithPoolDomains).
 	poolDomains bool
+	// late numbers the plan's late pods from 1 in Plan.Late's order.
+	late map[*solver.Pod]int
 }
 
 type clusterNode struct {
@@ -117,6 +121,12 @@ func newCluster(p *solver.Problem, plan *solver.Plan, newLabels []map[string]str
 		poolTaints[p.Pools[i].Name] = p.Pools[i].Taints
 	}
 	c := &cluster{p: p, selectors: map[string]labels.Selector{}, counts: map[string]*domainCounts{}, eligible: map[string][]bool{}, opened: map[string]bool{}}
+	c.late = make(map[*solver.Pod]int, len(plan.Late))
+	for k, i := range plan.Late {
+		if i >= 0 && i < len(p.Pods) {
+			c.late[&p.Pods[i]] = k + 1
+		}
+	}
 	byName := map[string]int{}
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
@@ -215,9 +225,13 @@ func (c *cluster) spreadOK(pp placedPod, sc *solver.TopologySpread) error {
 	if err != nil {
 		return err
 	}
-	key, _ := json.Marshal([]any{"spread", sc.TopologyKey, sc.Selector, pp.pod.Namespace, eligibleKey(pp.pod, sc.NodeAffinityPolicy, sc.NodeTaintsPolicy)})
+	// kube-scheduler judges the spread as the pod binds: a late pod
+	// (Plan.Late) binds after the others, so it counts for its own spread
+	// and those of the late pods after it only.
+	horizon := c.late[pp.pod]
+	key, _ := json.Marshal([]any{"spread", sc.TopologyKey, sc.Selector, pp.pod.Namespace, eligibleKey(pp.pod, sc.NodeAffinityPolicy, sc.NodeTaintsPolicy), horizon})
 	counts := c.count(string(key), sc.TopologyKey, eligible, func(o *solver.Pod) bool {
-		return o.Namespace == pp.pod.Namespace && sel.Matches(labels.Set(o.Labels))
+		return o.Namespace == pp.pod.Namespace && sel.Matches(labels.Set(o.Labels)) && c.late[o] <= horizon
 	})
 	if counts.domains < 0 {
 		counts.min, counts.domains = c.emptiest(sc.TopologyKey, eligible, counts.all)
