@@ -10,6 +10,7 @@ TOOLS           := hack/tools/build.sh
 IMAGE           ?= ghcr.io/rightsize-dev/kubectl-rightsize:$(VERSION)
 IMAGE_PLATFORMS ?= linux/amd64
 IMAGE_TAR       ?= dist/kubectl-rightsize-image.tar
+CHART_REGISTRY  ?= oci://ghcr.io/rightsize-dev/charts
 # vet, the tests and the fuzz runs compile one way: static (CGO off) and
 # -trimpath, which is how goreleaser and `make image` build the released
 # binary. The packages then compile once, and the e2e plugin, the dist
@@ -17,7 +18,7 @@ IMAGE_TAR       ?= dist/kubectl-rightsize-image.tar
 # compile instead of two).
 TEST_ENV        := CGO_ENABLED=0 GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) -trimpath)"
 
-.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image test-dist conformance bench-karpenter
+.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image chart-push test-dist conformance bench-karpenter
 
 all: build
 
@@ -89,6 +90,10 @@ image: ## Operator image as an OCI tarball in dist/ (no container engine). Run a
 	$(GO) -C hack/image run . -out $(CURDIR)/$(IMAGE_TAR) -tag $(IMAGE) -version $(VERSION) -revision $(COMMIT) \
 	  -docs $(CURDIR)/LICENSE,$(CURDIR)/NOTICE \
 	  $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(CURDIR)/dist/image/$(subst /,_,$(p))/kubectl-rightsize)
+
+chart-push: ## Push the packaged Helm chart CHART (bin/chart/kubectl-rightsize-<version>.tgz, which the release packages) to CHART_REGISTRY with the pinned helm; the release's publisher in .goreleaser.yaml runs it. Log in first: hack/tools/helm.sh registry login ghcr.io.
+	@test -n "$(CHART)" || { echo "chart-push: set CHART to the packaged chart, e.g. CHART=bin/chart/kubectl-rightsize-1.2.3.tgz"; exit 2; }
+	hack/tools/helm.sh push $(CHART) $(CHART_REGISTRY)
 
 test-dist: testenv tools ## Only the distribution tests (krew round trip, manifests, the Helm chart, the operator as its ServiceAccount, the image); make test runs them too.
 	$(TEST_ENV) $(GO) test -tags dist -timeout 45m -v ./test/e2e -run 'Krew|OperatorManifests|OperatorRBAC|OperatorAsItsServiceAccount|OperatorImage|Kustomize|Helm'

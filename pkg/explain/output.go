@@ -301,7 +301,7 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		fmt.Fprintln(tw, "NODEPOOL\tINSTANCE TYPE\tCAPACITY\tZONE\tNODES\tPODS\t$/HOUR\t$/MONTH")
 		for _, g := range groupNodes(r.Nodes) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.4f\t%.2f\n", g.NodePool, g.InstanceType, g.CapacityType, g.Zone,
-				g.count, g.pods, g.price, g.price*HoursPerMonth)
+				g.count, g.pods, g.price, round2(g.price*HoursPerMonth)) // rounded as the TOTAL is: one node's row and the total agree
 		}
 		fmt.Fprintf(tw, "TOTAL\t\t\t\t%d\t%d\t%.4f\t%.2f\n", len(r.Nodes), countPods(r.Nodes), r.TotalPricePerHour, r.TotalPricePerMonth)
 	}

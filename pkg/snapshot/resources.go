@@ -34,6 +34,14 @@ func checkResources(path string, rr *corev1.ResourceRequirements, valid func(str
 	if err := checkList(path+".requests", rr.Requests, valid); err != nil {
 		return err
 	}
+	// As the API server validates it: a pod whose request is above its
+	// limit is refused, so it would never be scheduled.
+	for _, name := range sortedNames(rr.Limits) {
+		limit := rr.Limits[corev1.ResourceName(name)]
+		if request, ok := rr.Requests[corev1.ResourceName(name)]; ok && request.Cmp(limit) > 0 {
+			return fmt.Errorf("%s.requests.%s: %s is above the limit of %s; the API server refuses such a pod", path, name, request.String(), limit.String())
+		}
+	}
 	for name, q := range rr.Limits {
 		if _, ok := rr.Requests[name]; !ok {
 			if rr.Requests == nil {

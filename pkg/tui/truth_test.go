@@ -10,6 +10,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
@@ -153,5 +154,35 @@ func TestAWhatIfFamilyTypoIsNamed(t *testing.T) {
 	mustContain(t, screen(m), `re-planning failed, showing the last plan: what-if family "m7x": no such instance family`)
 	if len(m.whatIf.Families) != 0 || m.rep.Plan.TotalPrice != base {
 		t.Errorf("after the typo: what-if %+v, plan $%.4f/h, want the plan before, $%.4f/h", m.whatIf, m.rep.Plan.TotalPrice, base)
+	}
+}
+
+func TestTheScreenSaysWhereItsPricesComeFrom(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded := func(region string) string {
+		return "prices: embedded AWS catalog of " + cat.Date() + ", region " + region
+	}
+	// 80 columns: the line is whole on the narrowest terminal the e2e
+	// drives, in every view.
+	m := offlineModelOf(t, apiDeployment("", 4), 80)
+	for _, view := range []string{"1", "2", "3", "4"} {
+		drive(t, m, keys(view)...)
+		mustContain(t, screen(m), embedded("us-east-1"))
+	}
+	// A what-if region prices the plan there, and the line follows it.
+	drive(t, m, keys("r", "ctrl+u")...)
+	drive(t, m, keys("eu-west-1", "enter")...)
+	s := screen(m)
+	mustContain(t, s, embedded("eu-west-1"))
+	if strings.Contains(s, "us-east-1") {
+		t.Errorf("after the eu-west-1 what-if the screen still names us-east-1:\n%s", s)
+	}
+
+	// Before the first plan there is no source to name.
+	if s := screen(New(Options{})); strings.Contains(s, "prices:") {
+		t.Errorf("a screen without a plan names a price source:\n%s", s)
 	}
 }

@@ -35,7 +35,7 @@ func (m *Model) Render() string {
 	case modeConfirm:
 		body = m.confirmLines()
 	default:
-		body = append([]string{m.summaryLine()}, m.bodyLines(h-4)...)
+		body = append([]string{m.summaryLine(), m.sourceLine()}, m.bodyLines(h-5)...)
 	}
 	lines = append(lines, body...)
 	if len(lines) > h-1 {
@@ -224,6 +224,17 @@ func (m *Model) summaryLine() string {
 		s += fmt.Sprintf(" · filter %q: %d of %d", t.filter, len(t.visible), len(t.rows))
 	}
 	return m.st.dim.Render(s)
+}
+
+// sourceLine says where the prices on screen come from and how old they
+// are, as explain's "Prices:" line: the plan's report's source (the
+// embedded catalog's date and the region, or the --instance-types file).
+// Blank until the first plan.
+func (m *Model) sourceLine() string {
+	if m.rep == nil || m.rep.Source == "" {
+		return ""
+	}
+	return m.st.dim.Render("prices: " + m.rep.Source)
 }
 
 // bodyLines draws the current view's table.

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -29,7 +28,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/rightsize-dev/kubectl-rightsize/config"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
@@ -178,38 +176,7 @@ func TestHelmTemplateRefuses(t *testing.T) {
 // release prints.
 func TestHelmPackageAsTheReleaseDoes(t *testing.T) {
 	t.Parallel() // no control plane: runs beside the other tests that need none
-	root := repoRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg struct {
-		Before struct{ Hooks []string } `json:"before"`
-	}
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		t.Fatalf(".goreleaser.yaml: %v", err)
-	}
-	var hook []string
-	for _, h := range cfg.Before.Hooks {
-		if strings.HasPrefix(h, "hack/tools/helm.sh package ") {
-			hook = strings.Fields(strings.ReplaceAll(h, "{{ .Version }}", "1.2.3"))
-		}
-	}
-	if hook == nil {
-		t.Fatalf(".goreleaser.yaml has no before hook running hack/tools/helm.sh package: %v", cfg.Before.Hooks)
-	}
-	dest := t.TempDir()
-	i := slices.Index(hook, "--destination")
-	if i < 0 || i+1 >= len(hook) {
-		t.Fatalf("the hook %v has no --destination", hook)
-	}
-	hook[i+1] = dest
-	releaseTool(t, "helm")
-	cmd := exec.Command(filepath.Join(root, hook[0]), hook[1:]...)
-	if r := runCmd(cmd); r.err != nil {
-		t.Fatalf("%s: %v\n%s%s", strings.Join(hook, " "), r.err, r.stdout, r.stderr)
-	}
-	pkg := filepath.Join(dest, "kubectl-rightsize-1.2.3.tgz")
+	pkg := packageChartAsTheRelease(t, "1.2.3")
 	show := helm(t, "", "show", "chart", pkg)
 	if show.err != nil || !strings.Contains(show.stdout, "\nversion: 1.2.3\n") || !strings.Contains(show.stdout, "appVersion: v1.2.3") {
 		t.Fatalf("helm show chart %s: %v\n%s%s", pkg, show.err, show.stdout, show.stderr)

@@ -515,7 +515,7 @@ func TestTUIReadOnlyOffersNoLaunch(t *testing.T) {
 	}
 	waitUnschedulable(ctx, t, env, 1)
 	term := startTerminal(t, env.Kubeconfig, 80, 24, "tui", "--read-only")
-	term.waitFor(60*time.Second, "READ-ONLY", "Deployment/api")
+	term.waitFor(60*time.Second, "READ-ONLY", "Deployment/api", "prices: embedded AWS catalog of ")
 	term.keys("2", "Space", "L")
 	term.waitFor(10*time.Second, "read-only: launching is off")
 	term.keys("q")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -17,15 +18,25 @@ type Info struct {
 	Commit    string `json:"commit"`
 	Date      string `json:"date"`
 	GoVersion string `json:"goVersion"`
+	// Modified is set when the binary was built from a tree with
+	// uncommitted changes: the build info's vcs.modified, or a version
+	// that `git describe --dirty` (the Makefile's) or go build marked.
+	Modified bool `json:"modified"`
 }
 
 // Current completes stamped, the version, commit and date a release
 // stamps into main with -ldflags "-X main.version=…", from the build info:
-// the module version and the VCS revision and time. A development build
-// is version "dev".
+// the module version and the VCS revision, time and modification. A
+// development build is version "dev".
 func Current(stamped Info) Info {
+	info, _ := debug.ReadBuildInfo()
+	return fromBuildInfo(stamped, info)
+}
+
+// fromBuildInfo is Current with the build info given (nil: none).
+func fromBuildInfo(stamped Info, info *debug.BuildInfo) Info {
 	v := stamped
-	if info, ok := debug.ReadBuildInfo(); ok {
+	if info != nil {
 		v.GoVersion = info.GoVersion
 		if v.Version == "" {
 			v.Version = info.Main.Version
@@ -36,8 +47,15 @@ func Current(stamped Info) Info {
 				v.Commit = s.Value
 			case s.Key == "vcs.time" && v.Date == "":
 				v.Date = s.Value
+			case s.Key == "vcs.modified" && s.Value == "true":
+				v.Modified = true
 			}
 		}
+	}
+	// git describe --dirty ends the version with -dirty, go build (since
+	// Go 1.24) with +dirty.
+	if strings.HasSuffix(v.Version, "-dirty") || strings.HasSuffix(v.Version, "+dirty") {
+		v.Modified = true
 	}
 	if v.Version == "" || v.Version == "(devel)" {
 		v.Version = "dev"
@@ -102,7 +120,12 @@ func (o *VersionOptions) Run() error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}
-	_, err := fmt.Fprintf(o.Out, "kubectl-rightsize %s (commit %s, built %s, %s)\n", v.Version, orUnknown(v.Commit), orUnknown(v.Date), v.GoVersion)
+	commit := orUnknown(v.Commit)
+	if v.Modified {
+		// As git describe --dirty marks it: not the commit's code alone.
+		commit += "-dirty"
+	}
+	_, err := fmt.Fprintf(o.Out, "kubectl-rightsize %s (commit %s, built %s, %s)\n", v.Version, commit, orUnknown(v.Date), v.GoVersion)
 	return err
 }
 
