@@ -194,11 +194,17 @@ var unstructuredJSON = unstructured.UnstructuredJSONScheme
 // releaseVersion matches the versions releases stamp: 1.2.3, v1.2.3, 1.2.3-rc.1.
 var releaseVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+([-.][0-9A-Za-z.-]+)?$`)
 
+// describedBuild matches what `git describe --dirty` adds to a tag for a
+// build made after it or from a modified tree (v1.2.3-4-gabc1234,
+// v1.2.3-dirty): no release publishes an image of that name.
+var describedBuild = regexp.MustCompile(`(-[0-9]+-g[0-9a-f]{4,}|[-+]dirty)$`)
+
 // imageTag is the tag of the image released with version: releases are
-// tagged vX.Y.Z; a development build has no released image, so it uses
-// "latest" (pass --image to pin one).
+// tagged vX.Y.Z; a development build, or one made after a tag or from a
+// modified tree, has no released image, so it uses "latest" (pass --image
+// to pin one).
 func imageTag(version string) string {
-	if releaseVersion.MatchString(version) {
+	if releaseVersion.MatchString(version) && !describedBuild.MatchString(version) {
 		return "v" + strings.TrimPrefix(version, "v")
 	}
 	return "latest"

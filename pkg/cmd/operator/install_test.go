@@ -64,6 +64,7 @@ func TestImageTagFollowsTheVersion(t *testing.T) {
 	for version, want := range map[string]string{
 		"0.3.1": "v0.3.1", "v0.3.1": "v0.3.1", "1.0.0-rc.1": "v1.0.0-rc.1",
 		"0.0.1-snapshot-4f07bec": "v0.0.1-snapshot-4f07bec", "dev": "latest", "4f07bec-dirty": "latest",
+		"v1.2.3-4-gabc1234": "latest", "v1.2.3-dirty": "latest", "1.2.3+dirty": "latest", "v1.2.3-4-gabc1234-dirty": "latest",
 	} {
 		if got := imageTag(version); got != want {
 			t.Errorf("imageTag(%q) = %s, want %s", version, got, want)
