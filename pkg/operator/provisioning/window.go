@@ -13,17 +13,25 @@ import "time"
 // start, a rate-limited client) stays one window, one decision over all
 // its pods, instead of a decision per burst, each planned as if it were
 // the last; a lone pod still waits only the configured idle.
+//
+// Past its idle gap, the window stays open while pods are still to come
+// and their count falls (see extend): a Deployment's ramp whose ReplicaSet
+// controller pauses longer than the gap between two of its bursts is still
+// one decision.
 type window struct {
 	opened, last time.Time
 	longestGap   time.Duration
 	idle, max    time.Duration
+	// toCome is the count of pods still to come at the last extension (-1
+	// before any); extensions counts them.
+	toCome, extensions int
 }
 
 // maxIdleFactor bounds how far the idle gap grows.
 const maxIdleFactor = 4
 
 func newWindow(now time.Time, idle, max time.Duration) *window {
-	return &window{opened: now, last: now, idle: idle, max: max}
+	return &window{opened: now, last: now, idle: idle, max: max, toCome: -1}
 }
 
 // arrive records a trigger at now.
@@ -46,4 +54,20 @@ func (w *window) closesAt() time.Time {
 		return limit
 	}
 	return closes
+}
+
+// extend keeps the window open for another idle gap from now when, at the
+// end of its idle gap, toCome pods are still to come and fewer than at the
+// last extension (any number, at the first): the pods are on their way.
+// A count that stopped falling (a ReplicaSet its quota stops, a pod of
+// another scheduler) no longer extends it, and max bounds it as ever. It
+// reports whether the window was extended.
+func (w *window) extend(now time.Time, toCome int) bool {
+	if toCome <= 0 || (w.toCome >= 0 && toCome >= w.toCome) || !now.Before(w.opened.Add(w.max)) {
+		return false
+	}
+	w.toCome = toCome
+	w.last = now
+	w.extensions++
+	return true
 }
