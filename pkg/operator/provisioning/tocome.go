@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // toComeTimeout bounds the cache reads of toCome: a cache that has never
@@ -26,12 +27,13 @@ const toComeTimeout = 5 * time.Second
 func (p *Provisioner) toCome(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, toComeTimeout)
 	defer cancel()
+	// Read only, and on every idle gap of a window: no copies.
 	var pods corev1.PodList
-	if err := p.client.List(ctx, &pods); err != nil {
+	if err := p.client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, fmt.Errorf("reading the pods: %w", err)
 	}
 	var rss appsv1.ReplicaSetList
-	if err := p.client.List(ctx, &rss); err != nil {
+	if err := p.client.List(ctx, &rss, client.UnsafeDisableDeepCopy); err != nil {
 		return untried(pods.Items), fmt.Errorf("reading the ReplicaSets: %w", err)
 	}
 	return stillWanted(rss.Items, pods.Items) + untried(pods.Items), nil

@@ -1,14 +1,17 @@
 package provisioning
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 func TestWindowWaitsWhilePodsAreStillToCome(t *testing.T) {
@@ -92,5 +95,20 @@ func TestPodsStillToComeAreTheReplicaSetsWantedAndTheUntried(t *testing.T) {
 				t.Errorf("untried = %d, want %d", got, tt.notTried)
 			}
 		})
+	}
+}
+
+func TestToComeReadsTheCache(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = corev1.AddToScheme(scheme)
+	_ = appsv1.AddToScheme(scheme)
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "web"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(int32(4))}}
+	pod := testPod("web-1")
+	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: "web", Controller: ptr.To(true)}}
+	pod.Status.Phase = corev1.PodPending // not tried yet
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rs, pod).Build()
+	got, err := newTestProvisioner(t, c).toCome(context.Background())
+	if err != nil || got != 4 {
+		t.Errorf("toCome = %d, %v; want 4 (3 not created, 1 not tried)", got, err)
 	}
 }
