@@ -25,13 +25,17 @@ func TestWindowWaitsWhilePodsAreStillToCome(t *testing.T) {
 		times  int           // extensions
 	}{
 		{name: "nothing to come: the idle gap", checks: []int{0}, want: time.Second},
-		{name: "a ramp on its way: one idle gap more per check while the count falls", checks: []int{300, 120, 10, 0}, want: 4 * time.Second, times: 3},
-		{name: "a count that stops falling extends no more", checks: []int{5, 5, 5}, want: 2 * time.Second, times: 1},
-		{name: "a ramp longer than max is cut at max", checks: []int{900, 800, 700, 600, 500, 400, 300, 200, 100, 50, 20}, want: 5 * time.Second, times: 4},
+		{name: "a ramp on its way: one idle gap more per check while the count moves", checks: []int{300, 120, 10, 0}, want: 4 * time.Second, times: 3},
+		{name: "a pause of the ramp shorter than the stall bound", checks: []int{50, 50, 50, 50, 40, 0}, want: 6 * time.Second, times: 5},
+		{name: "a ReplicaSet created meanwhile wants more", checks: []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 30, 0}, want: 11 * time.Second, times: 10},
+		{name: "a count that stops moving holds the window for 10 idle gaps", checks: []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5},
+			want: 11 * time.Second, times: 10},
+		{name: "a ramp longer than max is cut at max", checks: []int{900, 800, 700, 600, 500, 400, 300, 200, 100, 90, 80, 70, 60, 50, 40, 30, 20, 10, 5, 4, 3, 2, 1},
+			want: 15 * time.Second, times: 14},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWindow(t0, time.Second, 5*time.Second)
+			w := newWindow(t0, time.Second, 15*time.Second)
 			for _, n := range tt.checks {
 				now := w.closesAt()
 				if !w.extend(now, n) {

@@ -15,23 +15,29 @@ import "time"
 // the last; a lone pod still waits only the configured idle.
 //
 // Past its idle gap, the window stays open while pods are still to come
-// and their count falls (see extend): a Deployment's ramp whose ReplicaSet
-// controller pauses longer than the gap between two of its bursts is still
-// one decision.
+// and their count keeps moving (see extend): a Deployment's ramp whose
+// ReplicaSet controller, or a scheduler, pauses longer than the gap between
+// two of its bursts is still one decision.
 type window struct {
 	opened, last time.Time
 	longestGap   time.Duration
 	idle, max    time.Duration
-	// toCome is the count of pods still to come at the last extension (-1
-	// before any); extensions counts them.
+	// toCome is the count of pods still to come at the last extension
+	// (-1 before any), moved when it last changed; extensions counts the
+	// extensions.
 	toCome, extensions int
+	moved              time.Time
 }
+
+// maxStallFactor bounds, in idle gaps, how long pods still to come may stop
+// coming before the window closes without them.
+const maxStallFactor = 10
 
 // maxIdleFactor bounds how far the idle gap grows.
 const maxIdleFactor = 4
 
 func newWindow(now time.Time, idle, max time.Duration) *window {
-	return &window{opened: now, last: now, idle: idle, max: max, toCome: -1}
+	return &window{opened: now, last: now, idle: idle, max: max, toCome: -1, moved: now}
 }
 
 // arrive records a trigger at now.
@@ -57,16 +63,23 @@ func (w *window) closesAt() time.Time {
 }
 
 // extend keeps the window open for another idle gap from now when, at the
-// end of its idle gap, toCome pods are still to come and fewer than at the
-// last extension (any number, at the first): the pods are on their way.
-// A count that stopped falling (a ReplicaSet its quota stops, a pod of
-// another scheduler) no longer extends it, and max bounds it as ever. It
-// reports whether the window was extended.
+// end of its idle gap, toCome pods are still to come and their count
+// changed within the last maxStallFactor idle gaps: the pods are on their
+// way, slowly maybe (a controller or scheduler of a loaded control plane
+// pauses for seconds), or a new ReplicaSet wants more. A count that stopped
+// moving (a ReplicaSet its quota holds
+// back, a pod of another scheduler) holds the window no longer than that,
+// and max bounds it as ever. It reports whether the window was extended.
 func (w *window) extend(now time.Time, toCome int) bool {
-	if toCome <= 0 || (w.toCome >= 0 && toCome >= w.toCome) || !now.Before(w.opened.Add(w.max)) {
+	if toCome <= 0 || !now.Before(w.opened.Add(w.max)) {
 		return false
 	}
-	w.toCome = toCome
+	if toCome != w.toCome {
+		w.toCome, w.moved = toCome, now
+	}
+	if now.Sub(w.moved) >= maxStallFactor*w.idle {
+		return false
+	}
 	w.last = now
 	w.extensions++
 	return true
