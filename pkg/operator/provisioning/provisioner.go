@@ -142,7 +142,8 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	p.log.Info("provisioner started", "batchIdle", p.opts.BatchIdle.String(), "batchMax", p.opts.BatchMax.String())
 	recheck := time.NewTicker(p.opts.Recheck)
 	defer recheck.Stop()
-	p.Trigger()           // pods may have been waiting before this replica led
+	// Pods may have been waiting before this replica led.
+	p.Trigger()
 	toComeFailed := false // said once
 	for {
 		select {

@@ -22,7 +22,7 @@ const toComeTimeout = 5 * time.Second
 // cache: those the ReplicaSets want and have not created yet (a
 // Deployment's ramp), and those created that the scheduler has not tried
 // yet (pending, unbound, without a PodScheduled condition). While the
-// count moves, the batch waits for them (see window.extend), so that a ramp
+// count falls, the batch waits for them (see window.extend), so that a ramp
 // is one decision rather than one per burst of the ReplicaSet controller.
 func (p *Provisioner) toCome(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, toComeTimeout)

@@ -25,10 +25,11 @@ func TestWindowWaitsWhilePodsAreStillToCome(t *testing.T) {
 		times  int           // extensions
 	}{
 		{name: "nothing to come: the idle gap", checks: []int{0}, want: time.Second},
-		{name: "a ramp on its way: one idle gap more per check while the count moves", checks: []int{300, 120, 10, 0}, want: 4 * time.Second, times: 3},
+		{name: "a ramp on its way: one idle gap more per check while the count falls", checks: []int{300, 120, 10, 0}, want: 4 * time.Second, times: 3},
 		{name: "a pause of the ramp shorter than the stall bound", checks: []int{50, 50, 50, 50, 40, 0}, want: 6 * time.Second, times: 5},
-		{name: "a ReplicaSet created meanwhile wants more", checks: []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 30, 0}, want: 11 * time.Second, times: 10},
-		{name: "a count that stops moving holds the window for 10 idle gaps", checks: []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5},
+		{name: "a count that only wavers (a busy cluster) holds the window for 10 idle gaps", checks: []int{5, 30, 8, 12, 6, 9, 7, 30, 5, 6, 7, 8, 9},
+			want: 11 * time.Second, times: 10},
+		{name: "a count that stops falling holds the window for 10 idle gaps", checks: []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5},
 			want: 11 * time.Second, times: 10},
 		{name: "a ramp longer than max is cut at max", checks: []int{900, 800, 700, 600, 500, 400, 300, 200, 100, 90, 80, 70, 60, 50, 40, 30, 20, 10, 5, 4, 3, 2, 1},
 			want: 15 * time.Second, times: 14},

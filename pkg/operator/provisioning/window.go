@@ -15,18 +15,18 @@ import "time"
 // the last; a lone pod still waits only the configured idle.
 //
 // Past its idle gap, the window stays open while pods are still to come
-// and their count keeps moving (see extend): a Deployment's ramp whose
+// and their count keeps falling (see extend): a Deployment's ramp whose
 // ReplicaSet controller, or a scheduler, pauses longer than the gap between
 // two of its bursts is still one decision.
 type window struct {
 	opened, last time.Time
 	longestGap   time.Duration
 	idle, max    time.Duration
-	// toCome is the count of pods still to come at the last extension
-	// (-1 before any), moved when it last changed; extensions counts the
-	// extensions.
+	// toCome is the lowest count of pods still to come seen at an
+	// extension (-1 before any), fell when it last fell; extensions counts
+	// the extensions.
 	toCome, extensions int
-	moved              time.Time
+	fell               time.Time
 }
 
 // maxStallFactor bounds, in idle gaps, how long pods still to come may stop
@@ -37,7 +37,7 @@ const maxStallFactor = 10
 const maxIdleFactor = 4
 
 func newWindow(now time.Time, idle, max time.Duration) *window {
-	return &window{opened: now, last: now, idle: idle, max: max, toCome: -1, moved: now}
+	return &window{opened: now, last: now, idle: idle, max: max, toCome: -1, fell: now}
 }
 
 // arrive records a trigger at now.
@@ -63,21 +63,21 @@ func (w *window) closesAt() time.Time {
 }
 
 // extend keeps the window open for another idle gap from now when, at the
-// end of its idle gap, toCome pods are still to come and their count
-// changed within the last maxStallFactor idle gaps: the pods are on their
-// way, slowly maybe (a controller or scheduler of a loaded control plane
-// pauses for seconds), or a new ReplicaSet wants more. A count that stopped
-// moving (a ReplicaSet its quota holds
-// back, a pod of another scheduler) holds the window no longer than that,
-// and max bounds it as ever. It reports whether the window was extended.
+// end of its idle gap, toCome pods are still to come and their count fell
+// to a new low within the last maxStallFactor idle gaps: the pods are on
+// their way, slowly maybe (a controller or scheduler of a loaded control
+// plane pauses for seconds). A count that stopped falling (a ReplicaSet its
+// quota holds back, a pod of another scheduler) or only wavers (pods coming
+// and going in a busy cluster) holds the window no longer than that, and
+// max bounds it as ever. It reports whether the window was extended.
 func (w *window) extend(now time.Time, toCome int) bool {
 	if toCome <= 0 || !now.Before(w.opened.Add(w.max)) {
 		return false
 	}
-	if toCome != w.toCome {
-		w.toCome, w.moved = toCome, now
+	if w.toCome < 0 || toCome < w.toCome {
+		w.toCome, w.fell = toCome, now
 	}
-	if now.Sub(w.moved) >= maxStallFactor*w.idle {
+	if now.Sub(w.fell) >= maxStallFactor*w.idle {
 		return false
 	}
 	w.last = now
