@@ -84,6 +84,9 @@ type Provisioner struct {
 	told map[types.UID]string
 	// wake triggers a batch when the next nomination lapses.
 	wake *time.Timer
+	// noReplicaSets is set once ReplicaSets could not be read (see
+	// toCome); only Start's loop reads and writes it.
+	noReplicaSets bool
 }
 
 type nomination struct {
@@ -144,7 +147,6 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	defer recheck.Stop()
 	// Pods may have been waiting before this replica led.
 	p.Trigger()
-	toComeFailed := false // said once
 	for {
 		select {
 		case <-ctx.Done():
@@ -171,9 +173,8 @@ func (p *Provisioner) Start(ctx context.Context) error {
 					continue
 				}
 				toCome, err := p.toCome(ctx)
-				if err != nil && !toComeFailed {
-					p.log.Info("cannot tell how many pods are still to come; batches close on their idle gap", "error", err.Error())
-					toComeFailed = true
+				if err != nil {
+					p.log.Info("cannot count all the pods still to come; batches wait only for those it counts", "error", err.Error())
 				}
 				if w.extend(time.Now(), toCome) {
 					timer.Reset(time.Until(w.closesAt()))

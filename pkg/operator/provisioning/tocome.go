@@ -24,6 +24,9 @@ const toComeTimeout = 5 * time.Second
 // yet (pending, unbound, without a PodScheduled condition). While the
 // count falls, the batch waits for them (see window.extend), so that a ramp
 // is one decision rather than one per burst of the ReplicaSet controller.
+//
+// ReplicaSets that cannot be read (a role without them) are not asked for
+// again: each try would hold the window toComeTimeout longer.
 func (p *Provisioner) toCome(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, toComeTimeout)
 	defer cancel()
@@ -32,8 +35,12 @@ func (p *Provisioner) toCome(ctx context.Context) (int, error) {
 	if err := p.client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, fmt.Errorf("reading the pods: %w", err)
 	}
+	if p.noReplicaSets {
+		return untried(pods.Items), nil
+	}
 	var rss appsv1.ReplicaSetList
 	if err := p.client.List(ctx, &rss, client.UnsafeDisableDeepCopy); err != nil {
+		p.noReplicaSets = true
 		return untried(pods.Items), fmt.Errorf("reading the ReplicaSets: %w", err)
 	}
 	return stillWanted(rss.Items, pods.Items) + untried(pods.Items), nil

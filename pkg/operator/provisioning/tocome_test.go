@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 func TestWindowWaitsWhilePodsAreStillToCome(t *testing.T) {
@@ -115,5 +118,28 @@ func TestToComeReadsTheCache(t *testing.T) {
 	got, err := newTestProvisioner(t, c).toCome(context.Background())
 	if err != nil || got != 4 {
 		t.Errorf("toCome = %d, %v; want 4 (3 not created, 1 not tried)", got, err)
+	}
+
+	// A role without ReplicaSets: the pods not tried yet still count, and
+	// ReplicaSets are asked for once only.
+	asked := 0
+	denied := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rs, pod).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*appsv1.ReplicaSetList); ok {
+				asked++
+				return errors.New("forbidden")
+			}
+			return c.List(ctx, list, opts...)
+		},
+	}).Build()
+	p := newTestProvisioner(t, denied)
+	for i, wantErr := range []bool{true, false} {
+		got, err := p.toCome(context.Background())
+		if got != 1 || (err != nil) != wantErr {
+			t.Errorf("call %d without ReplicaSets: toCome = %d, %v; want 1, error %v", i+1, got, err, wantErr)
+		}
+	}
+	if asked != 1 {
+		t.Errorf("ReplicaSets asked for %d times, want 1", asked)
 	}
 }
