@@ -145,6 +145,8 @@ type state struct {
 	// group, its node constraints (see buildKinds).
 	fits  int
 	sigOf []int
+	// domains remembers domainsOf's answers (nil: not remembered).
+	domains *domainMemo
 }
 
 type plannedNode struct {
@@ -162,7 +164,7 @@ func Solve(p *Problem) (*Plan, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	s := &state{p: resolveNamespaces(p.normalized())}
+	s := &state{p: resolveNamespaces(p.normalized()), domains: &domainMemo{seen: map[string][]string{}}}
 	s.buildClasses()
 	s.buildKinds()
 	s.placeOnExisting()

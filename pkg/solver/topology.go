@@ -344,12 +344,12 @@ func spreadFilter(c *TopologySpread) domainFilter {
 	return domainFilter{taints: c.NodeTaintsPolicy == "Honor", affinity: c.NodeAffinityPolicy != "Ignore"}
 }
 
-// domainsOf lists the values of key on the nodes the pod could get: new
+// findDomains lists the values of key on the nodes the pod could get: new
 // nodes of offerings some pool allows and existing nodes, filtered as f
 // says. The cheapest domains come first: ordered by what the pod would cost
 // on its best offering there (price times the largest share of the node it
 // takes), then by name.
-func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
+func (s *state) findDomains(pod *Pod, key string, f domainFilter) []string {
 	cost := map[string]float64{}
 	note := func(v string, c float64) {
 		if old, ok := cost[v]; !ok || c < old {

@@ -33,6 +33,7 @@ func BenchmarkSuites(b *testing.B) {
 		{"b", []int{1000, 10000}, func(n int) (*solver.Problem, error) { return bench.Catalog(n, 1) }},
 		{"c", []int{1000, 10000}, func(n int) (*solver.Problem, error) { return bench.Bimodal(n, 1) }},
 		{"d", []int{1000, 10000}, func(n int) (*solver.Problem, error) { return bench.GPU(n, 1) }},
+		{"h", []int{50000}, func(n int) (*solver.Problem, error) { return bench.Heterogeneous(n, 1) }},
 	}
 	for _, s := range suites {
 		for _, n := range s.sizes {

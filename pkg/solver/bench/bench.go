@@ -330,3 +330,54 @@ func Tiny(seed uint64) *solver.Problem {
 	}
 	return p
 }
+
+// Heterogeneous is suite (f): n bare pods of n/80 workloads (Zipf replica
+// counts, at least 500 for 50,000 pods), each with its own microservice
+// shape, on the full catalog of Region (no requirements, spot and
+// on-demand). Every pod carries its workload's app label and a tier (a–g)
+// and team (t0–t9) label shared across workloads; one workload in ten
+// spreads over zones by tier (maxSkew 1, DoNotSchedule), so its selector
+// matches pods of other workloads, and one in twenty keeps its pods apart
+// by hostname (required anti-affinity on its app label).
+func Heterogeneous(n int, seed uint64) (*solver.Problem, error) {
+	types, err := AWSInstanceTypes()
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x66))
+	workloadCount := max(n/80, 1)
+	zipf := rand.NewZipf(rng, 1.1, 4, uint64(max(n/20, 2)))
+	sizes := make([]int, workloadCount)
+	total := 0
+	for w := range sizes {
+		sizes[w] = int(zipf.Uint64()) + 1
+		total += sizes[w]
+	}
+	pods := make([]solver.Pod, 0, n)
+	for w := 0; len(pods) < n; w++ {
+		req := microservice(rng)
+		// Scale the drawn sizes to n pods in all; workloads past the
+		// drawn ones (rounding) take one pod each.
+		replicas := 1
+		if w < workloadCount {
+			replicas = max(sizes[w]*n/total, 1)
+		}
+		replicas = min(replicas, n-len(pods))
+		app := fmt.Sprintf("w%d", w)
+		labels := map[string]string{"app": app, "tier": string(rune('a' + rng.IntN(7))), "team": fmt.Sprintf("t%d", rng.IntN(10))}
+		var spread []solver.TopologySpread
+		var anti []solver.PodAffinityTerm
+		switch rng.IntN(20) {
+		case 0, 1:
+			spread = []solver.TopologySpread{{MaxSkew: 1, TopologyKey: solver.LabelZone, WhenUnsatisfiable: solver.DoNotSchedule,
+				Selector: solver.Selector{MatchLabels: map[string]string{"tier": labels["tier"]}}}}
+		case 2:
+			anti = []solver.PodAffinityTerm{{TopologyKey: LabelHostname, Selector: solver.Selector{MatchLabels: map[string]string{"app": app}}}}
+		}
+		for i := range replicas {
+			pods = append(pods, solver.Pod{Namespace: "default", Name: fmt.Sprintf("%s-%d", app, i), Owner: "Deployment/" + app,
+				Labels: labels, Requests: req, Controller: true, Spread: spread, PodAntiAffinity: anti})
+		}
+	}
+	return &solver.Problem{Pods: pods, Pools: []solver.Pool{anyCapacityPool("default")}, InstanceTypes: types}, nil
+}

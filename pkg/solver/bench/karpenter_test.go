@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -72,21 +73,69 @@ func TestKarpenterMixIsKarpenters(t *testing.T) {
 	}
 }
 
-// BenchmarkKarpenterMix solves Karpenter's benchmark mix of 5,000 pods and
-// reports cost, nodes and pods left unschedulable.
+// BenchmarkKarpenterMix solves Karpenter's benchmark mix of 1,000, 5,000
+// and 20,000 pods and reports cost, nodes and pods left unschedulable.
 func BenchmarkKarpenterMix(b *testing.B) {
-	p := bench.KarpenterMix(5000, 42)
-	var plan *solver.Plan
-	for b.Loop() {
-		var err error
-		if plan, err = solver.Solve(p); err != nil {
-			b.Fatal(err)
+	for _, n := range []int{1000, 5000, 20000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			p := bench.KarpenterMix(n, 42)
+			var plan *solver.Plan
+			for b.Loop() {
+				var err error
+				if plan, err = solver.Solve(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := check.PlanWithPoolDomains(p, plan); err != nil {
+				b.Fatalf("invalid plan: %v", err)
+			}
+			b.ReportMetric(plan.TotalPrice, "$/h")
+			b.ReportMetric(float64(len(plan.NewNodes)), "nodes")
+			b.ReportMetric(float64(len(plan.Unschedulable)), "unschedulable")
+		})
+	}
+}
+
+// TestHeterogeneousIsHeterogeneous: suite h at 50,000 pods has at least
+// 500 distinct shapes and label sets, its zonal spread selectors match
+// pods of other workloads, and every pod is there.
+func TestHeterogeneousIsHeterogeneous(t *testing.T) {
+	p, err := bench.Heterogeneous(50000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Pods) != 50000 {
+		t.Fatalf("%d pods, want 50,000", len(p.Pods))
+	}
+	shapes := map[solver.Resources]bool{}
+	labelSets := map[string]bool{}
+	owners := map[string]map[string]bool{} // spread selector → workloads it matches
+	for _, pod := range p.Pods {
+		shapes[pod.Requests] = true
+		labelSets[pod.Labels["app"]+"/"+pod.Labels["tier"]+"/"+pod.Labels["team"]] = true
+	}
+	for _, pod := range p.Pods {
+		for _, s := range pod.Spread {
+			key := s.Selector.MatchLabels["tier"]
+			if owners[key] == nil {
+				owners[key] = map[string]bool{}
+				for _, o := range p.Pods {
+					if s.Selector.Matches(o.Labels) {
+						owners[key][o.Owner] = true
+					}
+				}
+			}
 		}
 	}
-	if err := check.PlanWithPoolDomains(p, plan); err != nil {
-		b.Fatalf("invalid plan: %v", err)
+	if len(shapes) < 500 || len(labelSets) < 500 {
+		t.Errorf("%d shapes and %d label sets, want at least 500 each", len(shapes), len(labelSets))
 	}
-	b.ReportMetric(plan.TotalPrice, "$/h")
-	b.ReportMetric(float64(len(plan.NewNodes)), "nodes")
-	b.ReportMetric(float64(len(plan.Unschedulable)), "unschedulable")
+	if len(owners) == 0 {
+		t.Fatal("no pod spreads")
+	}
+	for tier, ws := range owners {
+		if len(ws) < 2 {
+			t.Errorf("spread selector tier=%s matches %d workload, want several", tier, len(ws))
+		}
+	}
 }

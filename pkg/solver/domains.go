@@ -1,0 +1,38 @@
+package solver
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// domainMemo remembers findDomains' answers. They depend only on the
+// problem and on what the pod asks of a node (node selector, affinity,
+// tolerations, host ports) and its requests, which the pods of many groups
+// share: a solve with hundreds of groups asks for each distinct answer once.
+// The packing strategies run concurrently and share it, hence the lock.
+type domainMemo struct {
+	mu   sync.Mutex
+	seen map[string][]string
+}
+
+// domainsOf is findDomains, remembered per node constraints, requests, key
+// and filter. Pods with node-affinity preferences (which findDomains reads
+// through the pool labels it picks) are not remembered. The caller owns the
+// returned slice.
+func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
+	if s.domains == nil || slices.ContainsFunc(pod.Preferences, func(p Preference) bool { return p.Kind == PreferNodeAffinity }) {
+		return s.findDomains(pod, key, f)
+	}
+	k := fmt.Sprintf("%s\x00%v\x00%s\x00%v", nodeConstraintKey(pod), pod.Requests, key, f)
+	s.domains.mu.Lock()
+	d, ok := s.domains.seen[k]
+	s.domains.mu.Unlock()
+	if !ok {
+		d = s.findDomains(pod, key, f)
+		s.domains.mu.Lock()
+		s.domains.seen[k] = d
+		s.domains.mu.Unlock()
+	}
+	return slices.Clone(d)
+}
