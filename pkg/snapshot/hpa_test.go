@@ -11,7 +11,7 @@ import (
 func TestAutoscalersSetReplicas(t *testing.T) {
 	deploy := func(name string, replicas int) string {
 		return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: " + name + "}\nspec:\n  replicas: " + string(rune('0'+replicas)) +
-			"\n  template: {metadata: {labels: {app: " + name + "}}, spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}\n---\n"
+			"\n  selector: {matchLabels: {app: " + name + "}}\n  template: {metadata: {labels: {app: " + name + "}}, spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}\n---\n"
 	}
 	hpa := func(apiVersion, target, extra string) string {
 		return "apiVersion: " + apiVersion + "\nkind: HorizontalPodAutoscaler\nmetadata: {name: " + target + "}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: " + target + "}\n" + extra + "---\n"

@@ -98,6 +98,7 @@ func res(cpu, mem int64, more ...int64) solver.Resources {
 }
 
 const container = `
+    metadata: {labels: {app: x}}
     spec:
       containers:
       - name: c
@@ -129,6 +130,7 @@ kind: Deployment
 metadata: {name: web}
 spec:
   replicas: 3
+  selector: {matchLabels: {app: x}}
   template:` + container,
 			pods: []pod{{"default/web-0", "Deployment/web", res(500, gi)}, {"default/web-1", "Deployment/web", res(500, gi)}, {"default/web-2", "Deployment/web", res(500, gi)}}},
 		{name: "statefulset default replicas", in: `
@@ -136,6 +138,7 @@ apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: db, namespace: data}
 spec:
+  selector: {matchLabels: {app: x}}
   template:` + container,
 			pods: []pod{{"data/db-0", "StatefulSet/db", res(500, gi)}}},
 		{name: "replicaset", in: `
@@ -144,8 +147,37 @@ kind: ReplicaSet
 metadata: {name: rs}
 spec:
   replicas: 2
+  selector: {matchLabels: {app: x}}
   template:` + container,
 			pods: []pod{{"default/rs-0", "ReplicaSet/rs", res(500, gi)}, {"default/rs-1", "ReplicaSet/rs", res(500, gi)}}},
+		// The API server refuses an apps/v1 workload whose selector is
+		// missing, empty or does not select its template; offline it is
+		// planned, with a warning. A ReplicationController's is optional.
+		{name: "deployment without a selector warns", in: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  template:` + container,
+			pods:     []pod{{"default/web-0", "Deployment/web", res(500, gi)}},
+			warnings: []string{`Deployment "web": spec.selector is missing: the API server refuses an apps/v1 workload without one (planned anyway)`}},
+		{name: "empty selector warns", in: `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  selector: {}
+  template:` + container,
+			pods:     []pod{{"default/db-0", "StatefulSet/db", res(500, gi)}},
+			warnings: []string{`StatefulSet "db": spec.selector is empty: the API server refuses it (planned anyway)`}},
+		{name: "selector not matching the template warns", in: `
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  selector: {matchExpressions: [{key: app, operator: In, values: [other]}]}
+  template:` + container, ds: 1,
+			warnings: []string{`DaemonSet "agent": spec.selector app in (other) does not match spec.template.metadata.labels app=x: the API server refuses it (planned anyway)`}},
 		{name: "replicationcontroller", in: `
 apiVersion: v1
 kind: ReplicationController
@@ -159,6 +191,7 @@ kind: Deployment
 metadata: {name: web}
 spec:
   replicas: 0
+  selector: {matchLabels: {app: x}}
   template:` + container},
 		{name: "job parallelism capped by completions", in: `
 apiVersion: batch/v1
@@ -212,6 +245,7 @@ apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: agent, namespace: kube-system}
 spec:
+  selector: {matchLabels: {app: x}}
   template:` + container, ds: 1},
 		{name: "bound pod skipped", in: `
 apiVersion: v1

@@ -18,6 +18,7 @@ kind: Deployment
 metadata: {name: web, namespace: shop}
 spec:
   replicas: 2
+  selector: {matchLabels: {app: web}}
   template:
     metadata:
       labels: {app: web, track: canary}

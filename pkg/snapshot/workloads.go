@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -89,16 +90,29 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 			return err
 		}
 	case *appsv1.Deployment:
+		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
+			m.warnf(where, "%s: %v", label, err)
+		}
 		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
 			return err
 		}
 	case *appsv1.StatefulSet:
+		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
+			m.warnf(where, "%s: %v", label, err)
+		}
 		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
 			return err
 		}
 	case *appsv1.ReplicaSet:
+		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
+			m.warnf(where, "%s: %v", label, err)
+		}
 		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
 			return err
+		}
+	case *appsv1.DaemonSet:
+		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
+			m.warnf(where, "%s: %v", label, err)
 		}
 	case *batchv1.Job:
 		if w.replicas, err = jobPods(&o.Spec, "spec"); err != nil {
@@ -186,6 +200,27 @@ func podLabels(obj any) map[string]string {
 		return o.Spec.Template.Labels
 	case *batchv1.CronJob:
 		return o.Spec.JobTemplate.Spec.Template.Labels
+	}
+	return nil
+}
+
+// podSelector checks an apps/v1 workload's spec.selector as the API server
+// does: required, non-empty, valid and matching the template's labels. The
+// API server refuses such a workload; offline it is still planned (a
+// snippet often leaves the selector out), with a warning.
+func podSelector(sel *metav1.LabelSelector, template map[string]string) error {
+	if sel == nil {
+		return errors.New("spec.selector is missing: the API server refuses an apps/v1 workload without one (planned anyway); add matchLabels with the template's labels")
+	}
+	if len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {
+		return errors.New("spec.selector is empty: the API server refuses it (planned anyway); select the template's labels")
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return fmt.Errorf("spec.selector: %w", err)
+	}
+	if !s.Matches(labels.Set(template)) {
+		return fmt.Errorf("spec.selector %s does not match spec.template.metadata.labels %v: the API server refuses it (planned anyway)", s, labels.Set(template))
 	}
 	return nil
 }
