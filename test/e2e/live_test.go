@@ -95,6 +95,36 @@ func liveDeployment(ns string, s liveShape, scale float64) *appsv1.Deployment {
 	}
 }
 
+// scaleFromEnv is a must-show test's scale: def, or the number in (0, 1]
+// the environment variable name gives (1 is the issue's full size).
+func scaleFromEnv(t *testing.T, name string, def float64) float64 {
+	t.Helper()
+	scale := def
+	if v := os.Getenv(name); v != "" {
+		if _, err := fmt.Sscan(v, &scale); err != nil || scale <= 0 || scale > 1 {
+			t.Fatalf("%s=%q: want a number in (0, 1]", name, v)
+		}
+	}
+	return scale
+}
+
+// rampPools makes the two NodePools of issue 14's ramp, named prefix-general
+// and prefix-gpu: a general pool of c, m and r families of generations 6 and
+// 7, and an on-demand g5/g6 pool tainted nvidia.com/gpu, both in three
+// zones.
+func (e *opEnv) rampPools(t *testing.T, prefix string) (general, gpu *v1alpha1.NodePool) {
+	t.Helper()
+	zones := req(corev1.LabelTopologyZone, "us-east-1a", "us-east-1b", "us-east-1c")
+	general = e.nodePool(t, prefix+"-general", 0, nil, zones,
+		req("karpenter.k8s.aws/instance-family", "c6i", "m6i", "r6i", "c7i", "m7i", "r7i"))
+	gpu = e.nodePool(t, prefix+"-gpu", 0, nil, zones, req(v1alpha1.LabelCapacityType, "on-demand"), req("karpenter.k8s.aws/instance-family", "g5", "g6"))
+	gpu.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	if err := e.c.Update(context.Background(), gpu); err != nil {
+		t.Fatal(err)
+	}
+	return general, gpu
+}
+
 // TestLiveEqualsPlan is issue 14's must-show: 2,000 pods in 20
 // Deployments, created by the ReplicaSet controller at its natural rate,
 // provisioned by the operator with its default batching; once every pod
@@ -104,22 +134,10 @@ func liveDeployment(ns string, s liveShape, scale float64) *appsv1.Deployment {
 // the same 20 Deployments) to keep the e2e within its time; set
 // RIGHTSIZE_LIVE_SCALE=1 for the full 2,000.
 func TestLiveEqualsPlan(t *testing.T) {
-	scale := 0.5
-	if v := os.Getenv("RIGHTSIZE_LIVE_SCALE"); v != "" {
-		if _, err := fmt.Sscan(v, &scale); err != nil || scale <= 0 || scale > 1 {
-			t.Fatalf("RIGHTSIZE_LIVE_SCALE=%q: want a number in (0, 1]", v)
-		}
-	}
+	scale := scaleFromEnv(t, "RIGHTSIZE_LIVE_SCALE", 0.5)
 	e := startOpEnv(t)
 	ns := e.namespace(t, "live")
-	zones := req(corev1.LabelTopologyZone, "us-east-1a", "us-east-1b", "us-east-1c")
-	general := e.nodePool(t, "live-general", 0, nil, zones,
-		req("karpenter.k8s.aws/instance-family", "c6i", "m6i", "r6i", "c7i", "m7i", "r7i"))
-	gpu := e.nodePool(t, "live-gpu", 0, nil, zones, req(v1alpha1.LabelCapacityType, "on-demand"), req("karpenter.k8s.aws/instance-family", "g5", "g6"))
-	gpu.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
-	if err := e.c.Update(context.Background(), gpu); err != nil {
-		t.Fatal(err)
-	}
+	general, gpu := e.rampPools(t, "live")
 	metricsAddr := freePort(t)
 	op := e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-live", "--disruption=false",
 		// A loaded machine's API server may answer a renewal late (at load

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -41,23 +40,11 @@ import (
 // the e2e's time on the 2-core machine; RIGHTSIZE_SCALEDOWN_SCALE=1 runs
 // the full 2,000 → 500.
 func TestConsolidationConverges(t *testing.T) {
-	scale := 0.25
-	if v := os.Getenv("RIGHTSIZE_SCALEDOWN_SCALE"); v != "" {
-		if _, err := fmt.Sscan(v, &scale); err != nil || scale <= 0 || scale > 1 {
-			t.Fatalf("RIGHTSIZE_SCALEDOWN_SCALE=%q: want a number in (0, 1]", v)
-		}
-	}
+	scale := scaleFromEnv(t, "RIGHTSIZE_SCALEDOWN_SCALE", 0.25)
 	ctx := context.Background()
 	e := startOpEnv(t)
 	ns := e.namespace(t, "scaledown")
-	zones := req(corev1.LabelTopologyZone, "us-east-1a", "us-east-1b", "us-east-1c")
-	general := e.nodePool(t, "sd-general", 0, nil, zones,
-		req("karpenter.k8s.aws/instance-family", "c6i", "m6i", "r6i", "c7i", "m7i", "r7i"))
-	gpu := e.nodePool(t, "sd-gpu", 0, nil, zones, req(v1alpha1.LabelCapacityType, "on-demand"), req("karpenter.k8s.aws/instance-family", "g5", "g6"))
-	gpu.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
-	if err := e.c.Update(ctx, gpu); err != nil {
-		t.Fatal(err)
-	}
+	general, gpu := e.rampPools(t, "sd")
 	pools := []string{general.Name, gpu.Name}
 
 	// Ramp up, consolidation off.
