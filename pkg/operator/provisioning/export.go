@@ -47,7 +47,7 @@ func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster for the replacement's launch options: %w", err)
 	}
-	flex, refusal := p.flexible(b, np, n, replacementOptions(s.Problem, n, pods, p.opts.LaunchPricePremium))
+	flex, refusal := p.flexible(b, np, n, replacementOptions(s.Problem, n, pods, replacementPremium(reason, p.opts.LaunchPricePremium)))
 	if refusal != "" {
 		return nil, fmt.Errorf("replacement for NodePool %s: %s", np.Name, refusal)
 	}
@@ -69,6 +69,19 @@ func (p *Provisioner) Forget(claim string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.recent, claim)
+}
+
+// replacementPremium bounds a replacement's flexible launch for a
+// disruption of the given reason. A consolidation's replacement was chosen
+// for what it saves: it may fall through to other offerings only at no
+// more than its planned price (Karpenter keeps only types cheaper than the
+// nodes replaced), or a refused offering would launch a dearer node that
+// the next round replaces again. Drift and expiry take what launches take.
+func replacementPremium(reason string, configured float64) float64 {
+	if reason == string(v1alpha1.DisruptionReasonUnderutilized) {
+		return 0
+	}
+	return configured
 }
 
 // replacementOptions is solver.LaunchOptions for a replacement n planned

@@ -112,15 +112,17 @@ func TestReplacementsGetTheFlexibleLaunchOfTheirPods(t *testing.T) {
 	planned := &solver.NewNode{Pool: "web", InstanceType: "m.s3", Zone: "a", CapacityType: "on-demand", Price: 3, Requested: pod.Requests}
 	for _, tc := range []struct {
 		name      string
+		reason    string
 		pods      []string
 		wantTypes []string
 		wantZones int
 	}{
-		{"every type that holds the pod, the planned one first", []string{"default/web-1"}, []string{"m.s3", "m.s4", "m.s5", "m.s6"}, 2},
-		{"a pod the snapshot does not have: the planned offering only", []string{"default/gone"}, nil, 0},
+		{"drift: every type that holds the pod, the planned one first", "Drifted", []string{"default/web-1"}, []string{"m.s3", "m.s4", "m.s5", "m.s6"}, 2},
+		{"consolidation: nothing dearer than the planned offering", "Underutilized", []string{"default/web-1"}, []string{"m.s3"}, 1},
+		{"a pod the snapshot does not have: the planned offering only", "Expired", []string{"default/gone"}, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := replacementOptions(p, planned, tc.pods, -1)
+			opts := replacementOptions(p, planned, tc.pods, replacementPremium(tc.reason, -1))
 			got := solver.InstanceTypeNames(opts)
 			if !slices.Equal(got, tc.wantTypes) {
 				t.Errorf("types %v, want %v", got, tc.wantTypes)
