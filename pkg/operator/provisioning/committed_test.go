@@ -3,7 +3,6 @@ package provisioning
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -219,7 +218,7 @@ func TestNominatedPodsAreHeldWhileTheirNodeTakesThem(t *testing.T) {
 			n := &solver.Node{Allocatable: tt.alloc}
 			n.Requested[solver.CPU] = tt.requested
 			var got []string
-			for _, p := range holdWhileFits(n, tt.pods, nil, false) {
+			for _, p := range holdWhileFits(n, tt.pods, nil) {
 				got = append(got, p.Name)
 			}
 			if !slices.Equal(got, tt.overflow) {
@@ -227,73 +226,6 @@ func TestNominatedPodsAreHeldWhileTheirNodeTakesThem(t *testing.T) {
 			}
 			if n.Requested[solver.CPU] != tt.wantCPU {
 				t.Errorf("node requests %dm CPU, want %dm", n.Requested[solver.CPU], tt.wantCPU)
-			}
-		})
-	}
-}
-
-// TestNominatedPodsCountForTheBatchsTopologySpread: two pods of a zone
-// spread group are nominated to an in-flight node in zone-a; a third
-// arrives in a later batch. Counted there (a provisioning batch), they put
-// zone-a two ahead, so the third goes to zone-b, as the scheduler will
-// require; counted only as room (the other planners), the third would
-// follow them onto the in-flight node, where the scheduler refuses it
-// until zone-b catches up.
-func TestNominatedPodsCountForTheBatchsTopologySpread(t *testing.T) {
-	labels := map[string]string{"tier": "front"}
-	spread := []solver.TopologySpread{{MaxSkew: 1, TopologyKey: solver.LabelZone, WhenUnsatisfiable: "DoNotSchedule",
-		Selector: solver.Selector{MatchLabels: labels}}}
-	nominated := func(name string) *corev1.Pod {
-		p := testPod(name)
-		p.Labels = labels
-		p.Spec.Containers = []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
-		return p
-	}
-	var cpu solver.Resources
-	cpu[solver.CPU], cpu[solver.Pods] = 1000, 1
-	typ := solver.InstanceType{Name: "c.xlarge", Labels: map[string]string{solver.LabelInstanceType: "c.xlarge"},
-		Capacity: solver.Resources{solver.CPU: 4000, solver.Memory: 8 << 30, solver.Pods: 50}}
-	for _, z := range []string{"zone-a", "zone-b"} {
-		typ.Offerings = append(typ.Offerings, solver.Offering{Zone: z, CapacityType: "on-demand", Price: 0.2})
-	}
-	for _, tt := range []struct {
-		name   string
-		asPods bool
-		zone   string // where the third pod goes
-	}{
-		{name: "a provisioning batch counts them in zone-a", asPods: true, zone: "zone-b"},
-		{name: "counted as room only", asPods: false, zone: "zone-a"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			n := solver.Node{Name: inFlightPrefix + "a", Pool: "default", InstanceType: typ.Name, Zone: "zone-a", CapacityType: "on-demand",
-				Labels:      map[string]string{solver.LabelZone: "zone-a", solver.LabelInstanceType: typ.Name, solver.LabelCapacityType: "on-demand"},
-				Allocatable: typ.Capacity, InFlight: true}
-			if over := holdWhileFits(&n, []*corev1.Pod{nominated("web-1"), nominated("web-2")}, nil, tt.asPods); len(over) > 0 {
-				t.Fatalf("%d pods overflow a node with room for them", len(over))
-			}
-			if want := map[bool]int{true: 2, false: 0}[tt.asPods]; len(n.Pods) != want || n.Requested[solver.CPU] != 2000 {
-				t.Fatalf("the node lists %d pods and requests %dm CPU, want %d pods and 2000m", len(n.Pods), n.Requested[solver.CPU], want)
-			}
-			plan, err := solver.Solve(&solver.Problem{
-				Pods:          []solver.Pod{{Namespace: "default", Name: "web-3", Labels: labels, Requests: cpu, Spread: spread}},
-				Pools:         []solver.Pool{{Name: "default"}},
-				InstanceTypes: []solver.InstanceType{typ},
-				Nodes:         []solver.Node{n},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			zone := ""
-			for _, e := range plan.Existing {
-				zone = "zone-a (the in-flight node) " + e.Node
-			}
-			for _, nn := range plan.NewNodes {
-				zone = nn.Zone
-			}
-			if !strings.HasPrefix(zone, tt.zone) {
-				t.Errorf("the third pod went to %q, want %s (plan: %d new nodes, %d on existing, %d unplaced)",
-					zone, tt.zone, len(plan.NewNodes), len(plan.Existing), len(plan.Unschedulable))
 			}
 		})
 	}

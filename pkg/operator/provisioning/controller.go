@@ -21,7 +21,7 @@ type workqueueT = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // NodeClaims and events.
 //
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=daemonsets;replicasets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes,verbs=get;list;watch

@@ -84,9 +84,6 @@ type Provisioner struct {
 	told map[types.UID]string
 	// wake triggers a batch when the next nomination lapses.
 	wake *time.Timer
-	// noReplicaSets is set once ReplicaSets could not be read (see
-	// toCome); only Start's loop reads and writes it.
-	noReplicaSets bool
 }
 
 type nomination struct {
@@ -145,8 +142,7 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	p.log.Info("provisioner started", "batchIdle", p.opts.BatchIdle.String(), "batchMax", p.opts.BatchMax.String())
 	recheck := time.NewTicker(p.opts.Recheck)
 	defer recheck.Stop()
-	// Pods may have been waiting before this replica led.
-	p.Trigger()
+	p.Trigger() // pods may have been waiting before this replica led
 	for {
 		select {
 		case <-ctx.Done():
@@ -172,20 +168,13 @@ func (p *Provisioner) Start(ctx context.Context) error {
 					timer.Reset(time.Until(w.closesAt()))
 					continue
 				}
-				toCome, err := p.toCome(ctx)
-				if err != nil {
-					p.log.Info("cannot count all the pods still to come; batches wait only for those it counts", "error", err.Error())
-				}
-				if w.extend(time.Now(), toCome) {
-					timer.Reset(time.Until(w.closesAt()))
-					continue
-				}
 				break wait
 			}
 		}
 		timer.Stop()
+		opened := w.opened
 		closed := time.Now()
-		if err := p.provision(ctx, w, closed); err != nil && ctx.Err() == nil {
+		if err := p.provision(ctx, opened, closed); err != nil && ctx.Err() == nil {
 			p.log.Error(err, "provisioning failed; retrying")
 			time.AfterFunc(time.Second, p.Trigger)
 		}
@@ -193,7 +182,7 @@ func (p *Provisioner) Start(ctx context.Context) error {
 }
 
 // provision plans one batch and creates its NodeClaims.
-func (p *Provisioner) provision(ctx context.Context, w *window, closed time.Time) error {
+func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) error {
 	b, err := p.snapshot(ctx, true)
 	if err != nil {
 		return err
@@ -359,7 +348,7 @@ func (p *Provisioner) provision(ctx context.Context, w *window, closed time.Time
 	}
 	p.log.Info("batch planned", "pods", len(b.problem.Pods), "pending", b.pending, "leaving", len(b.moving), "nodeClaims", created,
 		"pricePerHour", launchedCost, "onInFlightNodes", len(plan.Existing), "unplaced", len(plan.Unschedulable),
-		"window", closed.Sub(w.opened).Round(time.Millisecond).String(), "extended", w.extensions, "solve", solveTook.Round(time.Microsecond).String(),
+		"window", closed.Sub(opened).Round(time.Millisecond).String(), "solve", solveTook.Round(time.Microsecond).String(),
 		"decision", decided.Round(time.Microsecond).String())
 	return nil
 }

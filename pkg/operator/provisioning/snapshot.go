@@ -33,13 +33,9 @@ const inFlightPrefix = "nodeclaim/"
 // initialized, while the node has room for them (see holdWhileFits); a pod
 // the scheduler still has not bound by then is planned again. A loaded
 // scheduler takes minutes to bind a large batch, turning zone-spread pods
-// away while their zone runs ahead; planning them again after 30 s, and
-// then after 2 min (this bound before), launched nodes for pods whose
-// planned room was still free (the 2,000-pod ramp on a loaded machine: 45
-// nodes more in the 2 minutes after the first lapses). A pod whose room
-// was taken meanwhile does not wait for it: holdWhileFits lets it go at
-// the next batch.
-const nominationTTL = 5 * time.Minute
+// away while their zone runs ahead; planning them again after 30 s (this
+// bound before) launched nodes for pods whose planned room was still free.
+const nominationTTL = 2 * time.Minute
 
 // batch is one provisioning decision's input.
 type batch struct {
@@ -342,7 +338,7 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		// The pods nominated to it are committed there while they fit; one
 		// that no longer fits (the cloud launched a smaller type than
 		// planned) loses its nomination and is planned in the next batch.
-		for _, pod := range holdWhileFits(sn, nominated[c.Name], cl.ExtendedResources, batching) {
+		for _, pod := range holdWhileFits(sn, nominated[c.Name], cl.ExtendedResources) {
 			p.unnominate(pod.UID, c.Name)
 			b.overflow++
 		}
@@ -363,30 +359,18 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 
 // holdWhileFits adds to the node's requests those of the pods nominated
 // to it, in name order, while they fit its allocatable (unknown
-// allocatable: all of them), and returns the pods that do not fit. With
-// asPods set (a provisioning batch), the pods held are also listed among
-// the node's pods, so that the batch's topology spread and (anti-)affinity
-// count them in the node's zone and on the node as if they ran there: a
-// later batch's pod of the same spread group then goes to the zones behind
-// instead of following the running pods alone into the zone whose room the
-// nominated pods already hold. The other planners (consolidation) see only
-// the room they take: a pending pod is not theirs to move.
-func holdWhileFits(n *solver.Node, pods []*corev1.Pod, extended []string, asPods bool) (overflow []*corev1.Pod) {
+// allocatable: all of them), and returns the pods that do not fit.
+func holdWhileFits(n *solver.Node, pods []*corev1.Pod, extended []string) (overflow []*corev1.Pod) {
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	for _, pod := range pods {
-		requests := podRequests(pod, extended)
-		after := n.Requested.Add(requests)
+		after := n.Requested.Add(podRequests(pod, extended))
 		if n.Allocatable[solver.CPU] > 0 && !after.Fits(n.Allocatable) {
 			overflow = append(overflow, pod)
 			continue
 		}
 		n.Requested = after
-		if asPods {
-			n.Pods = append(n.Pods, solver.Pod{Namespace: pod.Namespace, Name: pod.Name, Owner: snapshot.Owner(pod),
-				Labels: pod.Labels, Requests: requests, Controller: metav1.GetControllerOf(pod) != nil})
-		}
 	}
 	return overflow
 }
