@@ -82,23 +82,57 @@ build_kwok() {
 # kwok has no built-in stages: kwokctl passes the default ones from kwok's own
 # module (node-fast, node heartbeat with lease, pod-fast); test/testenv passes
 # this file, the same stages, with --config.
+#
+# One change: kwok's node-initialize stage writes allocatable and capacity of
+# 1k CPU, 1Ti and 1M pods when the node it saw has none. Every node the tests
+# and the simulated cloud create gets its real allocatable through the status
+# subresource right after the create (the API server drops status on create),
+# so kwok, rendering from the create event it watched, raced that update and
+# sometimes won: a node of 1,920m CPU took 1,000 CPUs of pods (seen as a judge
+# "disagreement" in CI). The stage here leaves allocatable and capacity to
+# whoever set them. CONFIG_REV names the change, so a cached file is rewritten.
 KWOK_CONFIG=$DIR/etc/kwok.yaml
+# keep_node_resources rewrites node-initialize's allocatable and capacity
+# blocks (from "allocatable:" to the nodeInfo that follows) so that each is
+# written only back to what the node already has, never defaulted.
+keep_node_resources() {
+	awk '
+		/^      allocatable:$/ { skip = 1
+			print "      {{ with .status.allocatable }}"
+			print "      allocatable:"
+			print "      {{ YAML . 1 }}"
+			print "      {{ end }}"
+			print "      {{ with .status.capacity }}"
+			print "      capacity:"
+			print "      {{ YAML . 1 }}"
+			print "      {{ end }}"
+			print ""
+			next }
+		skip && /\$nodeInfo := / { skip = 0 }
+		!skip { print }
+	'
+}
+KWOK_CONFIG_REV="kwok $KWOK_VERSION, stages rev 2"
 write_kwok_config() {
-	if [ -s "$KWOK_CONFIG" ] && grep -q "kwok $KWOK_VERSION" "$KWOK_CONFIG"; then log "kwok config: present"; return; fi
+	if [ -s "$KWOK_CONFIG" ] && grep -q "$KWOK_CONFIG_REV" "$KWOK_CONFIG"; then log "kwok config: present"; return; fi
 	local src
 	src=$("$GO" mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
 	[ -d "$src/kustomize/stage" ] || die "could not download sigs.k8s.io/kwok@$KWOK_VERSION sources"
 	mkdir -p "$DIR/etc"
 	{
-		echo "# Default kwok stages, from sigs.k8s.io/kwok $KWOK_VERSION kustomize/stage (written by hack/testenv/build.sh)."
+		echo "# Default kwok stages, from sigs.k8s.io/kwok $KWOK_VERSION kustomize/stage (written by hack/testenv/build.sh);"
+		echo "# $KWOK_CONFIG_REV: node-initialize keeps the node's own allocatable and capacity."
 		local f
 		for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
 			pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
 			[ -f "$src/kustomize/stage/$f" ] || die "kwok stage $f not found in $src"
 			echo "---"
-			cat "$src/kustomize/stage/$f"
+			if [ "$f" = node/fast/node-initialize.yaml ]; then keep_node_resources <"$src/kustomize/stage/$f"
+			else cat "$src/kustomize/stage/$f"; fi
 		done
 	} >"$KWOK_CONFIG.tmp"
+	grep -q 'cpu: 1k' "$KWOK_CONFIG.tmp" && die "kwok config: node-initialize still defaults allocatable (its template changed?)"
+	grep -q 'with .status.allocatable' "$KWOK_CONFIG.tmp" || die "kwok config: node-initialize lost allocatable"
 	mv "$KWOK_CONFIG.tmp" "$KWOK_CONFIG"
 	log "kwok config: wrote $KWOK_CONFIG"
 }

@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -416,7 +417,11 @@ func (r *judgeRun) batch(ctx context.Context, id string, cases []*judgeCase) ([]
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	if err := r.waitNodesReady(ctx, id, len(nodeJobs)); err != nil {
+	want := make(map[string]corev1.ResourceList, len(nodeJobs))
+	for _, j := range nodeJobs {
+		want[j.c.nodeNames[j.i]] = judgeResourceList(j.c.p, j.c.plan.NewNodes[j.i].Allocatable)
+	}
+	if err := r.waitNodesReady(ctx, id, want); err != nil {
 		return nil, err
 	}
 	type podJob struct {
@@ -539,9 +544,12 @@ func judgeResourceList(p *solver.Problem, q solver.Resources) corev1.ResourceLis
 	return l
 }
 
-// waitNodesReady waits until the batch's n nodes are Ready and untainted by
-// the node lifecycle controller.
-func (r *judgeRun) waitNodesReady(ctx context.Context, batch string, n int) error {
+// waitNodesReady waits until the batch's nodes are Ready, untainted by the
+// node lifecycle controller and with the allocatable the plan gave them
+// (want, by node name): a node kube-scheduler sees larger than planned
+// takes pods the plan could not place there, a wrong verdict.
+func (r *judgeRun) waitNodesReady(ctx context.Context, batch string, want map[string]corev1.ResourceList) error {
+	n := len(want)
 	deadline := time.Now().Add(nodesReadyTimeout)
 	for {
 		list, err := r.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: judgeLabelBatch + "=" + batch})
@@ -561,6 +569,9 @@ func (r *judgeRun) waitNodesReady(ctx context.Context, batch string, n int) erro
 				if strings.HasPrefix(t.Key, "node.kubernetes.io/") {
 					ok = false
 				}
+			}
+			if ok && !equality.Semantic.DeepEqual(node.Status.Allocatable, want[node.Name]) {
+				return fmt.Errorf("judge: node %s is Ready with allocatable %v, the plan gave it %v", node.Name, node.Status.Allocatable, want[node.Name])
 			}
 			if ok {
 				ready++

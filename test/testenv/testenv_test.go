@@ -126,6 +126,22 @@ func TestPlane(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deployment web never reported 2 available replicas")
 	}
+	// kwok makes a node Ready without writing an allocatable of its own
+	// (its stock stage writes 1k CPU when the node it watched had none,
+	// racing the status every test sets right after the create).
+	bare := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-bare", Annotations: map[string]string{testenv.NodeAnnotation: "fake"}}}
+	if _, err := c.CoreV1().Nodes().Create(ctx, bare, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create node kwok-bare: %v", err)
+	}
+	if err := env.WaitNodeReady(ctx, "kwok-bare", 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.CoreV1().Nodes().Get(ctx, "kwok-bare", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if len(n.Status.Allocatable) > 0 || len(n.Status.Capacity) > 0 {
+		t.Errorf("kwok wrote node kwok-bare's allocatable %v and capacity %v; it must leave them to whoever creates the node", n.Status.Allocatable, n.Status.Capacity)
+	}
+
 	var total int64
 	var mem []string
 	for name, rss := range env.ResidentMemory() {
