@@ -84,13 +84,14 @@ build_kwok() {
 # this file, the same stages, with --config.
 #
 # One change: kwok's node-initialize stage writes allocatable and capacity of
-# 1k CPU, 1Ti and 1M pods when the node it saw has none. Every node the tests
-# and the simulated cloud create gets its real allocatable through the status
-# subresource right after the create (the API server drops status on create),
-# so kwok, rendering from the create event it watched, raced that update and
-# sometimes won: a node of 1,920m CPU took 1,000 CPUs of pods (seen as a judge
-# "disagreement" in CI). The stage here leaves allocatable and capacity to
-# whoever set them. CONFIG_REV names the change, so a cached file is rewritten.
+# 1k CPU, 1Ti and 1M pods when the node it watched has none. A node created
+# without status and given it by a status update right after (as the judge
+# did) raced kwok, which sometimes won: a node of 1,920m CPU took 1,000 CPUs
+# of pods, a judge "disagreement" in CI. Every node creator now puts the
+# status in the create (the API server keeps a Node's status, as a kubelet's
+# registration needs); the stage here also leaves allocatable and capacity to
+# whoever set them, so a node without them takes no pods rather than 1,000
+# CPUs of them. KWOK_CONFIG_REV names the change, so a cached file is rewritten.
 KWOK_CONFIG=$DIR/etc/kwok.yaml
 # keep_node_resources rewrites node-initialize's allocatable and capacity
 # blocks (from "allocatable:" to the nodeInfo that follows) so that each is

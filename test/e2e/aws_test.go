@@ -264,32 +264,18 @@ func (a *awsEnv) join(in ec2test.Instance) error {
 			testenv.NodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0",
 		}},
 		Spec: corev1.NodeSpec{ProviderID: in.ProviderID(), Taints: nc.Spec.Kubelet.Config.RegisterWithTaints},
+		// A kubelet registers its node with its status.
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: allocatable,
+			NodeInfo: corev1.NodeSystemInfo{Architecture: labels[corev1.LabelArchStable], OperatingSystem: "linux", KubeletVersion: "v" + a.k8s + ".0"}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	created, err := a.Client().CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := a.Client().CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("registering node %s: %w", node.Name, err)
 	}
 	a.mu.Lock()
 	a.joined[in.ID] = time.Now()
 	a.mu.Unlock()
-	created.Status.Capacity, created.Status.Allocatable = capacity, allocatable
-	created.Status.NodeInfo = corev1.NodeSystemInfo{Architecture: labels[corev1.LabelArchStable], OperatingSystem: "linux", KubeletVersion: "v" + a.k8s + ".0"}
-	for range 10 {
-		if _, err = a.Client().CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
-			break
-		}
-		latest, gerr := a.Client().CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-		if gerr != nil {
-			return gerr
-		}
-		latest.Status.Capacity, latest.Status.Allocatable, latest.Status.NodeInfo = capacity, allocatable, created.Status.NodeInfo
-		created = latest
-	}
-	if err != nil {
-		return fmt.Errorf("setting the status of node %s: %w", node.Name, err)
-	}
 	return nil
 }
 

@@ -118,13 +118,9 @@ func populate(b *testing.B, env *testenv.Env) {
 				"karpenter.sh/capacity-type":       []string{"on-demand", "spot"}[i%2],
 			}},
 		}
-		created, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
 		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(t.cpu), corev1.ResourceMemory: resource.MustParse(t.memory), corev1.ResourcePods: resource.MustParse("58")}
-		created.Status.Capacity, created.Status.Allocatable = capacity, capacity
-		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		node.Status.Capacity, node.Status.Allocatable = capacity, capacity
+		_, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		return err
 	})
 	parallel(b, benchPods, func(i int) error {

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -498,27 +497,18 @@ func (r *judgeRun) createNode(ctx context.Context, batch string, c *judgeCase, i
 	}
 	capacity := judgeResourceList(c.p, it.Capacity)
 	alloc := judgeResourceList(c.p, n.Allocatable)
+	// The status goes in the create, as a kubelet registers a node: kwok's
+	// first stage renders from this create, and a node it saw without an
+	// allocatable would get kwok's own (1k CPU with its stock stages).
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: c.nodeNames[i], Labels: labels, Annotations: map[string]string{
 			testenv.NodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"}},
 		Spec: corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: alloc,
+			NodeInfo: corev1.NodeSystemInfo{Architecture: labels[labelArch], OperatingSystem: labels["kubernetes.io/os"], KubeletVersion: "fake"}},
 	}
 	if _, err := r.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("judge: %s: create node %s: %w", c.name, node.Name, err)
-	}
-	// Status is dropped on create; kwok keeps what is set here.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		latest, err := r.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		latest.Status.Capacity, latest.Status.Allocatable = capacity, alloc
-		latest.Status.NodeInfo = corev1.NodeSystemInfo{Architecture: labels[labelArch], OperatingSystem: labels["kubernetes.io/os"], KubeletVersion: "fake"}
-		_, err = r.client.CoreV1().Nodes().UpdateStatus(ctx, latest, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("judge: %s: set status of node %s: %w", c.name, node.Name, err)
 	}
 	return nil
 }

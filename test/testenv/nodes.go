@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 )
 
 // NodeAnnotation is the annotation kwok selects the nodes it manages by; the
@@ -68,28 +67,13 @@ func (e *Env) AddNode(ctx context.Context, n Node) (*corev1.Node, error) {
 			},
 		},
 	}
-	_, err := e.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	// The status goes in the create, as a kubelet registers a node: the
+	// API server keeps it, and kwok's first stage renders from this create.
+	created, err := e.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("testenv: create node %s: %w", n.Name, err)
 	}
-	// The apiserver drops status on create; set capacity through the status
-	// subresource so the scheduler sees it even before kwok's first update.
-	// The node lifecycle controller may update the new node first: retry
-	// on a conflict with the latest version.
-	var updated *corev1.Node
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		latest, err := e.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		latest.Status.Capacity, latest.Status.Allocatable, latest.Status.NodeInfo = node.Status.Capacity, node.Status.Allocatable, node.Status.NodeInfo
-		updated, err = e.client.CoreV1().Nodes().UpdateStatus(ctx, latest, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("testenv: set status of node %s: %w", n.Name, err)
-	}
-	return updated, nil
+	return created, nil
 }
 
 // WaitNodeReady waits until the node's Ready condition is True.

@@ -107,6 +107,11 @@ func TestPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodeReady := time.Since(added)
+	if n, err := c.CoreV1().Nodes().Get(ctx, "kwok-node-1", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if cpu := n.Status.Allocatable[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("4")) != 0 {
+		t.Errorf("node kwok-node-1 is Ready with %s CPU allocatable, AddNode gave it 4", cpu.String())
+	}
 	waitPods(ctx, t, c, 60*time.Second, "2 pods Running on kwok-node-1", func(pods []corev1.Pod) bool {
 		n := 0
 		for _, p := range pods {

@@ -447,20 +447,17 @@ func resourceList(r solver.Resources) corev1.ResourceList {
 	return l
 }
 
-// createNode creates the Node and sets its status (the API server drops
-// status on create). A Node of the same name already there is success.
+// createNode creates the Node with its status, as a kubelet registers one:
+// the API server keeps a Node's status on create, and kwok renders its
+// first stage from that create, so it never sees the node without its
+// allocatable (kwok's stock stage gives such a node 1k CPU). A Node of the
+// same name already there is success.
 func (p *Provider) createNode(ctx context.Context, node *corev1.Node) error {
-	status := node.Status
 	if err := p.opts.Client.Create(ctx, node); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
 		return fmt.Errorf("sim: creating node %s: %w", node.Name, err)
-	}
-	orig := node.DeepCopy()
-	node.Status = status
-	if err := p.opts.Client.Status().Patch(ctx, node, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("sim: setting the status of node %s: %w", node.Name, err)
 	}
 	return nil
 }
