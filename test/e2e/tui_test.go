@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -249,6 +250,21 @@ func TestTUIShowsPendingPodsAndLaunchesANodeClaim(t *testing.T) {
 	term.keep("nodes-after", term.waitFor(10*time.Second, claim.GetName(), "small-1"))
 	term.keys("q")
 	term.waitFor(10*time.Second, "EXITED 0")
+
+	// The NodePool goes: the TUI's NodeClaim goes with it, collected by the
+	// controller-manager's garbage collector through its owner reference,
+	// as the operator's own claims are (the operator, were it running,
+	// would then drain and terminate the node).
+	pools := dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("nodepools"))
+	if err := pools.Delete(ctx, "general", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting NodePool general: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := claims.Get(ctx, claim.GetName(), metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatalf("NodeClaim %s outlived its deleted NodePool general by 60 s: the TUI's claims must go with their pool", claim.GetName())
+	}
 }
 
 const tuiDirectPool = `
