@@ -54,6 +54,7 @@ func TestOperator(t *testing.T) {
 	t.Run("a deleted NodeClaim: its pods' new node launches before they are evicted", e.testLeavingNode)
 	t.Run("node repair: a node that stays unhealthy is replaced", e.testNodeRepair)
 	t.Run("two replicas: only the leader acts; the other takes over", e.testLeaderElection)
+	t.Run("a TUI launch beside the operator: refused for pods it provisions; otherwise launched, and gone with its pool", e.testTUILaunchBesideTheOperator)
 }
 
 // operatorProc is a running operator process.
