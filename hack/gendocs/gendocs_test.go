@@ -160,7 +160,8 @@ func TestCell(t *testing.T) {
 
 // TestReadMetrics: names are joined from Namespace and Name through the
 // package's constants, help texts concatenated, label constants resolved,
-// and only registered collectors listed.
+// and only registered collectors listed, with those declared as rows of a
+// table (typed by their variable's declaration).
 func TestReadMetrics(t *testing.T) {
 	dir := t.TempDir()
 	src := `package m
@@ -182,6 +183,22 @@ var (
 	Unregistered = prometheus.NewGauge(prometheus.GaugeOpts{Name: "c", Help: "C."})
 )
 
+var (
+	D *prometheus.GaugeVec
+	E prometheus.Summary
+	shared = []string{"zone", LabelPool}
+)
+
+var table = []struct {
+	c      any
+	name   string
+	labels []string
+	help   string
+}{
+	{&D, "k_d", shared, "D " + "gauge."},
+	{&E, "k_e_seconds", nil, "E."},
+}
+
 func init() { registry.MustRegister(B, A) }
 `
 	if err := os.WriteFile(filepath.Join(dir, "m.go"), []byte(src), 0o644); err != nil {
@@ -192,6 +209,8 @@ func init() { registry.MustRegister(B, A) }
 		t.Fatal(err)
 	}
 	want := []metric{
+		{Var: "D", Name: "k_d", Type: "gauge", Help: "D gauge.", Labels: []string{"zone", "nodepool"}},
+		{Var: "E", Name: "k_e_seconds", Type: "summary", Help: "E."},
 		{Var: "A", Name: "rs_a_total", Type: "counter", Help: "Counts a.", Labels: []string{"nodepool", "reason"}},
 		{Var: "B", Name: "rs_sub_b_seconds", Type: "histogram", Help: "B.", Buckets: "4 buckets from 0.5, each ×2"},
 	}
