@@ -140,7 +140,6 @@ func readMetrics(dir string) ([]metric, error) {
 	if len(registered) == 0 {
 		return nil, fmt.Errorf("%s registers no collector (no MustRegister call)", dir)
 	}
-
 	var str func(e ast.Expr) (string, error)
 	str = func(e ast.Expr) (string, error) {
 		switch v := e.(type) {

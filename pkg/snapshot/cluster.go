@@ -70,9 +70,9 @@ type Cluster struct {
 	PodNamespace string
 	// KarpenterInstalled reports whether the karpenter.sh/v1 NodePool CRD exists.
 	KarpenterInstalled bool
-	// UnreadNodePools are the NodePool resources served whose list the
-	// user is forbidden ("nodepools.rightsize.dev"): their pools are not
-	// in Pools, and a warning says so with the RBAC to ask for.
+	// UnreadNodePools are the NodePool resources served that the user may
+	// not list ("nodepools.rightsize.dev"): their pools are not in Pools,
+	// and a warning says so with the RBAC to ask for.
 	UnreadNodePools []string
 	// PoolOwners says whose each pool of Manifests.Pools is: OwnerKarpenter
 	// or OwnerRightsize.
