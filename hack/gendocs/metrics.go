@@ -68,7 +68,8 @@ func metricsPages(root string) (map[string][]byte, error) {
 }
 
 // readMetrics parses the package and returns the collectors passed to
-// MustRegister, sorted by name, with their options resolved: string
+// MustRegister and those declared as rows of a table (see tableRows),
+// sorted by name, with their options resolved: string
 // constants of the package are followed, so Namespace: namespace and label
 // names such as LabelNodePool come out as their values.
 func readMetrics(dir string) ([]metric, error) {
@@ -90,6 +91,7 @@ func readMetrics(dir string) ([]metric, error) {
 	}
 	consts := map[string]string{}
 	vars := map[string]ast.Expr{}
+	varTypes := map[string]ast.Expr{}
 	var registered []string
 	for _, f := range parsed {
 		for _, decl := range f.Decls {
@@ -101,6 +103,9 @@ func readMetrics(dir string) ([]metric, error) {
 						continue
 					}
 					for i, name := range vs.Names {
+						if d.Tok == token.VAR && vs.Type != nil {
+							varTypes[name.Name] = vs.Type
+						}
 						if i >= len(vs.Values) {
 							continue
 						}
@@ -165,6 +170,11 @@ func readMetrics(dir string) ([]metric, error) {
 		return "", fmt.Errorf("%s is not a string literal or constant of the package", fset.Position(e.Pos()))
 	}
 	var out []metric
+	rows, err := tableRows(vars, varTypes, str)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, rows...)
 	for _, name := range registered {
 		expr, ok := vars[name]
 		if !ok {
@@ -214,25 +224,95 @@ func readMetrics(dir string) ([]metric, error) {
 		}
 		m.Name = strings.Join(slices.DeleteFunc([]string{namespace, subsystem, short}, func(s string) bool { return s == "" }), "_")
 		if len(call.Args) > 1 {
-			arg := call.Args[1]
-			if id, ok := arg.(*ast.Ident); ok && vars[id.Name] != nil {
-				arg = vars[id.Name] // label names shared by several collectors
-			}
-			labels, ok := arg.(*ast.CompositeLit)
-			if !ok {
-				return nil, fmt.Errorf("%s: the label names are not a []string literal", name)
-			}
-			for _, el := range labels.Elts {
-				s, err := str(el)
-				if err != nil {
-					return nil, fmt.Errorf("%s labels: %w", name, err)
-				}
-				m.Labels = append(m.Labels, s)
+			if m.Labels, err = labelNames(call.Args[1], vars, str); err != nil {
+				return nil, fmt.Errorf("%s labels: %w", name, err)
 			}
 		}
 		out = append(out, m)
 	}
 	slices.SortFunc(out, func(a, b metric) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// tableRows reads the metrics declared as rows of a table, the package
+// variables whose value is a slice literal of rows {&Collector, "name",
+// labels, "help"}, where Collector is a package variable of a prometheus
+// collector type (*prometheus.CounterVec, prometheus.Summary, …) that the
+// package builds and registers from its row.
+func tableRows(vars, varTypes map[string]ast.Expr, str func(ast.Expr) (string, error)) ([]metric, error) {
+	var out []metric
+	for _, v := range vars {
+		table, ok := v.(*ast.CompositeLit)
+		if !ok {
+			continue
+		}
+		if _, ok := table.Type.(*ast.ArrayType); !ok {
+			continue
+		}
+		for _, el := range table.Elts {
+			row, ok := el.(*ast.CompositeLit)
+			if !ok || len(row.Elts) != 4 {
+				continue
+			}
+			ref, ok := row.Elts[0].(*ast.UnaryExpr)
+			if !ok || ref.Op != token.AND {
+				continue
+			}
+			id, ok := ref.X.(*ast.Ident)
+			if !ok {
+				continue
+			}
+			typ := varTypes[id.Name]
+			if star, ok := typ.(*ast.StarExpr); ok {
+				typ = star.X
+			}
+			sel, ok := typ.(*ast.SelectorExpr)
+			if !ok {
+				continue
+			}
+			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "prometheus" {
+				continue
+			}
+			m := metric{Var: id.Name, Type: strings.ToLower(strings.TrimSuffix(sel.Sel.Name, "Vec"))}
+			var err error
+			if m.Name, err = str(row.Elts[1]); err != nil {
+				return nil, fmt.Errorf("%s name: %w", id.Name, err)
+			}
+			if m.Help, err = str(row.Elts[3]); err != nil {
+				return nil, fmt.Errorf("%s help: %w", id.Name, err)
+			}
+			if m.Labels, err = labelNames(row.Elts[2], vars, str); err != nil {
+				return nil, fmt.Errorf("%s labels: %w", id.Name, err)
+			}
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// labelNames resolves a []string literal of label names, or a package
+// variable holding one shared by several collectors; nil is no labels.
+func labelNames(e ast.Expr, vars map[string]ast.Expr, str func(ast.Expr) (string, error)) ([]string, error) {
+	if id, ok := e.(*ast.Ident); ok {
+		if id.Name == "nil" {
+			return nil, nil
+		}
+		if vars[id.Name] != nil {
+			e = vars[id.Name]
+		}
+	}
+	lit, ok := e.(*ast.CompositeLit)
+	if !ok {
+		return nil, fmt.Errorf("the label names are not a []string literal")
+	}
+	var out []string
+	for _, el := range lit.Elts {
+		s, err := str(el)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
 	return out, nil
 }
 

@@ -18,9 +18,8 @@ import (
 )
 
 // TaintKey is the NoSchedule taint put on nodes a disruption action is
-// about to drain: it keeps new pods off them while the action runs, and
-// goes again when the action is rolled back.
-const TaintKey = v1alpha1.Group + "/disrupted"
+// about to drain (v1alpha1.TaintKeyDisrupted).
+const TaintKey = v1alpha1.TaintKeyDisrupted
 
 // Taint is the taint put on the candidates of an action.
 var Taint = corev1.Taint{Key: TaintKey, Effect: corev1.TaintEffectNoSchedule}

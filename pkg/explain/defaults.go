@@ -55,10 +55,14 @@ func Defaults(built *plan.Result) (pool string, eksDaemonSets []string) {
 }
 
 // DefaultsNotices are the lines explain prints for what Defaults returns,
-// one sentence each.
-func DefaultsNotices(pool string, eksDaemonSets []string) []string {
+// one sentence each; unread are the NodePool resources a live cluster did
+// not let be listed, which is why no pool was in the input.
+func DefaultsNotices(pool string, eksDaemonSets []string, unread ...string) []string {
 	var out []string
-	if pool != "" {
+	switch {
+	case pool != "" && len(unread) > 0:
+		out = append(out, fmt.Sprintf("NodePool: none could be read (you may not list %s); planned with %s.", strings.Join(unread, " or "), pool))
+	case pool != "":
 		out = append(out, fmt.Sprintf("NodePool: none in the input; planned with %s.", pool))
 	}
 	if len(eksDaemonSets) > 0 {
@@ -126,7 +130,11 @@ func printDefaults(w io.Writer, r *Result) {
 	if r.DefaultPool != "" {
 		fmt.Fprintln(w)
 	}
-	for _, n := range DefaultsNotices(r.DefaultPool, r.EKSDaemonSets) {
+	var unread []string
+	if r.LiveResult != nil {
+		unread = r.Scope.NodePoolsUnread
+	}
+	for _, n := range DefaultsNotices(r.DefaultPool, r.EKSDaemonSets, unread...) {
 		fmt.Fprintln(w, n)
 	}
 	if r.AdviceSkipped != "" {

@@ -98,3 +98,29 @@ spec:
 		}
 	}
 }
+
+// TestDefaultsNoticesSayWhyNoPoolWasPlanned: the default pool's line says
+// "none in the input" offline, and names the NodePool resources a live
+// cluster would not let be listed when that is why; nothing without it.
+func TestDefaultsNoticesSayWhyNoPoolWasPlanned(t *testing.T) {
+	const pool = "every instance type (on-demand)"
+	for _, tc := range []struct {
+		name   string
+		pool   string
+		unread []string
+		want   []string
+	}{
+		{"offline", pool, nil, []string{"NodePool: none in the input; planned with " + pool + "."}},
+		{"NodePools forbidden", pool, []string{"nodepools.rightsize.dev"},
+			[]string{"NodePool: none could be read (you may not list nodepools.rightsize.dev); planned with " + pool + "."}},
+		{"both kinds forbidden", pool, []string{"nodepools.karpenter.sh", "nodepools.rightsize.dev"},
+			[]string{"NodePool: none could be read (you may not list nodepools.karpenter.sh or nodepools.rightsize.dev); planned with " + pool + "."}},
+		{"pools read, some forbidden: no default pool, no line", "", []string{"nodepools.karpenter.sh"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DefaultsNotices(tc.pool, nil, tc.unread...); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

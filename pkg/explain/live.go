@@ -150,7 +150,8 @@ func InFlightNote(claim string) string {
 func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan, namespace string, target *workload) (*LiveResult, error) {
 	p := built.Problem
 	live := &LiveResult{
-		Scope:         ResultScope{Namespace: namespace, PendingInCluster: len(cl.Pending), PodNamespace: cl.PodNamespace},
+		Scope: ResultScope{Namespace: namespace, PendingInCluster: len(cl.Pending), PodNamespace: cl.PodNamespace,
+			NodePoolsUnread: cl.UnreadNodePools},
 		Pending:       []ResultPending{},
 		ExistingNodes: []ResultExistingNode{},
 	}

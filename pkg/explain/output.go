@@ -108,6 +108,10 @@ type ResultScope struct {
 	PendingInCluster int `json:"pendingInCluster"`
 	// PodNamespace is set when pods could be read in this namespace only.
 	PodNamespace string `json:"podNamespace,omitempty"`
+	// NodePoolsUnread are the NodePool resources the user may not list
+	// ("nodepools.rightsize.dev"): their pools are not planned, and when
+	// no pool could be read the plan is the default pool's (defaultPool).
+	NodePoolsUnread []string `json:"nodePoolsUnread,omitempty"`
 }
 
 // ResultPending is a pending pod: what the scheduler says and what the
@@ -399,6 +403,9 @@ func printPending(w io.Writer, r *Result) {
 	live := r.LiveResult
 	if live.Scope.PodNamespace != "" {
 		fmt.Fprintf(w, "Only the pods of namespace %q could be read.\n", live.Scope.PodNamespace)
+	}
+	if len(live.Scope.NodePoolsUnread) > 0 && r.DefaultPool == "" {
+		fmt.Fprintf(w, "NodePools of %s could not be read; only the others are planned.\n", strings.Join(live.Scope.NodePoolsUnread, " and "))
 	}
 	if live.Scope.Workload != "" {
 		fmt.Fprintf(w, "%s: %d pod(s) running, %d pending.\n", strings.ToLower(live.Scope.Workload), live.Scope.Running, len(live.Pending))

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 )
 
 // Label keys the v1alpha5 defaults look at.
 const (
-	labelCapacityType       = "karpenter.sh/capacity-type"
+	labelCapacityType       = v1alpha1.LabelCapacityType
 	labelArch               = "kubernetes.io/arch"
 	labelInstanceType       = "node.kubernetes.io/instance-type"
 	labelInstanceFamily     = "karpenter.k8s.aws/instance-family"

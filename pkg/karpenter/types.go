@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 )
 
 // API versions and kinds read.
@@ -38,8 +40,8 @@ const (
 
 // Labels Karpenter puts on the nodes of a pool.
 const (
-	LabelNodePool        = "karpenter.sh/nodepool"
-	LabelProvisionerName = "karpenter.sh/provisioner-name"
+	LabelNodePool        = v1alpha1.KarpenterLabelNodePool
+	LabelProvisionerName = v1alpha1.KarpenterLabelProvisionerName
 )
 
 // Pool is a Provisioner or a NodePool.

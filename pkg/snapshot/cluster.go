@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -69,6 +70,10 @@ type Cluster struct {
 	PodNamespace string
 	// KarpenterInstalled reports whether the karpenter.sh/v1 NodePool CRD exists.
 	KarpenterInstalled bool
+	// UnreadNodePools are the NodePool resources served that the user may
+	// not list ("nodepools.rightsize.dev"): their pools are not in Pools,
+	// and a warning says so with the RBAC to ask for.
+	UnreadNodePools []string
 	// PoolOwners says whose each pool of Manifests.Pools is: OwnerKarpenter
 	// or OwnerRightsize.
 	PoolOwners map[string]string
@@ -154,7 +159,11 @@ func NewClusterClients(cfg *rest.Config) (ClusterClients, error) {
 // paginated. Errors are *APIError: one line naming what could not be read
 // and what to do. A missing Karpenter or rightsize.dev CRD is not
 // an error; pods, NodePools or DaemonSets the solver cannot model are left
-// out with a warning.
+// out with a warning. NodePools, NodeClaims and PodDisruptionBudgets the
+// user may not list are warned about (the warning names the verb, the
+// resource and the RBAC to ask for) and planned without, as kubectl users
+// expect of a read-only report: the pools that could be read are planned,
+// and UnreadNodePools says which were not.
 func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*Cluster, error) {
 	if opts.PageSize <= 0 {
 		opts.PageSize = DefaultPageSize
@@ -171,7 +180,7 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 		karpenter, rightsize          bool
 		rsPools, rsClaims             []json.RawMessage
 		podErr, nodeErr, dsErr, kpErr error
-		pdbErr, rsErr                 error
+		pdbErr, rsErr, claimErr       error
 		classes                       [3][]json.RawMessage
 		classErr                      [3]error
 		volumes                       *Volumes
@@ -185,8 +194,8 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	wg.Go(func() { pdbs, pdbErr = r.pdbs(ctx) })
 	wg.Go(func() { pools, karpenter, kpErr = r.custom(ctx, KarpenterNodePools) })
 	wg.Go(func() {
-		if rsPools, rightsize, rsErr = r.custom(ctx, RightsizeNodePools); rsErr == nil && rightsize {
-			rsClaims, _, rsErr = r.custom(ctx, RightsizeNodeClaims)
+		if rsPools, rightsize, rsErr = r.custom(ctx, RightsizeNodePools); rightsize {
+			rsClaims, _, claimErr = r.custom(ctx, RightsizeNodeClaims)
 		}
 	})
 	for i, gvr := range classResources {
@@ -195,8 +204,13 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	wg.Go(func() { volumes, volErr, csiErr = r.readVolumes(ctx, metav1.NamespaceAll) })
 	wg.Go(func() { overlays, _, overlayErr = r.custom(ctx, KarpenterNodeOverlays) })
 	wg.Wait()
+	unread, poolWarnings := unreadPools(len(pools)+len(rsPools), &kpErr, &rsErr)
+	if forbidden(claimErr) {
+		poolWarnings = append(poolWarnings, claimErr.Error()+"; NodeClaims still launching are not counted, so the plan may propose nodes already on their way")
+		claimErr = nil
+	}
 	// A fixed order, so that the same cluster always gives the same error.
-	for _, err := range []error{podErr, nodeErr, dsErr, kpErr, rsErr} {
+	for _, err := range []error{podErr, nodeErr, dsErr, kpErr, rsErr, claimErr} {
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +220,7 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	o := &Objects{PodNamespace: podNS, KarpenterInstalled: karpenter, RightsizeInstalled: rightsize, NodePools: pools,
 		Pods: pointers(pods), Nodes: pointers(nodes), DaemonSets: pointers(daemonSets), PDBs: pointers(pdbs), Volumes: volumes,
 		NodeOverlays: overlays}
-	var warnings []string
+	warnings := poolWarnings
 	if pdbErr != nil {
 		warnings = append(warnings, pdbErr.Error()+"; PodDisruptionBudgets are not needed to plan new nodes")
 	}
@@ -245,8 +259,35 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 		}
 		o.NodeClasses[gvr] = classes[i]
 	}
-	return assemble(o, warnings), nil
+	cl := assemble(o, warnings)
+	cl.UnreadNodePools = unread
+	return cl, nil
 }
+
+// unreadPools takes the lists of NodePools (Karpenter's, rightsize.dev's)
+// that failed as forbidden out of errs, and returns their resources and a
+// warning for each; read is how many pools the others returned. Other
+// errors stay in errs.
+func unreadPools(read int, errs ...*error) (resources, warnings []string) {
+	for _, err := range errs {
+		var ae *APIError
+		if !errors.As(*err, &ae) || !forbidden(ae) {
+			continue
+		}
+		*err = nil
+		resources = append(resources, ae.Resource)
+		consequence := "its NodePools are not planned, only those that could be read"
+		if read == 0 {
+			consequence = "no NodePool could be read, so the plan uses the default pool, not the cluster's NodePools"
+		}
+		warnings = append(warnings, ae.Error()+"; "+consequence)
+	}
+	return resources, warnings
+}
+
+// forbidden reports whether err is the API server refusing the request
+// (403: RBAC).
+func forbidden(err error) bool { return err != nil && apierrors.IsForbidden(err) }
 
 // pointers returns pointers to the elements of s.
 func pointers[T any](s []T) []*T {

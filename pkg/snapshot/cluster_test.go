@@ -265,3 +265,61 @@ func TestAPIErrorIsOneLineWithTheNextStep(t *testing.T) {
 		})
 	}
 }
+
+// TestForbiddenNodePoolsAreWarnedAboutNotFatal: a NodePool list refused by
+// RBAC becomes a warning naming the verb, the resource and the RBAC, which
+// says whether the other pools or the default pool are planned; any other
+// error stays an error.
+func TestForbiddenNodePoolsAreWarnedAboutNotFatal(t *testing.T) {
+	forbiddenList := func(resource string) error {
+		return &APIError{Verb: "list", Resource: resource, Err: apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "",
+			errors.New(`User "jane" cannot list resource "nodepools"`))}
+	}
+	down := &APIError{Verb: "list", Resource: "nodepools.karpenter.sh", Err: apierrors.NewServiceUnavailable("etcd")}
+	tests := []struct {
+		name          string
+		read          int
+		karpenter, rs error
+		wantUnread    []string
+		wantWarning   []string
+		wantKept      []error // what is left in karpenter, rs
+	}{
+		{"rightsize.dev forbidden, Karpenter's pools read", 2, nil, forbiddenList("nodepools.rightsize.dev"),
+			[]string{"nodepools.rightsize.dev"},
+			[]string{`cannot list nodepools.rightsize.dev at cluster scope: user "jane" is forbidden; ask for "list" on "nodepools.rightsize.dev" (RBAC); its NodePools are not planned, only those that could be read`},
+			[]error{nil, nil}},
+		{"the only pools forbidden: the default pool", 0, nil, forbiddenList("nodepools.rightsize.dev"),
+			[]string{"nodepools.rightsize.dev"},
+			[]string{`cannot list nodepools.rightsize.dev at cluster scope: user "jane" is forbidden; ask for "list" on "nodepools.rightsize.dev" (RBAC); no NodePool could be read, so the plan uses the default pool, not the cluster's NodePools`},
+			[]error{nil, nil}},
+		{"both forbidden: one line each", 0, forbiddenList("nodepools.karpenter.sh"), forbiddenList("nodepools.rightsize.dev"),
+			[]string{"nodepools.karpenter.sh", "nodepools.rightsize.dev"}, nil, []error{nil, nil}},
+		{"an unavailable server stays an error", 0, down, nil, nil, nil, []error{down, nil}},
+		{"nothing failed", 3, nil, nil, nil, nil, []error{nil, nil}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kp, rs := tc.karpenter, tc.rs
+			unread, warnings := unreadPools(tc.read, &kp, &rs)
+			if fmt.Sprint(unread) != fmt.Sprint(tc.wantUnread) {
+				t.Errorf("unread %v, want %v", unread, tc.wantUnread)
+			}
+			if len(warnings) != len(tc.wantUnread) {
+				t.Errorf("%d warnings, want one per unread resource: %q", len(warnings), warnings)
+			}
+			for i, w := range tc.wantWarning {
+				if i >= len(warnings) || warnings[i] != w {
+					t.Errorf("warning %d:\n got %q\nwant %q", i, warnings, w)
+				}
+			}
+			for _, w := range warnings {
+				if strings.Contains(w, "\n") {
+					t.Errorf("warning on more than one line: %q", w)
+				}
+			}
+			if kp != tc.wantKept[0] || rs != tc.wantKept[1] {
+				t.Errorf("errors left: %v, %v; want %v", kp, rs, tc.wantKept)
+			}
+		})
+	}
+}

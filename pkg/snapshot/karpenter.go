@@ -20,8 +20,8 @@ import (
 
 // Labels Karpenter puts on the nodes of a pool.
 const (
-	LabelNodePool        = "karpenter.sh/nodepool"
-	LabelProvisionerName = "karpenter.sh/provisioner-name"
+	LabelNodePool        = karpenter.LabelNodePool
+	LabelProvisionerName = karpenter.LabelProvisionerName
 )
 
 // NodeCountResource is the resource a pool's limits.nodes (Karpenter

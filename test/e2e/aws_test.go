@@ -23,7 +23,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -257,8 +256,8 @@ func (a *awsEnv) join(in ec2test.Instance) error {
 	maps.Copy(labels, nc.labels())
 	st := a.model.SolverType(&it, awsRegion)
 	st.Capacity[solver.Pods] = nc.Spec.Kubelet.Config.MaxPods
-	capacity := resourceListOf(st.Capacity)
-	allocatable := resourceListOf(st.Capacity.Sub(st.Overhead))
+	capacity := cloud.ResourceList(st.Capacity)
+	allocatable := cloud.ResourceList(st.Capacity.Sub(st.Overhead))
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: in.PrivateDNSName, Labels: labels, Annotations: map[string]string{
 			testenv.NodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0",
@@ -357,24 +356,6 @@ func parseAL2023UserData(b64 string) (nodeConfig, error) {
 		return nc, errors.New("user data has no NodeConfig part")
 	}
 	return nc, nil
-}
-
-func resourceListOf(r solver.Resources) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i, name := range solver.FixedResourceNames {
-		if r[i] <= 0 {
-			continue
-		}
-		switch i {
-		case solver.CPU:
-			l[corev1.ResourceName(name)] = *resource.NewMilliQuantity(r[i], resource.DecimalSI)
-		case solver.Memory, solver.EphemeralStorage:
-			l[corev1.ResourceName(name)] = *resource.NewQuantity(r[i], resource.BinarySI)
-		default:
-			l[corev1.ResourceName(name)] = *resource.NewQuantity(r[i], resource.DecimalSI)
-		}
-	}
-	return l
 }
 
 // ec2NodeClass creates the EC2NodeClass "default": subnets and security

@@ -404,19 +404,10 @@ func (d *disruptionEnv) testPDB(t *testing.T) {
 	node := pods[0].Spec.NodeName
 
 	var touched atomic.Int32
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			var n corev1.Node
-			if d.c.Get(ctx, client.ObjectKey{Name: node}, &n) == nil && disruptingNode(&n) {
-				touched.Add(1)
-			}
+	stop := sample(100*time.Millisecond, func() {
+		var n corev1.Node
+		if d.c.Get(ctx, client.ObjectKey{Name: node}, &n) == nil && disruptingNode(&n) {
+			touched.Add(1)
 		}
 	})
 	var blocked []string
@@ -425,8 +416,7 @@ func (d *disruptionEnv) testPDB(t *testing.T) {
 		return slices.ContainsFunc(blocked, func(s string) bool { return strings.Contains(s, "PDB") }), nil
 	})
 	time.Sleep(8 * time.Second) // several more rounds: still nothing
-	close(stop)
-	wg.Wait()
+	stop()
 	after := podUIDs(d.settled(t, ns, 2, 10*time.Second))
 	t.Logf("node %s events: %q", node, blocked)
 	if !slices.ContainsFunc(blocked, func(s string) bool { return strings.Contains(s, "PDB "+ns+"/guarded allows 0 disruptions") }) {
@@ -467,25 +457,16 @@ func (d *disruptionEnv) testBudgetOne(t *testing.T) {
 	}
 
 	var maxDisrupting, samples atomic.Int32
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
+	stop := sample(50*time.Millisecond, func() {
+		k := int32(0)
+		for _, n := range d.poolNodes(t, pool) {
+			if disruptingNode(&n) {
+				k++
 			}
-			k := int32(0)
-			for _, n := range d.poolNodes(t, pool) {
-				if disruptingNode(&n) {
-					k++
-				}
-			}
-			samples.Add(1)
-			if k > maxDisrupting.Load() {
-				maxDisrupting.Store(k)
-			}
+		}
+		samples.Add(1)
+		if k > maxDisrupting.Load() {
+			maxDisrupting.Store(k)
 		}
 	})
 	start := time.Now()
@@ -493,8 +474,7 @@ func (d *disruptionEnv) testBudgetOne(t *testing.T) {
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		return len(d.poolNodes(t, pool)) == 0, nil
 	})
-	close(stop)
-	wg.Wait()
+	stop()
 	if err != nil {
 		t.Fatalf("%d nodes left 2 min after the scale-down", len(d.poolNodes(t, pool)))
 	}
@@ -1079,4 +1059,22 @@ func (d *disruptionEnv) testMetrics(t *testing.T) {
 			t.Errorf("no %s in /metrics", want)
 		}
 	}
+}
+
+// sample calls f every interval, in the background, until the stop it
+// returns is called; stop returns once the last call has ended.
+func sample(every time.Duration, f func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(every):
+			}
+			f()
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }

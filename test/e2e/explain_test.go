@@ -34,11 +34,13 @@ type plan struct {
 	} `json:"nodes"`
 	TotalPricePerHour      float64 `json:"totalPricePerHour"`
 	LowerBoundPricePerHour float64 `json:"lowerBoundPricePerHour"`
+	DefaultPool            string  `json:"defaultPool"`
 	Scope                  *struct {
-		Namespace        string `json:"namespace"`
-		Workload         string `json:"workload"`
-		Running          int    `json:"running"`
-		PendingInCluster int    `json:"pendingInCluster"`
+		Namespace        string   `json:"namespace"`
+		Workload         string   `json:"workload"`
+		Running          int      `json:"running"`
+		PendingInCluster int      `json:"pendingInCluster"`
+		NodePoolsUnread  []string `json:"nodePoolsUnread"`
 	} `json:"scope"`
 	Pending []struct {
 		Pod, Owner, SchedulerReason, SchedulerMessage, Reason, Node, InstanceType, CapacityType, Zone string

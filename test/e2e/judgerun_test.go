@@ -18,12 +18,12 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
@@ -522,14 +522,7 @@ func judgeResourceList(p *solver.Problem, q solver.Resources) corev1.ResourceLis
 		if name == "" || (i >= solver.GPU && q[i] == 0) {
 			continue
 		}
-		switch i {
-		case solver.CPU:
-			l[corev1.ResourceName(name)] = *resource.NewMilliQuantity(q[i], resource.DecimalSI)
-		case solver.Memory, solver.EphemeralStorage:
-			l[corev1.ResourceName(name)] = *resource.NewQuantity(q[i], resource.BinarySI)
-		default:
-			l[corev1.ResourceName(name)] = *resource.NewQuantity(q[i], resource.DecimalSI)
-		}
+		l[corev1.ResourceName(name)] = cloud.Quantity(i, q[i])
 	}
 	return l
 }
@@ -594,15 +587,9 @@ func judgePod(c *judgeCase, i, rank int) *corev1.Pod {
 		if name == "" || ri == solver.Pods || q == 0 {
 			continue
 		}
-		var qty resource.Quantity
-		switch ri {
-		case solver.CPU:
-			qty = *resource.NewMilliQuantity(q, resource.DecimalSI)
-		case solver.Memory, solver.EphemeralStorage:
-			qty = *resource.NewQuantity(q, resource.BinarySI)
-		default:
+		qty := cloud.Quantity(ri, q)
+		if ri != solver.CPU && ri != solver.Memory && ri != solver.EphemeralStorage {
 			// Extended resources are not overcommitted: limits equal requests.
-			qty = *resource.NewQuantity(q, resource.DecimalSI)
 			limits[corev1.ResourceName(name)] = qty
 		}
 		requests[corev1.ResourceName(name)] = qty

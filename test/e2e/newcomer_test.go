@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,20 +40,7 @@ func TestOneNodeRowAndTotalCostTheSamePerMonth(t *testing.T) {
 // field, as for a negative request, and exits 1.
 func TestARequestAboveItsLimitIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	manifest := `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: web
-        resources: {requests: {cpu: "1"}, limits: {cpu: 500m}}
-`
+	manifest := webDeployment(3, `{requests: {cpu: "1"}, limits: {cpu: 500m}}`)
 	if err := os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -61,4 +49,24 @@ spec:
 	if r.err == nil || !strings.Contains(r.stderr, want) || strings.Contains(r.stdout, "TOTAL") {
 		t.Errorf("explain: %v, want exit 1 with %q and no plan\nstdout:\n%s\nstderr:\n%s", r.err, want, r.stdout, r.stderr)
 	}
+}
+
+// webDeployment is the manifest of a Deployment "web" of replicas pods
+// with one container, whose resources are resources (a YAML flow
+// mapping, e.g. `{requests: {cpu: "1"}}`).
+func webDeployment(replicas int, resources string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: web
+        resources: %s
+`, replicas, resources)
 }

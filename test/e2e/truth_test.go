@@ -13,20 +13,7 @@ import (
 // Manifests of the answers-that-tell-the-truth cases (issue 18), written
 // to a temporary directory by TestAnswersTellTheTruth.
 var truthManifests = map[string]string{
-	"web.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: c
-        image: nginx
-        resources: {requests: {cpu: "1", memory: 2Gi}}
-`,
+	"web.yaml": webDeployment(3, `{requests: {cpu: "1", memory: 2Gi}}`),
 	"windows-pod.yaml": `apiVersion: v1
 kind: Pod
 metadata: {name: iis}

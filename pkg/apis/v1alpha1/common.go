@@ -134,6 +134,12 @@ const (
 // karpenter.sh/unregistered.
 const TaintKeyUnregistered = Group + "/unregistered"
 
+// TaintKeyDisrupted is the NoSchedule taint the disruption controller puts
+// on the nodes an action is about to drain: it keeps new pods off them
+// while the action runs, and goes again when the action is rolled back.
+// Karpenter's is karpenter.sh/disrupted.
+const TaintKeyDisrupted = Group + "/disrupted"
+
 // NodeSelectorRequirement is a label requirement on the nodes of a pool or
 // claim, as in a pod's node affinity, with Karpenter's minValues.
 //

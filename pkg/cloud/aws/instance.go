@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -391,32 +390,14 @@ func (p *Provider) fillClaim(nc *v1alpha1.NodeClaim, id string, it *cloud.Instan
 		nc.Status.PricePerHour = strconv.FormatFloat(price, 'f', -1, 64)
 	}
 	st := model.SolverType(it, p.region)
-	nc.Status.Capacity = resourceList(st.Capacity)
-	nc.Status.Allocatable = resourceList(st.Capacity.Sub(st.Overhead))
+	nc.Status.Capacity = cloud.ResourceList(st.Capacity)
+	nc.Status.Allocatable = cloud.ResourceList(st.Capacity.Sub(st.Overhead))
 	if nc.Labels == nil {
 		nc.Labels = map[string]string{}
 	}
 	maps.Copy(nc.Labels, st.Labels)
 	nc.Labels[solver.LabelZone] = zone
 	nc.Labels[solver.LabelCapacityType] = capacityType
-}
-
-func resourceList(r solver.Resources) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i, name := range solver.FixedResourceNames {
-		if r[i] <= 0 {
-			continue
-		}
-		switch i {
-		case solver.CPU:
-			out[corev1.ResourceName(name)] = *resource.NewMilliQuantity(r[i], resource.DecimalSI)
-		case solver.Memory, solver.EphemeralStorage:
-			out[corev1.ResourceName(name)] = *resource.NewQuantity(r[i], resource.BinarySI)
-		default:
-			out[corev1.ResourceName(name)] = *resource.NewQuantity(r[i], resource.DecimalSI)
-		}
-	}
-	return out
 }
 
 // liveStates are the states of instances that exist for the operator.

@@ -28,7 +28,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -436,13 +435,7 @@ func resourceList(r solver.Resources) corev1.ResourceList {
 		if r[i] == 0 && i == solver.GPU {
 			continue
 		}
-		if i == solver.CPU {
-			l[corev1.ResourceName(name)] = *resource.NewMilliQuantity(r[i], resource.DecimalSI)
-		} else if i == solver.Pods {
-			l[corev1.ResourceName(name)] = *resource.NewQuantity(r[i], resource.DecimalSI)
-		} else {
-			l[corev1.ResourceName(name)] = *resource.NewQuantity(r[i], resource.BinarySI)
-		}
+		l[corev1.ResourceName(name)] = cloud.Quantity(i, r[i])
 	}
 	return l
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/internal/cmdtest"
 )
 
 func TestPlanningValidate(t *testing.T) {
@@ -72,14 +74,8 @@ func TestResolveCluster(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := ResolveCluster(tc.getter)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
+			if cmdtest.WantErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if c.Namespace != tc.wantNamespace || c.Context != tc.wantCtx || c.RESTConfig.Timeout != DefaultRequestTimeout || c.RESTConfig.Host != "https://127.0.0.1:1" {
 				t.Errorf("resolved %+v (host %s, timeout %s)", c, c.RESTConfig.Host, c.RESTConfig.Timeout)

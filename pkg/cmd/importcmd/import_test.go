@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/internal/cmdtest"
 )
 
 func TestImportCommand(t *testing.T) {
@@ -39,14 +41,8 @@ func TestImportCommand(t *testing.T) {
 			cmd.SetOut(out)
 			cmd.SetArgs(tc.args)
 			err := cmd.Execute()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
+			if cmdtest.WantErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("error: %v", err)
 			}
 			for _, w := range tc.wantOut {
 				if !strings.Contains(out.String(), w) {

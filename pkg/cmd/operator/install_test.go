@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/rightsize-dev/kubectl-rightsize/config"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/internal/cmdtest"
 )
 
 func TestOperatorInstall(t *testing.T) {
@@ -39,14 +40,8 @@ func TestOperatorInstall(t *testing.T) {
 			cmd.SetArgs(tc.args)
 			cmd.SilenceUsage, cmd.SilenceErrors = true, true
 			err := cmd.Execute()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
+			if cmdtest.WantErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(out.String(), w) {

@@ -2,12 +2,13 @@ package operator
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/internal/cmdtest"
 )
 
 func TestNewCmdOperatorParsesIntoOptions(t *testing.T) {
@@ -48,14 +49,8 @@ func TestNewCmdOperatorParsesIntoOptions(t *testing.T) {
 			cmd.SetArgs(tc.args)
 			cmd.SilenceUsage, cmd.SilenceErrors = true, true
 			err := cmd.Execute()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
+			if cmdtest.WantErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			want := tc.wantLease
 			if want == ([3]time.Duration{}) {

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/internal/cmdtest"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/version"
 )
 
@@ -38,14 +39,8 @@ func TestCommands(t *testing.T) {
 			cmd := NewCmdRoot(streams, version.Info{})
 			cmd.SetArgs(tc.args)
 			err := cmd.Execute()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
+			if cmdtest.WantErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("error: %v", err)
 			}
 			if !strings.Contains(out.String(), tc.want) {
 				t.Errorf("output lacks %q:\n%s", tc.want, out.String())

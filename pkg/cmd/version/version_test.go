@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/internal/cmdtest"
 )
 
 func TestVersionRun(t *testing.T) {
@@ -32,14 +34,8 @@ func TestVersionRun(t *testing.T) {
 			if err == nil {
 				err = tc.opts.Run()
 			}
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
+			if cmdtest.WantErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !strings.Contains(out.String(), tc.want) {
 				t.Errorf("output %q, want %q", out.String(), tc.want)

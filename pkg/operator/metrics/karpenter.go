@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -18,8 +19,6 @@ import (
 // pkg/controllers/disruption/metrics.go), so that dashboards and alerts
 // written for Karpenter read the operator unchanged. Each counts what one of
 // the rightsize_ metrics counts, named in its help.
-
-const karpenterNamespace = "karpenter"
 
 // Karpenter's label names.
 const (
@@ -40,89 +39,91 @@ const (
 	TerminationForceful = "forceful"
 )
 
+// The collectors served under Karpenter's names. Each one's name, labels
+// and help are its row of karpenterMetrics, from which init builds and
+// registers it.
 var (
-	// KarpenterNodeClaimsCreated is karpenter_nodeclaims_created_total.
-	KarpenterNodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: karpenterNamespace, Subsystem: "nodeclaims", Name: "created_total",
-		Help: "Karpenter's name for rightsize_nodeclaims_created_total: NodeClaims created, by reason (provisioned; the lower-case disruption reason for replacements: underutilized, empty, drifted, expired; adopted), NodePool and whether minValues was relaxed (--min-values-policy=BestEffort launched it with fewer values).",
-	}, []string{LabelReason, LabelNodePool, LabelMinValuesRelaxed})
-	// KarpenterNodeClaimsTerminated is karpenter_nodeclaims_terminated_total.
-	KarpenterNodeClaimsTerminated = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: karpenterNamespace, Subsystem: "nodeclaims", Name: "terminated_total",
-		Help: "Karpenter's name for rightsize_nodeclaims_deleted_total: NodeClaims whose instance was terminated and finalizer removed, by NodePool, capacity type and zone.",
-	}, []string{LabelNodePool, LabelCapacityType, LabelZone})
-	// KarpenterNodeClaimsDisrupted is karpenter_nodeclaims_disrupted_total.
-	KarpenterNodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: karpenterNamespace, Subsystem: "nodeclaims", Name: "disrupted_total",
-		Help: "NodeClaims disrupted, by reason (underutilized, empty, drifted, expired from the disruption controller, counted as rightsize_disruption_actions_total counts their actions; unhealthy, garbage_collected, insufficient_capacity, launch_timeout, registration_timeout, interruption when terminated), NodePool, capacity type, consolidation policy (for underutilized and empty only) and termination mode (graceful, eventual, forceful).",
-	}, []string{LabelReason, LabelNodePool, LabelCapacityType, LabelConsolidationPolicy, LabelTerminationMode})
-	// KarpenterPodsDisruptionInitiated is karpenter_pods_disruption_initiated_total.
-	KarpenterPodsDisruptionInitiated = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: karpenterNamespace, Subsystem: "pods", Name: "disruption_initiated_total",
-		Help: "Karpenter's name for rightsize_disruption_pods_evicted_total: pods evicted by the disruption controller's actions (DaemonSet and mirror pods excluded), with the labels of karpenter_nodeclaims_disrupted_total.",
-	}, []string{LabelReason, LabelNodePool, LabelCapacityType, LabelConsolidationPolicy, LabelTerminationMode})
-	// KarpenterNodesCreated is karpenter_nodes_created_total.
-	KarpenterNodesCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: karpenterNamespace, Subsystem: "nodes", Name: "created_total",
-		Help: "Karpenter's name for rightsize_nodeclaims_registered_total: Nodes that registered for a NodeClaim, by NodePool and zone.",
-	}, []string{LabelNodePool, LabelZone})
-	// KarpenterNodesTerminated is karpenter_nodes_terminated_total.
-	KarpenterNodesTerminated = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: karpenterNamespace, Subsystem: "nodes", Name: "terminated_total",
-		Help: "Nodes of NodeClaims deleted after their instance was terminated, by NodePool and zone.",
-	}, []string{LabelNodePool, LabelZone})
-	// KarpenterDecisions is karpenter_voluntary_disruption_decisions_total.
-	KarpenterDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: karpenterNamespace, Subsystem: "voluntary_disruption", Name: "decisions_total",
-		Help: "Karpenter's name for rightsize_disruption_actions_total: disruption actions carried out, by decision (delete, replace), reason (underutilized, empty, drifted, expired) and consolidation type (empty, single, multi; empty for drift and expiry).",
-	}, []string{LabelDecision, LabelReason, LabelConsolidationType})
-	// KarpenterEligibleNodes is karpenter_voluntary_disruption_eligible_nodes.
-	KarpenterEligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: karpenterNamespace, Subsystem: "voluntary_disruption", Name: "eligible_nodes",
-		Help: "Nodes the last consolidation plan would remove, before budgets and guards, by reason (empty, underutilized); drifted and expired nodes are not counted here.",
-	}, []string{LabelReason})
-	// KarpenterNodePoolUsage is karpenter_nodepools_usage.
-	KarpenterNodePoolUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: karpenterNamespace, Subsystem: "nodepools", Name: "usage",
-		Help: "Resources provisioned for a NodePool (its status.resources), by resource type (cpu in cores, memory and ephemeral_storage in bytes, others as counts) and NodePool.",
-	}, []string{LabelResourceType, LabelNodePool})
-	// KarpenterNodePoolLimit is karpenter_nodepools_limit.
-	KarpenterNodePoolLimit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: karpenterNamespace, Subsystem: "nodepools", Name: "limit",
-		Help: "A NodePool's spec.limits, by resource type (in the units of karpenter_nodepools_usage) and NodePool.",
-	}, []string{LabelResourceType, LabelNodePool})
-	// KarpenterPodState is karpenter_pods_state.
-	KarpenterPodState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: karpenterNamespace, Subsystem: "pods", Name: "state",
-		Help: "One series of value 1 per pod, labelled by its name, namespace, first owner, node, whether it is scheduled, the node's NodePool, zone, architecture, capacity type and instance type, its phase, readiness and whether its node belongs to a NodePool; refreshed with rightsize_pods_pending_by_reason.",
-	}, []string{"name", "namespace", "owner", "node", "scheduled", LabelNodePool, LabelZone, "arch", LabelCapacityType, "instance_type", "phase", "ready", "managed"})
-	// KarpenterPodStartupDuration is karpenter_pods_startup_duration_seconds.
-	KarpenterPodStartupDuration = prometheus.NewSummary(prometheus.SummaryOpts{
-		Namespace: karpenterNamespace, Subsystem: "pods", Name: "startup_duration_seconds",
-		Help:       "Time from a pod's creation to its Ready condition turning true, for pods the operator saw pending; beside rightsize_pod_unschedulable_to_running_seconds, which starts at Unschedulable.",
-		Objectives: map[float64]float64{0: 0.01, 0.5: 0.01, 0.9: 0.01, 0.99: 0.01, 1: 0.01},
-	})
-	// KarpenterNodesAllocatable is karpenter_nodes_allocatable.
-	KarpenterNodesAllocatable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: karpenterNamespace, Subsystem: "nodes", Name: "allocatable",
-		Help: "Allocatable resources of the Nodes of NodePools, by the node's well-known labels, name and resource type (cpu in cores).",
-	}, nodeLabelNames)
-	// KarpenterNodesPodRequests is karpenter_nodes_total_pod_requests.
-	KarpenterNodesPodRequests = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: karpenterNamespace, Subsystem: "nodes", Name: "total_pod_requests",
-		Help: "Resources requested by the pods bound to the Nodes of NodePools, DaemonSet pods included, with the labels of karpenter_nodes_allocatable.",
-	}, nodeLabelNames)
-	// KarpenterNodesDaemonRequests is karpenter_nodes_total_daemon_requests.
-	KarpenterNodesDaemonRequests = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: karpenterNamespace, Subsystem: "nodes", Name: "total_daemon_requests",
-		Help: "Resources requested by the DaemonSet pods bound to the Nodes of NodePools, with the labels of karpenter_nodes_allocatable.",
-	}, nodeLabelNames)
-	// KarpenterNodesSystemOverhead is karpenter_nodes_system_overhead.
-	KarpenterNodesSystemOverhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: karpenterNamespace, Subsystem: "nodes", Name: "system_overhead",
-		Help: "Capacity less allocatable of the Nodes of NodePools (kube-reserved, system-reserved, eviction threshold), with the labels of karpenter_nodes_allocatable.",
-	}, nodeLabelNames)
+	KarpenterNodeClaimsCreated, KarpenterNodeClaimsTerminated, KarpenterNodeClaimsDisrupted,
+	KarpenterPodsDisruptionInitiated, KarpenterNodesCreated, KarpenterNodesTerminated,
+	KarpenterDecisions *prometheus.CounterVec
+	KarpenterEligibleNodes, KarpenterNodePoolUsage, KarpenterNodePoolLimit, KarpenterPodState,
+	KarpenterNodesAllocatable, KarpenterNodesPodRequests, KarpenterNodesDaemonRequests,
+	KarpenterNodesSystemOverhead *prometheus.GaugeVec
+	KarpenterPodStartupDuration prometheus.Summary
 )
+
+// karpenterMetric is one metric under Karpenter's name: the variable its
+// collector is built into (a **prometheus.CounterVec, **prometheus.GaugeVec
+// or *prometheus.Summary), its full name, label names and help.
+type karpenterMetric struct {
+	collector any
+	name      string
+	labels    []string
+	help      string
+}
+
+// karpenterMetrics are the metrics served under Karpenter's names, one row
+// each.
+var karpenterMetrics = []karpenterMetric{
+	{&KarpenterNodeClaimsCreated, "karpenter_nodeclaims_created_total", []string{LabelReason, LabelNodePool, LabelMinValuesRelaxed},
+		"Karpenter's name for rightsize_nodeclaims_created_total: NodeClaims created, by reason (provisioned; the lower-case disruption reason for replacements: underutilized, empty, drifted, expired; adopted), NodePool and whether minValues was relaxed (--min-values-policy=BestEffort launched it with fewer values)."},
+	{&KarpenterNodeClaimsTerminated, "karpenter_nodeclaims_terminated_total", []string{LabelNodePool, LabelCapacityType, LabelZone},
+		"Karpenter's name for rightsize_nodeclaims_deleted_total: NodeClaims whose instance was terminated and finalizer removed, by NodePool, capacity type and zone."},
+	{&KarpenterNodeClaimsDisrupted, "karpenter_nodeclaims_disrupted_total", []string{LabelReason, LabelNodePool, LabelCapacityType, LabelConsolidationPolicy, LabelTerminationMode},
+		"NodeClaims disrupted, by reason (underutilized, empty, drifted, expired from the disruption controller, counted as rightsize_disruption_actions_total counts their actions; unhealthy, garbage_collected, insufficient_capacity, launch_timeout, registration_timeout, interruption when terminated), NodePool, capacity type, consolidation policy (for underutilized and empty only) and termination mode (graceful, eventual, forceful)."},
+	{&KarpenterPodsDisruptionInitiated, "karpenter_pods_disruption_initiated_total", []string{LabelReason, LabelNodePool, LabelCapacityType, LabelConsolidationPolicy, LabelTerminationMode},
+		"Karpenter's name for rightsize_disruption_pods_evicted_total: pods evicted by the disruption controller's actions (DaemonSet and mirror pods excluded), with the labels of karpenter_nodeclaims_disrupted_total."},
+	{&KarpenterNodesCreated, "karpenter_nodes_created_total", []string{LabelNodePool, LabelZone},
+		"Karpenter's name for rightsize_nodeclaims_registered_total: Nodes that registered for a NodeClaim, by NodePool and zone."},
+	{&KarpenterNodesTerminated, "karpenter_nodes_terminated_total", []string{LabelNodePool, LabelZone},
+		"Nodes of NodeClaims deleted after their instance was terminated, by NodePool and zone."},
+	{&KarpenterDecisions, "karpenter_voluntary_disruption_decisions_total", []string{LabelDecision, LabelReason, LabelConsolidationType},
+		"Karpenter's name for rightsize_disruption_actions_total: disruption actions carried out, by decision (delete, replace), reason (underutilized, empty, drifted, expired) and consolidation type (empty, single, multi; empty for drift and expiry)."},
+	{&KarpenterEligibleNodes, "karpenter_voluntary_disruption_eligible_nodes", []string{LabelReason},
+		"Nodes the last consolidation plan would remove, before budgets and guards, by reason (empty, underutilized); drifted and expired nodes are not counted here."},
+	{&KarpenterNodePoolUsage, "karpenter_nodepools_usage", []string{LabelResourceType, LabelNodePool},
+		"Resources provisioned for a NodePool (its status.resources), by resource type (cpu in cores, memory and ephemeral_storage in bytes, others as counts) and NodePool."},
+	{&KarpenterNodePoolLimit, "karpenter_nodepools_limit", []string{LabelResourceType, LabelNodePool},
+		"A NodePool's spec.limits, by resource type (in the units of karpenter_nodepools_usage) and NodePool."},
+	{&KarpenterPodState, "karpenter_pods_state", []string{"name", "namespace", "owner", "node", "scheduled", LabelNodePool, LabelZone, "arch", LabelCapacityType, "instance_type", "phase", "ready", "managed"},
+		"One series of value 1 per pod, labelled by its name, namespace, first owner, node, whether it is scheduled, the node's NodePool, zone, architecture, capacity type and instance type, its phase, readiness and whether its node belongs to a NodePool; refreshed with rightsize_pods_pending_by_reason."},
+	{&KarpenterPodStartupDuration, "karpenter_pods_startup_duration_seconds", nil,
+		"Time from a pod's creation to its Ready condition turning true, for pods the operator saw pending; beside rightsize_pod_unschedulable_to_running_seconds, which starts at Unschedulable."},
+	{&KarpenterNodesAllocatable, "karpenter_nodes_allocatable", nodeLabelNames,
+		"Allocatable resources of the Nodes of NodePools, by the node's well-known labels, name and resource type (cpu in cores)."},
+	{&KarpenterNodesPodRequests, "karpenter_nodes_total_pod_requests", nodeLabelNames,
+		"Resources requested by the pods bound to the Nodes of NodePools, DaemonSet pods included, with the labels of karpenter_nodes_allocatable."},
+	{&KarpenterNodesDaemonRequests, "karpenter_nodes_total_daemon_requests", nodeLabelNames,
+		"Resources requested by the DaemonSet pods bound to the Nodes of NodePools, with the labels of karpenter_nodes_allocatable."},
+	{&KarpenterNodesSystemOverhead, "karpenter_nodes_system_overhead", nodeLabelNames,
+		"Capacity less allocatable of the Nodes of NodePools (kube-reserved, system-reserved, eviction threshold), with the labels of karpenter_nodes_allocatable."},
+}
+
+// karpenterObjectives are the quantiles of Karpenter's summaries, each
+// to within 0.01.
+var karpenterObjectives = map[float64]float64{0: 0.01, 0.5: 0.01, 0.9: 0.01, 0.99: 0.01, 1: 0.01}
+
+func init() {
+	for _, m := range karpenterMetrics {
+		crmetrics.Registry.MustRegister(m.build())
+	}
+}
+
+// build makes m's collector, stores it in m's variable and returns it.
+func (m karpenterMetric) build() prometheus.Collector {
+	switch v := m.collector.(type) {
+	case **prometheus.CounterVec:
+		*v = prometheus.NewCounterVec(prometheus.CounterOpts{Name: m.name, Help: m.help}, m.labels)
+		return *v
+	case **prometheus.GaugeVec:
+		*v = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: m.name, Help: m.help}, m.labels)
+		return *v
+	case *prometheus.Summary:
+		*v = prometheus.NewSummary(prometheus.SummaryOpts{Name: m.name, Help: m.help, Objectives: karpenterObjectives})
+		return *v
+	}
+	panic(fmt.Sprintf("metrics: %s: no constructor for a %T", m.name, m.collector))
+}
 
 // nodeLabelNames are the labels of Karpenter's per-node gauges: its
 // well-known node labels in snake case, then node_name, phase, managed and

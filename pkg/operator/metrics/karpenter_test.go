@@ -2,6 +2,9 @@ package metrics
 
 import (
 	"context"
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,10 +17,56 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
+
+// TestKarpenterMetricsAreRegisteredAsDeclared checks each row of
+// karpenterMetrics against its variable and the registry: the collector
+// was built, describes itself with the row's name, help and labels, and is
+// registered (unregistering it succeeds; it is registered again after).
+func TestKarpenterMetricsAreRegisteredAsDeclared(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range karpenterMetrics {
+		if !strings.HasPrefix(m.name, "karpenter_") || seen[m.name] {
+			t.Errorf("%s: want a name under karpenter_, once", m.name)
+		}
+		seen[m.name] = true
+		var c prometheus.Collector
+		switch v := m.collector.(type) {
+		case **prometheus.CounterVec:
+			c = *v
+		case **prometheus.GaugeVec:
+			c = *v
+		case *prometheus.Summary:
+			c = *v
+		}
+		if c == nil || reflect.ValueOf(c).IsNil() {
+			t.Errorf("%s: no collector built into its variable", m.name)
+			continue
+		}
+		descs := make(chan *prometheus.Desc, 1)
+		c.Describe(descs)
+		d := (<-descs).String()
+		want := fmt.Sprintf("fqName: %q, help: %q", m.name, m.help)
+		if !strings.Contains(d, want) {
+			t.Errorf("%s: describes itself as %s, want %s", m.name, d, want)
+		}
+		if labels := "{" + strings.Join(m.labels, ",") + "}"; !strings.HasSuffix(d, "variableLabels: "+labels+"}") {
+			t.Errorf("%s: describes itself as %s, want labels %s", m.name, d, labels)
+		}
+		if !crmetrics.Registry.Unregister(c) {
+			t.Errorf("%s: not registered", m.name)
+			continue
+		}
+		crmetrics.Registry.MustRegister(c)
+	}
+	if len(seen) != 16 {
+		t.Errorf("%d metrics under Karpenter's names, want the 16 docs/reference/metrics.md maps", len(seen))
+	}
+}
 
 func TestKarpenterLabelValues(t *testing.T) {
 	zero, grace := metav1.Duration{}, metav1.Duration{Duration: time.Hour}

@@ -134,8 +134,4 @@ func init() {
 		NodeClaimsDeleted, InstancesGarbageCollected, DecisionDuration, SolverDuration, BatchSize, ClusterCost,
 		DisruptionActions, DisruptionSaving, PodsEvicted, DisruptionRolledBack, EventWriteErrors,
 		PodsNominated, DisruptionInvalidated, PodUnschedulableToRunning, NodeClaims, Nodes, PodsPendingByReason)
-	crmetrics.Registry.MustRegister(KarpenterNodeClaimsCreated, KarpenterNodeClaimsTerminated, KarpenterNodeClaimsDisrupted,
-		KarpenterPodsDisruptionInitiated, KarpenterNodesCreated, KarpenterNodesTerminated, KarpenterDecisions, KarpenterEligibleNodes,
-		KarpenterNodePoolUsage, KarpenterNodePoolLimit, KarpenterPodState, KarpenterPodStartupDuration, KarpenterNodesAllocatable,
-		KarpenterNodesPodRequests, KarpenterNodesDaemonRequests, KarpenterNodesSystemOverhead)
 }

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -225,14 +224,10 @@ func Claim(pool *v1alpha1.NodePool, req Request, launchedBy string) *v1alpha1.No
 // resourceList renders CPU, memory and pods as Kubernetes quantities.
 func resourceList(r solver.Resources) corev1.ResourceList {
 	out := corev1.ResourceList{}
-	if r[solver.CPU] > 0 {
-		out[corev1.ResourceCPU] = *resource.NewMilliQuantity(r[solver.CPU], resource.DecimalSI)
-	}
-	if r[solver.Memory] > 0 {
-		out[corev1.ResourceMemory] = *resource.NewQuantity(r[solver.Memory], resource.BinarySI)
-	}
-	if r[solver.Pods] > 0 {
-		out[corev1.ResourcePods] = *resource.NewQuantity(r[solver.Pods], resource.DecimalSI)
+	for _, i := range []int{solver.CPU, solver.Memory, solver.Pods} {
+		if r[i] > 0 {
+			out[corev1.ResourceName(solver.FixedResourceNames[i])] = cloud.Quantity(i, r[i])
+		}
 	}
 	return out
 }
