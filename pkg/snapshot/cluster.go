@@ -219,7 +219,7 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	// the assembly a watcher's objects go through (FromObjects).
 	o := &Objects{PodNamespace: podNS, KarpenterInstalled: karpenter, RightsizeInstalled: rightsize, NodePools: pools,
 		Pods: pointers(pods), Nodes: pointers(nodes), DaemonSets: pointers(daemonSets), PDBs: pointers(pdbs), Volumes: volumes,
-		NodeOverlays: overlays}
+		NodeOverlays: overlays, UnreadNodePools: unread}
 	warnings := poolWarnings
 	if pdbErr != nil {
 		warnings = append(warnings, pdbErr.Error()+"; PodDisruptionBudgets are not needed to plan new nodes")
@@ -259,9 +259,7 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 		}
 		o.NodeClasses[gvr] = classes[i]
 	}
-	cl := assemble(o, warnings)
-	cl.UnreadNodePools = unread
-	return cl, nil
+	return assemble(o, warnings), nil
 }
 
 // unreadPools takes the lists of NodePools (Karpenter's, rightsize.dev's)

@@ -41,6 +41,9 @@ type Objects struct {
 	// Volumes are the storage objects pods' volumes are resolved against;
 	// nil plans pods as if they had no volume.
 	Volumes *Volumes
+	// UnreadNodePools are the NodePool resources served that the user may
+	// not list (Cluster.UnreadNodePools).
+	UnreadNodePools []string
 }
 
 // FromObjects converts objects already read (for example by informers) the
@@ -66,7 +69,7 @@ func assemble(o *Objects, warnings []string) *Cluster {
 	for i, b := range o.PDBs {
 		pdbs[i] = *b
 	}
-	cl := &Cluster{PodNamespace: o.PodNamespace, KarpenterInstalled: o.KarpenterInstalled}
+	cl := &Cluster{PodNamespace: o.PodNamespace, KarpenterInstalled: o.KarpenterInstalled, UnreadNodePools: o.UnreadNodePools}
 	if o.PodNamespace != "" {
 		cl.warnf("pods", "you may not list pods in every namespace; free room on nodes counts only the pods of namespace %q", o.PodNamespace)
 	}

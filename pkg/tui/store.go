@@ -34,6 +34,8 @@ type store struct {
 	classes    map[string]*unstructured.Unstructured // "group/resource/name"
 	karpenter  bool
 	claimCRD   bool
+	// unreadPools are the NodePool resources the user may not list.
+	unreadPools []string
 }
 
 func newStore() *store {
@@ -90,6 +92,7 @@ func (s *store) objects() *snapshot.Objects {
 		DaemonSets:         values(s.daemonSets),
 		PDBs:               values(s.pdbs),
 		KarpenterInstalled: s.karpenter,
+		UnreadNodePools:    s.unreadPools,
 	}
 	for _, k := range sortedKeys(s.pools) {
 		if j, err := s.pools[k].MarshalJSON(); err == nil {

@@ -315,6 +315,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.synced = true
 		m.store.karpenter = msg.KarpenterNodePools
 		m.store.claimCRD = m.store.claimCRD || msg.NodeClaims
+		for _, r := range msg.Unread {
+			if strings.HasPrefix(r, "nodepools.") {
+				m.store.unreadPools = append(m.store.unreadPools, r)
+			}
+		}
 		return m, tea.Batch(m.startPlan(), m.resumeDirect())
 	case watch.Error:
 		m.watchErr = oneLine(msg.Err.Error())

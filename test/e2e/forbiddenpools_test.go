@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +42,7 @@ func TestExplainWithoutNodePoolAccess(t *testing.T) {
 	waitPods(t, c, "web", 2, unschedulable)
 
 	const user = "jane"
-	read := []string{"get", "list"}
+	read := []string{"get", "list", "watch"} // explain lists; the TUI watches
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "rightsize-reader-but-nodepools"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "nodes", "persistentvolumeclaims", "persistentvolumes"}, Verbs: read},
 		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: read},
@@ -93,6 +94,18 @@ func TestExplainWithoutNodePoolAccess(t *testing.T) {
 			}
 		}
 		t.Logf("%s", warnings)
+	})
+
+	// The TUI's informers skip what the user may not list (an informer on
+	// it would never sync, and the TUI never plan) and plan as explain.
+	t.Run("the TUI plans for the same user as explain does", func(t *testing.T) {
+		term := startTerminal(t, e.Kubeconfig, 160, 40, "tui", "--as", user)
+		screen := term.waitFor(60*time.Second, "you may not list nodepools.rightsize.dev", "Deployment/web")
+		term.keys("Enter")
+		screen = term.waitFor(30*time.Second, "NodePool: none could be read (you may not list nodepools.rightsize.dev); planned with Karpenter's recommended")
+		term.keep("forbidden-pools", screen)
+		term.keys("q")
+		term.waitFor(10*time.Second, "EXITED 0")
 	})
 
 	t.Run("-o json marks the plan as the default pool's", func(t *testing.T) {

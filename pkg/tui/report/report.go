@@ -82,6 +82,9 @@ type Report struct {
 	// planned for (explain.Defaults); Notices says it as explain does.
 	DefaultPool   string
 	EKSDaemonSets []string
+	// UnreadNodePools are the NodePool resources the user may not list,
+	// why the default pool was planned (snapshot.Cluster.UnreadNodePools).
+	UnreadNodePools []string
 	// Existing are the existing and in-flight nodes as the solver sees them.
 	Existing []solver.Node
 	Took     time.Duration
@@ -229,6 +232,7 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	prob, prices := built.Problem, built.Prices
 	r.Warnings = append(r.Warnings, explain.WindowsPools(prob)...)
 	r.DefaultPool, r.EKSDaemonSets = explain.Defaults(built)
+	r.UnreadNodePools = cl.UnreadNodePools
 	if in.Timeout > 0 {
 		prob.Options.Deadline = time.Now().Add(in.Timeout)
 	}
@@ -553,7 +557,9 @@ func (r *Report) buildActions() {
 
 // Notices are the lines explain prints for what the input lacked and was
 // planned for: the default NodePool and the EKS DaemonSets.
-func (r *Report) Notices() []string { return explain.DefaultsNotices(r.DefaultPool, r.EKSDaemonSets) }
+func (r *Report) Notices() []string {
+	return explain.DefaultsNotices(r.DefaultPool, r.EKSDaemonSets, r.UnreadNodePools...)
+}
 
 // Delta is the what-if plan's cost minus the baseline's, $/h.
 func (r *Report) Delta() float64 { return r.Plan.TotalPrice - r.Baseline }

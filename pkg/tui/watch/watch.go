@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +67,10 @@ type Batch struct{ Events []Event }
 type Synced struct {
 	// CRDs reports which optional resources are watched.
 	KarpenterNodePools, NodePools, NodeClaims bool
+	// Unread are the optional resources served that the user may not list
+	// (RBAC), as "resource.group": they are not watched, and the plan is
+	// made without them, as live explain makes it.
+	Unread []string
 }
 
 // Error is a watch or list failure, e.g. RBAC; informers keep retrying.
@@ -105,9 +110,29 @@ func (w *Watcher) run(ctx context.Context) {
 		w.add(podF.Core().V1().Pods().Informer(), Pod, "pods"),
 		w.add(kf.Core().V1().Nodes().Informer(), Node, "nodes"),
 		w.add(kf.Apps().V1().DaemonSets().Informer(), DaemonSet, "daemonsets"),
-		w.add(kf.Policy().V1().PodDisruptionBudgets().Informer(), PDB, "poddisruptionbudgets"),
 	}
+	// Optional resources the user may not list are left unwatched: an
+	// informer on them would never sync, and the program never plan.
 	var s Synced
+	readable := func(what string, list func() error) bool {
+		if err := list(); apierrors.IsForbidden(err) {
+			s.Unread = append(s.Unread, what)
+			return false
+		}
+		return true
+	}
+	if readable("poddisruptionbudgets.policy", func() error {
+		_, err := w.clients.Kube.PolicyV1().PodDisruptionBudgets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}) {
+		synced = append(synced, w.add(kf.Policy().V1().PodDisruptionBudgets().Informer(), PDB, "poddisruptionbudgets"))
+	}
+	dynReadable := func(gvr schema.GroupVersionResource) bool {
+		return readable(gvr.Resource+"."+gvr.Group, func() error {
+			_, err := w.clients.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		})
+	}
 	w.mu.Lock()
 	if w.clients.Dynamic != nil {
 		w.dynF = dynamicinformer.NewDynamicSharedInformerFactory(w.clients.Dynamic, 0)
@@ -118,7 +143,7 @@ func (w *Watcher) run(ctx context.Context) {
 		}{{KarpenterNodePools, KarpenterNodePool, &s.KarpenterNodePools}, {NodePools, NodePool, &s.NodePools}, {NodeClaims, NodeClaim, &s.NodeClaims}} {
 			if ok, err := w.served(r.gvr); err != nil {
 				w.send(Error{err})
-			} else if ok {
+			} else if ok && dynReadable(r.gvr) {
 				*r.on = true
 				w.dynamic[r.gvr] = true
 				synced = append(synced, w.add(w.dynF.ForResource(r.gvr).Informer(), r.kind, r.gvr.Resource+"."+r.gvr.Group))
@@ -126,7 +151,7 @@ func (w *Watcher) run(ctx context.Context) {
 		}
 		for _, gvr := range snapshot.NodeClassResources() {
 			// Optional: without them the pools plan with default kubelets.
-			if ok, err := w.served(gvr); err == nil && ok {
+			if ok, err := w.served(gvr); err == nil && ok && dynReadable(gvr) {
 				w.dynamic[gvr] = true
 				synced = append(synced, w.addKeyed(w.dynF.ForResource(gvr).Informer(), NodeClass, gvr.Resource+"."+gvr.Group, gvr.Group+"/"+gvr.Resource+"/"))
 			}
@@ -136,6 +161,9 @@ func (w *Watcher) run(ctx context.Context) {
 	w.mu.Unlock()
 	podF.Start(ctx.Done())
 	kf.Start(ctx.Done())
+	if len(s.Unread) > 0 {
+		w.send(Error{fmt.Errorf("you may not list %s (RBAC): planned without them, as explain plans", strings.Join(s.Unread, ", "))})
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}
