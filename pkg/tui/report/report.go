@@ -232,7 +232,9 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	prob, prices := built.Problem, built.Prices
 	r.Warnings = append(r.Warnings, explain.WindowsPools(prob)...)
 	r.DefaultPool, r.EKSDaemonSets = explain.Defaults(built)
-	r.UnreadNodePools = cl.UnreadNodePools
+	if cl != nil {
+		r.UnreadNodePools = cl.UnreadNodePools
+	}
 	if in.Timeout > 0 {
 		prob.Options.Deadline = time.Now().Add(in.Timeout)
 	}
