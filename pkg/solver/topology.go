@@ -30,7 +30,10 @@ const LabelHostname = "kubernetes.io/hostname"
 //     the first eligible one.
 //     Each zone's share becomes its own class, pinned to the zone by a node
 //     requirement. Domains come from the pod's node affinity before
-//     preferences are applied.
+//     preferences are applied. Spreads on other keys (capacity type, a
+//     label a pool decides) are planned the same way; a key a pool's
+//     requirement allows several values of (team In [a, b]) has each value
+//     as a domain, one value per node.
 //   - Hostname spread becomes a cap group: on a node running a pod that
 //     carries it, at most maxSkew pods its selector matches, whichever
 //     workload they belong to; hostname anti-affinity against the pod's own
@@ -345,8 +348,8 @@ func spreadFilter(c *TopologySpread) domainFilter {
 }
 
 // findDomains lists the values of key on the nodes the pod could get: new
-// nodes of offerings some pool allows and existing nodes, filtered as f
-// says. The cheapest domains come first: ordered by what the pod would cost
+// nodes of offerings some pool allows (every value a pool may give a key
+// it decides, see poolKeyValues) and existing nodes, filtered as f says. The cheapest domains come first: ordered by what the pod would cost
 // on its best offering there (price times the largest share of the node it
 // takes), then by name.
 func (s *state) findDomains(pod *Pod, key string, f domainFilter) []string {
@@ -361,7 +364,18 @@ func (s *state) findDomains(pod *Pod, key string, f domainFilter) []string {
 		if f.taints && untolerated(pod.Tolerations, pool.Taints) != nil {
 			continue
 		}
+		// A key the pool decides with several allowed values gives one
+		// variant of the pool's labels per value (one value per node).
 		pl := poolLabelsFor(pool, pod)
+		variants := []map[string]string{pl}
+		if vals := poolKeyValues(pool, NormalizeLabelKey(key)); vals != nil {
+			variants = variants[:0]
+			for _, v := range vals {
+				l := maps.Clone(pl)
+				l[NormalizeLabelKey(key)] = v
+				variants = append(variants, l)
+			}
+		}
 		types := s.p.PoolTypes(pi)
 		for ti := range types {
 			it := &types[ti]
@@ -370,18 +384,20 @@ func (s *state) findDomains(pod *Pod, key string, f domainFilter) []string {
 			}
 			alloc := it.Allocatable()
 			for _, o := range it.Offerings {
-				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-				v, ok := labels.Label(key)
-				if !ok || !allMatch(pool.Requirements, labels) || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
-					continue
+				for _, pl := range variants {
+					labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+					v, ok := labels.Label(key)
+					if !ok || !allMatch(pool.Requirements, labels) || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
+						continue
+					}
+					c := math.Inf(1)
+					if pod.Requests.Fits(alloc) {
+						c = o.Price * share(pod.Requests, alloc)
+					} else if f.fits {
+						continue
+					}
+					note(v, c)
 				}
-				c := math.Inf(1)
-				if pod.Requests.Fits(alloc) {
-					c = o.Price * share(pod.Requests, alloc)
-				} else if f.fits {
-					continue
-				}
-				note(v, c)
 			}
 		}
 	}

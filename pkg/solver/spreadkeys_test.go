@@ -1,0 +1,111 @@
+package solver_test
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	. "github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+)
+
+// countBy counts the placed pods of the plan's new nodes per value of key
+// (the zone, the capacity type, or a label the node carries).
+func countBy(plan *Plan, key string) map[string]int {
+	out := map[string]int{}
+	for _, n := range plan.NewNodes {
+		v := n.Labels[key]
+		switch key {
+		case LabelZone:
+			v = n.Zone
+		case LabelCapacityType:
+			v = n.CapacityType
+		}
+		out[v] += len(n.Pods)
+	}
+	return out
+}
+
+// TestSpreadOverPoolKeys (issue #13): a NodePool requirement on a key the
+// pool decides (not a zone, capacity type or instance-type label) with
+// several values gives one value per node, so a spread over that key has
+// every value as a domain; with nodeTaintsPolicy Honor, each workload's
+// domains are those of the pools it tolerates. Each case is a conformance
+// scenario of test/conformance/testdata/karpenter-topology.yaml, written
+// from kubernetes-sigs/karpenter
+// pkg/controllers/provisioning/scheduling/topology_test.go.
+func TestSpreadOverPoolKeys(t *testing.T) {
+	small := res(250, gi/2)
+	shared := Selector{MatchLabels: map[string]string{"test": "test"}}
+	spread := func(key, taintsPolicy string) func(*Pod) {
+		return func(p *Pod) {
+			p.Labels["test"] = "test"
+			p.Spread = []TopologySpread{{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: DoNotSchedule, NodeTaintsPolicy: taintsPolicy, Selector: shared}}
+		}
+	}
+	in := func(key string, values ...string) Requirement {
+		return Requirement{Key: key, Operator: OpIn, Values: values}
+	}
+	tainted := func(name, value string, domains ...string) Pool {
+		return Pool{Name: name, Taints: []Taint{{Key: "taint-key", Value: value, Effect: EffectNoSchedule}},
+			Requirements: []Requirement{in("fake-label", domains...)}}
+	}
+	tolerating := func(value string, f func(*Pod)) func(*Pod) {
+		return func(p *Pod) {
+			f(p)
+			p.Tolerations = []Toleration{{Key: "taint-key", Value: value, Effect: EffectNoSchedule}}
+		}
+	}
+	tests := []struct {
+		name  string
+		pools []Pool
+		pods  []Pod
+		key   string
+		want  map[string]int // placed pods per value of key
+		// wantBy are further counts, per key.
+		wantBy map[string]map[string]int
+	}{
+		{
+			// Karpenter: Combined Hostname and Zonal Topology It("should
+			// balance pods across NodePool requirements").
+			name: "a pool requirement with four values gives four domains",
+			pools: []Pool{
+				{Name: "spot", Requirements: []Requirement{in(LabelCapacityType, "spot"), in("capacity.spread.4-1", "2", "3", "4", "5")}},
+				{Name: "on-demand", Requirements: []Requirement{in(LabelCapacityType, "on-demand"), in("capacity.spread.4-1", "1")}},
+			},
+			pods:   labelled("web", 20, small, spread("capacity.spread.4-1", "")),
+			key:    "capacity.spread.4-1",
+			want:   map[string]int{"1": 4, "2": 4, "3": 4, "4": 4, "5": 4},
+			wantBy: map[string]map[string]int{LabelCapacityType: {"spot": 16, "on-demand": 4}},
+		},
+		{
+			// Karpenter: NodeTaintsPolicy It("should balance pods across a
+			// label when mutually exclusive NodePools (by taints) share
+			// domains (NodeTaintsPolicy=honor)"). Each workload counts only
+			// the nodes of the pool it tolerates: one spreads over foo and
+			// bar, two over foo and baz.
+			name:  "taints honoured: each workload spreads over its own pool's values",
+			pools: []Pool{tainted("np-0", "nodepool-0", "foo", "bar"), tainted("np-1", "nodepool-1", "foo", "baz")},
+			pods: append(labelled("one", 2, small, tolerating("nodepool-0", spread("fake-label", "Honor"))),
+				labelled("two", 4, small, tolerating("nodepool-1", spread("fake-label", "Honor")))...),
+			key:  "fake-label",
+			want: map[string]int{"foo": 3, "bar": 1, "baz": 2},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Problem{Pods: tc.pods, Pools: tc.pools, InstanceTypes: threeZoneTypes()}
+			plan := solveChecked(t, p)
+			if len(plan.Unschedulable) > 0 {
+				t.Fatalf("%d pods pending (%s), want none", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
+			}
+			if got := countBy(plan, tc.key); !maps.Equal(got, tc.want) {
+				t.Errorf("pods per %s %v, want %v", tc.key, got, tc.want)
+			}
+			for _, k := range slices.Sorted(maps.Keys(tc.wantBy)) {
+				if got := countBy(plan, k); !maps.Equal(got, tc.wantBy[k]) {
+					t.Errorf("pods per %s %v, want %v", k, got, tc.wantBy[k])
+				}
+			}
+		})
+	}
+}
