@@ -3,6 +3,7 @@ package solver_test
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -105,6 +106,80 @@ func TestSpreadOverPoolKeys(t *testing.T) {
 				if got := countBy(plan, k); !maps.Equal(got, tc.wantBy[k]) {
 					t.Errorf("pods per %s %v, want %v", k, got, tc.wantBy[k])
 				}
+			}
+		})
+	}
+}
+
+// withoutOfferings returns types without the offerings drop matches.
+func withoutOfferings(types []InstanceType, drop func(Offering) bool) []InstanceType {
+	for i := range types {
+		types[i].Offerings = slices.DeleteFunc(types[i].Offerings, drop)
+	}
+	return types
+}
+
+// TestSpreadOverZoneAndCapacityType (issue #13): DoNotSchedule spreads on
+// the zone and on the capacity type at once, where one zone has no spot
+// (as Karpenter's fake cloud provider). Planned key by key, the zones come
+// first and the capacity types cannot follow (zones 2/2/1 with on-demand 3
+// and spot 2 leave the next pod needing the spot-less zone and spot);
+// planned together, every pod is placed with both skews held, in an order
+// kube-scheduler can bind. Written from kubernetes-sigs/karpenter
+// pkg/controllers/provisioning/scheduling/topology_test.go, Combined Zonal
+// and Capacity Type Topology It("should spread pods while respecting both
+// constraints") (conformance scenarios combined-zonal-capacity-type-*).
+func TestSpreadOverZoneAndCapacityType(t *testing.T) {
+	small := res(250, gi/2)
+	shared := Selector{MatchLabels: map[string]string{"test": "test"}}
+	both := func(p *Pod) {
+		p.Labels["test"] = "test"
+		p.Spread = []TopologySpread{
+			{MaxSkew: 1, TopologyKey: LabelCapacityType, WhenUnsatisfiable: DoNotSchedule, Selector: shared},
+			{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: shared},
+		}
+	}
+	noSpotInC := func(o Offering) bool { return o.Zone == "zone-c" && o.CapacityType == "spot" }
+	// Spot only in zone-a and zone-b, on-demand only in zone-c: each
+	// zone-c pod is an on-demand pod, so the capacity types drift apart
+	// as the zones fill; five pods is the most both skews allow.
+	split := func(o Offering) bool { return (o.Zone == "zone-c") != (o.CapacityType == "on-demand") }
+	tests := []struct {
+		name          string
+		n             int
+		drop          func(Offering) bool
+		pending       int
+		zones, ctypes []int // sorted counts, largest first
+	}{
+		{name: "8 pods", n: 8, drop: noSpotInC, zones: []int{3, 3, 2}, ctypes: []int{4, 4}},
+		{name: "19 pods", n: 19, drop: noSpotInC, zones: []int{7, 6, 6}, ctypes: []int{10, 9}},
+		{name: "5 pods", n: 5, drop: noSpotInC, zones: []int{2, 2, 1}, ctypes: []int{3, 2}},
+		{name: "zone-c only on-demand, the rest only spot", n: 8, drop: split, pending: 3, zones: []int{2, 2, 1}, ctypes: []int{3, 2}},
+	}
+	sorted := func(m map[string]int) []int {
+		out := slices.Collect(maps.Values(m))
+		slices.Sort(out)
+		slices.Reverse(out)
+		return out
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Problem{Pods: labelled("web", tc.n, small, both), Pools: []Pool{{Name: "default"}},
+				InstanceTypes: withoutOfferings(threeZoneTypes(), tc.drop)}
+			plan := solveChecked(t, p)
+			if len(plan.Unschedulable) != tc.pending {
+				t.Fatalf("%d pods pending, want %d", len(plan.Unschedulable), tc.pending)
+			}
+			for _, u := range plan.Unschedulable {
+				if !strings.Contains(u.Reason, "topology spreads on") {
+					t.Errorf("reason %q, want one naming the spreads", u.Reason)
+				}
+			}
+			if got := sorted(countBy(plan, LabelZone)); !slices.Equal(got, tc.zones) {
+				t.Errorf("pods per zone %v, want %v", countBy(plan, LabelZone), tc.zones)
+			}
+			if got := sorted(countBy(plan, LabelCapacityType)); !slices.Equal(got, tc.ctypes) {
+				t.Errorf("pods per capacity type %v, want %v", countBy(plan, LabelCapacityType), tc.ctypes)
 			}
 		})
 	}

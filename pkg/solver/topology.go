@@ -349,82 +349,16 @@ func spreadFilter(c *TopologySpread) domainFilter {
 
 // findDomains lists the values of key on the nodes the pod could get: new
 // nodes of offerings some pool allows (every value a pool may give a key
-// it decides, see poolKeyValues) and existing nodes, filtered as f says. The cheapest domains come first: ordered by what the pod would cost
+// it decides, see poolKeyValues) and existing nodes, filtered as f says.
+// The cheapest domains come first: ordered by what the pod would cost
 // on its best offering there (price times the largest share of the node it
 // takes), then by name.
 func (s *state) findDomains(pod *Pod, key string, f domainFilter) []string {
-	cost := map[string]float64{}
-	note := func(v string, c float64) {
-		if old, ok := cost[v]; !ok || c < old {
-			cost[v] = c
-		}
+	cells := s.findCells(pod, []string{key}, f)
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = c.values[0]
 	}
-	for pi := range s.p.Pools {
-		pool := &s.p.Pools[pi]
-		if f.taints && untolerated(pod.Tolerations, pool.Taints) != nil {
-			continue
-		}
-		// A key the pool decides with several allowed values gives one
-		// variant of the pool's labels per value (one value per node).
-		pl := poolLabelsFor(pool, pod)
-		variants := []map[string]string{pl}
-		if vals := poolKeyValues(pool, NormalizeLabelKey(key)); vals != nil {
-			variants = variants[:0]
-			for _, v := range vals {
-				l := maps.Clone(pl)
-				l[NormalizeLabelKey(key)] = v
-				variants = append(variants, l)
-			}
-		}
-		types := s.p.PoolTypes(pi)
-		for ti := range types {
-			it := &types[ti]
-			if f.launchable && !s.poolHolds(pi, it.Capacity) {
-				continue
-			}
-			alloc := it.Allocatable()
-			for _, o := range it.Offerings {
-				for _, pl := range variants {
-					labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-					v, ok := labels.Label(key)
-					if !ok || !allMatch(pool.Requirements, labels) || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
-						continue
-					}
-					c := math.Inf(1)
-					if pod.Requests.Fits(alloc) {
-						c = o.Price * share(pod.Requests, alloc)
-					} else if f.fits {
-						continue
-					}
-					note(v, c)
-				}
-			}
-		}
-	}
-	for i := range s.p.Nodes {
-		n := &s.p.Nodes[i]
-		v, ok := n.Labels[key]
-		if !ok || f.taints && untolerated(pod.Tolerations, n.Taints) != nil || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, MapLabels(n.Labels)) {
-			continue
-		}
-		c := math.Inf(1)
-		if !n.Unschedulable && pod.Requests.Fits(n.Allocatable.Sub(n.Requested)) {
-			c = 0 // room already paid for
-		} else if f.fits {
-			continue
-		}
-		note(v, c)
-	}
-	out := make([]string, 0, len(cost))
-	for v := range cost {
-		out = append(out, v)
-	}
-	sort.Slice(out, func(a, b int) bool {
-		if cost[out[a]] != cost[out[b]] {
-			return cost[out[a]] < cost[out[b]]
-		}
-		return out[a] < out[b]
-	})
 	return out
 }
 
@@ -1247,7 +1181,26 @@ func (s *state) planGroupDomains(g, n int, keys []string) ([][]Requirement, []st
 	pins := make([][]Requirement, n)
 	refused := make([]string, n)
 	planned := false
+	// Keys whose spreads the group carries together are planned together
+	// (see cells.go), first; the others key by key.
+	joint := s.jointKeys(g, rep, keys)
+	if joint != nil {
+		planned = true
+		cp := s.planCells(g, rep, n, joint)
+		for i, values := range cp.cells {
+			if values == nil {
+				refused[i] = cp.reason
+				continue
+			}
+			for k, key := range joint {
+				pins[i] = append(pins[i], Requirement{Key: key, Operator: OpIn, Values: []string{values[k]}})
+			}
+		}
+	}
 	for _, key := range keys {
+		if slices.Contains(joint, key) {
+			continue
+		}
 		byPin := map[string][]int{}
 		var order []string
 		for i := 0; i < n; i++ {
