@@ -805,6 +805,20 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 				break
 			}
 		}
+		// Only the first pod of a group may start a zone, while no pod
+		// the term selects runs (kube-scheduler's InterPodAffinity filter
+		// counts the pods on nodes): once some do, none in a zone it may
+		// use leaves it pending.
+		var elsewhere []string
+		for _, z := range slices.Sorted(maps.Keys(counts)) {
+			if z != "" && counts[z] > 0 && !slices.Contains(usable, z) {
+				elsewhere = append(elsewhere, z)
+			}
+		}
+		if affRequired && counts[zone] == 0 && len(elsewhere) > 0 {
+			plan.reason = fmt.Sprintf("its required pod affinity on %s selects pods that run, or are planned, only in %s, where it may not run: a pod may start a zone of its own only while no pod the term selects runs", LabelZone, strings.Join(elsewhere, ", "))
+			break
+		}
 		for i := range plan.zones {
 			plan.zones[i] = zone
 		}
