@@ -91,6 +91,16 @@ func TestSpreadOverPoolKeys(t *testing.T) {
 			key:  "fake-label",
 			want: map[string]int{"foo": 3, "bar": 1, "baz": 2},
 		},
+		{
+			// The same, larger: one's pods on foo are on np-0 nodes, which
+			// two's spread does not count.
+			name:  "taints honoured: another pool's pods in a shared domain do not count",
+			pools: []Pool{tainted("np-0", "nodepool-0", "foo", "bar"), tainted("np-1", "nodepool-1", "foo", "baz")},
+			pods: append(labelled("one", 4, small, tolerating("nodepool-0", spread("fake-label", "Honor"))),
+				labelled("two", 6, small, tolerating("nodepool-1", spread("fake-label", "Honor")))...),
+			key:  "fake-label",
+			want: map[string]int{"foo": 5, "bar": 2, "baz": 3},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
