@@ -24,7 +24,12 @@ import (
 // keys together, over the cells (combinations of values) a node the pods
 // may get carries, as a search over such sequences: greedy first (the
 // emptiest domains, then the cheapest cell), backtracking out of dead
-// ends, with the states already explored remembered.
+// ends, with the states already explored remembered. The search looks a
+// few pods past the group (one per cell): of the sequences placing every
+// pod, it keeps one the workload can still grow from (one more replica,
+// pods the next solve brings), where the greedy answer may leave a state
+// no pod can join, on-demand 3 / spot 2 above; and among equally empty
+// domains it reuses a cell its pods already have, for fewer nodes.
 
 // cell is one combination of values of several topology keys carried by a
 // node the pod could get, with what the pod would cost there (see
@@ -189,7 +194,7 @@ type heldSpread struct {
 	match bool
 }
 
-// cellSearch finds the longest sequence of cells for n pods in which each
+// cellSearch finds the longest sequence of cells, up to n, in which each
 // pod's cell keeps every constraint it carries within its maxSkew when the
 // pod is added (kube-scheduler's PodTopologySpread filter, pod by pod).
 type cellSearch struct {
@@ -197,6 +202,7 @@ type cellSearch struct {
 	carried []heldSpread // the constraints the pods are held to
 	soft    []heldSpread // other pods' constraints that select them
 	n       int
+	used    []int // pods on each cell in the sequence being explored
 	// best remembers, per state explored, how many more pods it can take
 	// and through which cell (-1: none).
 	best   map[string][2]int
@@ -208,6 +214,7 @@ type cellSearch struct {
 const cellBudget = 20000
 
 func (cs *cellSearch) add(ci, d int) {
+	cs.used[ci] += d
 	for _, h := range cs.carried {
 		if h.match {
 			h.z.counts[cs.cells[ci].values[h.key]] += d
@@ -239,15 +246,19 @@ func (cs *cellSearch) state(depth int) string {
 
 // order lists the cells the next pod may take, best first: fewest other
 // constraints pushed past their skew, then fewest matching pods already in
-// its domains (water-filling), then the cheapest.
+// its domains (water-filling), then one the pods already use, then the
+// cheapest.
 func (cs *cellSearch) order() []int {
-	type cand struct{ ci, soft, load int }
+	type cand struct {
+		ci, soft, load int
+		used           bool
+	}
 	var cands []cand
 	for ci := range cs.cells {
 		if cs.broken(ci) != nil {
 			continue
 		}
-		c := cand{ci: ci}
+		c := cand{ci: ci, used: cs.used[ci] > 0}
 		for _, h := range cs.carried {
 			if h.match {
 				c.load += h.z.counts[cs.cells[ci].values[h.key]]
@@ -266,7 +277,10 @@ func (cs *cellSearch) order() []int {
 		if cands[a].soft != cands[b].soft {
 			return cands[a].soft < cands[b].soft
 		}
-		return cands[a].load < cands[b].load
+		if cands[a].load != cands[b].load {
+			return cands[a].load < cands[b].load
+		}
+		return cands[a].used && !cands[b].used
 	})
 	out := make([]int, len(cands))
 	for i, c := range cands {
@@ -303,9 +317,9 @@ func (cs *cellSearch) longest(depth int) int {
 }
 
 // planCells assigns each of the n pods of group g (represented by rep) to
-// a cell of keys: the longest sequence cellSearch finds, counted in every
-// constraint on those keys that selects the pods; the pods beyond it are
-// refused.
+// a cell of keys: the first n of the longest sequence cellSearch finds for
+// a few more pods than n, counted in every constraint on those keys that
+// selects the pods; the pods beyond it are refused.
 func (s *state) planCells(g int, rep *Pod, n int, keys []string) cellPlan {
 	plan := cellPlan{cells: make([][]string, n)}
 	cells := s.findCells(rep, keys, domainFilter{taints: true, affinity: true, launchable: true})
@@ -313,7 +327,8 @@ func (s *state) planCells(g int, rep *Pod, n int, keys []string) cellPlan {
 		plan.reason = fmt.Sprintf("its topology spreads on %s (DoNotSchedule) need a node carrying every one of those keys and no node it may use has them all", strings.Join(keys, ", "))
 		return plan
 	}
-	cs := &cellSearch{cells: cells, n: n, best: map[string][2]int{}, budget: n + cellBudget}
+	ahead := len(cells) // pods looked for past the group's
+	cs := &cellSearch{cells: cells, n: n + ahead, used: make([]int, len(cells)), best: map[string][2]int{}, budget: n + ahead + cellBudget}
 	for _, z := range s.zoneSpreads {
 		ki := slices.Index(keys, z.c.TopologyKey)
 		if ki < 0 {

@@ -1,6 +1,7 @@
 package solver_test
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -192,5 +193,64 @@ func TestSpreadOverZoneAndCapacityType(t *testing.T) {
 				t.Errorf("pods per capacity type %v, want %v", countBy(plan, LabelCapacityType), tc.ctypes)
 			}
 		})
+	}
+}
+
+// running turns the plan's new nodes into running nodes with their pods,
+// as the cluster has them once the plan is carried out.
+func running(p *Problem, plan *Plan) []Node {
+	var out []Node
+	for i, n := range plan.NewNodes {
+		labels := map[string]string{LabelZone: n.Zone, LabelCapacityType: n.CapacityType, LabelNodePool: n.Pool,
+			LabelInstanceType: n.InstanceType, LabelHostname: fmt.Sprintf("node-%d", i)}
+		maps.Copy(labels, n.Labels)
+		node := Node{Name: labels[LabelHostname], Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType,
+			Price: n.Price, Labels: labels, Allocatable: n.Allocatable, Requested: n.Requested}
+		for _, pod := range n.Pods {
+			node.Pods = append(node.Pods, p.Pods[pod])
+		}
+		out = append(out, node)
+	}
+	return out
+}
+
+// TestSpreadOverZoneAndCapacityTypeLeavesRoomToGrow (issue #13): of the
+// placements of five pods that hold both skews, zones 2/2/1 with
+// on-demand 3 and spot 2 where the one-pod zone has no spot takes no
+// sixth pod (it would need that zone and spot); the plan leaves a state
+// the workload can grow from, so Karpenter's next round of 3 pods
+// (topology_test.go, Combined Zonal and Capacity Type Topology, rounds 5
+// and 8) is placed in full once the first five run.
+func TestSpreadOverZoneAndCapacityTypeLeavesRoomToGrow(t *testing.T) {
+	small := res(250, gi/2)
+	shared := Selector{MatchLabels: map[string]string{"test": "test"}}
+	both := func(p *Pod) {
+		p.Labels["test"] = "test"
+		p.Spread = []TopologySpread{
+			{MaxSkew: 1, TopologyKey: LabelCapacityType, WhenUnsatisfiable: DoNotSchedule, Selector: shared},
+			{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: shared},
+		}
+	}
+	// As Karpenter's fake cloud provider: no spot in zone-c, and spot at
+	// the on-demand price.
+	types := withoutOfferings(threeZoneTypes(), func(o Offering) bool { return o.Zone == "zone-c" && o.CapacityType == "spot" })
+	for i := range types {
+		for j := range types[i].Offerings {
+			if o := &types[i].Offerings[j]; o.CapacityType == "spot" {
+				o.Price /= 0.6
+			}
+		}
+	}
+	first := &Problem{Pods: labelled("web", 5, small, both), Pools: []Pool{{Name: "default"}}, InstanceTypes: types}
+	plan := solveChecked(t, first)
+	if len(plan.Unschedulable) > 0 {
+		t.Fatalf("%d of the first 5 pods pending", len(plan.Unschedulable))
+	}
+	next := labelled("more", 3, small, both)
+	second := &Problem{Pods: next, Nodes: running(first, plan), Pools: first.Pools, InstanceTypes: types}
+	again := solveChecked(t, second)
+	if len(again.Unschedulable) > 0 {
+		t.Errorf("%d of the next 3 pods pending (%s); the first plan put zones %v and capacity types %v",
+			len(again.Unschedulable), again.Unschedulable[0].Reason, countBy(plan, LabelZone), countBy(plan, LabelCapacityType))
 	}
 }
