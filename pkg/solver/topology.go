@@ -798,7 +798,7 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		}
 	case selfAff != nil:
 		counts := s.runningMatches(rep, selfAff)
-		zone := usable[0]
+		zone := s.groupZone(g, rep, selfAff, usable)
 		for _, z := range usable {
 			if counts[z] > 0 {
 				zone = z
@@ -838,6 +838,41 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		s.spreadZones(rep, softSpread, usable, plan)
 	}
 	return plan
+}
+
+// groupZone is the zone a group with zonal self-affinity term t starts
+// when no pod t selects runs or is planned yet: of the usable ones
+// (cheapest first), the one where the most pods of the other workloads
+// bound to it (t selects them and their own such term selects rep's pods)
+// may run too, since those may then only join it.
+func (s *state) groupZone(g int, rep *Pod, t *PodAffinityTerm, usable []string) string {
+	score := make([]int, len(usable))
+	for o := range s.groups {
+		other := s.groups[o].rep
+		if o == s.origin(g) || s.groups[o].from > 0 || !t.selects(rep, other) ||
+			!slices.ContainsFunc(other.PodAffinity, func(u PodAffinityTerm) bool { return u.TopologyKey == LabelZone && u.selects(other, rep) }) {
+			continue
+		}
+		pods := 0
+		for _, c := range s.classes {
+			if c.group == o {
+				pods += len(c.pods)
+			}
+		}
+		zones := s.eligibleZones(other)
+		for i, z := range usable {
+			if slices.Contains(zones, z) {
+				score[i] += pods
+			}
+		}
+	}
+	best := 0
+	for i := range usable {
+		if score[i] > score[best] {
+			best = i
+		}
+	}
+	return usable[best]
 }
 
 // balanceZones assigns the pods one at a time to the usable domain that

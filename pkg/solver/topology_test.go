@@ -703,6 +703,11 @@ func TestZonalSelfAffinityAcrossWorkloads(t *testing.T) {
 			reason:  "only in zone-a",
 		},
 		{
+			name:  "the first workload starts the zone the second may use too",
+			pods:  append(labelled("z1", 2, small, together("zone-a", "zone-b")), labelled("z2", 2, small, together("zone-b"))...),
+			zones: map[string]int{"zone-b": 4},
+		},
+		{
 			name:  "the second workload may use the first's zone: it joins",
 			pods:  append(labelled("z1", 2, small, together("zone-a")), labelled("z2", 2, small, together("zone-a", "zone-b"))...),
 			zones: map[string]int{"zone-a": 4},
