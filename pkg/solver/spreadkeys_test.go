@@ -102,6 +102,18 @@ func TestSpreadOverPoolKeys(t *testing.T) {
 			key:  "fake-label",
 			want: map[string]int{"foo": 5, "bar": 2, "baz": 3},
 		},
+		{
+			// Pods another workload's spread selects but which only np-1
+			// takes count nowhere in one's spread (taints honoured): one
+			// still spreads 1/1 over foo and bar, whatever other's pods on
+			// foo.
+			name:  "taints honoured: pods on nodes the spread does not count leave it even",
+			pools: []Pool{tainted("np-0", "nodepool-0", "foo", "bar"), tainted("np-1", "nodepool-1", "foo", "baz")},
+			pods: append(labelled("other", 3, small, tolerating("nodepool-1", func(p *Pod) { p.Labels["test"] = "test"; p.NodeSelector = map[string]string{"fake-label": "foo"} })),
+				labelled("one", 2, small, tolerating("nodepool-0", spread("fake-label", "Honor")))...),
+			key:  "fake-label",
+			want: map[string]int{"foo": 4, "bar": 1},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
