@@ -213,6 +213,7 @@ type cellSearch struct {
 // past it, the best sequence found so far is kept.
 const cellBudget = 20000
 
+// add adds d pods (1, or -1 to take one back) to cell ci.
 func (cs *cellSearch) add(ci, d int) {
 	cs.used[ci] += d
 	for _, h := range cs.carried {
