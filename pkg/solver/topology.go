@@ -798,12 +798,15 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		}
 	case selfAff != nil:
 		counts := s.runningMatches(rep, selfAff)
-		zone := s.groupZone(g, rep, selfAff, usable)
+		zone := ""
 		for _, z := range usable {
 			if counts[z] > 0 {
 				zone = z
 				break
 			}
+		}
+		if zone == "" {
+			zone = s.groupZone(g, rep, selfAff, usable)
 		}
 		// Only the first pod of a group may start a zone, while no pod
 		// the term selects runs (kube-scheduler's InterPodAffinity filter
@@ -847,22 +850,20 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 // may run too, since those may then only join it.
 func (s *state) groupZone(g int, rep *Pod, t *PodAffinityTerm, usable []string) string {
 	score := make([]int, len(usable))
+	podsOf := map[int]int{}
+	for _, c := range s.classes {
+		podsOf[c.group] += len(c.pods)
+	}
 	for o := range s.groups {
 		other := s.groups[o].rep
 		if o == s.origin(g) || s.groups[o].from > 0 || !t.selects(rep, other) ||
 			!slices.ContainsFunc(other.PodAffinity, func(u PodAffinityTerm) bool { return u.TopologyKey == LabelZone && u.selects(other, rep) }) {
 			continue
 		}
-		pods := 0
-		for _, c := range s.classes {
-			if c.group == o {
-				pods += len(c.pods)
-			}
-		}
 		zones := s.eligibleZones(other)
 		for i, z := range usable {
 			if slices.Contains(zones, z) {
-				score[i] += pods
+				score[i] += podsOf[o]
 			}
 		}
 	}
