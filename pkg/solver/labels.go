@@ -172,6 +172,37 @@ func poolValue(reqs []Requirement, k string, pod *Pod) (string, bool) {
 	return "", false
 }
 
+// poolKeyValues lists the values a node of the pool may carry for key k
+// when the pool decides k (a requirement constrains it, no template label
+// fixes it, no offering or instance type decides it) and its requirements
+// name the values (In): team In [a, b] gives a and b, one per node, so a
+// spread over team has both domains. It returns nil otherwise (one value
+// at most, the one poolLabelsFor picks).
+func poolKeyValues(pool *Pool, k string) []string {
+	if _, fixed := pool.Labels[k]; fixed || offeringLabel(k) || wellKnownTypeLabel(k) || k == LabelNodePool {
+		return nil
+	}
+	var out []string
+	for _, r := range pool.Requirements {
+		if NormalizeLabelKey(r.Key) != k || r.Operator != OpIn {
+			continue
+		}
+		for _, v := range r.Values {
+			if slices.Contains(out, v) {
+				continue
+			}
+			l := MapLabels{k: v}
+			if !slices.ContainsFunc(pool.Requirements, func(q Requirement) bool { return NormalizeLabelKey(q.Key) == k && !q.Matches(l) }) {
+				out = append(out, v)
+			}
+		}
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
+}
+
 // wantedValues lists the values of key k the pod's node selector, required
 // node affinity and node affinity preferences ask for, in that order.
 func wantedValues(pod *Pod, k string) []string {

@@ -30,7 +30,10 @@ const LabelHostname = "kubernetes.io/hostname"
 //     the first eligible one.
 //     Each zone's share becomes its own class, pinned to the zone by a node
 //     requirement. Domains come from the pod's node affinity before
-//     preferences are applied.
+//     preferences are applied. Spreads on other keys (capacity type, a
+//     label a pool decides) are planned the same way; a key a pool's
+//     requirement allows several values of (team In [a, b]) has each value
+//     as a domain, one value per node.
 //   - Hostname spread becomes a cap group: on a node running a pod that
 //     carries it, at most maxSkew pods its selector matches, whichever
 //     workload they belong to; hostname anti-affinity against the pod's own
@@ -345,70 +348,17 @@ func spreadFilter(c *TopologySpread) domainFilter {
 }
 
 // findDomains lists the values of key on the nodes the pod could get: new
-// nodes of offerings some pool allows and existing nodes, filtered as f
-// says. The cheapest domains come first: ordered by what the pod would cost
+// nodes of offerings some pool allows (every value a pool may give a key
+// it decides, see poolKeyValues) and existing nodes, filtered as f says.
+// The cheapest domains come first: ordered by what the pod would cost
 // on its best offering there (price times the largest share of the node it
 // takes), then by name.
 func (s *state) findDomains(pod *Pod, key string, f domainFilter) []string {
-	cost := map[string]float64{}
-	note := func(v string, c float64) {
-		if old, ok := cost[v]; !ok || c < old {
-			cost[v] = c
-		}
+	cells := s.findCells(pod, []string{key}, f)
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = c.values[0]
 	}
-	for pi := range s.p.Pools {
-		pool := &s.p.Pools[pi]
-		if f.taints && untolerated(pod.Tolerations, pool.Taints) != nil {
-			continue
-		}
-		pl := poolLabelsFor(pool, pod)
-		types := s.p.PoolTypes(pi)
-		for ti := range types {
-			it := &types[ti]
-			if f.launchable && !s.poolHolds(pi, it.Capacity) {
-				continue
-			}
-			alloc := it.Allocatable()
-			for _, o := range it.Offerings {
-				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-				v, ok := labels.Label(key)
-				if !ok || !allMatch(pool.Requirements, labels) || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
-					continue
-				}
-				c := math.Inf(1)
-				if pod.Requests.Fits(alloc) {
-					c = o.Price * share(pod.Requests, alloc)
-				} else if f.fits {
-					continue
-				}
-				note(v, c)
-			}
-		}
-	}
-	for i := range s.p.Nodes {
-		n := &s.p.Nodes[i]
-		v, ok := n.Labels[key]
-		if !ok || f.taints && untolerated(pod.Tolerations, n.Taints) != nil || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, MapLabels(n.Labels)) {
-			continue
-		}
-		c := math.Inf(1)
-		if !n.Unschedulable && pod.Requests.Fits(n.Allocatable.Sub(n.Requested)) {
-			c = 0 // room already paid for
-		} else if f.fits {
-			continue
-		}
-		note(v, c)
-	}
-	out := make([]string, 0, len(cost))
-	for v := range cost {
-		out = append(out, v)
-	}
-	sort.Slice(out, func(a, b int) bool {
-		if cost[out[a]] != cost[out[b]] {
-			return cost[out[a]] < cost[out[b]]
-		}
-		return out[a] < out[b]
-	})
 	return out
 }
 
@@ -848,12 +798,29 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		}
 	case selfAff != nil:
 		counts := s.runningMatches(rep, selfAff)
-		zone := usable[0]
+		zone := ""
 		for _, z := range usable {
 			if counts[z] > 0 {
 				zone = z
 				break
 			}
+		}
+		if zone == "" {
+			zone = s.groupZone(g, rep, selfAff, usable)
+		}
+		// Only the first pod of a group may start a zone, while no pod
+		// the term selects runs (kube-scheduler's InterPodAffinity filter
+		// counts the pods on nodes): once some do, none in a zone it may
+		// use leaves it pending.
+		var elsewhere []string
+		for _, z := range slices.Sorted(maps.Keys(counts)) {
+			if z != "" && counts[z] > 0 && !slices.Contains(usable, z) {
+				elsewhere = append(elsewhere, z)
+			}
+		}
+		if affRequired && counts[zone] == 0 && len(elsewhere) > 0 {
+			plan.reason = fmt.Sprintf("its required pod affinity on %s selects pods that run, or are planned, only in %s, where it may not run: a pod may start a zone of its own only while no pod the term selects runs", LabelZone, strings.Join(elsewhere, ", "))
+			break
 		}
 		for i := range plan.zones {
 			plan.zones[i] = zone
@@ -874,6 +841,39 @@ func (s *state) planDomains(g int, rep *Pod, n int, key string) *zonePlan {
 		s.spreadZones(rep, softSpread, usable, plan)
 	}
 	return plan
+}
+
+// groupZone is the zone a group with zonal self-affinity term t starts
+// when no pod t selects runs or is planned yet: of the usable ones
+// (cheapest first), the one where the most pods of the other workloads
+// bound to it (t selects them and their own such term selects rep's pods)
+// may run too, since those may then only join it.
+func (s *state) groupZone(g int, rep *Pod, t *PodAffinityTerm, usable []string) string {
+	score := make([]int, len(usable))
+	podsOf := map[int]int{}
+	for _, c := range s.classes {
+		podsOf[c.group] += len(c.pods)
+	}
+	for o := range s.groups {
+		other := s.groups[o].rep
+		if o == s.origin(g) || s.groups[o].from > 0 || !t.selects(rep, other) ||
+			!slices.ContainsFunc(other.PodAffinity, func(u PodAffinityTerm) bool { return u.TopologyKey == LabelZone && u.selects(other, rep) }) {
+			continue
+		}
+		zones := s.eligibleZones(other)
+		for i, z := range usable {
+			if slices.Contains(zones, z) {
+				score[i] += podsOf[o]
+			}
+		}
+	}
+	best := 0
+	for i := range usable {
+		if score[i] > score[best] {
+			best = i
+		}
+	}
+	return usable[best]
 }
 
 // balanceZones assigns the pods one at a time to the usable domain that
@@ -1231,7 +1231,26 @@ func (s *state) planGroupDomains(g, n int, keys []string) ([][]Requirement, []st
 	pins := make([][]Requirement, n)
 	refused := make([]string, n)
 	planned := false
+	// Keys whose spreads the group carries together are planned together
+	// (see cells.go), first; the others key by key.
+	joint := s.jointKeys(g, rep, keys)
+	if joint != nil {
+		planned = true
+		cp := s.planCells(g, rep, n, joint)
+		for i, values := range cp.cells {
+			if values == nil {
+				refused[i] = cp.reason
+				continue
+			}
+			for k, key := range joint {
+				pins[i] = append(pins[i], Requirement{Key: key, Operator: OpIn, Values: []string{values[k]}})
+			}
+		}
+	}
 	for _, key := range keys {
+		if slices.Contains(joint, key) {
+			continue
+		}
 		byPin := map[string][]int{}
 		var order []string
 		for i := 0; i < n; i++ {

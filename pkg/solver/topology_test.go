@@ -668,3 +668,66 @@ func TestZonalSelfAffinityAndAntiAffinity(t *testing.T) {
 		})
 	}
 }
+
+// TestZonalSelfAffinityAcrossWorkloads (issue #13): workloads whose
+// required zonal affinity selects each other's pods share the zone the
+// first of them starts; kube-scheduler lets a pod start a zone of its own
+// only while no pod the term selects runs, so a workload whose node
+// affinity rules that zone out stays pending, saying where the pods it
+// must join are. Written from kubernetes-sigs/karpenter
+// pkg/controllers/provisioning/scheduling/topology_test.go, It("should
+// allow two nodes to be created when two pods with matching affinities
+// have incompatible selectors") (conformance scenario
+// affinity-self-zone-incompatible-selectors; Karpenter places both).
+func TestZonalSelfAffinityAcrossWorkloads(t *testing.T) {
+	small := res(250, gi/2)
+	together := func(zones ...string) func(*Pod) {
+		return func(p *Pod) {
+			p.Labels["security"] = "s1"
+			p.PodAffinity = []PodAffinityTerm{{TopologyKey: LabelZone, Selector: Selector{MatchLabels: map[string]string{"security": "s1"}}}}
+			p.Affinity = inZones(zones...)
+		}
+	}
+	tests := []struct {
+		name    string
+		pods    []Pod
+		zones   map[string]int
+		pending int
+		reason  string
+	}{
+		{
+			name:    "disjoint zones: the second workload waits",
+			pods:    append(labelled("z1", 2, small, together("zone-a")), labelled("z2", 2, small, together("zone-b"))...),
+			zones:   map[string]int{"zone-a": 2},
+			pending: 2,
+			reason:  "only in zone-a",
+		},
+		{
+			name:  "the first workload starts the zone the second may use too",
+			pods:  append(labelled("z1", 2, small, together("zone-a", "zone-b")), labelled("z2", 2, small, together("zone-b"))...),
+			zones: map[string]int{"zone-b": 4},
+		},
+		{
+			name:  "the second workload may use the first's zone: it joins",
+			pods:  append(labelled("z1", 2, small, together("zone-a")), labelled("z2", 2, small, together("zone-a", "zone-b"))...),
+			zones: map[string]int{"zone-a": 4},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Problem{Pods: tc.pods, Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
+			plan := solveChecked(t, p)
+			if zones, _ := zonesOf(plan); fmt.Sprint(zones) != fmt.Sprint(tc.zones) {
+				t.Errorf("pods per zone %v, want %v", zones, tc.zones)
+			}
+			if len(plan.Unschedulable) != tc.pending {
+				t.Fatalf("%d pods pending, want %d", len(plan.Unschedulable), tc.pending)
+			}
+			for _, u := range plan.Unschedulable {
+				if !strings.Contains(u.Reason, tc.reason) {
+					t.Errorf("reason %q, want one saying %q", u.Reason, tc.reason)
+				}
+			}
+		})
+	}
+}

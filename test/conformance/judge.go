@@ -619,11 +619,12 @@ func (j *judge) checkPodAffinity() {
 						}
 					}
 				}
-				for _, q := range j.pods {
-					if q != p && j.nodeOf[podKey(q)] == nil && termMatches(p, t, q) {
-						doms = append(doms, "")
-					}
-				}
+				// Pending pods do not count: kube-scheduler's InterPodAffinity
+				// filter counts the pods on nodes, so the first pod of a
+				// self-affine group starts its domain while the others
+				// wait (k8s.io/kubernetes pkg/scheduler/framework/plugins/
+				// interpodaffinity/filtering.go, getIncomingAffinityAntiAffinityCounts
+				// and satisfyPodAffinity).
 				switch {
 				case near:
 					// A matching pod shares the domain; a self-affine group
