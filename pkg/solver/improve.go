@@ -184,6 +184,50 @@ func mergeTakes(a, b []take) []take {
 	return out
 }
 
+// smallestReq returns, resource by resource, the smallest request among
+// the classes of takes (the largest value when there are none).
+func (s *state) smallestReq(takes []take) Resources {
+	var out Resources
+	for r := range out {
+		out[r] = math.MaxInt64
+	}
+	for _, t := range takes {
+		out = minResources(out, s.classes[t.class].req)
+	}
+	return out
+}
+
+// takeShape is the CPU and memory a take's class requests and its
+// constraint group, which decide most of the time that it cannot move to a
+// host.
+type takeShape struct {
+	cpu, memory int64
+	group       int
+}
+
+// takeShapes returns the shapes of takes, in their order.
+func (s *state) takeShapes(takes []take) []takeShape {
+	out := make([]takeShape, len(takes))
+	for i, t := range takes {
+		c := s.classes[t.class]
+		out[i] = takeShape{c.req[CPU], c.req[Memory], c.group}
+	}
+	return out
+}
+
+// dropEmpty removes takes of no pods.
+func dropEmpty(takes []take) []take {
+	return slices.DeleteFunc(takes, func(t take) bool { return t.n == 0 })
+}
+
+// minResources returns the smaller of a and b resource by resource.
+func minResources(a, b Resources) Resources {
+	for r := range a {
+		a[r] = min(a[r], b[r])
+	}
+	return a
+}
+
 // backfill moves pods from dearer nodes into the free room of cheaper ones
 // of the same pool weight, cheapest hosts first, dearest donors first, then
 // moves every node to the cheapest kind that holds what it kept and drops
@@ -204,17 +248,8 @@ func (s *state) backfill(deadline time.Time) {
 		return
 	}
 	free := make([]Resources, len(nodes))
-	minReq := Resources{}
-	for r := range minReq {
-		minReq[r] = math.MaxInt64
-	}
 	for i, n := range nodes {
 		free[i] = s.kinds[n.kind].alloc.Sub(s.takesReq(n.takes))
-		for _, t := range n.takes {
-			for r, q := range s.classes[t.class].req {
-				minReq[r] = min(minReq[r], q)
-			}
-		}
 	}
 	byPrice := make([]int, len(nodes))
 	for i := range byPrice {
@@ -223,12 +258,32 @@ func (s *state) backfill(deadline time.Time) {
 	sort.SliceStable(byPrice, func(a, b int) bool {
 		return s.kinds[nodes[byPrice[a]].kind].price < s.kinds[nodes[byPrice[b]].kind].price
 	})
+	// A node donates only before its own turn as a host (donors are
+	// dearer than their host) and only loses pods then, so two indexes
+	// built from its takes stay valid while it donates: smallest[x], the
+	// smallest request per resource of node byPrice[x]'s classes, lets a
+	// host skip a donor it has no room for at once, and shapes[x] holds
+	// the CPU, memory and constraint group of each take's class side by
+	// side, in the takes' order, so that a host passes over the takes it
+	// has no room for, or may not run, without visiting their classes (at
+	// 20,000 pods of Karpenter's mix: 7,315 classes, most of them of one
+	// pod, up to some 64 on a node). Takes a donor gave away stay as zero
+	// counts until its turn as a host so that positions hold. minReq, the
+	// smallest request of all, ends a host's scan once it has no room left.
+	smallest := make([]Resources, len(byPrice))
+	shapes := make([][]takeShape, len(byPrice))
+	minReq := s.smallestReq(nil)
+	for x, i := range byPrice {
+		smallest[x] = s.smallestReq(nodes[i].takes)
+		minReq = minResources(minReq, smallest[x])
+	}
 	moved := false
 	for _, hi := range byPrice {
 		if expired(deadline) {
 			break
 		}
 		h := &nodes[hi]
+		h.takes = dropEmpty(h.takes)
 		kh := s.kinds[h.kind]
 		weight := s.p.Pools[kh.pool].Weight
 		for x := len(byPrice) - 1; x >= 0 && minReq.Fits(free[hi]); x-- {
@@ -238,14 +293,20 @@ func (s *state) backfill(deadline time.Time) {
 			if kd.price <= kh.price {
 				break
 			}
-			if s.p.Pools[kd.pool].Weight != weight {
+			if !smallest[x].Fits(free[hi]) || s.p.Pools[kd.pool].Weight != weight {
 				continue
 			}
-			took := false
-			for ti := range d.takes {
+			if shapes[x] == nil {
+				shapes[x] = s.takeShapes(d.takes)
+			}
+			for ti := range shapes[x] {
+				sh := &shapes[x][ti]
+				if sh.cpu > free[hi][CPU] || sh.memory > free[hi][Memory] || !kh.compat.has(sh.group) {
+					continue
+				}
 				t := &d.takes[ti]
 				c := s.classes[t.class]
-				if t.n == 0 || !c.req.Fits(free[hi]) || !kh.compat.has(c.group) || s.conflictsWith(t.class, h.takes) {
+				if t.n == 0 || !c.req.Fits(free[hi]) || s.conflictsWith(t.class, h.takes) {
 					continue
 				}
 				n := min(t.n, fitCount(free[hi], c.req), s.capRoomOn(t.class, nil, h.takes))
@@ -256,10 +317,7 @@ func (s *state) backfill(deadline time.Time) {
 				h.takes = mergeTakes(h.takes, []take{{t.class, n}})
 				free[hi] = free[hi].Sub(c.req.Scale(int64(n)))
 				free[di] = free[di].Add(c.req.Scale(int64(n)))
-				moved, took = true, true
-			}
-			if took {
-				d.takes = slices.DeleteFunc(d.takes, func(t take) bool { return t.n == 0 })
+				moved = true
 			}
 		}
 	}
@@ -268,6 +326,7 @@ func (s *state) backfill(deadline time.Time) {
 	}
 	kept := nodes[:0]
 	for _, n := range nodes {
+		n.takes = dropEmpty(n.takes)
 		if len(n.takes) == 0 {
 			k := s.kinds[n.kind]
 			s.used[k.pool] = s.used[k.pool].Sub(s.p.PoolTypes(k.pool)[k.typ].Capacity)

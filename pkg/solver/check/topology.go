@@ -63,6 +63,15 @@ type cluster struct {
 	counts map[string]*domainCounts
 	// eligible caches, per node affinity signature, which nodes match.
 	eligible map[string][]bool
+	// eligibleDomains caches, per topology key and node affinity
+	// signature, the domains of the eligible nodes.
+	eligibleDomains map[domainsKey]map[string]bool
+	// launchable caches, per topology key and node affinity signature,
+	// the domains each pool's instance type could launch into, and
+	// potential what potentialDomains answered for each pod's requests:
+	// without them, PlanWithPoolDomains walked every offering for every pod.
+	launchable map[domainsKey][]typeDomains
+	potential  map[potentialKey][]string
 	// opened records the self-selecting affinity terms openedOnce judged.
 	opened map[string]bool
 	// poolDomains counts, for spread, the domains pools could launch into
@@ -97,22 +106,53 @@ type domainCounts struct {
 	min, domains int
 }
 
-// emptiest returns the smallest count among the eligible nodes' domains of
-// key, and how many such domains there are (-1 and 0 when none).
-func (c *cluster) emptiest(key string, eligible []bool, counts map[string]int) (int, int) {
+// domainsKey names a topology key over the nodes one node affinity
+// signature (eligibleKey) makes eligible.
+type domainsKey struct{ topologyKey, eligible string }
+
+// potentialKey is a domainsKey for a pod of the given requests.
+type potentialKey struct {
+	domainsKey
+	requests solver.Resources
+}
+
+// typeDomains are the domains one instance type of one pool could launch
+// into for a spread constraint, whatever the pod's requests; err, when not
+// nil, is what judging the type's offerings against the pod's node
+// affinity failed with, to report for pods the type fits.
+type typeDomains struct {
+	allocatable solver.Resources
+	domains     []string
+	err         error
+}
+
+// emptiest returns the smallest count among domains, and how many domains
+// there are (-1 and 0 when none).
+func emptiest(domains map[string]bool, counts map[string]int) (int, int) {
 	minCount := -1
-	seen := map[string]bool{}
-	for ni, n := range c.nodes {
-		d, ok := n.labels[key]
-		if !ok || !eligible[ni] || seen[d] {
-			continue
-		}
-		seen[d] = true
+	for d := range domains {
 		if cnt := counts[d]; minCount < 0 || cnt < minCount {
 			minCount = cnt
 		}
 	}
-	return minCount, len(seen)
+	return minCount, len(domains)
+}
+
+// domainsOf returns the domains of key among the eligible nodes, which
+// the node affinity signature sig (eligibleKey) selected.
+func (c *cluster) domainsOf(key, sig string, eligible []bool) map[string]bool {
+	dk := domainsKey{key, sig}
+	if ds, ok := c.eligibleDomains[dk]; ok {
+		return ds
+	}
+	ds := map[string]bool{}
+	for ni, n := range c.nodes {
+		if d, ok := n.labels[key]; ok && eligible[ni] {
+			ds[d] = true
+		}
+	}
+	c.eligibleDomains[dk] = ds
+	return ds
 }
 
 func newCluster(p *solver.Problem, plan *solver.Plan, newLabels []map[string]string) *cluster {
@@ -120,7 +160,8 @@ func newCluster(p *solver.Problem, plan *solver.Plan, newLabels []map[string]str
 	for i := range p.Pools {
 		poolTaints[p.Pools[i].Name] = p.Pools[i].Taints
 	}
-	c := &cluster{p: p, selectors: map[string]labels.Selector{}, counts: map[string]*domainCounts{}, eligible: map[string][]bool{}, opened: map[string]bool{}}
+	c := &cluster{p: p, selectors: map[string]labels.Selector{}, counts: map[string]*domainCounts{}, eligible: map[string][]bool{}, opened: map[string]bool{},
+		eligibleDomains: map[domainsKey]map[string]bool{}, launchable: map[domainsKey][]typeDomains{}, potential: map[potentialKey][]string{}}
 	c.late = make(map[*solver.Pod]int, len(plan.Late))
 	for k, i := range plan.Late {
 		if i >= 0 && i < len(p.Pods) {
@@ -217,7 +258,8 @@ func (c *cluster) spreadOK(pp placedPod, sc *solver.TopologySpread) error {
 	if !ok {
 		return fmt.Errorf("node has no %s label", sc.TopologyKey)
 	}
-	eligible, err := c.eligibleNodes(pp.pod, sc.NodeAffinityPolicy, sc.NodeTaintsPolicy)
+	sig := eligibleKey(pp.pod, sc.NodeAffinityPolicy, sc.NodeTaintsPolicy)
+	eligible, err := c.eligibleNodes(pp.pod, sig, sc.NodeAffinityPolicy, sc.NodeTaintsPolicy)
 	if err != nil {
 		return err
 	}
@@ -229,24 +271,25 @@ func (c *cluster) spreadOK(pp placedPod, sc *solver.TopologySpread) error {
 	// (Plan.Late) binds after the others, so it counts for its own spread
 	// and those of the late pods after it only.
 	horizon := c.late[pp.pod]
-	key, _ := json.Marshal([]any{"spread", sc.TopologyKey, sc.Selector, pp.pod.Namespace, eligibleKey(pp.pod, sc.NodeAffinityPolicy, sc.NodeTaintsPolicy), horizon})
+	key, _ := json.Marshal([]any{"spread", sc.TopologyKey, sc.Selector, pp.pod.Namespace, sig, horizon})
 	counts := c.count(string(key), sc.TopologyKey, eligible, func(o *solver.Pod) bool {
 		return o.Namespace == pp.pod.Namespace && sel.Matches(labels.Set(o.Labels)) && c.late[o] <= horizon
 	})
+	domainSet := c.domainsOf(sc.TopologyKey, sig, eligible)
 	if counts.domains < 0 {
-		counts.min, counts.domains = c.emptiest(sc.TopologyKey, eligible, counts.all)
+		counts.min, counts.domains = emptiest(domainSet, counts.all)
 	}
 	minCount, domains := counts.min, counts.domains
 	if c.poolDomains && sc.TopologyKey != LabelHostname {
 		// Domains only the pools could launch into count too, empty unless
 		// some final node is already there (Karpenter counts them; a
 		// node that joins one makes it kube-scheduler's domain too).
-		potential, err := c.potentialDomains(pp.pod, sc)
+		potential, err := c.potentialDomains(pp.pod, sc, sig)
 		if err != nil {
 			return err
 		}
 		for _, d := range potential {
-			if _, seen := c.eligibleDomain(sc.TopologyKey, eligible, d); seen {
+			if domainSet[d] {
 				continue
 			}
 			domains++
@@ -512,9 +555,9 @@ func (c *cluster) selector(s solver.Selector) (labels.Selector, error) {
 // Honor, the default) or all (Ignore), and of those only nodes whose
 // NoSchedule and NoExecute taints the pod tolerates when the taints policy is
 // Honor (by default taints do not matter), as kube-scheduler's
-// PodTopologySpread filter does.
-func (c *cluster) eligibleNodes(pod *solver.Pod, affinityPolicy, taintsPolicy string) ([]bool, error) {
-	key := eligibleKey(pod, affinityPolicy, taintsPolicy)
+// PodTopologySpread filter does. key is the pod's eligibleKey for the
+// policies.
+func (c *cluster) eligibleNodes(pod *solver.Pod, key, affinityPolicy, taintsPolicy string) ([]bool, error) {
 	if e, ok := c.eligible[key]; ok {
 		return e, nil
 	}
@@ -541,25 +584,49 @@ func (c *cluster) eligibleNodes(pod *solver.Pod, affinityPolicy, taintsPolicy st
 	return e, nil
 }
 
-// eligibleDomain reports whether some eligible node is in domain d of key.
-func (c *cluster) eligibleDomain(key string, eligible []bool, d string) (int, bool) {
-	for ni, n := range c.nodes {
-		if v, ok := n.labels[key]; ok && eligible[ni] && v == d {
-			return ni, true
-		}
-	}
-	return -1, false
-}
-
 // potentialDomains lists the domains of the spread's key that the pools
 // could launch a node into for the pod: an offering of a type the pod fits
 // on, in a pool whose requirements its labels meet, kept as the
 // constraint's node affinity and taints policies say (as eligibleNodes).
 // A key the pool requires with In but does not label takes each of the
-// requirement's values.
-func (c *cluster) potentialDomains(pod *solver.Pod, sc *solver.TopologySpread) ([]string, error) {
-	key := sc.TopologyKey
+// requirement's values. sig is the pod's eligibleKey for the policies.
+func (c *cluster) potentialDomains(pod *solver.Pod, sc *solver.TopologySpread, sig string) ([]string, error) {
+	dk := domainsKey{sc.TopologyKey, sig}
+	pk := potentialKey{dk, pod.Requests}
+	if out, ok := c.potential[pk]; ok {
+		return out, nil
+	}
+	types, ok := c.launchable[dk]
+	if !ok {
+		types = c.launchableDomains(pod, sc)
+		c.launchable[dk] = types
+	}
 	var out []string
+	for _, t := range types {
+		if !pod.Requests.Fits(t.allocatable) {
+			continue
+		}
+		if t.err != nil {
+			return nil, t.err
+		}
+		for _, d := range t.domains {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	c.potential[pk] = out
+	return out, nil
+}
+
+// launchableDomains returns, for every instance type of every pool whose
+// taints the constraint's taints policy lets the pod onto, the domains of
+// the spread's key its offerings could launch a node into for the pod, in
+// pool and type order. Only the pod's node selector, affinity and
+// tolerations (as the policies say) matter, not its requests.
+func (c *cluster) launchableDomains(pod *solver.Pod, sc *solver.TopologySpread) []typeDomains {
+	key := sc.TopologyKey
+	var out []typeDomains
 	required := nodeaffinity.NewRequiredNodeAffinity(pod.NodeSelector, toV1Affinity(pod.Affinity))
 	tolerations := toV1Tolerations(pod.Tolerations)
 	for pi := range c.p.Pools {
@@ -582,9 +649,8 @@ func (c *cluster) potentialDomains(pod *solver.Pod, sc *solver.TopologySpread) (
 		types := c.p.PoolTypes(pi)
 		for ti := range types {
 			it := &types[ti]
-			if !pod.Requests.Fits(it.Allocatable()) {
-				continue
-			}
+			td := typeDomains{allocatable: it.Allocatable()}
+		offerings:
 			for _, o := range it.Offerings {
 				l := map[string]string{}
 				for k, v := range it.Labels {
@@ -609,18 +675,20 @@ func (c *cluster) potentialDomains(pod *solver.Pod, sc *solver.TopologySpread) (
 					if ok && sc.NodeAffinityPolicy != "Ignore" {
 						m, err := required.Match(&v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: l}})
 						if err != nil {
-							return nil, fmt.Errorf("node affinity: %w", err)
+							td.err = fmt.Errorf("node affinity: %w", err)
+							break offerings
 						}
 						ok = m
 					}
-					if ok && !slices.Contains(out, v) {
-						out = append(out, v)
+					if ok && !slices.Contains(td.domains, v) {
+						td.domains = append(td.domains, v)
 					}
 				}
 			}
+			out = append(out, td)
 		}
 	}
-	return out, nil
+	return out
 }
 
 func eligibleKey(pod *solver.Pod, affinityPolicy, taintsPolicy string) string {
