@@ -134,6 +134,9 @@ func (d *Diagnosis) PoolReason(i int) string {
 	if len(pd.Matching) == 0 {
 		return fmt.Sprintf("none of the %d instance types allowed by NodePool %s matches the pod's %s", len(pd.Allowed), pool.Name, pd.Blocking)
 	}
+	if pd.MinValues != nil && len(pd.Fitting) > 0 {
+		return pd.MinValues.sentence(pool.Name)
+	}
 	// Every matching type is too small: say for what, and how close the best came.
 	types := p.PoolTypes(pd.Pool)
 	what := p.describeOnly(d.Requests, pd.Short)

@@ -198,6 +198,7 @@ func Solve(p *Problem) (*Plan, error) {
 	// models their groups' zone shares, which kube-scheduler's final
 	// placement need not follow.
 	s.placePending()
+	s.checkMinValues()
 	if !slices.Equal(placed, pending) && !p.Options.noBound {
 		bound, _ = s.fluidBound(placed)
 	}
@@ -433,6 +434,7 @@ func (s *state) buildKinds() {
 		pool := &p.Pools[pi]
 		types := p.PoolTypes(pi)
 		variants := poolVariants(pool, s.groups) // label sets the pool's nodes may carry
+		mv := p.newMinValuesPool(pi, variants, sigs)
 		for vt := range len(variants) * len(types) {
 			pl, ti := variants[vt/len(types)], vt%len(types)
 			it := &types[ti]
@@ -447,30 +449,37 @@ func (s *state) buildKinds() {
 					continue
 				}
 				for i, rep := range sigs {
-					runs[i] = matchesAffinity(rep.NodeSelector, rep.Affinity, labels) && untolerated(rep.Tolerations, pool.Taints) == nil &&
-						!p.daemonPortConflict(rep, labels, pool.Taints)
+					runs[i] = p.admits(rep, labels, pool)
 				}
-				compat := newBitset(len(s.groups))
-				for g := range s.groups {
-					if runs[sigOf[g]] {
-						compat.set(g)
+				// A pool with minValues splits the offering by the room
+				// each set of pods may fill (see minValuesPool.split).
+				parts := []kindPart{{alloc: alloc}}
+				if mv != nil {
+					parts = mv.split(vt/len(types), ti, oi, runs)
+				}
+				for _, part := range parts {
+					compat := newBitset(len(s.groups))
+					for g := range s.groups {
+						if runs[sigOf[g]] && (part.sigs == nil || part.sigs[sigOf[g]]) {
+							compat.set(g)
+						}
 					}
-				}
-				if compat.empty() {
-					continue
-				}
-				key := dedupeKey{pi, ti, compat.key(), alloc}
-				if j, ok := seen[key]; ok {
-					switch k := s.kinds[j]; {
-					case o.Price < k.price:
-						k.offering, k.price, k.ties = oi, o.Price, []int{oi}
-					case o.Price == k.price:
-						k.ties = append(k.ties, oi)
+					if compat.empty() {
+						continue
 					}
-					continue
+					key := dedupeKey{pi, ti, compat.key(), part.alloc}
+					if j, ok := seen[key]; ok {
+						switch k := s.kinds[j]; {
+						case o.Price < k.price:
+							k.offering, k.price, k.ties = oi, o.Price, []int{oi}
+						case o.Price == k.price:
+							k.ties = append(k.ties, oi)
+						}
+						continue
+					}
+					seen[key] = len(s.kinds)
+					s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, ties: []int{oi}, price: o.Price, alloc: part.alloc, compat: compat, labels: openLabels(pool, pl)})
 				}
-				seen[key] = len(s.kinds)
-				s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, ties: []int{oi}, price: o.Price, alloc: alloc, compat: compat, labels: openLabels(pool, pl)})
 			}
 		}
 	}
