@@ -20,10 +20,14 @@ import (
 // least minValues values have (minValuesPool.split), and checks every
 // planned node at the end (checkMinValues).
 
-// minValue is one key of a pool's requirements with minValues.
+// minValue is one key of a pool's requirements with minValues. fixed is,
+// for a key the pool sets rather than the offering or the instance type
+// (a custom label), how many values its In requirements list: a node may
+// take any of them, as the operator's launch counts them; -1 otherwise.
 type minValue struct {
-	key string
-	min int
+	key   string
+	min   int
+	fixed int
 }
 
 // poolMinValues returns the pool's minValues by key; none when the
@@ -34,9 +38,23 @@ func (p *Problem) poolMinValues(pool *Pool) []minValue {
 	}
 	var out []minValue
 	for _, k := range slices.Sorted(maps.Keys(pool.MinValues)) {
-		if m := pool.MinValues[k]; m > 0 {
-			out = append(out, minValue{NormalizeLabelKey(k), m})
+		m := pool.MinValues[k]
+		if m <= 0 {
+			continue
 		}
+		mv := minValue{key: NormalizeLabelKey(k), min: m, fixed: -1}
+		if !offeringLabel(mv.key) && !wellKnownTypeLabel(mv.key) {
+			values := map[string]bool{}
+			for _, r := range pool.Requirements {
+				if NormalizeLabelKey(r.Key) == mv.key && r.Operator == OpIn {
+					for _, v := range r.Values {
+						values[v] = true
+					}
+				}
+			}
+			mv.fixed = len(values)
+		}
+		out = append(out, mv)
 	}
 	return out
 }
@@ -230,6 +248,12 @@ func (mv *minValuesPool) room(set *minValuesSet, pair *minValuesPair) (Resources
 	}
 	var best []candidate
 	for k, m := range mv.mins {
+		if m.fixed >= 0 {
+			if m.fixed < m.min {
+				return Resources{}, false
+			}
+			continue
+		}
 		need := m.min
 		if pair.has[k] {
 			need-- // the offering's own value
@@ -322,8 +346,12 @@ func (p *Problem) minValuesShortOf(pi int, open map[string]string, req Resources
 		}
 	}
 	for i, m := range mins {
-		if len(values[i]) < m.min {
-			return &MinValuesShort{Key: m.key, Min: m.min, Have: len(values[i])}
+		have := len(values[i])
+		if m.fixed >= 0 {
+			have = m.fixed
+		}
+		if have < m.min {
+			return &MinValuesShort{Key: m.key, Min: m.min, Have: have}
 		}
 	}
 	return nil

@@ -140,6 +140,19 @@ func TestMinValues(t *testing.T) {
 			pods: pods("web", 12, res(500, 20*gi)), key: "karpenter.k8s.aws/instance-family", min: 3,
 		},
 		{
+			// As the operator's launch counts a key no type labels
+			// (pkg/operator/provisioning/flexible.go): the values listed.
+			name:  "a custom key counts the values its requirement lists",
+			types: testTypes(), reqs: []Requirement{{Key: "team", Operator: OpIn, Values: []string{"a", "b"}}}, mins: map[string]int{"team": 2},
+			pods: pods("web", 2, res(500, gi)), nodes: 1,
+		},
+		{
+			name:  "a custom key with fewer values than minValues leaves the pods pending",
+			types: testTypes(), reqs: []Requirement{{Key: "team", Operator: OpIn, Values: []string{"a"}}}, mins: map[string]int{"team": 2},
+			pods: pods("web", 1, res(500, gi)), pending: true,
+			reason: "NodePool default needs 2 distinct team values (minValues), only 1 fit",
+		},
+		{
 			name:  "a pod only one family can hold is pending with the minValues named",
 			types: testTypes(), mins: map[string]int{"karpenter.k8s.aws/instance-family": 2},
 			pods: pods("web", 1, res(1000, 200*gi)), pending: true,
