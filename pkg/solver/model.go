@@ -239,6 +239,16 @@ type Offering struct {
 	Zone         string  `json:"zone"`
 	CapacityType string  `json:"capacityType"`
 	Price        float64 `json:"price"` // dollars per hour
+	// Count, when positive, is how many more nodes the offering can
+	// launch: a capacity reservation's available instances (capacity type
+	// "reserved", Karpenter's). The solver plans such offerings first,
+	// as Karpenter does, and never more nodes of one reservation than it
+	// has. Zero means no limit.
+	Count int `json:"count,omitempty"`
+	// Reservation names the reservation Count belongs to, shared by every
+	// offering (of any pool's copy of the type) that names it; empty
+	// means one reservation per instance type and zone.
+	Reservation string `json:"reservation,omitempty"`
 }
 
 // InstanceType is a machine shape with the labels a node of it would carry,

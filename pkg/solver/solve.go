@@ -66,6 +66,9 @@ type kind struct {
 	// ties are the merged offerings as cheap as offering (it included):
 	// emit spreads the kind's nodes over their zones, which costs nothing.
 	ties []int
+	// reservation is 1 + the index in state.reservations of the capacity
+	// reservation the kind draws on; 0 for none.
+	reservation int
 }
 
 // classShape is a class's requests relative to one kind's allocatable.
@@ -147,6 +150,14 @@ type state struct {
 	sigOf []int
 	// domains remembers domainsOf's answers (nil: not remembered).
 	domains *domainMemo
+	// reservedKinds are the kinds of offerings with a Count (capacity
+	// reservations), planned before packing (planReserved) and added to
+	// kinds after it; reservations are their nodes left, by reservation
+	// (named in reservationNames, numbered by reservationOf).
+	reservedKinds    []*kind
+	reservations     []int
+	reservationNames []string
+	reservationOf    map[string]int
 }
 
 type plannedNode struct {
@@ -170,6 +181,7 @@ func Solve(p *Problem) (*Plan, error) {
 	s.placeOnExisting()
 	s.explainInfeasible()
 	bundles := s.planBundles()
+	reserved := s.planReserved()
 	pending := slices.Clone(s.rem)
 	for ci, c := range s.classes {
 		if len(c.kinds) == 0 {
@@ -183,15 +195,23 @@ func Solve(p *Problem) (*Plan, error) {
 	}
 	s.bestPacking(prices)
 	s.nodes = append(s.nodes, bundles...)
+	s.kinds = append(s.kinds, s.reservedKinds...)
+	s.nodes = append(s.nodes, reserved...)
 	s.emit()
+	// The bound is that of the pods beyond the reservations' nodes.
 	placed := make([]int, len(s.classes))
-	for _, n := range s.nodes {
+	for _, n := range s.nodes[:len(s.nodes)-len(reserved)] {
 		for _, t := range n.takes {
 			placed[t.class] += t.n * n.count
 		}
 	}
 	if s.enforceSpread() {
 		placed = s.placedFromPlan()
+		for _, n := range reserved {
+			for _, t := range n.takes {
+				placed[t.class] = max(placed[t.class]-t.n*n.count, 0)
+			}
+		}
 	}
 	// The bound stays that of the pods the packing placed: the pods
 	// placePending adds ride on the same nodes, and the fluid relaxation
@@ -465,6 +485,10 @@ func (s *state) buildKinds() {
 						}
 					}
 					if compat.empty() {
+						continue
+					}
+					if o.Count > 0 {
+						s.addReservedKind(pi, ti, oi, part.alloc, compat, openLabels(pool, pl))
 						continue
 					}
 					key := dedupeKey{pi, ti, compat.key(), part.alloc}
@@ -774,6 +798,9 @@ func (s *state) limitRoom(k *kind) int {
 	pool := &s.p.Pools[k.pool]
 	capacity := s.p.PoolTypes(k.pool)[k.typ].Capacity
 	room := math.MaxInt
+	if k.reservation > 0 {
+		room = s.reservations[k.reservation-1]
+	}
 	for r := range capacity {
 		if !pool.HasLimit[r] || capacity[r] == 0 {
 			continue
