@@ -231,12 +231,12 @@ func (s *state) placementReason(n plannedNode) string {
 	if pods == 1 {
 		these = "this pod"
 	}
-	what := "is the cheapest allowed type that holds"
+	name := s.p.PoolTypes(k.pool)[k.typ].Name
 	if k.reservation > 0 {
-		what = fmt.Sprintf("from capacity reservation %s, used before any other offering as it is paid for either way, holds", s.reservationNames[k.reservation-1])
+		name += " from capacity reservation " + s.reservationNames[k.reservation-1] + " (used before any other offering: it is paid for either way)"
 	}
-	msg := fmt.Sprintf("%s %s %s in NodePool %s (%s requested, %s allocatable: %.0f%% CPU, %.0f%% memory)",
-		s.p.PoolTypes(k.pool)[k.typ].Name, what, these, pool.Name, s.p.describeOnly(req, []int{CPU, Memory}), s.p.describeOnly(k.alloc, []int{CPU, Memory}),
+	msg := fmt.Sprintf("%s is the cheapest allowed type that holds %s in NodePool %s (%s requested, %s allocatable: %.0f%% CPU, %.0f%% memory)",
+		name, these, pool.Name, s.p.describeOnly(req, []int{CPU, Memory}), s.p.describeOnly(k.alloc, []int{CPU, Memory}),
 		percent(req[CPU], k.alloc[CPU]), percent(req[Memory], k.alloc[Memory]))
 	if len(s.p.Pools) > 1 {
 		msg += fmt.Sprintf("; the pool has weight %d", pool.Weight)

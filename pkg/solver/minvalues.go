@@ -33,7 +33,7 @@ type minValue struct {
 // poolMinValues returns the pool's minValues by key; none when the
 // problem relaxes them (MinValuesBestEffort).
 func (p *Problem) poolMinValues(pool *Pool) []minValue {
-	if p.MinValuesBestEffort {
+	if p.MinValuesBestEffort || len(pool.MinValues) == 0 {
 		return nil
 	}
 	var out []minValue
@@ -363,13 +363,16 @@ func (p *Problem) minValuesShortOf(pi int, open map[string]string, req Resources
 // sentence that says so.
 func (s *state) checkMinValues() {
 	p := s.p
-	pools := map[string]int{}
+	var pools map[string]int
 	for pi := range p.Pools {
 		if len(p.poolMinValues(&p.Pools[pi])) > 0 {
+			if pools == nil {
+				pools = map[string]int{}
+			}
 			pools[p.Pools[pi].Name] = pi
 		}
 	}
-	if len(pools) == 0 {
+	if pools == nil {
 		return
 	}
 	kept := s.plan.NewNodes[:0]
