@@ -357,10 +357,56 @@ func (p *Problem) minValuesShortOf(pi int, open map[string]string, req Resources
 	return nil
 }
 
-// checkMinValues takes off the plan every new node whose pods leave its
-// pool fewer values of a minValues key than it needs (a node opened or
-// filled past the packing's rooms); its pods stay pending with the
-// sentence that says so.
+// launchShort is the first minValues key of pool pi that the flexible
+// launch of planned node n falls short of: its options (LaunchOptions,
+// which keep the node's values of the keys its pods' topology depends
+// on), truncated to the MaxLaunchInstanceTypes cheapest types as
+// Karpenter truncates a NodeClaim's (cloudprovider InstanceTypes.Truncate,
+// checked against minValues), carry too few values of it. Nil when none.
+func (p *Problem) launchShort(pi int, n *NewNode, terms []topologyTerm) *MinValuesShort {
+	mins := p.poolMinValues(&p.Pools[pi])
+	types := p.PoolTypes(pi)
+	byName := make(map[string]*InstanceType, len(types))
+	for i := range types {
+		byName[types[i].Name] = &types[i]
+	}
+	pl := poolLabels(&p.Pools[pi])
+	maps.Copy(pl, n.Labels)
+	opts := p.launchOptions(n, pi, p.offered(pi, n.Labels), terms, -1)
+	allowed := InstanceTypeNames(opts)
+	values := make([]map[string]bool, len(mins))
+	for i := range values {
+		values[i] = map[string]bool{}
+	}
+	for _, o := range opts {
+		it := byName[o.InstanceType]
+		if it == nil || !slices.Contains(allowed, o.InstanceType) {
+			continue
+		}
+		labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+		for i, m := range mins {
+			if v, ok := labels.Label(m.key); ok {
+				values[i][v] = true
+			}
+		}
+	}
+	for i, m := range mins {
+		have := len(values[i])
+		if m.fixed >= 0 {
+			have = m.fixed
+		}
+		if have < m.min {
+			return &MinValuesShort{Key: m.key, Min: m.min, Have: have}
+		}
+	}
+	return nil
+}
+
+// checkMinValues takes off the plan every new node Karpenter could not
+// launch for its minValues (launchShort): one the packing's rooms do not
+// cover, as a node the repair opens, or one whose pods' topology keeps it
+// in a zone with fewer values. Its pods stay pending with the sentence
+// that says so.
 func (s *state) checkMinValues() {
 	p := s.p
 	var pools map[string]int
@@ -375,12 +421,13 @@ func (s *state) checkMinValues() {
 	if pools == nil {
 		return
 	}
+	terms := topologyTerms(p)
 	kept := s.plan.NewNodes[:0]
 	dropped := false
 	for _, n := range s.plan.NewNodes {
 		pi, ok := pools[n.Pool]
 		if ok {
-			if short := p.minValuesShortOf(pi, n.Labels, n.Requested, p.distinctPods(&n)); short != nil {
+			if short := p.launchShort(pi, &n, terms); short != nil {
 				why := short.sentence(n.Pool) + " the pods planned together on one node"
 				for _, pod := range n.Pods {
 					s.plan.Unschedulable = append(s.plan.Unschedulable, Unschedulable{Pod: pod, Reason: why})

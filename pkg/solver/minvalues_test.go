@@ -1,6 +1,7 @@
 package solver_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -219,5 +220,49 @@ func TestMinValuesDiagnosis(t *testing.T) {
 	}
 	if m := pd.MinValues; m == nil || m.Key != "karpenter.k8s.aws/instance-family" || m.Min != 2 || m.Have != 1 {
 		t.Errorf("MinValues = %+v, want the family key, 2 asked, 1 fitting", m)
+	}
+}
+
+func TestMinValuesHoldInTheZoneTopologyKeeps(t *testing.T) {
+	// A zonal spread keeps a node's flexible launch in its zone (as
+	// Karpenter's NodeClaim gets the topology's zone requirement); where
+	// the zone offers fewer families than minValues, no node goes there.
+	types := testTypes()
+	for i := range types {
+		if types[i].Labels["karpenter.k8s.aws/instance-family"] != "c6" {
+			types[i].Offerings = slices.DeleteFunc(types[i].Offerings, func(o Offering) bool { return o.Zone == "zone-b" })
+		}
+	}
+	ps := pods("web", 4, res(500, gi))
+	for i := range ps {
+		ps[i].Labels = map[string]string{"app": "web"}
+		ps[i].Spread = []TopologySpread{{MaxSkew: 3, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: Selector{MatchLabels: map[string]string{"app": "web"}}}}
+	}
+	p := &Problem{Pods: ps, InstanceTypes: types, Pools: []Pool{{Name: "default", Requirements: []Requirement{{Key: LabelCapacityType, Operator: OpIn, Values: []string{"on-demand"}}},
+		MinValues: map[string]int{"karpenter.k8s.aws/instance-family": 2}}}}
+	plan, err := Solve(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.NewNodes) == 0 {
+		t.Fatalf("nothing planned: %+v", plan.Unschedulable)
+	}
+	family := map[string]string{}
+	for _, it := range types {
+		family[it.Name] = it.Labels["karpenter.k8s.aws/instance-family"]
+	}
+	for i, opts := range LaunchOptions(p, plan, -1) {
+		fams := map[string]bool{}
+		for _, o := range opts {
+			fams[family[o.InstanceType]] = true
+		}
+		if n := plan.NewNodes[i]; len(fams) < 2 {
+			t.Errorf("node %d (%s in %s): launch options span %d families, want 2", i, n.InstanceType, n.Zone, len(fams))
+		}
+	}
+	for _, u := range plan.Unschedulable {
+		if !strings.Contains(u.Reason, "minValues") {
+			t.Errorf("pod %d pending for %q, not minValues", u.Pod, u.Reason)
+		}
 	}
 }
