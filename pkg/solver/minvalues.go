@@ -428,7 +428,7 @@ func (s *state) checkMinValues() {
 		pi, ok := pools[n.Pool]
 		if ok {
 			if short := p.launchShort(pi, &n, terms); short != nil {
-				why := short.sentence(n.Pool) + " the pods planned together on one node"
+				why := short.sentence(n.Pool) + " a node in " + n.Zone + " with the pods planned together on it"
 				for _, pod := range n.Pods {
 					s.plan.Unschedulable = append(s.plan.Unschedulable, Unschedulable{Pod: pod, Reason: why})
 				}
