@@ -268,7 +268,7 @@ func (mv *minValuesPool) room(set *minValuesSet, pair *minValuesPair) (Resources
 			}
 			c := candidate{keep: -1}
 			for _, r := range vr.rooms {
-				if f := kept(room, r); f > c.keep {
+				if f := keptShare(room, r); f > c.keep {
 					c = candidate{f, r}
 				}
 			}
@@ -289,8 +289,8 @@ func (mv *minValuesPool) room(set *minValuesSet, pair *minValuesPair) (Resources
 	return room, (Resources{}).Fits(room)
 }
 
-// kept is the smallest share of room's quantities that o keeps.
-func kept(room, o Resources) float64 {
+// keptShare is the smallest share of room's quantities that o keeps.
+func keptShare(room, o Resources) float64 {
 	f := 1.0
 	for r := range room {
 		if room[r] > 0 {
@@ -345,16 +345,7 @@ func (p *Problem) minValuesShortOf(pi int, open map[string]string, req Resources
 			}
 		}
 	}
-	for i, m := range mins {
-		have := len(values[i])
-		if m.fixed >= 0 {
-			have = m.fixed
-		}
-		if have < m.min {
-			return &MinValuesShort{Key: m.key, Min: m.min, Have: have}
-		}
-	}
-	return nil
+	return firstShort(mins, values)
 }
 
 // launchShort is the first minValues key of pool pi that the flexible
@@ -390,6 +381,11 @@ func (p *Problem) launchShort(pi int, n *NewNode, terms []topologyTerm) *MinValu
 			}
 		}
 	}
+	return firstShort(mins, values)
+}
+
+// firstShort is the first of mins whose values (by index) fall short.
+func firstShort(mins []minValue, values []map[string]bool) *MinValuesShort {
 	for i, m := range mins {
 		have := len(values[i])
 		if m.fixed >= 0 {
