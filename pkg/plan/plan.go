@@ -42,6 +42,10 @@ type Input struct {
 	Claims []Claim
 	// WhatIf overrides the pools' requirements.
 	WhatIf WhatIf
+	// MinValuesBestEffort relaxes the pools' minValues, as Karpenter's
+	// --min-values-policy=BestEffort does (the operator's flag of the
+	// same name); by default they are enforced (Strict).
+	MinValuesBestEffort bool
 }
 
 // Result is the problem built, and how its existing nodes are priced.
@@ -101,6 +105,7 @@ func Build(in Input) (*Result, error) {
 		Pools:             pools,
 		InstanceTypes:     in.InstanceTypes,
 	}
+	p.MinValuesBestEffort = in.MinValuesBestEffort
 	r.Problem = p
 	if in.Catalog != nil {
 		if err := in.Catalog.ApplyNodeClasses(p, m.Kubelets, m.Storage); err != nil {

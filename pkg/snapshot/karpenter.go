@@ -111,7 +111,15 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 				return err
 			}
 			if r.MinValues != nil {
-				m.warnf(where, "%s: %s.minValues is not supported; ignored", label, p)
+				if *r.MinValues < 1 {
+					return fmt.Errorf("%s.minValues: must be at least 1 (%d)", p, *r.MinValues)
+				}
+				// Karpenter takes the largest where several
+				// requirements name one key.
+				if pool.MinValues == nil {
+					pool.MinValues = map[string]int{}
+				}
+				pool.MinValues[req.Key] = max(pool.MinValues[req.Key], *r.MinValues)
 			}
 			pool.Requirements = append(pool.Requirements, req)
 		}

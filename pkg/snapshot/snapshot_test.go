@@ -562,13 +562,14 @@ spec:
 				{Key: "kubernetes.io/arch", Operator: "In", Values: []string{"amd64"}},
 				{Key: "karpenter.k8s.aws/instance-family", Operator: "In", Values: []string{"m5", "c5"}},
 			},
+			MinValues:     map[string]int{"karpenter.k8s.aws/instance-family": 2},
 			Labels:        map[string]string{"team": "a", LabelNodePool: "general"},
 			Taints:        []solver.Taint{{Key: "dedicated", Value: "a", Effect: "NoSchedule"}},
 			StartupTaints: []solver.Taint{{Key: "init", Effect: "NoExecute"}},
 			Limits:        solver.Resources{solver.CPU: 1_000_000, solver.Memory: 1000 * gi, solver.GPU: 4},
 			HasLimit:      [solver.MaxResources]bool{solver.CPU: true, solver.Memory: true, solver.GPU: true},
 			Consolidation: solver.Consolidation{Policy: solver.WhenEmptyOrUnderutilized, After: time.Minute, NodesAllowed: -1},
-		}, warnings: []string{"requirements[1].minValues is not supported", `nodeClassRef "default" is not in the input`}},
+		}, warnings: []string{`nodeClassRef "default" is not in the input`}},
 		{name: "v1beta1 NodePool", in: `
 apiVersion: karpenter.sh/v1beta1
 kind: NodePool

@@ -55,6 +55,10 @@ type PoolDiagnosis struct {
 	// and Short the resources some matching type lacks.
 	Largest int
 	Short   []int
+	// MinValues, when some types fit, is the pool's minValues key the
+	// fitting offerings carry too few distinct values of: the pool cannot
+	// launch a node for the pod.
+	MinValues *MinValuesShort
 }
 
 // TypeDiagnosis is the verdict of one instance type of a pool on one pod.
@@ -81,7 +85,7 @@ type CheapestFit struct {
 }
 
 // Verdict names the cause a pool gives, for tests and views: "taint",
-// "no type", "selector", "too small" or "fits".
+// "no type", "selector", "too small", "min values" or "fits".
 func (d *PoolDiagnosis) Verdict() string {
 	switch {
 	case d.Taint != nil:
@@ -92,6 +96,8 @@ func (d *PoolDiagnosis) Verdict() string {
 		return "selector"
 	case len(d.Fitting) == 0:
 		return "too small"
+	case d.MinValues != nil:
+		return "min values"
 	}
 	return "fits"
 }
@@ -207,6 +213,9 @@ func (p *Problem) diagnosePool(pod *Pod, req Resources, pi int) PoolDiagnosis {
 		if short[r] {
 			d.Short = append(d.Short, r)
 		}
+	}
+	if len(d.Fitting) > 0 {
+		d.MinValues = p.minValuesShortOf(pi, pl, req, []*Pod{pod})
 	}
 	return d
 }

@@ -134,6 +134,9 @@ func (d *Diagnosis) PoolReason(i int) string {
 	if len(pd.Matching) == 0 {
 		return fmt.Sprintf("none of the %d instance types allowed by NodePool %s matches the pod's %s", len(pd.Allowed), pool.Name, pd.Blocking)
 	}
+	if pd.MinValues != nil && len(pd.Fitting) > 0 {
+		return pd.MinValues.sentence(pool.Name)
+	}
 	// Every matching type is too small: say for what, and how close the best came.
 	types := p.PoolTypes(pd.Pool)
 	what := p.describeOnly(d.Requests, pd.Short)
@@ -228,8 +231,12 @@ func (s *state) placementReason(n plannedNode) string {
 	if pods == 1 {
 		these = "this pod"
 	}
+	name := s.p.PoolTypes(k.pool)[k.typ].Name
+	if k.reservation > 0 {
+		name += " from capacity reservation " + s.reservationNames[k.reservation-1] + " (used before any other offering: it is paid for either way)"
+	}
 	msg := fmt.Sprintf("%s is the cheapest allowed type that holds %s in NodePool %s (%s requested, %s allocatable: %.0f%% CPU, %.0f%% memory)",
-		s.p.PoolTypes(k.pool)[k.typ].Name, these, pool.Name, s.p.describeOnly(req, []int{CPU, Memory}), s.p.describeOnly(k.alloc, []int{CPU, Memory}),
+		name, these, pool.Name, s.p.describeOnly(req, []int{CPU, Memory}), s.p.describeOnly(k.alloc, []int{CPU, Memory}),
 		percent(req[CPU], k.alloc[CPU]), percent(req[Memory], k.alloc[Memory]))
 	if len(s.p.Pools) > 1 {
 		msg += fmt.Sprintf("; the pool has weight %d", pool.Weight)

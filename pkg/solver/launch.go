@@ -84,7 +84,8 @@ type offered struct {
 }
 
 // offered returns the offerings of pool pi for nodes with the open-key
-// labels open (NewNode.Labels).
+// labels open (NewNode.Labels), those of capacity reservations (a Count)
+// left out: only planReserved plans them, counted.
 func (p *Problem) offered(pi int, open map[string]string) []offered {
 	pool := &p.Pools[pi]
 	pl := poolLabels(pool)
@@ -95,7 +96,7 @@ func (p *Problem) offered(pi int, open map[string]string) []offered {
 		it := &types[ti]
 		for _, o := range it.Offerings {
 			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-			if allMatch(pool.Requirements, labels) {
+			if o.Count == 0 && allMatch(pool.Requirements, labels) {
 				out = append(out, offered{typ: it, offering: o, labels: labels, alloc: it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))})
 			}
 		}

@@ -239,6 +239,16 @@ type Offering struct {
 	Zone         string  `json:"zone"`
 	CapacityType string  `json:"capacityType"`
 	Price        float64 `json:"price"` // dollars per hour
+	// Count, when positive, is how many more nodes the offering can
+	// launch: a capacity reservation's available instances (capacity type
+	// "reserved", Karpenter's). The solver plans such offerings first,
+	// as Karpenter does, and never more nodes of one reservation than it
+	// has. Zero means no limit.
+	Count int `json:"count,omitempty"`
+	// Reservation names the reservation Count belongs to, shared by every
+	// offering (of any pool's copy of the type) that names it; empty
+	// means one reservation per instance type and zone.
+	Reservation string `json:"reservation,omitempty"`
 }
 
 // InstanceType is a machine shape with the labels a node of it would carry,
@@ -271,6 +281,11 @@ type Pool struct {
 	Weight int32 `json:"weight,omitempty"`
 	// Requirements restrict instance type, zone, capacity type and any label.
 	Requirements []Requirement `json:"requirements,omitempty"`
+	// MinValues are Karpenter's minValues of the requirements, by label
+	// key (the largest where several requirements name one key): a node
+	// of the pool is planned only where the instance types that could
+	// take its pods carry at least that many distinct values of the key.
+	MinValues map[string]int `json:"minValues,omitempty"`
 	// Labels are set on every node of the pool.
 	Labels map[string]string `json:"labels,omitempty"`
 	Taints []Taint           `json:"taints,omitempty"`
@@ -384,7 +399,10 @@ type Problem struct {
 	// (Karpenter sets them, the catalog's sources do not give them): a pod
 	// or pool needing one is explained as such, not as short of room.
 	UnknownLabels []string `json:"unknownLabels,omitempty"`
-	Options       Options  `json:"-"`
+	// MinValuesBestEffort plans as Karpenter's --min-values-policy
+	// BestEffort does: pools' minValues are relaxed, not enforced.
+	MinValuesBestEffort bool    `json:"minValuesBestEffort,omitempty"`
+	Options             Options `json:"-"`
 }
 
 // PoolTypes returns the instance types the nodes of pool pi may be: the

@@ -66,6 +66,9 @@ type kind struct {
 	// ties are the merged offerings as cheap as offering (it included):
 	// emit spreads the kind's nodes over their zones, which costs nothing.
 	ties []int
+	// reservation is 1 + the index in state.reservations of the capacity
+	// reservation the kind draws on; 0 for none.
+	reservation int
 }
 
 // classShape is a class's requests relative to one kind's allocatable.
@@ -147,6 +150,14 @@ type state struct {
 	sigOf []int
 	// domains remembers domainsOf's answers (nil: not remembered).
 	domains *domainMemo
+	// reservedKinds are the kinds of offerings with a Count (capacity
+	// reservations), planned before packing (planReserved) and added to
+	// kinds after it; reservations are their nodes left, by reservation
+	// (named in reservationNames, numbered by reservationOf).
+	reservedKinds    []*kind
+	reservations     []int
+	reservationNames []string
+	reservationOf    map[string]int
 }
 
 type plannedNode struct {
@@ -170,6 +181,7 @@ func Solve(p *Problem) (*Plan, error) {
 	s.placeOnExisting()
 	s.explainInfeasible()
 	bundles := s.planBundles()
+	reserved := s.planReserved()
 	pending := slices.Clone(s.rem)
 	for ci, c := range s.classes {
 		if len(c.kinds) == 0 {
@@ -183,21 +195,30 @@ func Solve(p *Problem) (*Plan, error) {
 	}
 	s.bestPacking(prices)
 	s.nodes = append(s.nodes, bundles...)
+	s.kinds = append(s.kinds, s.reservedKinds...)
+	s.nodes = append(s.nodes, reserved...)
 	s.emit()
+	// The bound is that of the pods beyond the reservations' nodes.
 	placed := make([]int, len(s.classes))
-	for _, n := range s.nodes {
+	for _, n := range s.nodes[:len(s.nodes)-len(reserved)] {
 		for _, t := range n.takes {
 			placed[t.class] += t.n * n.count
 		}
 	}
 	if s.enforceSpread() {
 		placed = s.placedFromPlan()
+		for _, n := range reserved {
+			for _, t := range n.takes {
+				placed[t.class] = max(placed[t.class]-t.n*n.count, 0)
+			}
+		}
 	}
 	// The bound stays that of the pods the packing placed: the pods
 	// placePending adds ride on the same nodes, and the fluid relaxation
 	// models their groups' zone shares, which kube-scheduler's final
 	// placement need not follow.
 	s.placePending()
+	s.checkMinValues()
 	if !slices.Equal(placed, pending) && !p.Options.noBound {
 		bound, _ = s.fluidBound(placed)
 	}
@@ -433,6 +454,7 @@ func (s *state) buildKinds() {
 		pool := &p.Pools[pi]
 		types := p.PoolTypes(pi)
 		variants := poolVariants(pool, s.groups) // label sets the pool's nodes may carry
+		mv := p.newMinValuesPool(pi, variants, sigs)
 		for vt := range len(variants) * len(types) {
 			pl, ti := variants[vt/len(types)], vt%len(types)
 			it := &types[ti]
@@ -447,30 +469,41 @@ func (s *state) buildKinds() {
 					continue
 				}
 				for i, rep := range sigs {
-					runs[i] = matchesAffinity(rep.NodeSelector, rep.Affinity, labels) && untolerated(rep.Tolerations, pool.Taints) == nil &&
-						!p.daemonPortConflict(rep, labels, pool.Taints)
+					runs[i] = p.admits(rep, labels, pool)
 				}
-				compat := newBitset(len(s.groups))
-				for g := range s.groups {
-					if runs[sigOf[g]] {
-						compat.set(g)
+				// A pool with minValues splits the offering by the room
+				// each set of pods may fill (see minValuesPool.split).
+				parts := []kindPart{{alloc: alloc}}
+				if mv != nil {
+					parts = mv.split(vt/len(types), ti, oi, runs)
+				}
+				for _, part := range parts {
+					compat := newBitset(len(s.groups))
+					for g := range s.groups {
+						if runs[sigOf[g]] && (part.sigs == nil || part.sigs[sigOf[g]]) {
+							compat.set(g)
+						}
 					}
-				}
-				if compat.empty() {
-					continue
-				}
-				key := dedupeKey{pi, ti, compat.key(), alloc}
-				if j, ok := seen[key]; ok {
-					switch k := s.kinds[j]; {
-					case o.Price < k.price:
-						k.offering, k.price, k.ties = oi, o.Price, []int{oi}
-					case o.Price == k.price:
-						k.ties = append(k.ties, oi)
+					if compat.empty() {
+						continue
 					}
-					continue
+					if o.Count > 0 {
+						s.addReservedKind(pi, ti, oi, part.alloc, compat, openLabels(pool, pl))
+						continue
+					}
+					key := dedupeKey{pi, ti, compat.key(), part.alloc}
+					if j, ok := seen[key]; ok {
+						switch k := s.kinds[j]; {
+						case o.Price < k.price:
+							k.offering, k.price, k.ties = oi, o.Price, []int{oi}
+						case o.Price == k.price:
+							k.ties = append(k.ties, oi)
+						}
+						continue
+					}
+					seen[key] = len(s.kinds)
+					s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, ties: []int{oi}, price: o.Price, alloc: part.alloc, compat: compat, labels: openLabels(pool, pl)})
 				}
-				seen[key] = len(s.kinds)
-				s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, ties: []int{oi}, price: o.Price, alloc: alloc, compat: compat, labels: openLabels(pool, pl)})
 			}
 		}
 	}
@@ -765,6 +798,9 @@ func (s *state) limitRoom(k *kind) int {
 	pool := &s.p.Pools[k.pool]
 	capacity := s.p.PoolTypes(k.pool)[k.typ].Capacity
 	room := math.MaxInt
+	if k.reservation > 0 {
+		room = s.reservations[k.reservation-1]
+	}
 	for r := range capacity {
 		if !pool.HasLimit[r] || capacity[r] == 0 {
 			continue

@@ -141,6 +141,7 @@ func (j *judge) check() []string {
 	j.checkNodes()
 	for _, n := range j.nodes {
 		j.checkNodePods(n)
+		j.checkMinValues(n)
 	}
 	j.checkSpread()
 	j.checkPodAffinity()
@@ -272,6 +273,60 @@ func (j *judge) checkNodes() {
 			if c, ok := t.allocatable()[k]; ok && q.Cmp(c) > 0 {
 				j.failf("node %s: allocatable %s %s above the type's %s", pn.Name, k, q.String(), c.String())
 			}
+		}
+	}
+}
+
+// checkMinValues: a node of a pool whose requirements have minValues is
+// one Karpenter could launch (kubernetes-sigs/karpenter scheduling
+// nodeclaim.go, filterInstanceTypesByRequirements): the types with an
+// offering the pool allows, that every pod of the node may run on and
+// that hold the pods together, carry at least minValues distinct values
+// of each such key (the largest minValues where several requirements name
+// one key).
+func (j *judge) checkMinValues(n *node) {
+	p := j.pool(n.Labels[labelNodePool])
+	if p == nil {
+		return
+	}
+	mins := map[string]int{}
+	for _, r := range p.Requirements {
+		if r.MinValues != nil {
+			mins[r.Key] = max(mins[r.Key], *r.MinValues)
+		}
+	}
+	if len(mins) == 0 {
+		return
+	}
+	values := map[string]map[string]bool{}
+	for k := range mins {
+		values[k] = map[string]bool{}
+	}
+	for i := range j.types {
+		t := &j.types[i]
+		if fits(n.pods, t.allocatable()) != nil {
+			continue
+		}
+		for _, o := range t.Offerings {
+			l := map[string]string{}
+			for k, v := range n.Labels {
+				l[k] = v
+			}
+			l[labelInstanceType], l[labelArch], l[labelZone], l[labelCapacityType] = t.Name, orDefault(t.Architecture, "amd64"), o.Zone, o.CapacityType
+			cand := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: l}, Spec: n.Spec}
+			if !poolAllows(p, cand) || slices.ContainsFunc(n.pods, func(pod *v1.Pod) bool { return allowed(pod, cand) != nil }) {
+				continue
+			}
+			for k := range mins {
+				if v, ok := l[k]; ok {
+					values[k][v] = true
+				}
+			}
+		}
+	}
+	for k, m := range mins {
+		if len(values[k]) < m {
+			j.failf("node %s: pool %s needs %d values of %s (minValues), the types that hold its pods carry %d", n.Name, p.Name, m, k, len(values[k]))
 		}
 	}
 }

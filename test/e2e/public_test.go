@@ -34,6 +34,22 @@ type jsonNode struct {
 	Pods         []string          `json:"pods"`
 	Allocatable  map[string]string `json:"allocatable"`
 	Labels       map[string]string `json:"labels"`
+	// InstanceTypeOptions are the types its NodeClaim would allow.
+	InstanceTypeOptions []string `json:"instanceTypeOptions"`
+}
+
+// optionFamilies fails unless the node's instance type options span at
+// least min families (an EC2 type's family is its name before the dot).
+func optionFamilies(n jsonNode, min int) error {
+	families := map[string]bool{}
+	for _, t := range n.InstanceTypeOptions {
+		family, _, _ := strings.Cut(t, ".")
+		families[family] = true
+	}
+	if len(families) < min {
+		return fmt.Errorf("%s: options %v span %d families, want %d", n.InstanceType, n.InstanceTypeOptions, len(families), min)
+	}
+	return nil
 }
 
 // explainJSON runs `explain ARGS -o json` through the built binary and
@@ -426,14 +442,15 @@ func TestKarpenterExamplesPlanOntoWhatKarpenterLaunches(t *testing.T) {
 					t.Errorf("%d CPUs launched in pool limitcpu100", cpus)
 				}
 			}}},
-		{"minValues is said to be ignored, and spot is planned", "spot", "min-values-family", 3,
-			[]string{`NodePool "spot": spec.template.spec.requirements[4].minValues is not supported; ignored`},
+		{"minValues 5 on the family: spot, and every NodeClaim allows 5 families", "spot", "min-values-family", 3, nil,
 			[]func(*testing.T, jsonPlan){everyNode(func(n node) error {
 				if n.CapacityType != "spot" {
 					return fmt.Errorf("capacity type %s", n.CapacityType)
 				}
-				return nil
+				return optionFamilies(n, 5)
 			})}},
+		{"minValues on category, family and type: every NodeClaim allows 5 families", "spot", "min-values-multiple-keys", 3, nil,
+			[]func(*testing.T, jsonPlan){everyNode(func(n node) error { return optionFamilies(n, 5) })}},
 	}
 	// Every example NodePool is read: inflate plans with each, exit 0,
 	// and nothing but warnings on stderr (Windows pools say Windows is not

@@ -349,7 +349,7 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 
 	// The problem every front end builds: nodes priced by what their
 	// NodeClaims pay, else the catalog; no default pool.
-	built, err := plan.Build(plan.Input{Cluster: cl, InstanceTypes: instanceTypes})
+	built, err := plan.Build(plan.Input{Cluster: cl, InstanceTypes: instanceTypes, MinValuesBestEffort: p.opts.MinValuesPolicy == MinValuesBestEffort})
 	if err != nil {
 		return nil, fmt.Errorf("building the problem: %w", err)
 	}

@@ -177,6 +177,9 @@ func (r *Report) poolDetail(d *solver.Diagnosis, i int) []string {
 		}
 		add("      %-16s %-12s %-9s $%.4f/h", f.name, f.zone, f.ct, f.price)
 	}
+	if pd.MinValues != nil {
+		add("  ✗ %s", d.PoolReason(i))
+	}
 	return out
 }
 
