@@ -234,6 +234,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	lc := opts.Lifecycle
 	lc.Replan = prov.Trigger
 	lc.NominatedPods = prov.NominatedPods
+	lc.Waiting = prov.Waiting
 	if err := lifecycle.New(mgr.GetClient(), kube, cp, recorder, unavailable, lc).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodeclaim lifecycle: %w", err)
 	}
