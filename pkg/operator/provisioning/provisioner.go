@@ -226,6 +226,13 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 		planned = append(planned, pl.Pod)
 	}
 	p.holdLate(b.pods, slices.DeleteFunc(planned, leaving), lateDependencies(b.pods, plan, leaving))
+	if len(plan.Late) > 0 {
+		var late []string
+		for _, i := range plan.Late[:min(len(plan.Late), 20)] {
+			late = append(late, client.ObjectKeyFromObject(b.pods[i]).String())
+		}
+		p.log.Info("late pods, nominated once the pods they follow are bound", "count", len(plan.Late), "pods", late)
+	}
 
 	// Pods placed on in-flight nodes wait for those nodes, which record
 	// them (see commit).
