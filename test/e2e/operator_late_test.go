@@ -105,7 +105,8 @@ func TestOperatorLatePods(t *testing.T) {
 		}
 	}()
 
-	op := e.startOperator(t, "operator", nil, "--leader-elect=false", "--disruption=false")
+	addr := freePort(t)
+	op := e.startOperator(t, "operator", nil, "--leader-elect=false", "--disruption=false", "--metrics-bind-address", addr)
 	e.createPods(t, pods)
 	e.waitRunning(t, ns, len(pods), 2*time.Minute)
 
@@ -156,7 +157,13 @@ func TestOperatorLatePods(t *testing.T) {
 	if !maps.Equal(running, planned) {
 		t.Errorf("pods per app and zone %v, planned %v", running, planned)
 	}
-	if claims := e.claims(t, pool); len(claims) != len(plan.NewNodes) {
+	claims := e.claims(t, pool)
+	if len(claims) != len(plan.NewNodes) {
 		t.Errorf("%d NodeClaims (%v) for a plan of %d nodes", len(claims), names(claims), len(plan.NewNodes))
+	}
+	// Karpenter's cloud provider metrics count the launches.
+	want := fmt.Sprintf(`karpenter_cloudprovider_duration_seconds_count{controller="nodeclaim.lifecycle",method="Create",provider="sim"} %d`, len(claims))
+	if out := scrape(t, addr); !strings.Contains(out, want) {
+		t.Errorf("no %s in /metrics", want)
 	}
 }
