@@ -89,6 +89,17 @@ func TestDoNotDisruptHoldsTheDrainUntilTheGracePeriod(t *testing.T) {
 			},
 		},
 		{
+			name: "DaemonSet and static pods, which the drain leaves alone, hold nothing",
+			pods: []*corev1.Pod{
+				func() *corev1.Pod {
+					p := drainPod("agent", 30, dnd)
+					p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds", Controller: ptr.To(true)}}
+					return p
+				}(),
+				drainPod("static", 30, map[string]string{v1alpha1.KarpenterAnnotationDoNotDisrupt: "true", corev1.MirrorPodAnnotationKey: "x"}),
+			},
+		},
+		{
 			name:        "a duration still running holds",
 			pods:        []*corev1.Pod{drainPod("young", 30, map[string]string{v1alpha1.KarpenterAnnotationDoNotDisrupt: "2h"})},
 			wantHeld:    []string{"d/young"},

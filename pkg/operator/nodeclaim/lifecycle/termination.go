@@ -142,11 +142,18 @@ func (c *Controller) holdDoNotDisrupt(ctx context.Context, claim *v1alpha1.NodeC
 }
 
 // holdsDrain reports whether a pod is one the drain does not evict and
-// waits for: not terminal, and do-not-disrupt at now (a duration value
+// waits for: not terminal, not one the drain leaves alone anyway
+// (DaemonSet and static pods), and do-not-disrupt at now (a duration value
 // protects the pod that long after it started, see
 // snapshot.PodDoNotDisrupt).
 func holdsDrain(pod *corev1.Pod, now time.Time) bool {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	if owner := metav1.GetControllerOf(pod); owner != nil && owner.Kind == "DaemonSet" {
 		return false
 	}
 	return snapshot.PodDoNotDisrupt(pod, now)
