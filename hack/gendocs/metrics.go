@@ -62,7 +62,7 @@ func metricsPages(root string) (map[string][]byte, error) {
 	b.WriteString("Karpenter keep working. Each one's help names the `rightsize_` metric it mirrors, where there is one;\n")
 	b.WriteString("the counters count the same events as those, with Karpenter's label values (snake case reasons such as\n")
 	b.WriteString("`underutilized`, `provisioned`). Karpenter metrics not listed here (scheduling-simulation internals,\n")
-	b.WriteString("`karpenter_cloudprovider_*`, the per-pod unbound and unstarted gauges) are not served.\n\n")
+	b.WriteString("the per-pod unbound and unstarted gauges) are not served.\n\n")
 	table("karpenter_")
 	return map[string][]byte{referenceDir + "/metrics.md": []byte(b.String())}, nil
 }

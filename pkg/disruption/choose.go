@@ -234,10 +234,11 @@ func (v *View) forced(name, reason, why string) (*Candidate, string) {
 	// Expiry is forceful, as in Karpenter: no disruption budget or
 	// PodDisruptionBudget holds it back. The NodeClaim is deleted once its
 	// replacements are up, and the lifecycle's drain honours the PDBs until
-	// the claim's terminationGracePeriod. do-not-disrupt still holds it
-	// (Karpenter would delete the node and hold only the pod, until the
-	// grace period; the lifecycle's drain cannot hold a pod yet), and so do
-	// pods nothing would recreate.
+	// the claim's terminationGracePeriod. A do-not-disrupt pod does not
+	// hold it either: as in Karpenter, the node is deleted and the
+	// lifecycle's drain holds only the pod, until the grace period. The
+	// node's own do-not-disrupt still holds it, and so do pods nothing
+	// would recreate.
 	forceful := reason == ReasonExpired
 	if sn.DoNotDisrupt {
 		return nil, "the node has do-not-disrupt"
@@ -248,7 +249,7 @@ func (v *View) forced(name, reason, why string) (*Candidate, string) {
 			continue
 		}
 		switch {
-		case pod.DoNotDisrupt:
+		case pod.DoNotDisrupt && !forceful:
 			return nil, fmt.Sprintf("pod %s has do-not-disrupt", pod.Key())
 		case !pod.Controller:
 			return nil, fmt.Sprintf("pod %s has no controller and would be lost", pod.Key())

@@ -345,6 +345,15 @@ func TestChoose(t *testing.T) {
 			wantKind: solver.ActionReplace, wantNodes: []string{"a"}, wantReason: ReasonExpired,
 		},
 		{
+			name: "an expired node with a do-not-disrupt pod is replaced (the drain holds the pod until the grace period)",
+			setup: func(f *fixture) {
+				n := f.node("a", "small", 1500)
+				n.Pods[0].DoNotDisrupt = true
+				f.claims[0].Spec.ExpireAfter = "30m"
+			},
+			wantKind: solver.ActionReplace, wantNodes: []string{"a"}, wantReason: ReasonExpired,
+		},
+		{
 			name: "a drifted node waits on a budget allowing none",
 			setup: func(f *fixture) {
 				f.np.Spec.Disruption.Budgets = []v1alpha1.Budget{{Nodes: "0"}}

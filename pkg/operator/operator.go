@@ -227,17 +227,18 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	recorder := broadcaster.NewRecorder(scheme, "rightsize")
 	unavailable := state.NewUnavailable(0)
 
-	prov := provisioning.New(mgr.GetClient(), cp, recorder, log.WithName("provisioning"), unavailable, opts.Provisioning)
+	prov := provisioning.New(mgr.GetClient(), metrics.MeasureCloud(cp, "provisioning"), recorder, log.WithName("provisioning"), unavailable, opts.Provisioning)
 	if err := prov.Register(mgr); err != nil {
 		return fmt.Errorf("operator: provisioning: %w", err)
 	}
 	lc := opts.Lifecycle
 	lc.Replan = prov.Trigger
 	lc.NominatedPods = prov.NominatedPods
-	if err := lifecycle.New(mgr.GetClient(), kube, cp, recorder, unavailable, lc).Register(mgr); err != nil {
+	lc.Waiting = prov.Waiting
+	if err := lifecycle.New(mgr.GetClient(), kube, metrics.MeasureCloud(cp, "nodeclaim.lifecycle"), recorder, unavailable, lc).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodeclaim lifecycle: %w", err)
 	}
-	if err := drift.New(mgr.GetClient(), cp, recorder, opts.Drift).Register(mgr); err != nil {
+	if err := drift.New(mgr.GetClient(), metrics.MeasureCloud(cp, "nodeclaim.drift"), recorder, opts.Drift).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodeclaim drift: %w", err)
 	}
 	if err := repair.New(mgr.GetClient(), recorder, opts.Repair).Register(mgr); err != nil {
@@ -246,13 +247,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := podevents.New(mgr.GetClient(), log.WithName("podevents"), nil).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodeclaim pod events: %w", err)
 	}
-	if err := nodepool.New(mgr.GetClient(), cp).Register(mgr); err != nil {
+	if err := nodepool.New(mgr.GetClient(), metrics.MeasureCloud(cp, "nodepool")).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodepool: %w", err)
 	}
 	gc := opts.GarbageCollection
 	gc.Replan = prov.Trigger
 	gc.Recorder = recorder
-	if err := mgr.Add(garbagecollection.New(mgr.GetAPIReader(), mgr.GetClient(), cp, log.WithName("garbagecollection"), gc)); err != nil {
+	if err := mgr.Add(garbagecollection.New(mgr.GetAPIReader(), mgr.GetClient(), metrics.MeasureCloud(cp, "nodeclaim.garbagecollection"), log.WithName("garbagecollection"), gc)); err != nil {
 		return fmt.Errorf("operator: garbage collection: %w", err)
 	}
 

@@ -8,6 +8,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -84,6 +85,9 @@ type Provisioner struct {
 	told map[types.UID]string
 	// wake triggers a batch when the next nomination lapses.
 	wake *time.Timer
+	// late holds the plan's late pods that wait for other pods to bind
+	// before they are nominated (see Waiting).
+	late map[types.NamespacedName]*lateWait
 }
 
 type nomination struct {
@@ -122,6 +126,7 @@ func New(c client.Client, cp cloud.CloudProvider, recorder events.EventRecorder,
 		planned:     map[types.UID]string{},
 		recent:      map[string]recentClaim{},
 		told:        map[types.UID]string{},
+		late:        map[types.NamespacedName]*lateWait{},
 	}
 }
 
@@ -210,6 +215,24 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	options := solver.LaunchOptions(b.problem, plan, p.opts.LaunchPricePremium)
 	metrics.BatchSize.Observe(float64(len(b.problem.Pods)))
 	metrics.PendingPods.WithLabelValues("unplaced").Set(float64(len(plan.Unschedulable)))
+
+	// Late pods are nominated after the pods they depend on bind.
+	leaving := func(i int) bool { return b.moving[b.pods[i].UID] }
+	var planned []int
+	for _, n := range plan.NewNodes {
+		planned = append(planned, n.Pods...)
+	}
+	for _, pl := range plan.Existing {
+		planned = append(planned, pl.Pod)
+	}
+	p.holdLate(b.pods, slices.DeleteFunc(planned, leaving), lateDependencies(b.pods, plan, leaving))
+	if len(plan.Late) > 0 {
+		var late []string
+		for _, i := range plan.Late[:min(len(plan.Late), 20)] {
+			late = append(late, client.ObjectKeyFromObject(b.pods[i]).String())
+		}
+		p.log.Info("late pods, nominated once the pods they follow are bound", "count", len(plan.Late), "pods", late)
+	}
 
 	// Pods placed on in-flight nodes wait for those nodes, which record
 	// them (see commit).
@@ -349,7 +372,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	p.log.Info("batch planned", "pods", len(b.problem.Pods), "pending", b.pending, "leaving", len(b.moving), "nodeClaims", created,
 		"pricePerHour", launchedCost, "onInFlightNodes", len(plan.Existing), "unplaced", len(plan.Unschedulable),
 		"window", closed.Sub(opened).Round(time.Millisecond).String(), "solve", solveTook.Round(time.Microsecond).String(),
-		"decision", decided.Round(time.Microsecond).String())
+		"late", len(plan.Late), "decision", decided.Round(time.Microsecond).String())
 	return nil
 }
 
@@ -631,6 +654,11 @@ func (p *Provisioner) forget(pending map[types.UID]bool) {
 	for uid := range p.planned {
 		if !pending[uid] {
 			delete(p.planned, uid)
+		}
+	}
+	for key, w := range p.late {
+		if !pending[w.uid] {
+			delete(p.late, key)
 		}
 	}
 }

@@ -108,6 +108,15 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 			return nil, fmt.Errorf("reading the cache: %w", err)
 		}
 	}
+	// The cache lists in no set order; the solver's answer depends on the
+	// order of its pods, so the same pods give the same plan only sorted:
+	// oldest first (as a manifest lists them for explain -f), then by name.
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
 	now := time.Now()
 	claims := p.mergeRecent(ncList.Items, now)
 

@@ -51,6 +51,16 @@ type Options struct {
 	// to it, so that the scheduler tries that node first and keeps its room
 	// for them, as the plan intended.
 	NominatedPods func(claim string) []types.NamespacedName
+	// Waiting reports whether a pod NominatedPods returned is to be
+	// nominated only later: one of a plan's late pods, which would turn
+	// away the pods it must follow if it were nominated with them (see
+	// provisioning.Provisioner.Waiting). Such a pod is nominated once
+	// Waiting turns false, or LateWait after its node opened; nil: no pod
+	// waits.
+	Waiting func(pod types.NamespacedName) bool
+	// LateWait bounds how long a waiting pod goes without its nomination
+	// after its node opened (1 minute when zero).
+	LateWait time.Duration
 	// GangWait bounds how long a usable node waits for the other nodes of
 	// its provisioning decision (NodeClaims with the same
 	// v1alpha1.AnnotationBatch) before it opens without them (10 s when
@@ -122,6 +132,12 @@ func New(c client.Client, kube kubernetes.Interface, cp cloud.CloudProvider, rec
 	}
 	if opts.KeepNominations <= 0 {
 		opts.KeepNominations = 15 * time.Second
+	}
+	if opts.Waiting == nil {
+		opts.Waiting = func(types.NamespacedName) bool { return false }
+	}
+	if opts.LateWait <= 0 {
+		opts.LateWait = time.Minute
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

@@ -228,6 +228,9 @@ type plannedPod struct {
 	// keep set it again after the node opened.
 	patched time.Time
 	kept    int
+	// waiting is set on a plan's late pod until the pods it depends on
+	// are bound (Options.Waiting): it is not nominated meanwhile.
+	waiting bool
 }
 
 // Bounds of the nominating before and after a node opens.
@@ -251,7 +254,7 @@ func (c *Controller) nominate(ctx context.Context, members []member) []*plannedP
 	var pods []*plannedPod
 	for _, m := range members {
 		for _, key := range c.opts.NominatedPods(m.claim.Name) {
-			pods = append(pods, &plannedPod{key: key, node: m.node.Name})
+			pods = append(pods, &plannedPod{key: key, node: m.node.Name, waiting: c.opts.Waiting(key)})
 		}
 	}
 	if len(pods) == 0 {
@@ -269,9 +272,9 @@ func (c *Controller) nominate(ctx context.Context, members []member) []*plannedP
 	}
 }
 
-// unnominated returns the planned pods, still pending, whose nominated node
-// the cache shows empty or different from their node, and counts the
-// planned pods still pending.
+// unnominated returns the planned pods, still pending and not waiting,
+// whose nominated node the cache shows empty or different from their
+// node, and counts the planned pods still pending (waiting ones included).
 func (c *Controller) unnominated(ctx context.Context, pods []*plannedPod) (missing []*plannedPod, pending int) {
 	for _, p := range pods {
 		var pod corev1.Pod
@@ -279,7 +282,7 @@ func (c *Controller) unnominated(ctx context.Context, pods []*plannedPod) (missi
 			continue
 		}
 		pending++
-		if pod.Status.NominatedNodeName != p.node {
+		if !p.waiting && pod.Status.NominatedNodeName != p.node {
 			missing = append(missing, p)
 		}
 	}
@@ -322,16 +325,23 @@ func (c *Controller) setNominated(ctx context.Context, pods []*plannedPod) {
 // nominated node whenever a try fails everywhere, which can happen while
 // the nodes of one decision open one after the other; a pod without its
 // nomination is placed by the scheduler's scoring and may take room the
-// plan kept for another.
+// plan kept for another. It also nominates the waiting (late) pods once
+// the pods they depend on are bound, or LateWait has passed, and keeps
+// their nominations for KeepNominations from then.
 func (c *Controller) keep(ctx context.Context, pods []*plannedPod) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.KeepNominations)
+	start := c.clock.Now()
+	until := start.Add(c.opts.KeepNominations)
+	ctx, cancel := context.WithTimeout(ctx, c.opts.KeepNominations+c.opts.LateWait)
 	defer cancel()
 	tick := c.clock.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	restored := 0
+	restored, released := 0, 0
 	defer func() {
 		if restored > 0 {
 			logr.FromContextOrDiscard(ctx).Info("put back nominations the scheduler dropped", "pods", restored)
+		}
+		if released > 0 {
+			logr.FromContextOrDiscard(ctx).Info("nominated late pods after the pods they follow", "pods", released)
 		}
 	}()
 	for {
@@ -340,8 +350,15 @@ func (c *Controller) keep(ctx context.Context, pods []*plannedPod) {
 			return
 		case <-tick.C():
 		}
+		now := c.clock.Now()
+		late, waiting := c.release(pods, now.Sub(start) >= c.opts.LateWait)
+		if len(late) > 0 {
+			released += len(late)
+			c.setNominated(ctx, late)
+			until = now.Add(c.opts.KeepNominations)
+		}
 		missing, pending := c.unnominated(ctx, pods)
-		if pending == 0 {
+		if pending == 0 || (waiting == 0 && now.After(until)) {
 			return
 		}
 		// A pod the scheduler nominated elsewhere is being bound there or
@@ -358,4 +375,22 @@ func (c *Controller) keep(ctx context.Context, pods []*plannedPod) {
 		restored += len(cleared)
 		c.setNominated(ctx, cleared)
 	}
+}
+
+// release ends the wait of the waiting pods that Options.Waiting no longer
+// holds (all of them when expired) and returns them, and how many still
+// wait.
+func (c *Controller) release(pods []*plannedPod, expired bool) (released []*plannedPod, waiting int) {
+	for _, p := range pods {
+		if !p.waiting {
+			continue
+		}
+		if expired || !c.opts.Waiting(p.key) {
+			p.waiting = false
+			released = append(released, p)
+			continue
+		}
+		waiting++
+	}
+	return released, waiting
 }

@@ -9,7 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -106,5 +110,54 @@ func TestGangCountsTheDecisionsClaimsNotUsableYet(t *testing.T) {
 	c.opened["b"] = time.Now()
 	if members, _, _ = c.gang(ctx, self, node, "b1"); len(members) != 1 {
 		t.Errorf("%d members after b opened; want only a", len(members))
+	}
+}
+
+// TestLatePodsAreNominatedAfterThePodsTheyFollow: a pod Options.Waiting
+// holds (a plan's late pod) is not nominated when its node opens, and is
+// once Waiting lets it go, or LateWait has passed.
+func TestLatePodsAreNominatedAfterThePodsTheyFollow(t *testing.T) {
+	pending := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: name}}
+	}
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(pending("first"), pending("late")).Build()
+	kube := kubefake.NewClientset(pending("first"), pending("late"))
+	waiting := map[string]bool{"late": true}
+	clk := clocktesting.NewFakeClock(epoch)
+	c := New(cache, kube, nil, nil, nil, Options{
+		Clock: clk,
+		NominatedPods: func(string) []types.NamespacedName {
+			return []types.NamespacedName{{Namespace: "d", Name: "first"}, {Namespace: "d", Name: "late"}}
+		},
+		Waiting: func(k types.NamespacedName) bool { return waiting[k.Name] },
+	})
+	nominated := func() []string {
+		var out []string
+		for _, a := range kube.Actions() {
+			if p, ok := a.(k8stesting.PatchAction); ok && p.GetSubresource() == "status" {
+				out = append(out, p.GetName())
+			}
+		}
+		return out
+	}
+	pods := c.nominate(context.Background(), []member{{claim: batchClaim("c", "b1", "1", "n"), node: readyNode("n")}})
+	if got := nominated(); !slices.Contains(got, "first") || slices.Contains(got, "late") {
+		t.Fatalf("nominated %v on opening; want first, not late", got)
+	}
+	if released, still := c.release(pods, false); len(released) != 0 || still != 1 {
+		t.Errorf("released %d, %d waiting, while late waits; want 0, 1", len(released), still)
+	}
+	waiting["late"] = false
+	if released, still := c.release(pods, false); len(released) != 1 || released[0].key.Name != "late" || still != 0 {
+		t.Errorf("released %v, %d waiting, once its pods are bound; want late, 0", released, still)
+	}
+	waiting["late"] = true
+	pods[1].waiting = true
+	if released, _ := c.release(pods, true); len(released) != 1 {
+		t.Errorf("released %d once LateWait passed; want 1", len(released))
 	}
 }
