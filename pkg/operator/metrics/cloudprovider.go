@@ -21,12 +21,12 @@ import (
 var (
 	// CloudProviderDuration is karpenter_cloudprovider_duration_seconds.
 	CloudProviderDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: karpenterNamespace, Subsystem: "cloudprovider", Name: "duration_seconds",
+		Name: "karpenter_cloudprovider_duration_seconds",
 		Help: "Duration of cloud provider method calls, by the controller that made them, method name (Create, Delete, Get, List, GetInstanceTypes, IsDrifted) and provider (aws, sim).",
 	}, []string{"controller", "method", "provider"})
 	// CloudProviderErrors is karpenter_cloudprovider_errors_total.
 	CloudProviderErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: karpenterNamespace, Subsystem: "cloudprovider", Name: "errors_total",
+		Name: "karpenter_cloudprovider_errors_total",
 		Help: "Errors returned from cloud provider calls, by controller, method, provider and error (InsufficientCapacityError, NodeClaimNotFoundError, NodeClassNotReadyError, or empty for any other).",
 	}, []string{"controller", "method", "provider", "error"})
 )
