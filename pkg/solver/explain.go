@@ -221,27 +221,51 @@ func (s *state) limitReason(ci int) string {
 // pods.
 func (s *state) placementReason(n plannedNode) string {
 	k := s.kinds[n.kind]
-	req := s.takesReq(n.takes)
 	pods := 0
 	for _, t := range n.takes {
 		pods += t.n
-	}
-	pool := &s.p.Pools[k.pool]
-	these := fmt.Sprintf("these %d pods", pods)
-	if pods == 1 {
-		these = "this pod"
 	}
 	name := s.p.PoolTypes(k.pool)[k.typ].Name
 	if k.reservation > 0 {
 		name += " from capacity reservation " + s.reservationNames[k.reservation-1] + " (used before any other offering: it is paid for either way)"
 	}
-	msg := fmt.Sprintf("%s is the cheapest allowed type that holds %s in NodePool %s (%s requested, %s allocatable: %.0f%% CPU, %.0f%% memory)",
-		name, these, pool.Name, s.p.describeOnly(req, []int{CPU, Memory}), s.p.describeOnly(k.alloc, []int{CPU, Memory}),
-		percent(req[CPU], k.alloc[CPU]), percent(req[Memory], k.alloc[Memory]))
-	if len(s.p.Pools) > 1 {
+	return s.p.holdsReason(name, &s.p.Pools[k.pool], pods, s.takesReq(n.takes), k.alloc)
+}
+
+// holdsPhrase separates the offering's name from the rest of a
+// placementReason.
+const holdsPhrase = " is the cheapest allowed type that holds "
+
+// holdsReason is placementReason's sentence for a node of the named
+// offering in pool holding pods pods that request req of alloc.
+func (p *Problem) holdsReason(name string, pool *Pool, pods int, req, alloc Resources) string {
+	these := fmt.Sprintf("these %d pods", pods)
+	if pods == 1 {
+		these = "this pod"
+	}
+	msg := fmt.Sprintf("%s%s%s in NodePool %s (%s requested, %s allocatable: %.0f%% CPU, %.0f%% memory)",
+		name, holdsPhrase, these, pool.Name, p.describeOnly(req, []int{CPU, Memory}), p.describeOnly(alloc, []int{CPU, Memory}),
+		percent(req[CPU], alloc[CPU]), percent(req[Memory], alloc[Memory]))
+	if len(p.Pools) > 1 {
 		msg += fmt.Sprintf("; the pool has weight %d", pool.Weight)
 	}
 	return msg
+}
+
+// refreshReasons rewrites each planned node's placement sentence from what
+// the node finally holds: the passes after emit (enforceSpread,
+// placePending, checkMinValues) move pods between nodes, and a sentence
+// written at emit then named pods and requests the node no longer has.
+func (s *state) refreshReasons() {
+	for i := range s.plan.NewNodes {
+		n := &s.plan.NewNodes[i]
+		name, _, ok := strings.Cut(n.Reason, holdsPhrase)
+		pi := slices.IndexFunc(s.p.Pools, func(pl Pool) bool { return pl.Name == n.Pool })
+		if !ok || pi < 0 {
+			continue
+		}
+		n.Reason = s.p.holdsReason(name, &s.p.Pools[pi], len(n.Pods), n.Requested, n.Allocatable)
+	}
 }
 
 func percent(a, b int64) float64 {

@@ -219,6 +219,7 @@ func Solve(p *Problem) (*Plan, error) {
 	// placement need not follow.
 	s.placePending()
 	s.checkMinValues()
+	s.refreshReasons()
 	if !slices.Equal(placed, pending) && !p.Options.noBound {
 		bound, _ = s.fluidBound(placed)
 	}

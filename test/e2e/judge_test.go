@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,6 +156,14 @@ func TestJudgeProblems(t *testing.T) {
 		}
 		placed += len(c.order)
 		pending += len(c.plan.Unschedulable)
+		// Each node's sentence names what it finally holds.
+		for _, n := range c.plan.NewNodes {
+			if m := holdsRe.FindStringSubmatch(n.Reason); m != nil {
+				if want := strconv.Itoa(len(n.Pods)); m[2] != want && (m[2] != "" || want != "1") {
+					t.Errorf("%s: node %s %s holds %d pods, but its reason says %q", c.name, n.Pool, n.InstanceType, len(n.Pods), n.Reason)
+				}
+			}
+		}
 		if pod, node := fitsPlannedNode(c.p, c.plan); pod >= 0 {
 			t.Errorf("%s: pod %s is left pending, yet the checker accepts the plan with it on planned node %d: kube-scheduler would bind it there",
 				c.name, c.p.Pods[pod].Key(), node)
@@ -168,6 +177,9 @@ func TestJudgeProblems(t *testing.T) {
 		}
 	}
 }
+
+// holdsRe finds the pods a planned node's reason says it holds.
+var holdsRe = regexp.MustCompile(`holds (these (\d+) pods|this pod)`)
 
 // fitsPlannedNode returns the first pending pod of the plan that the
 // independent checker accepts on one of the planned nodes, with that node,
