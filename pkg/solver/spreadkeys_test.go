@@ -142,6 +142,18 @@ func withoutOfferings(types []InstanceType, drop func(Offering) bool) []Instance
 	return types
 }
 
+// spreadOnCapacityTypeAndZone labels a pod test=test and spreads it with
+// maxSkew 1 over the capacity type and the zone, both selecting test=test
+// (Karpenter's Combined Zonal and Capacity Type Topology pods).
+func spreadOnCapacityTypeAndZone(p *Pod) {
+	shared := Selector{MatchLabels: map[string]string{"test": "test"}}
+	p.Labels["test"] = "test"
+	p.Spread = []TopologySpread{
+		{MaxSkew: 1, TopologyKey: LabelCapacityType, WhenUnsatisfiable: DoNotSchedule, Selector: shared},
+		{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: shared},
+	}
+}
+
 // TestSpreadOverZoneAndCapacityType (issue #13): DoNotSchedule spreads on
 // the zone and on the capacity type at once, where one zone has no spot
 // (as Karpenter's fake cloud provider). Planned key by key, the zones come
@@ -154,14 +166,6 @@ func withoutOfferings(types []InstanceType, drop func(Offering) bool) []Instance
 // constraints") (conformance scenarios combined-zonal-capacity-type-*).
 func TestSpreadOverZoneAndCapacityType(t *testing.T) {
 	small := res(250, gi/2)
-	shared := Selector{MatchLabels: map[string]string{"test": "test"}}
-	both := func(p *Pod) {
-		p.Labels["test"] = "test"
-		p.Spread = []TopologySpread{
-			{MaxSkew: 1, TopologyKey: LabelCapacityType, WhenUnsatisfiable: DoNotSchedule, Selector: shared},
-			{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: shared},
-		}
-	}
 	noSpotInC := func(o Offering) bool { return o.Zone == "zone-c" && o.CapacityType == "spot" }
 	// Spot only in zone-a and zone-b, on-demand only in zone-c: each
 	// zone-c pod is an on-demand pod, so the capacity types drift apart
@@ -187,7 +191,7 @@ func TestSpreadOverZoneAndCapacityType(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &Problem{Pods: labelled("web", tc.n, small, both), Pools: []Pool{{Name: "default"}},
+			p := &Problem{Pods: labelled("web", tc.n, small, spreadOnCapacityTypeAndZone), Pools: []Pool{{Name: "default"}},
 				InstanceTypes: withoutOfferings(threeZoneTypes(), tc.drop)}
 			plan := solveChecked(t, p)
 			if len(plan.Unschedulable) != tc.pending {
@@ -235,14 +239,6 @@ func running(p *Problem, plan *Plan) []Node {
 // and 8) is placed in full once the first five run.
 func TestSpreadOverZoneAndCapacityTypeLeavesRoomToGrow(t *testing.T) {
 	small := res(250, gi/2)
-	shared := Selector{MatchLabels: map[string]string{"test": "test"}}
-	both := func(p *Pod) {
-		p.Labels["test"] = "test"
-		p.Spread = []TopologySpread{
-			{MaxSkew: 1, TopologyKey: LabelCapacityType, WhenUnsatisfiable: DoNotSchedule, Selector: shared},
-			{MaxSkew: 1, TopologyKey: LabelZone, WhenUnsatisfiable: DoNotSchedule, Selector: shared},
-		}
-	}
 	// As Karpenter's fake cloud provider: no spot in zone-c, and spot at
 	// the on-demand price.
 	types := withoutOfferings(threeZoneTypes(), func(o Offering) bool { return o.Zone == "zone-c" && o.CapacityType == "spot" })
@@ -253,12 +249,12 @@ func TestSpreadOverZoneAndCapacityTypeLeavesRoomToGrow(t *testing.T) {
 			}
 		}
 	}
-	first := &Problem{Pods: labelled("web", 5, small, both), Pools: []Pool{{Name: "default"}}, InstanceTypes: types}
+	first := &Problem{Pods: labelled("web", 5, small, spreadOnCapacityTypeAndZone), Pools: []Pool{{Name: "default"}}, InstanceTypes: types}
 	plan := solveChecked(t, first)
 	if len(plan.Unschedulable) > 0 {
 		t.Fatalf("%d of the first 5 pods pending", len(plan.Unschedulable))
 	}
-	next := labelled("more", 3, small, both)
+	next := labelled("more", 3, small, spreadOnCapacityTypeAndZone)
 	second := &Problem{Pods: next, Nodes: running(first, plan), Pools: first.Pools, InstanceTypes: types}
 	again := solveChecked(t, second)
 	if len(again.Unschedulable) > 0 {
