@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
@@ -53,8 +52,9 @@ func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode
 	}
 	// A batch of its own, of one: the lifecycle opens it as soon as it is
 	// ready instead of waiting for siblings.
-	claim := p.newClaim(&batch{problem: s.Problem}, np, n, flex, nil, "replace-"+strconv.FormatInt(time.Now().UnixNano(), 36), 1)
-	p.remember(claim, nil, time.Now())
+	now := p.opts.Clock.Now()
+	claim := p.newClaim(&batch{problem: s.Problem}, np, n, flex, nil, "replace-"+strconv.FormatInt(now.UnixNano(), 36), 1)
+	p.remember(claim, nil, now)
 	if err := p.create(ctx, claim, np, metrics.ReasonDisruption, reason); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -56,6 +57,10 @@ type Options struct {
 	// MinValuesBestEffort: what a launch does when its allowed types span
 	// fewer values than a requirement's minValues.
 	MinValuesPolicy string
+	// Clock tells the batching loop's time: its windows, rechecks, retries
+	// and nomination lapses (the real clock when nil). A solve's deadline
+	// and its measured duration stay on the wall clock the solver reads.
+	Clock clock.WithTickerAndDelayedExecution
 }
 
 // Provisioner batches Unschedulable pods and launches NodeClaims for them.
@@ -84,7 +89,7 @@ type Provisioner struct {
 	// pod gets one event per new reason rather than one per batch.
 	told map[types.UID]string
 	// wake triggers a batch when the next nomination lapses.
-	wake *time.Timer
+	wake clock.Timer
 	// late holds the plan's late pods that wait for other pods to bind
 	// before they are nominated (see Waiting).
 	late map[types.NamespacedName]*lateWait
@@ -119,6 +124,9 @@ func New(c client.Client, cp cloud.CloudProvider, recorder events.EventRecorder,
 	if opts.Recheck <= 0 {
 		opts.Recheck = 30 * time.Second
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	return &Provisioner{
 		client: c, cloud: cp, recorder: recorder, log: log, opts: opts, unavailable: unavailable,
 		trigger:     make(chan struct{}, 1),
@@ -145,20 +153,21 @@ func (p *Provisioner) NeedLeaderElection() bool { return true }
 // Start runs the batching loop until ctx ends.
 func (p *Provisioner) Start(ctx context.Context) error {
 	p.log.Info("provisioner started", "batchIdle", p.opts.BatchIdle.String(), "batchMax", p.opts.BatchMax.String())
-	recheck := time.NewTicker(p.opts.Recheck)
+	clk := p.opts.Clock
+	recheck := clk.NewTicker(p.opts.Recheck)
 	defer recheck.Stop()
 	p.Trigger() // pods may have been waiting before this replica led
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-recheck.C:
+		case <-recheck.C():
 			p.Trigger()
 			continue
 		case <-p.trigger:
 		}
-		w := newWindow(time.Now(), p.opts.BatchIdle, p.opts.BatchMax)
-		timer := time.NewTimer(time.Until(w.closesAt()))
+		w := newWindow(clk.Now(), p.opts.BatchIdle, p.opts.BatchMax)
+		timer := clk.NewTimer(w.closesAt().Sub(clk.Now()))
 	wait:
 		for {
 			select {
@@ -166,11 +175,11 @@ func (p *Provisioner) Start(ctx context.Context) error {
 				timer.Stop()
 				return nil
 			case <-p.trigger:
-				w.arrive(time.Now())
-				timer.Reset(time.Until(w.closesAt()))
-			case <-timer.C:
-				if time.Now().Before(w.closesAt()) {
-					timer.Reset(time.Until(w.closesAt()))
+				w.arrive(clk.Now())
+				timer.Reset(w.closesAt().Sub(clk.Now()))
+			case <-timer.C():
+				if clk.Now().Before(w.closesAt()) {
+					timer.Reset(w.closesAt().Sub(clk.Now()))
 					continue
 				}
 				break wait
@@ -178,10 +187,10 @@ func (p *Provisioner) Start(ctx context.Context) error {
 		}
 		timer.Stop()
 		opened := w.opened
-		closed := time.Now()
+		closed := clk.Now()
 		if err := p.provision(ctx, opened, closed); err != nil && ctx.Err() == nil {
 			p.log.Error(err, "provisioning failed; retrying")
-			time.AfterFunc(time.Second, p.Trigger)
+			p.opts.Clock.AfterFunc(time.Second, p.Trigger)
 		}
 	}
 }
@@ -204,6 +213,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 		}
 		p.log.Info("NodePool left out of the plan", "nodepool", name, "reason", why)
 	}
+	// The solver reads the wall clock against its deadline.
 	b.problem.Options.Deadline = time.Now().Add(p.opts.SolveTimeout)
 	solveStart := time.Now()
 	plan, err := solver.Solve(b.problem)
@@ -236,7 +246,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 
 	// Pods placed on in-flight nodes wait for those nodes, which record
 	// them (see commit).
-	now := time.Now()
+	now := p.opts.Clock.Now()
 	touched := map[string]bool{}
 	p.mu.Lock()
 	for _, pl := range plan.Existing {
@@ -334,7 +344,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 				}
 			}
 			p.mu.Unlock()
-			time.AfterFunc(time.Second, p.Trigger)
+			p.opts.Clock.AfterFunc(time.Second, p.Trigger)
 			continue
 		}
 		created++
@@ -362,9 +372,9 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	}
 	if b.overflow > 0 {
 		p.log.Info("pods no longer fit the in-flight node they were nominated to; planning them again", "pods", b.overflow)
-		time.AfterFunc(time.Second, p.Trigger)
+		p.opts.Clock.AfterFunc(time.Second, p.Trigger)
 	}
-	decided := time.Since(closed)
+	decided := p.opts.Clock.Since(closed)
 	metrics.DecisionDuration.Observe(decided.Seconds())
 	for _, u := range plan.Unschedulable {
 		b.tell(p, u.Pod, u.Reason)
@@ -387,7 +397,7 @@ func (p *Provisioner) wakeAt(t time.Time) {
 	if p.wake != nil {
 		p.wake.Stop()
 	}
-	p.wake = time.AfterFunc(time.Until(t)+100*time.Millisecond, p.Trigger)
+	p.wake = p.opts.Clock.AfterFunc(t.Sub(p.opts.Clock.Now())+100*time.Millisecond, p.Trigger)
 }
 
 // tell records on an unplaced pod why no node was planned for it, once per

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -306,5 +307,41 @@ func TestPodsOfLeavingNodesArePlannedAheadOnlyIfTheirControllerRecreatesThem(t *
 	moved := asPending(pod)
 	if moved.Spec.NodeName != "" || moved.Status.Phase != corev1.PodPending || pod.Spec.NodeName != "claim-deleted" {
 		t.Errorf("asPending gave node %q phase %s and left the original on %q", moved.Spec.NodeName, moved.Status.Phase, pod.Spec.NodeName)
+	}
+}
+
+// TestWakeAtTriggersABatchWhenTheNominationLapses drives the provisioner's
+// timers on a fake clock: a batch is triggered 100 ms after the time
+// wakeAt was given, not before, and a later wakeAt replaces the earlier.
+func TestWakeAtTriggersABatchWhenTheNominationLapses(t *testing.T) {
+	fake := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	p := New(nil, nil, nil, logr.Discard(), nil, Options{Clock: fake})
+	triggered := func() bool {
+		select {
+		case <-p.trigger:
+			return true
+		default:
+			return false
+		}
+	}
+	p.wakeAt(time.Time{}) // nothing arranged
+	p.wakeAt(fake.Now().Add(5 * time.Second))
+	fake.Step(5 * time.Second)
+	if triggered() {
+		t.Fatal("a batch was triggered at the lapse, before its 100 ms margin")
+	}
+	fake.Step(100 * time.Millisecond)
+	if !triggered() {
+		t.Fatal("no batch triggered 100 ms after the lapse")
+	}
+	p.wakeAt(fake.Now().Add(time.Second))
+	p.wakeAt(fake.Now().Add(10 * time.Second))
+	fake.Step(2 * time.Second)
+	if triggered() {
+		t.Fatal("the replaced wake-up still triggered a batch")
+	}
+	fake.Step(9 * time.Second)
+	if !triggered() {
+		t.Fatal("the later wake-up triggered no batch")
 	}
 }

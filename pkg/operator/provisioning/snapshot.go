@@ -117,7 +117,7 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		}
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-	now := time.Now()
+	now := p.opts.Clock.Now()
 	claims := p.mergeRecent(ncList.Items, now)
 
 	byName := map[string]*v1alpha1.NodeClaim{}
