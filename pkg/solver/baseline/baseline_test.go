@@ -21,12 +21,15 @@ var planners = []struct {
 
 func TestBaselinesProduceValidPlans(t *testing.T) {
 	problems := map[string]func() (*solver.Problem, error){
-		"a-plain":  func() (*solver.Problem, error) { return bench.Karpenter(500, 1, false), nil },
-		"a":        func() (*solver.Problem, error) { return bench.Karpenter(500, 1, true), nil },
-		"b":        func() (*solver.Problem, error) { return bench.Catalog(300, 1) },
-		"c":        func() (*solver.Problem, error) { return bench.Bimodal(300, 1) },
-		"d":        func() (*solver.Problem, error) { return bench.GPU(300, 1) },
-		"tiny":     func() (*solver.Problem, error) { return bench.Tiny(3), nil },
+		"a-plain": func() (*solver.Problem, error) { return bench.Karpenter(500, 1, false), nil },
+		"a":       func() (*solver.Problem, error) { return bench.Karpenter(500, 1, true), nil },
+		"b":       func() (*solver.Problem, error) { return bench.Catalog(300, 1) },
+		"c":       func() (*solver.Problem, error) { return bench.Bimodal(300, 1) },
+		"d":       func() (*solver.Problem, error) { return bench.GPU(300, 1) },
+		"tiny":    func() (*solver.Problem, error) { return bench.Tiny(3), nil },
+		// Tier selectors that span workloads: a zonal spread counts pods
+		// that do not carry it.
+		"h":        func() (*solver.Problem, error) { return bench.Heterogeneous(3000, 1) },
 		"existing": func() (*solver.Problem, error) { return withExisting(bench.Karpenter(200, 2, false)), nil },
 		// The FFD ignores zones, so zonal constraints with running pods are
 		// beyond it; the greedy counts running pods.

@@ -51,9 +51,7 @@ func BenchmarkSuites(b *testing.B) {
 
 // baselines plans p with both baselines and checks their plans; a plan
 // the checker rejects is logged and returned as nil, so that no cost ratio
-// compares against it (the greedy's naive zonal spread counts only the
-// pods carrying the constraint, and on suite h, whose tier selectors span
-// workloads, its plan breaks the spread). It returns a function that
+// compares against it (the FFD ignores zones). It returns a function that
 // reports their times; call it after the timed loop, which clears metrics
 // reported before it.
 func baselines(b *testing.B, p *solver.Problem) (greedy, ffd *solver.Plan, report func()) {

@@ -20,14 +20,16 @@ import (
 // subtracts the largest capacity among its candidates.
 //
 // Topology, naively: hostname spread and hostname anti-affinity pods get a
-// node each; a zonal spread pod is pinned to the eligible zone with the
+// node each; a zonal spread pod, and a pod without one that a zonal
+// spread's selector matches, is pinned to the eligible zone with the
 // fewest matching pods so far (running ones included); a zonal
 // pod-affinity pod is pinned to the zone of the first matching pod (running
 // or planned), else the first zone it can use. See the package comment for
 // what is ignored.
 func KarpenterGreedy(p *solver.Problem) *solver.Plan {
 	e := newEnv(p)
-	g := &greedy{env: e, zoneOf: map[string]string{}, spreadCounts: map[string]map[string]int{}}
+	g := &greedy{env: e, zoneOf: map[string]string{}, spreadOf: map[string]*spreadGroup{}}
+	g.findSpreads()
 	fit := e.newExistingFit()
 	for _, pi := range e.ffdOrder(e.allPods()) {
 		pod := &p.Pods[pi]
@@ -60,9 +62,44 @@ type greedy struct {
 	shared []*openNode
 	// zoneOf is the zone chosen for each zonal affinity term.
 	zoneOf map[string]string
-	// spreadCounts counts matching pods per zone for each zonal spread.
-	spreadCounts map[string]map[string]int
-	scratch      []int
+	// spreads are the zonal DoNotSchedule spreads of the pods, one per
+	// selector and namespace; spreadOf finds them by spreadKey.
+	spreads  []*spreadGroup
+	spreadOf map[string]*spreadGroup
+	scratch  []int
+}
+
+// spreadGroup is one zonal spread: the pods its selector matches in its
+// namespace, running or planned, counted per zone.
+type spreadGroup struct {
+	sel    solver.Selector
+	ns     string
+	counts map[string]int
+}
+
+func spreadKey(s *solver.TopologySpread, ns string) string {
+	key, _ := json.Marshal([]any{s.Selector, ns})
+	return string(key)
+}
+
+// findSpreads registers every zonal spread before any pod is placed, so
+// that each pod a spread's selector matches is counted in it, whether or
+// not the pod carries the spread itself.
+func (g *greedy) findSpreads() {
+	for pi := range g.p.Pods {
+		pod := &g.p.Pods[pi]
+		for _, s := range pod.Spread {
+			if s.TopologyKey != solver.LabelZone || s.WhenUnsatisfiable == solver.ScheduleAnyway {
+				continue
+			}
+			key := spreadKey(&s, pod.Namespace)
+			if g.spreadOf[key] == nil {
+				gr := &spreadGroup{sel: s.Selector, ns: pod.Namespace, counts: g.runningCounts(pod, &s)}
+				g.spreadOf[key] = gr
+				g.spreads = append(g.spreads, gr)
+			}
+		}
+	}
 }
 
 // openNode is a new node in progress.
@@ -185,31 +222,44 @@ func (g *greedy) zoneFor(pi int) (string, bool) {
 		}
 		return z, true
 	}
+	// The pod's own first zonal spread pins it to that spread's emptiest
+	// zone; a pod without one that some spread's selector matches goes to
+	// that spread's emptiest zone too, since the spread counts it (left
+	// anywhere, such pods piled into the cheapest zone and broke the skew
+	// of the pods that carry the spread).
+	var pin *spreadGroup
 	for _, s := range pod.Spread {
-		if s.TopologyKey != solver.LabelZone || s.WhenUnsatisfiable == solver.ScheduleAnyway {
-			continue
+		if s.TopologyKey == solver.LabelZone && s.WhenUnsatisfiable != solver.ScheduleAnyway {
+			pin = g.spreadOf[spreadKey(&s, pod.Namespace)]
+			break
 		}
-		key, _ := json.Marshal([]any{s.Selector, pod.Namespace})
-		counts, ok := g.spreadCounts[string(key)]
-		if !ok {
-			counts = g.runningCounts(pod, &s)
-			g.spreadCounts[string(key)] = counts
-		}
-		best := ""
-		for _, z := range possible() {
-			if best == "" || counts[z] < counts[best] {
-				best = z
+	}
+	if pin == nil {
+		for _, gr := range g.spreads {
+			if gr.ns == pod.Namespace && gr.sel.Matches(pod.Labels) {
+				pin = gr
+				break
 			}
 		}
-		if best == "" {
-			return "", false
-		}
-		if s.Selector.Matches(pod.Labels) {
-			counts[best]++
-		}
-		return best, true
 	}
-	return "", true
+	if pin == nil {
+		return "", true
+	}
+	best := ""
+	for _, z := range possible() {
+		if best == "" || pin.counts[z] < pin.counts[best] {
+			best = z
+		}
+	}
+	if best == "" {
+		return "", false
+	}
+	for _, gr := range g.spreads {
+		if gr.ns == pod.Namespace && gr.sel.Matches(pod.Labels) {
+			gr.counts[best]++
+		}
+	}
+	return best, true
 }
 
 func namespacesOf(pod *solver.Pod, t *solver.PodAffinityTerm) []string {
