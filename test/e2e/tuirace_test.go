@@ -33,7 +33,6 @@ func (e *opEnv) testTUILaunchBesideTheOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := e.namespace(t, "tui-beside")
-	t.Cleanup(func() { e.cleanup(t, ns, poolName) })
 	pods := []*corev1.Pod{opPod(ns, "web-0", "1500m", "2Gi", map[string]string{v1alpha1.LabelNodePool: poolName})}
 
 	// What the TUI showed before the operator ran: one proposed node.
@@ -45,6 +44,9 @@ func (e *opEnv) testTUILaunchBesideTheOperator(t *testing.T) {
 
 	e.createPods(t, pods)
 	e.startOperator(t, "operator", nil, "--leader-election-id", lease)
+	// Registered after the operator, so run before it stops: the cleanup
+	// needs it to drain and terminate what is left.
+	t.Cleanup(func() { e.cleanup(t, ns, poolName) })
 	var first []v1alpha1.NodeClaim
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
 		first = e.claims(t, poolName)
@@ -93,8 +95,10 @@ func (e *opEnv) testTUILaunchBesideTheOperator(t *testing.T) {
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var n corev1.Node
-		return client.IgnoreNotFound(e.c.Get(ctx, client.ObjectKey{Name: node}, &n)) == nil && n.Name == "", nil
+		gone := client.IgnoreNotFound(e.c.Get(ctx, client.ObjectKey{Name: node}, &n)) == nil && n.Name == ""
+		return gone && len(e.claims(t, poolName)) == 0, nil
 	}); err != nil {
-		t.Fatalf("node %s of the TUI's NodeClaim %s outlived its deleted NodePool by 2 min", node, launched.Claim)
+		t.Fatalf("node %s of the TUI's NodeClaim %s, or another NodeClaim of the pool (%d left), outlived its deleted NodePool by 2 min",
+			node, launched.Claim, len(e.claims(t, poolName)))
 	}
 }
