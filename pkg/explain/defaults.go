@@ -10,7 +10,8 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
-// ResultAdvice is a wider default pool that plans the same pods for less.
+// ResultAdvice is a wider default pool that plans the same pods for less,
+// or places pods the plan cannot place.
 type ResultAdvice struct {
 	// Allow is what the wider pool allows beyond the default: "arm64".
 	Allow string `json:"allow"`
@@ -18,10 +19,15 @@ type ResultAdvice struct {
 	Flags string `json:"flags"`
 	// PricePerHour is what the wider pool's plan costs.
 	PricePerHour float64 `json:"pricePerHour"`
-	// SavingPerHour is the plan's price minus PricePerHour (positive).
+	// SavingPerHour is the plan's price minus PricePerHour (positive);
+	// 0 when the advice places pods (PlacesPods).
 	SavingPerHour float64 `json:"savingPerHour"`
 	// SavingPercent is SavingPerHour as a percentage of the plan's price.
 	SavingPercent float64 `json:"savingPercent"`
+	// PlacesPods is how many of the pods the plan cannot place the wider
+	// pool places (a pod selecting spot, arm64, … the default pool rules
+	// out).
+	PlacesPods int `json:"placesPods,omitempty"`
 }
 
 // Advice budget: each wider plan may take twice the time the plan took,
@@ -84,10 +90,11 @@ func setAdvice(r *Result, in plan.Input, solved *solver.Plan, took time.Duration
 }
 
 // advise re-plans the input with each of the default pool's widenings
-// (plan.DefaultPool.Widenings) and returns those that place at least the
-// pods the plan places for less. Each re-plan is bounded by budget.
+// (plan.DefaultPool.Widenings) and returns those that place pods the plan
+// cannot, and those that place the pods the plan places for less. Each
+// re-plan is bounded by budget.
 func advise(in plan.Input, solved *solver.Plan, budget time.Duration) ([]ResultAdvice, error) {
-	if in.Default == nil || solved.TotalPrice <= 0 {
+	if in.Default == nil || (solved.TotalPrice <= 0 && len(solved.Unschedulable) == 0) {
 		return nil, nil
 	}
 	var out []ResultAdvice
@@ -102,6 +109,10 @@ func advise(in plan.Input, solved *solver.Plan, budget time.Duration) ([]ResultA
 		alt, err := solver.Solve(built.Problem)
 		if err != nil {
 			return nil, fmt.Errorf("advice for %s: planning: %w", w.What, err)
+		}
+		if placed := len(solved.Unschedulable) - len(alt.Unschedulable); placed > 0 {
+			out = append(out, ResultAdvice{Allow: w.What, Flags: w.Flags, PricePerHour: alt.TotalPrice, PlacesPods: placed})
+			continue
 		}
 		saving := solved.TotalPrice - alt.TotalPrice
 		// Less than a hundredth of a percent is noise, not advice.
@@ -141,6 +152,10 @@ func printDefaults(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "Advice: %s.\n", r.AdviceSkipped)
 	}
 	for _, a := range r.Advice {
+		if a.PlacesPods > 0 {
+			fmt.Fprintf(w, "Advice: allowing %s (%s) would place %d of the pod(s) that cannot be placed, for $%.4f/h in all.\n", a.Allow, a.Flags, a.PlacesPods, a.PricePerHour)
+			continue
+		}
 		fmt.Fprintf(w, "Advice: allowing %s (%s) would cost $%.4f/h less (−%.1f %%).\n", a.Allow, a.Flags, a.SavingPerHour, a.SavingPercent)
 	}
 }

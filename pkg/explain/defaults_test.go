@@ -2,6 +2,7 @@ package explain
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"path/filepath"
 	"strings"
@@ -96,6 +97,69 @@ spec:
 		if !(a.PricePerHour > 0 && a.SavingPerHour > 0) || math.Abs(a.PricePerHour+a.SavingPerHour-got.TotalPricePerHour) > 1e-4 || a.SavingPercent <= 0 || a.SavingPercent >= 100 {
 			t.Errorf("advice %+v for a plan of $%v/h", a, got.TotalPricePerHour)
 		}
+	}
+}
+
+// TestAdviceNamesTheFlagThatPlacesAPod: a pod the default pool cannot
+// take because it selects what the pool leaves out (spot, arm64) gets the
+// flag that allows it, in the table's advice and in JSON; the pod that
+// fits is planned as before, and a pod no widening places gets none.
+func TestAdviceNamesTheFlagThatPlacesAPod(t *testing.T) {
+	pod := func(name, selector string) string {
+		return `
+apiVersion: v1
+kind: Pod
+metadata: {name: ` + name + `}
+spec:
+  nodeSelector: {` + selector + `}
+  containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+---`
+	}
+	tests := []struct {
+		name     string
+		manifest string
+		want     []string
+		places   map[string]int // allow -> pods placed
+	}{
+		{"a pod selecting spot", pod("batch", "karpenter.sh/capacity-type: spot"),
+			[]string{"Advice: allowing spot (--capacity-type on-demand,spot) would place 1 of the pod(s) that cannot be placed, for $"},
+			map[string]int{"spot": 1}},
+		{"a pod selecting arm64 beside one that fits", pod("arm", "kubernetes.io/arch: arm64") + pod("x86", "kubernetes.io/arch: amd64"),
+			[]string{"Advice: allowing arm64 (--arch amd64,arm64) would place 1 of the pod(s) that cannot be placed, for $"},
+			map[string]int{"arm64": 1}},
+		{"a Windows pod: nothing to advise", pod("iis", "kubernetes.io/os: windows"), nil, map[string]int{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "in.yaml")
+			writeFile(t, f, tc.manifest)
+			out, errOut, err := run(t, Options{Input: snapshot.Input{Filenames: []string{f}}})
+			if err != nil {
+				t.Fatalf("explain: %v\n%s", err, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			out, errOut, err = run(t, Options{Input: snapshot.Input{Filenames: []string{f}}, Output: "json"})
+			if err != nil {
+				t.Fatalf("explain -o json: %v\n%s", err, errOut)
+			}
+			var got Result
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatal(err)
+			}
+			places := map[string]int{}
+			for _, a := range got.Advice {
+				if a.PlacesPods > 0 {
+					places[a.Allow] = a.PlacesPods
+				}
+			}
+			if !maps.Equal(places, tc.places) {
+				t.Errorf("advice places %v, want %v: %+v", places, tc.places, got.Advice)
+			}
+		})
 	}
 }
 

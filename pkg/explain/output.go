@@ -41,7 +41,8 @@ type Result struct {
 	// EKSDaemonSets name the DaemonSets EKS runs on every node, counted on
 	// every planned node because the offline input has none.
 	EKSDaemonSets []string `json:"eksDaemonSets,omitempty"`
-	// Advice are wider default pools that would plan the pods for less.
+	// Advice are wider default pools that would place pods the plan cannot
+	// place, or plan the pods for less.
 	Advice []ResultAdvice `json:"advice,omitempty"`
 	// AdviceSkipped says why no wider pool was planned, when the plan took
 	// too long to plan it again.

@@ -370,14 +370,30 @@ func (m *Model) proposedDetail(r *row) (string, []string) {
 		"Why: " + p.Reason,
 	}
 	if len(p.InstanceTypeOptions) > 0 {
-		lines = append(lines, fmt.Sprintf("Allowed types (%d, planned first, then by price; its NodeClaim lets the cloud pick among them): %s",
-			len(p.InstanceTypeOptions), strings.Join(p.InstanceTypeOptions, ", ")))
+		lines = append(lines, allowedTypesLine(p.InstanceTypeOptions))
 	}
 	lines = append(lines, "", fmt.Sprintf("Pods (%d):", len(p.Pods)))
 	for _, pod := range p.Pods {
 		lines = append(lines, "  "+pod)
 	}
 	return "Proposed: " + p.Name, lines
+}
+
+// allowedTypesShown is how many of a proposed node's allowed instance
+// types its detail names; the rest are counted (explain -o json lists
+// them all).
+const allowedTypesShown = 8
+
+// allowedTypesLine is a proposed node's instance type options as its
+// detail shows them: how many, then the first few (the planned type first,
+// then by price), as k9s shows a long list's head and its length.
+func allowedTypesLine(options []string) string {
+	shown := options[:min(len(options), allowedTypesShown)]
+	s := fmt.Sprintf("Allowed types: %d, the cloud picks among them (planned first, then by price): %s", len(options), strings.Join(shown, ", "))
+	if more := len(options) - len(shown); more > 0 {
+		s += fmt.Sprintf(", … %d more (explain -o json lists them all)", more)
+	}
+	return s
 }
 
 func (m *Model) nodeDetail(n *report.NodeRow) (string, []string) {

@@ -74,6 +74,18 @@ func TestAFailedWhatIfShowsTheErrorAndKeepsTheHeaderTrue(t *testing.T) {
 	if strings.Contains(s, "region xx-nowhere-1") || strings.Contains(s, "region=xx-nowhere-1") {
 		t.Errorf("the header names the region whose plan failed:\n%s", s)
 	}
+	// The whole error is on an 80-column screen, wrapped (at blanks and
+	// hyphens, so compared without blanks), not cut.
+	narrow := offlineModelOf(t, apiDeployment("", 4), 80)
+	drive(t, narrow, keys("r", "ctrl+u")...)
+	drive(t, narrow, keys("xx-nowhere-1", "enter")...)
+	if narrow.planErr == nil {
+		t.Fatal("the xx-nowhere-1 what-if did not fail")
+	}
+	flat := strings.Join(strings.Fields(screen(narrow)), "")
+	if want := strings.Join(strings.Fields("re-planning failed, showing the last plan: "+narrow.planErr.Error()), ""); !strings.Contains(flat, want) {
+		t.Errorf("the 80-column screen lacks the whole error %q:\n%s", want, screen(narrow))
+	}
 	if m.whatIf.Region != "" || m.rep.Plan.TotalPrice != spot || spot >= base {
 		t.Errorf("after the failure: what-if %+v, plan $%.4f/h; want the spot plan $%.4f/h kept", m.whatIf, m.rep.Plan.TotalPrice, spot)
 	}

@@ -364,24 +364,49 @@ func TestLivePlanHonoursTheNodeClassKubeletSettings(t *testing.T) {
 }
 
 func TestProposedNodeDetailListsTheTypesItsNodeClaimWouldAllow(t *testing.T) {
-	m := offlineModel(t)
+	m := offlineModelOf(t, apiDeployment("", 4), 80)
 	if len(m.rep.Proposed) == 0 {
 		t.Fatal("the offline plan proposes no node")
 	}
 	p := m.rep.Proposed[0]
 	// The default pool allows c, m and r types of recent generations:
 	// many hold the API pods, as `explain -o json` lists them.
-	if len(p.InstanceTypeOptions) < 15 || p.InstanceTypeOptions[0] != p.InstanceType {
-		t.Fatalf("instanceTypeOptions %v: want at least 15, %s first", p.InstanceTypeOptions, p.InstanceType)
+	if len(p.InstanceTypeOptions) <= allowedTypesShown || p.InstanceTypeOptions[0] != p.InstanceType {
+		t.Fatalf("instanceTypeOptions %v: want more than %d, %s first", p.InstanceTypeOptions, allowedTypesShown, p.InstanceType)
 	}
 	drive(t, m, keys("2", "enter")...)
 	if m.mode != modeDetail {
 		t.Fatalf("mode %d, want detail", m.mode)
 	}
-	d := strings.Join(m.detailLines, "\n")
-	want := fmt.Sprintf("Allowed types (%d, planned first, then by price; its NodeClaim lets the cloud pick among them): %s",
-		len(p.InstanceTypeOptions), strings.Join(p.InstanceTypeOptions, ", "))
-	if !strings.Contains(d, want) {
-		t.Errorf("proposed node detail lacks %q:\n%s", want, d)
+	// What the screen shows, wrapped at 80 columns: the count, the first
+	// few in order, and how many more; no type past the first few.
+	text := strings.Join(strings.Fields(screen(m)), " ")
+	want := fmt.Sprintf("Allowed types: %d, the cloud picks among them (planned first, then by price): %s, … %d more (explain -o json lists them all)",
+		len(p.InstanceTypeOptions), strings.Join(p.InstanceTypeOptions[:allowedTypesShown], ", "), len(p.InstanceTypeOptions)-allowedTypesShown)
+	if !strings.Contains(text, want) {
+		t.Errorf("proposed node detail lacks %q:\n%s", want, screen(m))
+	}
+	if next := p.InstanceTypeOptions[allowedTypesShown]; strings.Contains(text, " "+next+",") {
+		t.Errorf("the detail names %s, type %d of the options, past the first %d:\n%s", next, allowedTypesShown+1, allowedTypesShown, screen(m))
+	}
+}
+
+func TestAllowedTypesLine(t *testing.T) {
+	tests := []struct {
+		name    string
+		options []string
+		want    string
+	}{
+		{"one type", []string{"m7i.large"}, "Allowed types: 1, the cloud picks among them (planned first, then by price): m7i.large"},
+		{"as many as are shown", []string{"a", "b", "c", "d", "e", "f", "g", "h"}, "Allowed types: 8, the cloud picks among them (planned first, then by price): a, b, c, d, e, f, g, h"},
+		{"more than are shown", []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"},
+			"Allowed types: 10, the cloud picks among them (planned first, then by price): a, b, c, d, e, f, g, h, … 2 more (explain -o json lists them all)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := allowedTypesLine(tc.options); got != tc.want {
+				t.Errorf("allowedTypesLine = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

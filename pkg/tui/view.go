@@ -35,7 +35,11 @@ func (m *Model) Render() string {
 	case modeConfirm:
 		body = m.confirmLines()
 	default:
-		body = append([]string{m.summaryLine(), m.sourceLine()}, m.bodyLines(h-5)...)
+		// A failed re-plan's error is wrapped, not cut at the edge: its
+		// end says what was wrong (at most 3 lines, then cut).
+		summary := strings.Split(ansi.Wrap(m.summaryLine(), max(w, 20), " "), "\n")
+		summary = summary[:min(len(summary), 3)]
+		body = append(append(summary, m.sourceLine()), m.bodyLines(h-4-len(summary))...)
 	}
 	lines = append(lines, body...)
 	if len(lines) > h-1 {

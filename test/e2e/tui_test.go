@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -624,4 +625,57 @@ func claimRequirement(u *unstructured.Unstructured, key string) string {
 		}
 	}
 	return ""
+}
+
+// TestTUIOfflineTellsTheTruth drives `kubectl rightsize tui -f` in tmux,
+// no cluster, through what issue 18 asks of the TUI: the prices' source
+// and date under the summary, tab badges that count what the summary
+// counts, offline help without launch keys, a proposed node's allowed
+// instance types (#17: their count and the first few), and a what-if
+// region that fails: its error shown, the header and prices line still
+// those of the plan on screen.
+func TestTUIOfflineTellsTheTruth(t *testing.T) {
+	t.Parallel() // no control plane
+	manifest := filepath.Join(t.TempDir(), "web.yaml")
+	if err := os.WriteFile(manifest, []byte(webDeployment(6, `{requests: {cpu: "1", memory: 2Gi}}`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	term := startTerminal(t, "/nonexistent", 100, 30, "tui", "-f", manifest)
+	screen := term.waitFor(60*time.Second, "6 pods │ plan $", "prices: embedded AWS catalog of 2025-05-28, region us-east-1")
+	term.keep("offline-pending", screen)
+	// The pending badge counts pods, as the summary and the header do.
+	if !strings.Contains(screen, " 1 Pending 6 ") {
+		t.Errorf("the pending tab's badge does not count the 6 pods:\n%s", screen)
+	}
+
+	term.keys("?")
+	screen = term.waitFor(10*time.Second, "What-if", "Offline (-f): nothing to launch into")
+	for _, launch := range []string{"launch selected", "select a proposed node"} {
+		if strings.Contains(screen, launch) {
+			t.Errorf("offline help lists %q:\n%s", launch, screen)
+		}
+	}
+	term.keys("Escape", "2")
+	screen = term.waitFor(10*time.Second, " 2 Proposed ", "prices: embedded AWS catalog of 2025-05-28, region us-east-1")
+	term.keys("Enter")
+	screen = term.waitFor(10*time.Second, "Allowed types: ", "more (explain -o json lists them all)")
+	term.keep("offline-proposed-detail", screen)
+	flat := strings.Join(strings.Fields(screen), " ")
+	if !regexp.MustCompile(`Allowed types: \d+, the cloud picks among them \(planned first, then by price\): ([a-z0-9-]+\.[a-z0-9]+, ){8}… \d+ more`).MatchString(flat) {
+		t.Errorf("the detail does not give the count and the first 8 allowed types:\n%s", screen)
+	}
+
+	// A region that does not exist: the error, and the plan before it.
+	term.keys("Escape", "r", "C-u")
+	for _, k := range "xx-nowhere-1" {
+		term.keys(string(k))
+	}
+	term.keys("Enter")
+	screen = term.waitFor(30*time.Second, "re-planning failed, showing the last plan: ", "unknown AWS region", "e.g.")
+	term.keep("offline-whatif-failed", screen)
+	if !strings.Contains(screen, "prices: embedded AWS catalog of 2025-05-28, region us-east-1") || strings.Contains(screen, "region xx-nowhere-1") {
+		t.Errorf("after the failed what-if the prices line does not name the plan on screen's region:\n%s", screen)
+	}
+	term.keys("q")
+	term.waitFor(10*time.Second, "EXITED 0")
 }
