@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -255,18 +256,47 @@ func TestLiveEqualsPlan(t *testing.T) {
 
 	batches := op.records("batch planned")
 	m := metricSums(scrape(t, metricsAddr))
+	renominated, nominatedPods := nominatedTwice(t, e, ns)
 	ratio := live / offline.TotalPricePerHour
 	t.Logf("live/offline cost ratio: %.3f", ratio)
 	t.Logf("live: %d pods (created over %s) all Running after %s on %d NodeClaims, $%.2f/h, in %d batches; explain -f: %d nodes, $%.2f/h (lower bound $%.2f/h); p95 Unschedulable→Running %s (%d pods measured); nominations %v first, %v again, %v moved to another node",
 		total, lastCreated.Sub(start).Round(time.Second), allRunning.Round(time.Second), nodes, live, len(batches),
 		len(offline.Nodes), offline.TotalPricePerHour, offline.LowerBoundPricePerHour, p95.Round(100*time.Millisecond), len(waits),
 		m[`rightsize_pods_nominated_total{attempt="first"}`], m[`rightsize_pods_nominated_total{attempt="again"}`], m[`rightsize_pods_nominated_total{attempt="moved"}`])
+	t.Logf("pods nominated for more than one NodeClaim: %d of the %d with a Nominated event", renominated, nominatedPods)
 	for _, b := range batches {
-		t.Logf("  batch: pods %v, pending %v, nodeClaims %v, onInFlightNodes %v, window %v, solve %v", b["pods"], b["pending"], b["nodeClaims"], b["onInFlightNodes"], b["window"], b["solve"])
+		t.Logf("  batch: pods %v, pending %v, nodeClaims %v, onInFlightNodes %v, window %v, heldBy %q, solve %v", b["pods"], b["pending"], b["nodeClaims"], b["onInFlightNodes"], b["window"], b["heldBy"], b["solve"])
 	}
 	if ratio > 1.05 {
 		t.Errorf("the live cluster costs $%.2f/h, %.3f× explain -f's $%.2f/h: want at most 1.05×", live, ratio, offline.TotalPricePerHour)
 	}
+}
+
+// nominatedTwice counts, from the provisioner's Nominated events in ns,
+// the pods nominated for two NodeClaims or more, and the pods nominated at
+// all. Events the API server did not take are missing from both.
+func nominatedTwice(t *testing.T, e *opEnv, ns string) (twice, all int) {
+	t.Helper()
+	var evs eventsv1.EventList
+	if err := e.c.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	claims := map[string]map[string]bool{}
+	for _, ev := range evs.Items {
+		if ev.Reason != "Nominated" || ev.Related == nil {
+			continue
+		}
+		if claims[ev.Regarding.Name] == nil {
+			claims[ev.Regarding.Name] = map[string]bool{}
+		}
+		claims[ev.Regarding.Name][ev.Related.Name] = true
+	}
+	for _, c := range claims {
+		if len(c) > 1 {
+			twice++
+		}
+	}
+	return twice, len(claims)
 }
 
 // poolManifest is a NodePool as a user's manifest has it (no status, no

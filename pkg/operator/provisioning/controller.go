@@ -2,11 +2,16 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -17,11 +22,13 @@ import (
 
 type workqueueT = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// RBAC of the provisioner: it reads what the solver needs and creates
-// NodeClaims and events.
+// RBAC of the provisioner: it reads what the solver needs and the
+// workloads of pending pods (whether they still create pods, see growing),
+// and creates NodeClaims and events.
 //
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets;replicasets;statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes,verbs=get;list;watch
@@ -40,6 +47,13 @@ type workqueueT = workqueue.TypedRateLimitingInterface[reconcile.Request]
 func (p *Provisioner) Register(mgr ctrl.Manager) error {
 	if err := mgr.Add(p); err != nil {
 		return err
+	}
+	// The workloads growing reads are cached from the manager's start, so
+	// that the first window's check does not wait for their informers.
+	for _, obj := range []client.Object{&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &batchv1.Job{}} {
+		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
+			return fmt.Errorf("watching %T: %w", obj, err)
+		}
 	}
 	poolChanged := handler.Funcs{
 		CreateFunc: func(context.Context, event.CreateEvent, workqueueT) { p.Trigger() },

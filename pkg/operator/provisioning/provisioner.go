@@ -153,50 +153,76 @@ func (p *Provisioner) NeedLeaderElection() bool { return true }
 // Start runs the batching loop until ctx ends.
 func (p *Provisioner) Start(ctx context.Context) error {
 	p.log.Info("provisioner started", "batchIdle", p.opts.BatchIdle.String(), "batchMax", p.opts.BatchMax.String())
-	clk := p.opts.Clock
-	recheck := clk.NewTicker(p.opts.Recheck)
+	recheck := p.opts.Clock.NewTicker(p.opts.Recheck)
 	defer recheck.Stop()
 	p.Trigger() // pods may have been waiting before this replica led
 	for {
-		select {
-		case <-ctx.Done():
+		w, ok := p.await(ctx, recheck.C())
+		if !ok {
 			return nil
-		case <-recheck.C():
-			p.Trigger()
-			continue
-		case <-p.trigger:
 		}
-		w := newWindow(clk.Now(), p.opts.BatchIdle, p.opts.BatchMax)
-		timer := clk.NewTimer(w.closesAt().Sub(clk.Now()))
-	wait:
-		for {
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return nil
-			case <-p.trigger:
-				w.arrive(clk.Now())
-				timer.Reset(w.closesAt().Sub(clk.Now()))
-			case <-timer.C():
-				if clk.Now().Before(w.closesAt()) {
-					timer.Reset(w.closesAt().Sub(clk.Now()))
-					continue
-				}
-				break wait
-			}
-		}
-		timer.Stop()
-		opened := w.opened
-		closed := clk.Now()
-		if err := p.provision(ctx, opened, closed); err != nil && ctx.Err() == nil {
+		if err := p.provision(ctx, w); err != nil && ctx.Err() == nil {
 			p.log.Error(err, "provisioning failed; retrying")
 			p.opts.Clock.AfterFunc(time.Second, p.Trigger)
 		}
 	}
 }
 
+// await waits for a trigger (a tick of recheck is one), then for the
+// window it opens to close, and returns the window; ok is false once ctx
+// ends. A window whose idle gap passed stays open, rechecked every
+// --batch-idle up to its max, while a workload of its pending pods still
+// creates pods (see growing).
+func (p *Provisioner) await(ctx context.Context, recheck <-chan time.Time) (w *window, ok bool) {
+	clk := p.opts.Clock
+	select {
+	case <-ctx.Done():
+		return nil, false
+	case <-recheck:
+	case <-p.trigger:
+	}
+	w = newWindow(clk.Now(), p.opts.BatchIdle, p.opts.BatchMax)
+	timer := clk.NewTimer(w.closesAt().Sub(clk.Now()))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-p.trigger:
+			w.arrive(clk.Now())
+			timer.Reset(w.closesAt().Sub(clk.Now()))
+			continue
+		case <-timer.C():
+		}
+		now := clk.Now()
+		if now.Before(w.closesAt()) {
+			timer.Reset(w.closesAt().Sub(now))
+			continue
+		}
+		limit := w.opened.Add(w.max)
+		if !now.Before(limit) {
+			break
+		}
+		why, err := p.growing(ctx)
+		if err != nil {
+			p.log.Error(err, "could not tell whether the pending pods' workloads are complete; closing the batch")
+		}
+		if why == "" {
+			break
+		}
+		if w.heldBy == "" {
+			p.log.V(1).Info("batch held open: a workload of its pods is still creating them", "workload", why)
+		}
+		w.heldBy = why
+		timer.Reset(min(p.opts.BatchIdle, limit.Sub(now)))
+	}
+	w.closed = clk.Now()
+	return w, true
+}
+
 // provision plans one batch and creates its NodeClaims.
-func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) error {
+func (p *Provisioner) provision(ctx context.Context, w *window) error {
+	opened, closed := w.opened, w.closed
 	b, err := p.snapshot(ctx, true)
 	if err != nil {
 		return err
@@ -381,7 +407,7 @@ func (p *Provisioner) provision(ctx context.Context, opened, closed time.Time) e
 	}
 	p.log.Info("batch planned", "pods", len(b.problem.Pods), "pending", b.pending, "leaving", len(b.moving), "nodeClaims", created,
 		"pricePerHour", launchedCost, "onInFlightNodes", len(plan.Existing), "unplaced", len(plan.Unschedulable),
-		"window", closed.Sub(opened).Round(time.Millisecond).String(), "solve", solveTook.Round(time.Microsecond).String(),
+		"window", closed.Sub(opened).Round(time.Millisecond).String(), "heldBy", w.heldBy, "solve", solveTook.Round(time.Microsecond).String(),
 		"late", len(plan.Late), "decision", decided.Round(time.Microsecond).String())
 	return nil
 }

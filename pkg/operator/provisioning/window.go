@@ -12,11 +12,18 @@ import "time"
 // controller pauses between its bursts (the ReplicaSet controller's slow
 // start, a rate-limited client) stays one window, one decision over all
 // its pods, instead of a decision per burst, each planned as if it were
-// the last; a lone pod still waits only the configured idle.
+// the last; a lone pod still waits only the configured idle. Past its idle
+// gap, the window also stays open while a workload of its pods still
+// creates them (Provisioner.await, growing): a pause of that workload's
+// controller longer than any idle gap does not split its ramp either.
 type window struct {
 	opened, last time.Time
 	longestGap   time.Duration
 	idle, max    time.Duration
+	// closed is when the window closed; heldBy names the last workload
+	// that kept it open past its idle gap (see Provisioner.growing).
+	closed time.Time
+	heldBy string
 }
 
 // maxIdleFactor bounds how far the idle gap grows.
