@@ -90,7 +90,7 @@ const AnnotationLaunchedDirectly = v1alpha1.AnnotationLaunchedDirectly
 // v1alpha1.PriceOverlayAppliedAnnotationKey makes
 // its AWS provider send CreateFleet a "prioritized" allocation strategy
 // with each override's priority set from the overlaid price.
-const AnnotationPriceOverlayApplied = v1alpha1.Group + "/price-overlay-applied"
+const AnnotationPriceOverlayApplied = v1alpha1.AnnotationPriceOverlayApplied
 
 // InsufficientCapacityError says that none of the offerings tried could be
 // launched now; Offerings lists them as "type/zone/capacity-type".

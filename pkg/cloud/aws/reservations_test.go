@@ -3,6 +3,8 @@ package aws
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -10,7 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws/ec2test"
 )
 
@@ -92,5 +97,73 @@ func TestTheEC2ServerDescribesCapacityReservations(t *testing.T) {
 	var ae smithy.APIError
 	if !errors.As(err, &ae) || ae.ErrorCode() != "InvalidCapacityReservationId.NotFound" {
 		t.Errorf("unknown id: %v, want InvalidCapacityReservationId.NotFound", err)
+	}
+}
+
+// TestReservationsSelectedByTheNodeClassAreReservedOfferings: the
+// EC2NodeClass's capacityReservationSelectorTerms select reservations
+// through the real SDK; each active one with instances left, in a zone of
+// the class's subnets, becomes an offering of capacity type reserved of
+// its instance type, counted (Count: its available instances) and priced
+// near zero (its on-demand price / 10,000,000), as Karpenter's provider
+// offers them; expired, used-up, unselected and out-of-zone ones do not.
+func TestReservationsSelectedByTheNodeClassAreReservedOfferings(t *testing.T) {
+	w := newWorld(t, func(o *Options) { o.OfferCapacityReservations = true })
+	ctx := context.Background()
+	team := map[string]string{"team": "ml"}
+	for _, r := range []ec2test.CapacityReservation{
+		{ID: "cr-aaa", OwnerID: "123456789012", InstanceType: "m5.xlarge", Zone: "us-east-1a", Total: 3, Available: 2, Tags: team},
+		{ID: "cr-bbb", OwnerID: "123456789012", InstanceType: "m5.large", Zone: "us-east-1b", Total: 1, Available: 1, Tags: team, Type: "capacity-block"},
+		{ID: "cr-ccc", OwnerID: "123456789012", InstanceType: "m5.large", Zone: "us-east-1a", Total: 1, Available: 1, Tags: team, State: "expired"},
+		{ID: "cr-ddd", OwnerID: "123456789012", InstanceType: "c5.large", Zone: "us-east-1a", Total: 5, Available: 5},
+		{ID: "cr-eee", OwnerID: "123456789012", InstanceType: "m5.large", Zone: "us-east-1a", Total: 2, Available: 0, Tags: team},
+		{ID: "cr-fff", OwnerID: "123456789012", InstanceType: "m5.large", Zone: "us-east-1c", Total: 2, Available: 2, Tags: team},
+	} {
+		w.srv.AddCapacityReservation(r)
+	}
+	nc := defaultClass()
+	nc.Generation = 2
+	nc.Spec.CapacityReservationSelectorTerms = []v1alpha1.CapacityReservationSelectorTerm{{Tags: team}}
+	w.setClass(nc)
+	pool := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	pool.Spec.Template.Spec.NodeClassRef = v1alpha1.NodeClassReference{Group: v1alpha1.Group, Kind: "EC2NodeClass", Name: "default"}
+	types, err := w.p.InstanceTypes(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			if o.CapacityType != cloud.CapacityTypeReserved {
+				continue
+			}
+			got = append(got, fmt.Sprintf("%s/%s/%s/%d", it.Name, o.Zone, o.ReservationID, o.Count))
+			od := slices.IndexFunc(it.Offerings, func(x cloud.Offering) bool { return x.CapacityType == cloud.CapacityTypeOnDemand && x.Zone == o.Zone })
+			if od < 0 || math.Abs(o.Price-it.Offerings[od].Price/reservedPriceDivisor) > 1e-15 || o.Price <= 0 {
+				t.Errorf("%s %s reserved at $%v/h, want its on-demand price / %d", it.Name, o.Zone, o.Price, reservedPriceDivisor)
+			}
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"m5.large/us-east-1b/cr-bbb/1", "m5.xlarge/us-east-1a/cr-aaa/2"}; !slices.Equal(got, want) {
+		t.Errorf("reserved offerings %v, want %v", got, want)
+	}
+
+	// Without terms: none, and no call.
+	nc = defaultClass()
+	nc.Generation = 3 // a new spec: resolved again
+	w.setClass(nc)
+	before := w.srv.Calls("DescribeCapacityReservations")
+	types, err = w.p.InstanceTypes(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range types {
+		if slices.ContainsFunc(it.Offerings, func(o cloud.Offering) bool { return o.CapacityType == cloud.CapacityTypeReserved }) {
+			t.Errorf("%s has a reserved offering with no capacityReservationSelectorTerms", it.Name)
+		}
+	}
+	if n := w.srv.Calls("DescribeCapacityReservations") - before; n != 0 {
+		t.Errorf("%d DescribeCapacityReservations calls with no terms", n)
 	}
 }
