@@ -109,6 +109,13 @@ spec:
 		t.Fatalf("3 min after the NodeOverlay: claims %s; want two r5.xlarge", last)
 	}
 	d.settled(t, ns, 2, 60*time.Second)
+	// And stay so: a node of an overlaid type is priced at the overlay's
+	// price, not at the cloud's its claim records, else every round
+	// would replace an r5.xlarge by an r5.xlarge.
+	d.quiet(t, pool, 20*time.Second, 90*time.Second)
+	if claims := d.claims(t, pool); len(claims) != 2 {
+		t.Errorf("after 20 s quiet: claims %s; want the two r5.xlarge", describeClaims(claims))
+	}
 
 	// The provisioned claim: r5.xlarge first, the others still allowed,
 	// marked for a prioritized launch.
