@@ -158,7 +158,7 @@ func (m NodeModel) SolverType(it *InstanceType, region string) solver.InstanceTy
 	}
 	offerings := make([]solver.Offering, len(it.Offerings))
 	for i, o := range it.Offerings {
-		offerings[i] = solver.Offering{Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price}
+		offerings[i] = solver.Offering{Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price, Count: o.Count, Reservation: o.ReservationID}
 	}
 	return solver.InstanceType{Name: it.Name, Labels: Labels(it, region), Capacity: capacity, Extended: extended, Overhead: overhead, Offerings: offerings}
 }

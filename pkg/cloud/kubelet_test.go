@@ -117,3 +117,23 @@ func TestNewKubeletErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSolverTypeKeepsAReservedOfferingsCount: a capacity reservation's
+// offering reaches the solver with its count and reservation, which the
+// solver plans first and never beyond (solver.Offering.Count).
+func TestSolverTypeKeepsAReservedOfferingsCount(t *testing.T) {
+	it := &InstanceType{Name: "m5.xlarge", CPU: 4000, Memory: 16 << 30, Offerings: []Offering{
+		{Zone: "us-east-1a", CapacityType: CapacityTypeOnDemand, Price: 0.192},
+		{Zone: "us-east-1a", CapacityType: CapacityTypeReserved, Price: 0.00001, Count: 2, ReservationID: "cr-aaa"},
+	}}
+	st := NodeModel{}.SolverType(it, "")
+	if len(st.Offerings) != 2 {
+		t.Fatalf("offerings %+v", st.Offerings)
+	}
+	if o := st.Offerings[0]; o.Count != 0 || o.Reservation != "" {
+		t.Errorf("on-demand offering %+v has a reservation", o)
+	}
+	if o := st.Offerings[1]; o.CapacityType != CapacityTypeReserved || o.Count != 2 || o.Reservation != "cr-aaa" {
+		t.Errorf("reserved offering %+v, want count 2 of cr-aaa", o)
+	}
+}

@@ -24,6 +24,9 @@ type CloudProvider interface {
 	// class. It returns a copy of the NodeClaim whose status carries the
 	// providerID, instance type, zone, capacity type, price, capacity and
 	// allocatable, and whose labels carry the node's well-known labels.
+	// A claim with AnnotationPriceOverlayApplied is launched on the first
+	// offering it lists that has capacity (types in order, then capacity
+	// types, then zones) rather than on the cheapest.
 	//
 	// Create must be idempotent per NodeClaim name: a retry after a crash
 	// returns the instance already launched for it (providers tag instances
@@ -79,6 +82,15 @@ type CloudProvider interface {
 // so that the operator's garbage collector adopts such an instance (creates
 // its NodeClaim) instead of terminating it.
 const AnnotationLaunchedDirectly = v1alpha1.AnnotationLaunchedDirectly
+
+// AnnotationPriceOverlayApplied marks a NodeClaim whose instance types
+// are listed by prices a NodeOverlay changed (a negotiated price the cloud
+// does not know): the cloud launches the first listed offering that has
+// capacity, as Karpenter's NodeClaim annotation
+// v1alpha1.PriceOverlayAppliedAnnotationKey makes
+// its AWS provider send CreateFleet a "prioritized" allocation strategy
+// with each override's priority set from the overlaid price.
+const AnnotationPriceOverlayApplied = v1alpha1.AnnotationPriceOverlayApplied
 
 // InsufficientCapacityError says that none of the offerings tried could be
 // launched now; Offerings lists them as "type/zone/capacity-type".

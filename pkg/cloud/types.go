@@ -8,6 +8,15 @@ package cloud
 const (
 	CapacityTypeOnDemand = "on-demand"
 	CapacityTypeSpot     = "spot"
+	// CapacityTypeReserved is Karpenter's (v1.3+) capacity type of an
+	// instance launched into a capacity reservation (an EC2 on-demand
+	// capacity reservation or capacity block): a NodePool uses
+	// reservations only where its karpenter.sh/capacity-type requirement
+	// allows "reserved"; such offerings are planned first, at a near-zero
+	// price, never more instances than the reservation has left; and a
+	// node whose reservation ends is relabelled on-demand by Karpenter's
+	// provider.
+	CapacityTypeReserved = "reserved"
 )
 
 // InstanceType is one machine shape a cloud can launch.
@@ -63,9 +72,17 @@ type Overhead struct {
 }
 
 // Offering is one way to buy an instance type: in a zone, as on-demand or spot,
-// at a price in US dollars per hour.
+// at a price in US dollars per hour, or, with capacity type
+// CapacityTypeReserved, in a capacity reservation.
 type Offering struct {
 	Zone         string  `json:"zone"`
 	CapacityType string  `json:"capacityType"`
 	Price        float64 `json:"price"`
+	// Count is, for a reserved offering, how many instances its
+	// reservation has left to launch (solver.Offering.Count); zero for
+	// the others.
+	Count int `json:"count,omitempty"`
+	// ReservationID names a reserved offering's capacity reservation
+	// (solver.Offering.Reservation).
+	ReservationID string `json:"reservationID,omitempty"`
 }

@@ -36,6 +36,11 @@ type Snapshot struct {
 	Problem *solver.Problem
 	// Pools are the NodePools in the problem, by name.
 	Pools map[string]*v1alpha1.NodePool
+	// Repriced names the instance types a NodeOverlay re-priced: a node
+	// of one is priced as the problem prices it (the overlay's price, what
+	// its replacements are priced at), not by the cloud's price its
+	// NodeClaim recorded.
+	Repriced map[string]bool
 }
 
 // nodeInfo is what the controller knows of one node of the problem.
@@ -122,7 +127,7 @@ func NewView(in Input) (*View, error) {
 		}
 		if info.claim != nil {
 			info.pool = in.Snapshot.Pools[claimPool(info.claim)]
-			if price := claimPrice(info.claim); price > 0 {
+			if price := claimPrice(info.claim); price > 0 && !in.Snapshot.Repriced[sn.InstanceType] {
 				sn.Price = price
 			}
 			if sn.Pool == "" {

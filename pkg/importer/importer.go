@@ -147,7 +147,7 @@ func (c *converter) object(where string, j []byte, inList bool) error {
 		c.warnf(where, "%s skipped: Karpenter makes NodeClaims from NodePools, and so does the operator; import the NodePool it came from", label)
 		return nil
 	case "NodeOverlay " + karpenter.V1Alpha1:
-		c.warnf(where, "%s skipped: rightsize.dev has no NodeOverlay; keep it as it is: explain -f reads it beside the NodePools and live explain reads it from the cluster, but the operator does not apply it yet", label)
+		c.warnf(where, "%s skipped: rightsize.dev has no NodeOverlay; keep it as it is: explain -f reads it beside the NodePools, and live explain and the operator read it from the cluster (karpenter.sh/v1alpha1 nodeoverlays)", label)
 		return nil
 	default:
 		switch h.Kind {

@@ -21,10 +21,11 @@ import (
 // select by pool labels (karpenter.sh/nodepool); the problem's own types,
 // which price existing nodes, are overlaid with no pool labels. It returns
 // one sentence per overlay that changed something, e.g. "prices adjusted
-// by NodeOverlay savings-plan for 12 instance types".
-func applyOverlays(p *solver.Problem, overlays []snapshot.Overlay) []string {
+// by NodeOverlay savings-plan for 12 instance types", and the names of the
+// instance types some offering of which an overlay re-priced.
+func applyOverlays(p *solver.Problem, overlays []snapshot.Overlay) (notes []string, repriced map[string]bool) {
 	if len(overlays) == 0 {
-		return nil
+		return nil, nil
 	}
 	order := slices.Clone(overlays)
 	slices.SortStableFunc(order, func(a, b snapshot.Overlay) int {
@@ -53,9 +54,10 @@ func applyOverlays(p *solver.Problem, overlays []snapshot.Overlay) []string {
 		labels[solver.LabelNodePool] = pool.Name
 		pool.InstanceTypes = overlaid(types, labels, order, priced, capacity, p.ExtendedResources)
 	}
-	var notes []string
+	repriced = map[string]bool{}
 	for i, o := range order {
 		var what []string
+		maps.Copy(repriced, priced[i])
 		if n := len(priced[i]); n > 0 {
 			what = append(what, fmt.Sprintf("prices adjusted by NodeOverlay %s (%s) for %d instance types", o.Name, o.Price, n))
 		}
@@ -67,7 +69,7 @@ func applyOverlays(p *solver.Problem, overlays []snapshot.Overlay) []string {
 		}
 		notes = append(notes, strings.Join(what, "; "))
 	}
-	return notes
+	return notes, repriced
 }
 
 // overlaid returns a copy of types with the overlays (in order) applied,

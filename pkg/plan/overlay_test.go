@@ -42,7 +42,7 @@ func TestApplyOverlays(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &solver.Problem{InstanceTypes: testTypes(), Pools: []solver.Pool{{Name: "web"}}}
-			notes := applyOverlays(p, tc.overlays)
+			notes, _ := applyOverlays(p, tc.overlays)
 			price := func(types []solver.InstanceType, ct string) float64 {
 				for _, o := range types[0].Offerings {
 					if o.CapacityType == ct {

@@ -66,6 +66,11 @@ type Result struct {
 	// Overlays say, one sentence each, what the input's NodeOverlays
 	// changed (see applyOverlays).
 	Overlays []string
+	// Repriced names the instance types some offering of which a
+	// NodeOverlay re-priced: a launch allowing one of them is ordered by
+	// those prices, which the cloud does not know (see
+	// cloud.AnnotationPriceOverlayApplied).
+	Repriced map[string]bool
 	// EKSDaemonSets is set when the problem's DaemonSets are EKSDaemonSets,
 	// added for an offline input that has none.
 	EKSDaemonSets bool
@@ -118,7 +123,7 @@ func Build(in Input) (*Result, error) {
 		}
 	}
 	addAttachLimits(p)
-	r.Overlays = applyOverlays(p, m.Overlays)
+	r.Overlays, r.Repriced = applyOverlays(p, m.Overlays)
 	if len(m.Overlays) > 0 {
 		r.Prices = NewPrices(p.InstanceTypes)
 	}

@@ -115,6 +115,11 @@ const (
 	// the instance (a tag, a node annotation) so that the operator's garbage
 	// collector adopts such an instance instead of terminating it.
 	AnnotationLaunchedDirectly = Group + "/launched-directly"
+	// AnnotationPriceOverlayApplied marks a NodeClaim whose instance
+	// types are listed by prices a Karpenter NodeOverlay changed: the
+	// cloud launches the first listed offering that has capacity rather
+	// than its own cheapest (cloud.AnnotationPriceOverlayApplied).
+	AnnotationPriceOverlayApplied = Group + "/price-overlay-applied"
 )
 
 // Annotations users put on pods and nodes.

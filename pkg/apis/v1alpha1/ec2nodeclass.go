@@ -54,6 +54,15 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.exists(t, has(t.alias)) || self.size() == 1",message="an alias term must be the only amiSelectorTerms entry"
 	// +required
 	AMISelectorTerms []AMISelectorTerm `json:"amiSelectorTerms"`
+	// CapacityReservationSelectorTerms select the capacity reservations
+	// (on-demand capacity reservations and capacity blocks) nodes may be
+	// launched into, as Karpenter's field of the same name; terms are
+	// ORed, the fields of a term ANDed. Their instances are offered with
+	// capacity type "reserved", to NodePools that allow it, before
+	// on-demand and spot.
+	// +kubebuilder:validation:MaxItems=30
+	// +optional
+	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
 	// AMIFamily is the image family, which decides the user data format and
 	// default disks. Optional when an amiSelectorTerms entry has an alias
 	// (the family is the alias's); required otherwise.
@@ -116,6 +125,26 @@ type SubnetSelectorTerm struct {
 	// +kubebuilder:validation:Pattern=`^subnet-[0-9a-z]+$`
 	// +optional
 	ID string `json:"id,omitempty"`
+}
+
+// CapacityReservationSelectorTerm selects capacity reservations by ID, or
+// by tags and owner.
+// +kubebuilder:validation:XValidation:rule="has(self.id) != (has(self.tags) || has(self.ownerID))",message="a capacityReservationSelectorTerms entry has an id alone, or tags (and an ownerID)"
+type CapacityReservationSelectorTerm struct {
+	// ID is a capacity reservation ID.
+	// +kubebuilder:validation:Pattern=`^cr-[0-9a-z]+$`
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Tags match reservations carrying all of them; "*" matches any value.
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=20
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// OwnerID is the AWS account that owns the reservations (one shared
+	// with this account).
+	// +kubebuilder:validation:Pattern=`^[0-9]{12}$`
+	// +optional
+	OwnerID string `json:"ownerID,omitempty"`
 }
 
 // SecurityGroupSelectorTerm selects security groups by ID, name or tags.

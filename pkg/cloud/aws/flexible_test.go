@@ -36,6 +36,9 @@ func TestAFlexibleClaimIsOneFleetCallWithAnOverridePerTypeAndZone(t *testing.T) 
 		refuse       []string // type/zone refused for the capacity type
 		wantType     string
 		wantStrategy [2]string // option key, strategy
+		// prioritized lists m5.xlarge first and marks the claim
+		// cloud.AnnotationPriceOverlayApplied: EC2 takes the listed order.
+		prioritized bool
 	}{
 		{name: "on-demand: the cheapest override", capacityType: "on-demand", wantType: "c5.large",
 			wantStrategy: [2]string{"OnDemandOptions.AllocationStrategy", "lowest-price"}},
@@ -45,6 +48,13 @@ func TestAFlexibleClaimIsOneFleetCallWithAnOverridePerTypeAndZone(t *testing.T) 
 		{name: "spot: price-capacity-optimized, refusals fall through", capacityType: "spot",
 			refuse: []string{"c5.large/us-east-1a", "c5.large/us-east-1b"}, wantType: "m5.large",
 			wantStrategy: [2]string{"SpotOptions.AllocationStrategy", "price-capacity-optimized"}},
+		{name: "overlay-priced on-demand: prioritized, the first listed though dearer", capacityType: "on-demand", prioritized: true, wantType: "m5.xlarge",
+			wantStrategy: [2]string{"OnDemandOptions.AllocationStrategy", "prioritized"}},
+		{name: "overlay-priced on-demand: the first listed refused everywhere, the next listed", capacityType: "on-demand", prioritized: true,
+			refuse: []string{"m5.xlarge/us-east-1a", "m5.xlarge/us-east-1b"}, wantType: "c5.large",
+			wantStrategy: [2]string{"OnDemandOptions.AllocationStrategy", "prioritized"}},
+		{name: "overlay-priced spot: capacity-optimized-prioritized", capacityType: "spot", prioritized: true, wantType: "m5.xlarge",
+			wantStrategy: [2]string{"SpotOptions.AllocationStrategy", "capacity-optimized-prioritized"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
@@ -54,7 +64,13 @@ func TestAFlexibleClaimIsOneFleetCallWithAnOverridePerTypeAndZone(t *testing.T) 
 				w.srv.RefuseCapacity(typ, zone, tc.capacityType, "")
 			}
 			reqs := append(slices.Clone(flexible), req(v1alpha1.LabelCapacityType, v1alpha1.NodeSelectorOpIn, tc.capacityType))
-			nc, err := w.p.Create(ctx, claim("default-flex", "1", "2Gi", reqs...))
+			nc := claim("default-flex", "1", "2Gi", reqs...)
+			if tc.prioritized {
+				reqs[0] = req("node.kubernetes.io/instance-type", v1alpha1.NodeSelectorOpIn, "m5.xlarge", "c5.large", "m5.large")
+				nc = claim("default-flex", "1", "2Gi", reqs...)
+				nc.Annotations = map[string]string{cloud.AnnotationPriceOverlayApplied: "true"}
+			}
+			nc, err := w.p.Create(ctx, nc)
 			if err != nil {
 				t.Fatalf("Create: %v", err)
 			}
@@ -69,6 +85,15 @@ func TestAFlexibleClaimIsOneFleetCallWithAnOverridePerTypeAndZone(t *testing.T) 
 			want := []string{"c5.large/us-east-1a", "c5.large/us-east-1b", "m5.large/us-east-1a", "m5.large/us-east-1b", "m5.xlarge/us-east-1a", "m5.xlarge/us-east-1b"}
 			if got := fleetOverrides(fleet); !slices.Equal(got, want) {
 				t.Errorf("overrides %v, want one per allowed type and zone %v", got, want)
+			}
+			priorities := 0
+			for k := range fleet {
+				if strings.HasSuffix(k, ".Priority") {
+					priorities++
+				}
+			}
+			if want := map[bool]int{true: len(want)}[tc.prioritized]; priorities != want {
+				t.Errorf("%d overrides carry a Priority, want %d", priorities, want)
 			}
 			if got := fleet[tc.wantStrategy[0]]; !slices.Equal(got, []string{tc.wantStrategy[1]}) {
 				t.Errorf("%s = %v, want %s", tc.wantStrategy[0], got, tc.wantStrategy[1])

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,6 +187,15 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 		capacityType = cloud.CapacityTypeSpot
 	}
 	cands = slices.DeleteFunc(cands, func(c candidate) bool { return c.offering.CapacityType != capacityType })
+	prioritized := claim.Annotations[cloud.AnnotationPriceOverlayApplied] == "true"
+	if prioritized {
+		// Prices a NodeOverlay set, which EC2 does not know, ordered the
+		// claim's types: EC2 takes them in that order.
+		slices.SortStableFunc(cands, func(a, b candidate) int {
+			return cmp.Or(cmp.Compare(listedAt(claim, solver.LabelInstanceType, a.it.Name), listedAt(claim, solver.LabelInstanceType, b.it.Name)),
+				cmp.Compare(listedAt(claim, solver.LabelZone, a.offering.Zone), listedAt(claim, solver.LabelZone, b.offering.Zone)))
+		})
+	}
 	cands = cheapestTypes(cands, maxInstanceTypes)
 	configs, err := p.fleetConfigs(ctx, claim, rc, bds, cands)
 	if err != nil {
@@ -209,6 +219,12 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags},
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: ec2Tags},
 		},
+	}
+	if prioritized {
+		// As Karpenter's provider launches a claim an overlay priced
+		// (pkg/providers/instance/types.go, CreateFleetInputBuilder.Build).
+		in.OnDemandOptions.AllocationStrategy = ec2types.FleetOnDemandAllocationStrategyPrioritized
+		in.SpotOptions.AllocationStrategy = ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized
 	}
 	if claim.UID != "" {
 		in.ClientToken = aws.String(string(claim.UID))
@@ -272,6 +288,20 @@ func zoneOfSubnet(rc *resolvedClass, id string) string {
 // fleetConfigs creates (or reuses) a launch template per image and max-pods
 // value among the candidates, and returns the fleet's configurations with
 // each candidate as an override of its template.
+// listedAt is where the claim's last In requirement on key lists v
+// (math.MaxInt when it does not).
+func listedAt(claim *v1alpha1.NodeClaim, key, v string) int {
+	for _, r := range slices.Backward(claim.Spec.Requirements) {
+		if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn {
+			if i := slices.Index(r.Values, v); i >= 0 {
+				return i
+			}
+			break
+		}
+	}
+	return math.MaxInt
+}
+
 func (p *Provider) fleetConfigs(ctx context.Context, claim *v1alpha1.NodeClaim, rc *resolvedClass, bds []blockDevice, cands []candidate) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
 	type key struct {
 		image   string
@@ -288,6 +318,7 @@ func (p *Provider) fleetConfigs(ctx context.Context, claim *v1alpha1.NodeClaim, 
 	}
 	taints := append(slices.Clone(claim.Spec.Taints), claim.Spec.StartupTaints...)
 	taints = append(taints, cloud.UnregisteredTaint)
+	prioritized := claim.Annotations[cloud.AnnotationPriceOverlayApplied] == "true"
 	var out []ec2types.FleetLaunchTemplateConfigRequest
 	for _, k := range order {
 		b := bootstrap{
@@ -313,9 +344,14 @@ func (p *Provider) fleetConfigs(ctx context.Context, claim *v1alpha1.NodeClaim, 
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateId: aws.String(id), Version: aws.String("$Latest")},
 		}
 		for _, c := range byKey[k] {
-			cfg.Overrides = append(cfg.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+			o := ec2types.FleetLaunchTemplateOverridesRequest{
 				InstanceType: ec2types.InstanceType(c.it.Name), SubnetId: aws.String(c.subnet), AvailabilityZone: aws.String(c.offering.Zone),
-			})
+			}
+			if prioritized {
+				// Lower is taken first; cands are in the claim's order.
+				o.Priority = aws.Float64(float64(slices.IndexFunc(cands, func(x candidate) bool { return x.subnet == c.subnet && x.it.Name == c.it.Name })))
+			}
+			cfg.Overrides = append(cfg.Overrides, o)
 		}
 		out = append(out, cfg)
 	}

@@ -260,6 +260,12 @@ func (p *Provider) InstanceTypes(ctx context.Context, pool *v1alpha1.NodePool) (
 	for _, s := range rc.status.Subnets {
 		zones[s.Zone] = true
 	}
+	var reserved map[string][]cloud.Offering
+	if p.opts.OfferCapacityReservations {
+		if reserved, err = p.reservedOfferings(ctx, rc.spec.CapacityReservationSelectorTerms); err != nil {
+			return nil, fmt.Errorf("aws: EC2NodeClass %s's capacity reservations: %w", ref.Name, err)
+		}
+	}
 	archs := rc.architectures()
 	out := types[:0]
 	for _, it := range types {
@@ -267,6 +273,7 @@ func (p *Provider) InstanceTypes(ctx context.Context, pool *v1alpha1.NodePool) (
 			continue
 		}
 		it.Offerings = slices.DeleteFunc(it.Offerings, func(o cloud.Offering) bool { return !zones[o.Zone] })
+		addReserved(&it, reserved[it.Name], zones)
 		it.Kubelet = kubelet
 		if len(it.Offerings) > 0 {
 			out = append(out, it)

@@ -282,13 +282,15 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 }
 
 // choose picks the cheapest offering the claim allows and that has
-// capacity, or explains why there is none.
+// capacity (the first it lists, for a claim priced by a NodeOverlay), or
+// explains why there is none.
 func (p *Provider) choose(claim *v1alpha1.NodeClaim, types []cloud.InstanceType, ice []v1alpha1.SimOffering) (*cloud.InstanceType, cloud.Offering, error) {
 	var (
 		best      *cloud.InstanceType
 		bestOff   cloud.Offering
 		exhausted []string
 	)
+	prioritized := claim.Annotations[cloud.AnnotationPriceOverlayApplied] == "true"
 	want := requests(claim)
 	for i := range types {
 		it := &types[i]
@@ -317,7 +319,7 @@ func (p *Provider) choose(claim *v1alpha1.NodeClaim, types []cloud.InstanceType,
 				exhausted = append(exhausted, it.Name+"/"+off.Zone+"/"+off.CapacityType)
 				continue
 			}
-			if best == nil || off.Price < bestOff.Price || off.Price == bestOff.Price && listedFirst(claim, it.Name, off.Zone, best.Name, bestOff.Zone) {
+			if best == nil || better(claim, prioritized, it.Name, off, best.Name, bestOff) {
 				best, bestOff = it, off
 			}
 		}
@@ -331,10 +333,16 @@ func (p *Provider) choose(claim *v1alpha1.NodeClaim, types []cloud.InstanceType,
 	return nil, cloud.Offering{}, fmt.Errorf("sim: no instance type offered satisfies NodeClaim %s's requirements and resource requests", claim.Name)
 }
 
-// listedFirst reports whether the claim lists instance type typ and zone
-// before other and otherZone: between offerings of one price, the one a
-// flexible claim lists first (the planned one) is launched.
-func listedFirst(claim *v1alpha1.NodeClaim, typ, zone, other, otherZone string) bool {
+// better reports whether offering off of type typ is launched rather than
+// other of type otherType: the cheaper, and between offerings of one price
+// the one the claim lists first (the planned one). A prioritized claim
+// (cloud.AnnotationPriceOverlayApplied) is launched on the first it lists,
+// whatever the price: types in order, then capacity types, then zones, as
+// EC2's "prioritized" allocation strategy takes Karpenter's overrides.
+func better(claim *v1alpha1.NodeClaim, prioritized bool, typ string, off cloud.Offering, otherType string, other cloud.Offering) bool {
+	if !prioritized && off.Price != other.Price {
+		return off.Price < other.Price
+	}
 	rank := func(key, v string) int {
 		for _, r := range slices.Backward(claim.Spec.Requirements) {
 			if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn {
@@ -346,10 +354,18 @@ func listedFirst(claim *v1alpha1.NodeClaim, typ, zone, other, otherZone string) 
 		}
 		return math.MaxInt
 	}
-	if a, b := rank(solver.LabelInstanceType, typ), rank(solver.LabelInstanceType, other); a != b {
+	if a, b := rank(solver.LabelInstanceType, typ), rank(solver.LabelInstanceType, otherType); a != b {
 		return a < b
 	}
-	return rank(solver.LabelZone, zone) < rank(solver.LabelZone, otherZone)
+	if prioritized {
+		if a, b := rank(solver.LabelCapacityType, off.CapacityType), rank(solver.LabelCapacityType, other.CapacityType); a != b {
+			return a < b
+		}
+	}
+	if a, b := rank(solver.LabelZone, off.Zone), rank(solver.LabelZone, other.Zone); a != b {
+		return a < b
+	}
+	return prioritized && off.Price < other.Price
 }
 
 // short reports whether the offering is listed as out of capacity.

@@ -287,7 +287,10 @@ func TestIsDriftedComparesTheSimNodeClassHashStampedAtLaunch(t *testing.T) {
 
 // TestAFlexibleClaimLandsOnTheCheapestAvailableOffering: a NodeClaim that
 // allows several types and zones launches, as EC2's lowest-price fleet
-// does, on the cheapest offering not out of capacity, and says which.
+// does, on the cheapest offering not out of capacity, and says which; one
+// a NodeOverlay priced (cloud.AnnotationPriceOverlayApplied) launches, as
+// EC2's prioritized fleet does, on the first listed offering not out of
+// capacity, dearer or not.
 func TestAFlexibleClaimLandsOnTheCheapestAvailableOffering(t *testing.T) {
 	ctx := context.Background()
 	flexible := []v1alpha1.NodeSelectorRequirement{
@@ -300,6 +303,7 @@ func TestAFlexibleClaimLandsOnTheCheapestAvailableOffering(t *testing.T) {
 		ice                []v1alpha1.SimOffering
 		wantType, wantZone string // wantZone "" means either allowed zone
 		wantICE            bool
+		prioritized        bool
 	}{
 		{name: "nothing short: the cheapest type, in the zone listed first of equal prices", wantType: "c5.large", wantZone: "us-east-1a"},
 		{name: "the cheapest short in one zone: the same type in the other", wantType: "c5.large", wantZone: "us-east-1b",
@@ -308,10 +312,19 @@ func TestAFlexibleClaimLandsOnTheCheapestAvailableOffering(t *testing.T) {
 			ice: []v1alpha1.SimOffering{{InstanceType: "c5.large"}}},
 		{name: "every allowed offering short: insufficient capacity", wantICE: true,
 			ice: []v1alpha1.SimOffering{{InstanceType: "c5.large"}, {InstanceType: "m5.large"}, {InstanceType: "r5.large", CapacityType: "on-demand"}}},
+		{name: "prioritized: the type listed first, dearer than the next", prioritized: true, wantType: "m5.large", wantZone: "us-east-1a"},
+		{name: "prioritized, the first short in its first zone: its next zone before the next type", prioritized: true, wantType: "m5.large", wantZone: "us-east-1b",
+			ice: []v1alpha1.SimOffering{{InstanceType: "m5.large", Zone: "us-east-1a"}}},
+		{name: "prioritized, the first short everywhere: the type listed next", prioritized: true, wantType: "c5.large", wantZone: "us-east-1a",
+			ice: []v1alpha1.SimOffering{{InstanceType: "m5.large"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _ := newProvider(t, &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "sim"}, Spec: v1alpha1.SimNodeClassSpec{InsufficientCapacity: tc.ice}})
-			got, err := p.Create(ctx, claim("a", flexible...))
+			nc := claim("a", flexible...)
+			if tc.prioritized {
+				nc.Annotations = map[string]string{cloud.AnnotationPriceOverlayApplied: "true"}
+			}
+			got, err := p.Create(ctx, nc)
 			if tc.wantICE {
 				var ice *cloud.InsufficientCapacityError
 				if !errors.As(err, &ice) || len(ice.Offerings) != 6 {

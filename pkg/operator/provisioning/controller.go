@@ -36,6 +36,7 @@ type workqueueT = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // +kubebuilder:rbac:groups=rightsize.dev,resources=nodeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=rightsize.dev,resources=nodepools/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeoverlays,verbs=get;list;watch
 
 // Register adds the provisioner (a leader-only runnable) and the controller
 // that triggers it to the manager. Pods turning Unschedulable, NodePools

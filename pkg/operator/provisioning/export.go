@@ -24,7 +24,7 @@ func (p *Provisioner) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{Problem: b.problem, Pools: b.pools}, nil
+	return &Snapshot{Problem: b.problem, Pools: b.pools, Repriced: b.repriced}, nil
 }
 
 // Launch creates the NodeClaim of a node the solver planned on the

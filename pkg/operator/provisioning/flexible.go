@@ -34,6 +34,10 @@ type flexibility struct {
 	// relaxed says which minValues the types fall short of, when the
 	// policy let the launch go ahead anyway.
 	relaxed string
+	// prioritized says that a NodeOverlay re-priced one of the types: the
+	// cloud must take them in the order given, not by its own prices
+	// (cloud.AnnotationPriceOverlayApplied).
+	prioritized bool
 }
 
 // flexible returns what the NodeClaim of planned node n of pool np allows,
@@ -71,6 +75,7 @@ func (p *Provisioner) flexible(b *batch, np *v1alpha1.NodePool, n *solver.NewNod
 		f.types, f.zones, f.capacityTypes = []string{n.InstanceType}, []string{n.Zone}, []string{n.CapacityType}
 		kept = []solver.LaunchOption{{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType}}
 	}
+	f.prioritized = len(f.types) > 1 && slices.ContainsFunc(f.types, func(t string) bool { return b.repriced[t] })
 	var short []string
 	for _, r := range np.Spec.Template.Spec.Requirements {
 		if r.MinValues == nil {

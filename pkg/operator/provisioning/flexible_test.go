@@ -42,6 +42,10 @@ func TestFlexibleClaimsAllowTheOptionsWithinLimitsAndMinValues(t *testing.T) {
 		// wantTypes is how many types; wantLargest the largest size allowed.
 		wantTypes, wantLargest   int
 		wantRefused, wantRelaxed bool
+		// repriced are the types a NodeOverlay re-priced; wantPrioritized
+		// whether the claim must be launched in its listed order.
+		repriced        []string
+		wantPrioritized bool
 	}{
 		{name: "all options, truncated to 60 types by price", opts: opts, wantTypes: MaxInstanceTypes, wantLargest: 8},
 		{name: "types over the pool's CPU limit are left out", opts: opts, limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
@@ -56,12 +60,20 @@ func TestFlexibleClaimsAllowTheOptionsWithinLimitsAndMinValues(t *testing.T) {
 		{name: "minValues on a key no type labels counts the requirement's values", opts: opts[:2],
 			reqs: []v1alpha1.NodeSelectorRequirement{minValues("team", 2, "a", "b")}, wantTypes: 1, wantLargest: 1},
 		{name: "no options: the planned offering", wantTypes: 1, wantLargest: 1},
+		{name: "a NodeOverlay re-priced an allowed type: launched in the listed order", opts: opts, repriced: []string{"c8.s7"},
+			wantTypes: MaxInstanceTypes, wantLargest: 8, wantPrioritized: true},
+		{name: "a NodeOverlay re-priced only types left out: the cloud's own order", opts: opts, repriced: []string{"c8.s10"},
+			wantTypes: MaxInstanceTypes, wantLargest: 8},
+		{name: "a NodeOverlay re-priced the one type allowed: nothing to order", repriced: []string{"c1.s1"}, wantTypes: 1, wantLargest: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			np := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 			np.Spec.Template.Spec.Requirements = tc.reqs
 			np.Spec.Limits = tc.limits
-			b := &batch{problem: &solver.Problem{}, types: types, usage: map[string]solver.Resources{"web": {solver.CPU: 0}}}
+			b := &batch{problem: &solver.Problem{}, types: types, usage: map[string]solver.Resources{"web": {solver.CPU: 0}}, repriced: map[string]bool{}}
+			for _, name := range tc.repriced {
+				b.repriced[name] = true
+			}
 			p := New(nil, nil, nil, logr.Discard(), nil, Options{MinValuesPolicy: tc.policy})
 			f, why := p.flexible(b, np, &planned, tc.opts)
 			if (why != "") != tc.wantRefused {
@@ -69,6 +81,9 @@ func TestFlexibleClaimsAllowTheOptionsWithinLimitsAndMinValues(t *testing.T) {
 			}
 			if (f.relaxed != "") != tc.wantRelaxed {
 				t.Errorf("relaxed %q, want relaxed %v", f.relaxed, tc.wantRelaxed)
+			}
+			if f.prioritized != tc.wantPrioritized {
+				t.Errorf("prioritized %v, want %v", f.prioritized, tc.wantPrioritized)
 			}
 			if tc.wantRefused {
 				if !strings.Contains(why, "minValues") {

@@ -519,6 +519,9 @@ func (p *Provisioner) newClaim(b *batch, np *v1alpha1.NodePool, n *solver.NewNod
 	if flex.relaxed != "" {
 		annotations[AnnotationMinValuesRelaxed] = "true"
 	}
+	if flex.prioritized {
+		annotations[cloud.AnnotationPriceOverlayApplied] = "true"
+	}
 	claim := np.NewNodeClaim(v1alpha1.NodeClaimOptions{
 		InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType, Requests: requests,
 		InstanceTypes: flex.types, Zones: flex.zones, CapacityTypes: flex.capacityTypes,

@@ -12,7 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +71,9 @@ type batch struct {
 	// overflow counts the nominated pods their claim's node can no longer
 	// take: they are planned again in the next batch.
 	overflow int
+	// repriced names the instance types a NodeOverlay re-priced (see
+	// plan.Result.Repriced).
+	repriced map[string]bool
 }
 
 // unschedulable reports whether the scheduler has tried the pod and found no
@@ -230,6 +236,11 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 	for i := range pdbs.Items {
 		objs.PDBs = append(objs.PDBs, &pdbs.Items[i])
 	}
+	overlays, err := p.nodeOverlays(ctx)
+	if err != nil {
+		return nil, err
+	}
+	objs.NodeOverlays = overlays
 	cl := snapshot.FromObjects(&objs)
 	// Our pools' nodes carry rightsize.dev/nodepool too.
 	for pi := range cl.Pools {
@@ -362,8 +373,33 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 	if err != nil {
 		return nil, fmt.Errorf("building the problem: %w", err)
 	}
-	b.problem = built.Problem
+	b.problem, b.repriced = built.Problem, built.Repriced
 	return b, nil
+}
+
+// nodeOverlays reads Karpenter's NodeOverlays (karpenter.sh/v1alpha1), the
+// price and capacity overrides every front end applies (plan.Build); none
+// when their CRD is not installed. Read from the API server, not a cache:
+// the CRD may come and go, and an informer on a missing kind never syncs.
+func (p *Provisioner) nodeOverlays(ctx context.Context) ([]json.RawMessage, error) {
+	gvk := snapshot.KarpenterNodeOverlays.GroupVersion().WithKind("NodeOverlayList")
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(gvk)
+	if err := p.client.List(ctx, &list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading NodeOverlays: %w", err)
+	}
+	out := make([]json.RawMessage, 0, len(list.Items))
+	for i := range list.Items {
+		raw, err := json.Marshal(list.Items[i].Object)
+		if err != nil {
+			return nil, fmt.Errorf("NodeOverlay %s: %w", list.Items[i].GetName(), err)
+		}
+		out = append(out, raw)
+	}
+	return out, nil
 }
 
 // holdWhileFits adds to the node's requests those of the pods nominated

@@ -54,6 +54,7 @@ type Server struct {
 	listLag       time.Duration
 	types         map[string]*InstanceType
 	subnets       []Subnet
+	reservations  []*CapacityReservation
 	groups        []SecurityGroup
 	images        []Image
 	spotPrices    []SpotPrice
@@ -215,6 +216,8 @@ func (s *Server) dispatch(action string, p params) ([]byte, []Instance, error) {
 		v, err = s.describeSpotPriceHistory(m, p)
 	case "DescribeSubnets":
 		v, err = s.describeSubnets(m, p)
+	case "DescribeCapacityReservations":
+		v, err = s.describeCapacityReservations(m, p)
 	case "DescribeSecurityGroups":
 		v, err = s.describeSecurityGroups(m, p)
 	case "DescribeImages":

@@ -1,0 +1,126 @@
+package ec2test
+
+import (
+	"slices"
+	"strconv"
+)
+
+// CapacityReservation is an on-demand capacity reservation (ODCR) or a
+// capacity block: Available of Total instances of one type in one zone
+// are left to launch into.
+type CapacityReservation struct {
+	ID, OwnerID, InstanceType, Zone string
+	Total, Available                int
+	// State is "active" when empty.
+	State string
+	// MatchCriteria is "open" or "targeted" ("targeted" when empty).
+	MatchCriteria string
+	// Type is "default" (an ODCR) or "capacity-block" ("default" when
+	// empty).
+	Type string
+	Tags map[string]string
+}
+
+// AddCapacityReservation adds a capacity reservation.
+func (s *Server) AddCapacityReservation(r CapacityReservation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.State == "" {
+		r.State = "active"
+	}
+	if r.MatchCriteria == "" {
+		r.MatchCriteria = "targeted"
+	}
+	if r.Type == "" {
+		r.Type = "default"
+	}
+	s.reservations = append(s.reservations, &r)
+}
+
+// CapacityReservationAvailable returns how many instances reservation id
+// has left, or -1 when there is no such reservation.
+func (s *Server) CapacityReservationAvailable(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.reservation(id); r != nil {
+		return r.Available
+	}
+	return -1
+}
+
+// reservation returns the reservation of id, or nil.
+func (s *Server) reservation(id string) *CapacityReservation {
+	i := slices.IndexFunc(s.reservations, func(r *CapacityReservation) bool { return r.ID == id })
+	if i < 0 {
+		return nil
+	}
+	return s.reservations[i]
+}
+
+func (s *Server) describeCapacityReservations(m meta, p params) (any, error) {
+	ids := p.list("CapacityReservationId")
+	for _, id := range ids {
+		if s.reservation(id) == nil {
+			return nil, badRequest("InvalidCapacityReservationId.NotFound", "The capacity reservation ID '%s' does not exist", id)
+		}
+	}
+	var all []capacityReservationXML
+	for _, r := range s.reservations {
+		if len(ids) > 0 && !slices.Contains(ids, r.ID) {
+			continue
+		}
+		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
+			switch f {
+			case "capacity-reservation-id":
+				return []string{r.ID}, true
+			case "owner-id":
+				return []string{r.OwnerID}, true
+			case "instance-type":
+				return []string{r.InstanceType}, true
+			case "availability-zone":
+				return []string{r.Zone}, true
+			case "state":
+				return []string{r.State}, true
+			case "instance-match-criteria":
+				return []string{r.MatchCriteria}, true
+			case "reservation-type":
+				return []string{r.Type}, true
+			}
+			return tagField(f, r.Tags)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			all = append(all, capacityReservationXML{ID: r.ID, OwnerID: r.OwnerID, InstanceType: r.InstanceType, Platform: "Linux/UNIX",
+				Zone: r.Zone, Tenancy: "default", Total: strconv.Itoa(r.Total), Available: strconv.Itoa(r.Available), State: r.State,
+				MatchCriteria: r.MatchCriteria, Type: r.Type, Tags: tagsXML(r.Tags)})
+		}
+	}
+	pg, next, err := page(all, p, s.pageSize)
+	if err != nil {
+		return nil, err
+	}
+	return describeCapacityReservationsXML{meta: m, Reservations: itemsOf(pg), NextToken: next}, nil
+}
+
+type describeCapacityReservationsXML struct {
+	meta
+	Reservations *items[capacityReservationXML] `xml:"capacityReservationSet"`
+	NextToken    string                         `xml:"nextToken,omitempty"`
+}
+
+type capacityReservationXML struct {
+	ID            string         `xml:"capacityReservationId"`
+	OwnerID       string         `xml:"ownerId"`
+	InstanceType  string         `xml:"instanceType"`
+	Platform      string         `xml:"instancePlatform"`
+	Zone          string         `xml:"availabilityZone"`
+	Tenancy       string         `xml:"tenancy"`
+	Total         string         `xml:"totalInstanceCount"`
+	Available     string         `xml:"availableInstanceCount"`
+	State         string         `xml:"state"`
+	MatchCriteria string         `xml:"instanceMatchCriteria"`
+	Type          string         `xml:"reservationType"`
+	Tags          *items[tagXML] `xml:"tagSet"`
+}
