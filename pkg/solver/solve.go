@@ -194,6 +194,7 @@ func Solve(p *Problem) (*Plan, error) {
 		bound, prices = s.fluidBound(pending)
 	}
 	s.bestPacking(prices)
+	s.dissolve(p.Options.Deadline)
 	s.nodes = append(s.nodes, bundles...)
 	s.kinds = append(s.kinds, s.reservedKinds...)
 	s.nodes = append(s.nodes, reserved...)
