@@ -175,6 +175,16 @@ func Solve(p *Problem) (*Plan, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	canon, orig := p.inCanonicalOrder()
+	plan := canon.solve()
+	if orig != nil {
+		plan.toCallerIndices(orig)
+	}
+	return plan, nil
+}
+
+// solve is Solve on a valid problem whose pods are in canonical order.
+func (p *Problem) solve() *Plan {
 	s := &state{p: resolveNamespaces(p.normalized()), domains: &domainMemo{seen: map[string][]string{}}}
 	s.buildClasses()
 	s.buildKinds()
@@ -225,7 +235,7 @@ func Solve(p *Problem) (*Plan, error) {
 		bound, _ = s.fluidBound(placed)
 	}
 	s.plan.LowerBound = bound
-	return &s.plan, nil
+	return &s.plan
 }
 
 func (p *Problem) validate() error {
