@@ -1109,7 +1109,7 @@ func (s *state) emit() {
 	for _, n := range s.nodes {
 		k := s.kinds[n.kind]
 		it := &s.p.PoolTypes(k.pool)[k.typ]
-		reason := s.placementReason(n)
+		reason, offering := s.placementReason(n), s.offeringName(k)
 		for copy := 0; copy < n.count; copy++ {
 			o := it.Offerings[k.offering]
 			for _, t := range k.ties {
@@ -1121,6 +1121,7 @@ func (s *state) emit() {
 			node := NewNode{
 				Pool: s.p.Pools[k.pool].Name, InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType,
 				Price: o.Price, Allocatable: k.alloc, Reason: reason, Labels: k.labels,
+				offering: offering, pool: k.pool,
 			}
 			for _, t := range n.takes {
 				c := s.classes[t.class]
