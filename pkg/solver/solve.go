@@ -175,15 +175,15 @@ func Solve(p *Problem) (*Plan, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	canon, orig := p.inCanonicalOrder()
-	plan := canon.solve()
+	ordered, orig := p.inPlanningOrder()
+	plan := ordered.solve()
 	if orig != nil {
 		plan.toCallerIndices(orig)
 	}
 	return plan, nil
 }
 
-// solve is Solve on a valid problem whose pods are in canonical order.
+// solve is Solve on a valid problem whose pods are in planning order.
 func (p *Problem) solve() *Plan {
 	s := &state{p: resolveNamespaces(p.normalized()), domains: &domainMemo{seen: map[string][]string{}}}
 	s.buildClasses()
