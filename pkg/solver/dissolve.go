@@ -25,7 +25,14 @@ const dissolveDonors, dissolvePartners, dissolveSteps = 200, 10, 12
 // together"), merging two large pods' nodes onto one node of twice the
 // size, with room for one small pod, is cost-neutral; only the last of a
 // donor's small pods makes the chain pay.
+//
+// It leaves plans with topology rules alone: on the kube-scheduler judge's
+// 220 problems, moving pods there after the packing left one pod pending
+// that the later passes (enforceSpread, placePending) placed without it.
 func (s *state) dissolve(deadline time.Time) {
+	if s.hasTopology {
+		return
+	}
 	nodes := s.singleNodes()
 	if len(nodes) < 3 {
 		return
