@@ -12,6 +12,18 @@ import (
 // to, alone or in pairs, and dissolveSteps the batches one donor may take.
 const dissolveDonors, dissolvePartners, dissolveSteps = 200, 10, 12
 
+// dissolvePods bounds the pods of a node dissolve tries to empty.
+const dissolvePods = 32
+
+// podCount is how many pods takes hold.
+func podCount(takes []take) int {
+	n := 0
+	for _, t := range takes {
+		n += t.n
+	}
+	return n
+}
+
 // dissolve empties planned nodes whose pods the other planned nodes can
 // take for less than the node costs. A donor's pods go, a batch at a
 // time, wherever the batch adds least per pod: into another node's free
@@ -55,8 +67,9 @@ func (s *state) dissolve(deadline time.Time) {
 			break
 		}
 		// Each step moves pods of one take: a donor of more takes than
-		// steps cannot be emptied.
-		if d.alive[donor] && len(nodes[donor].takes) <= dissolveSteps && d.empty(donor) {
+		// steps cannot be emptied; nor, in practice, one of many pods,
+		// whose try costs most (suite a-plain: some 600 pods a node).
+		if d.alive[donor] && len(nodes[donor].takes) <= dissolveSteps && podCount(nodes[donor].takes) <= dissolvePods && d.empty(donor) {
 			changed = true
 		}
 	}
