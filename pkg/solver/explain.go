@@ -225,15 +225,20 @@ func (s *state) placementReason(n plannedNode) string {
 	for _, t := range n.takes {
 		pods += t.n
 	}
+	return s.p.holdsReason(s.offeringName(k), &s.p.Pools[k.pool], pods, s.takesReq(n.takes), k.alloc)
+}
+
+// offeringName names kind k's offering in a placementReason: its type,
+// and the capacity reservation it draws on.
+func (s *state) offeringName(k *kind) string {
 	name := s.p.PoolTypes(k.pool)[k.typ].Name
 	if k.reservation > 0 {
 		name += " from capacity reservation " + s.reservationNames[k.reservation-1] + " (used before any other offering: it is paid for either way)"
 	}
-	return s.p.holdsReason(name, &s.p.Pools[k.pool], pods, s.takesReq(n.takes), k.alloc)
+	return name
 }
 
-// holdsPhrase separates the offering's name from the rest of a
-// placementReason.
+// holdsPhrase joins the offering's name to the rest of a placementReason.
 const holdsPhrase = " is the cheapest allowed type that holds "
 
 // holdsReason is placementReason's sentence for a node of the named
@@ -252,19 +257,17 @@ func (p *Problem) holdsReason(name string, pool *Pool, pods int, req, alloc Reso
 	return msg
 }
 
-// refreshReasons rewrites each planned node's placement sentence from what
-// the node finally holds: the passes after emit (enforceSpread,
-// placePending, checkMinValues) move pods between nodes, and a sentence
-// written at emit then named pods and requests the node no longer has.
+// refreshReasons rewrites the placement sentence of each planned node the
+// passes after emit (enforceSpread, placePending) took pods off or put
+// pods on, from what the node finally holds: written at emit, it named
+// pods and requests the node no longer has. A node placePending opened
+// keeps its own sentence.
 func (s *state) refreshReasons() {
 	for i := range s.plan.NewNodes {
 		n := &s.plan.NewNodes[i]
-		name, _, ok := strings.Cut(n.Reason, holdsPhrase)
-		pi := slices.IndexFunc(s.p.Pools, func(pl Pool) bool { return pl.Name == n.Pool })
-		if !ok || pi < 0 {
-			continue
+		if n.moved && n.offering != "" {
+			n.Reason = s.p.holdsReason(n.offering, &s.p.Pools[n.pool], len(n.Pods), n.Requested, n.Allocatable)
 		}
-		n.Reason = s.p.holdsReason(name, &s.p.Pools[pi], len(n.Pods), n.Requested, n.Allocatable)
 	}
 }
 

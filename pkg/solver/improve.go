@@ -44,9 +44,12 @@ func (s *state) holds(k *kind, takes []take, req Resources) bool {
 // capacity freed per pool, and costs less than below; -1 when none.
 func (s *state) cheapestHolding(takes []take, count int, weight int32, freed []Resources, below float64) int {
 	req := s.takesReq(takes)
-	// s.kinds is sorted by price (pruneDominated), so the first kind that
-	// qualifies is the cheapest.
-	for ki, k := range s.kinds {
+	// s.kinds is sorted by price (pruneDominated), and so is every class's
+	// list of the kinds it may run on, so the first kind that qualifies is
+	// the cheapest. Only the kinds on the shortest such list of the takes'
+	// classes can hold them all.
+	for _, ki := range s.shortestKinds(takes) {
+		k := s.kinds[ki]
 		if k.price >= below {
 			break
 		}
@@ -60,6 +63,25 @@ func (s *state) cheapestHolding(takes []take, count int, weight int32, freed []R
 		return ki
 	}
 	return -1
+}
+
+// shortestKinds returns the shortest list of kinds a class of takes may
+// run on (every kind when there are no takes).
+func (s *state) shortestKinds(takes []take) []int {
+	if len(takes) == 0 {
+		all := make([]int, len(s.kinds))
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	}
+	list := s.classes[takes[0].class].kinds
+	for _, t := range takes[1:] {
+		if l := s.classes[t.class].kinds; len(l) < len(list) {
+			list = l
+		}
+	}
+	return list
 }
 
 // moveTo switches count nodes from kind from to kind to in the pools' usage.
@@ -97,13 +119,7 @@ const mergeCandidates, mergePartners = 400, 40
 // mergePairs merges two planned nodes onto one cheaper node while it finds
 // such a pair among the nodes with the least pod value per dollar.
 func (s *state) mergePairs(deadline time.Time) {
-	// Work on single nodes.
-	var nodes []plannedNode
-	for _, n := range s.nodes {
-		for range n.count {
-			nodes = append(nodes, plannedNode{kind: n.kind, takes: slices.Clone(n.takes), count: 1})
-		}
-	}
+	nodes := s.singleNodes()
 	use := func(n *plannedNode) float64 {
 		v := 0.0
 		for _, t := range n.takes {
@@ -238,12 +254,7 @@ func minResources(a, b Resources) Resources {
 // A pod moves only where its class may run, within per-node caps and
 // conflicts, and only to a strictly cheaper node, so no pod moves back.
 func (s *state) backfill(deadline time.Time) {
-	var nodes []plannedNode
-	for _, n := range s.nodes {
-		for range n.count {
-			nodes = append(nodes, plannedNode{kind: n.kind, takes: slices.Clone(n.takes), count: 1})
-		}
-	}
+	nodes := s.singleNodes()
 	if len(nodes) < 2 {
 		return
 	}

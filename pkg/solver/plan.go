@@ -42,6 +42,13 @@ type NewNode struct {
 	// requirements leave open (team In [a, b], team Exists) and its pods
 	// select: the node takes the pods only with these.
 	Labels map[string]string `json:"labels,omitempty"`
+	// offering and pool (an index into Problem.Pools) are what Reason
+	// names, when it is a placementReason (offering is "" otherwise);
+	// moved marks a node a pass after emit put pods on or took pods off,
+	// whose Reason refreshReasons rewrites.
+	offering string
+	pool     int
+	moved    bool
 }
 
 // Placement puts a pod on an existing node.

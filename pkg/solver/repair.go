@@ -112,6 +112,7 @@ func (s *state) place(c *schedCluster, i, j int) {
 	nn := &s.plan.NewNodes[n.planned]
 	nn.Pods = append(nn.Pods, i)
 	nn.Requested = nn.Requested.Add(podRequests(&s.p.Pods[i]))
+	nn.moved = true
 }
 
 // open launches, for pending pod i that no final node admits, the cheapest

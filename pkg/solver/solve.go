@@ -175,6 +175,16 @@ func Solve(p *Problem) (*Plan, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	ordered, orig := p.inPlanningOrder()
+	plan := ordered.solve()
+	if orig != nil {
+		plan.toCallerIndices(orig)
+	}
+	return plan, nil
+}
+
+// solve is Solve on a valid problem whose pods are in planning order.
+func (p *Problem) solve() *Plan {
 	s := &state{p: resolveNamespaces(p.normalized()), domains: &domainMemo{seen: map[string][]string{}}}
 	s.buildClasses()
 	s.buildKinds()
@@ -194,6 +204,7 @@ func Solve(p *Problem) (*Plan, error) {
 		bound, prices = s.fluidBound(pending)
 	}
 	s.bestPacking(prices)
+	s.dissolve(p.Options.Deadline)
 	s.nodes = append(s.nodes, bundles...)
 	s.kinds = append(s.kinds, s.reservedKinds...)
 	s.nodes = append(s.nodes, reserved...)
@@ -224,7 +235,7 @@ func Solve(p *Problem) (*Plan, error) {
 		bound, _ = s.fluidBound(placed)
 	}
 	s.plan.LowerBound = bound
-	return &s.plan, nil
+	return &s.plan
 }
 
 func (p *Problem) validate() error {
@@ -1098,7 +1109,7 @@ func (s *state) emit() {
 	for _, n := range s.nodes {
 		k := s.kinds[n.kind]
 		it := &s.p.PoolTypes(k.pool)[k.typ]
-		reason := s.placementReason(n)
+		reason, offering := s.placementReason(n), s.offeringName(k)
 		for copy := 0; copy < n.count; copy++ {
 			o := it.Offerings[k.offering]
 			for _, t := range k.ties {
@@ -1110,6 +1121,7 @@ func (s *state) emit() {
 			node := NewNode{
 				Pool: s.p.Pools[k.pool].Name, InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType,
 				Price: o.Price, Allocatable: k.alloc, Reason: reason, Labels: k.labels,
+				offering: offering, pool: k.pool,
 			}
 			for _, t := range n.takes {
 				c := s.classes[t.class]

@@ -1493,6 +1493,7 @@ func (s *state) enforceSpread() bool {
 		for _, pod := range n.Pods {
 			if _, gone := removed[pod]; gone {
 				n.Requested = n.Requested.Sub(podRequests(&s.p.Pods[pod]))
+				n.moved = true
 				continue
 			}
 			kept = append(kept, pod)
