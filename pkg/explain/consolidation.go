@@ -102,7 +102,11 @@ type ResultNodeVerdict struct {
 // The problem is not modified. consolidateAfter counts, as the operator
 // counts it, from the later of the last pod arrival and the pod event the
 // node's NodeClaim recorded (status.lastPodEventTime: a pod that left).
-func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*ResultConsolidation, error) {
+// repriced names the instance types a NodeOverlay re-priced
+// (plan.Result.Repriced): their nodes are priced as the problem prices
+// them, as the operator prices them, not at the price their NodeClaim
+// recorded, so that a replacement of the same type is not a saving.
+func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]bool, now time.Time) (*ResultConsolidation, error) {
 	owner := func(n *solver.Node) string { return cl.PoolOwners[n.Pool] }
 	rc := &ResultConsolidation{Guards: GuardsPlanner, Nodes: []ResultNodeVerdict{}}
 	verdicts := map[string]ResultNodeVerdict{}
@@ -111,7 +115,7 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, now time.Time) (*Res
 	if len(cl.Rightsize.Pools) > 0 {
 		rc.Guards = GuardsOperator
 		d, err := disruption.Decide(disruption.Input{
-			Snapshot: &disruption.Snapshot{Problem: cloneProblem(p), Pools: cl.Rightsize.Pools},
+			Snapshot: &disruption.Snapshot{Problem: cloneProblem(p), Pools: cl.Rightsize.Pools, Repriced: repriced},
 			Nodes:    cl.Rightsize.NodeObjects, Claims: cl.Rightsize.Claims, Now: now,
 		})
 		if err != nil {

@@ -75,8 +75,8 @@ func TestConsolidationOperatorGuards(t *testing.T) {
 		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
 	}}
 	cl := snapshot.FromObjects(&objs)
-	p := buildLive(t, cl)
-	rc, err := Consolidation(cl, p, now)
+	built := buildLive(t, cl)
+	rc, err := Consolidation(cl, built.Problem, built.Repriced, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +190,8 @@ func TestConsolidationCountsFromLastPodEvent(t *testing.T) {
 				Status: corev1.PodStatus{Phase: corev1.PodRunning},
 			})
 			cl := snapshot.FromObjects(&objs)
-			p := buildLive(t, cl)
-			rc, err := Consolidation(cl, p, now)
+			built := buildLive(t, cl)
+			rc, err := Consolidation(cl, built.Problem, built.Repriced, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +226,7 @@ func webPool(consolidateAfter string) *v1alpha1.NodePool {
 }
 
 // buildLive plans a cluster as live explain does, on the embedded catalog.
-func buildLive(t *testing.T, cl *snapshot.Cluster) *solver.Problem {
+func buildLive(t *testing.T, cl *snapshot.Cluster) *plan.Result {
 	t.Helper()
 	cat := Catalog{Region: "us-east-1"}
 	types, _, err := cat.InstanceTypes()
@@ -237,5 +237,53 @@ func buildLive(t *testing.T, cl *snapshot.Cluster) *solver.Problem {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return built.Problem
+	return built
+}
+
+// TestConsolidationPricesRepricedNodesAsTheOverlay: a node of a type a
+// NodeOverlay re-prices is priced at the overlay's price, as the operator
+// prices it (pkg/disruption's Snapshot.Repriced), not at the price its
+// NodeClaim recorded; otherwise replacing it by a node of its own type
+// looks like a saving, and explain --consolidation proposes what the
+// operator, on the same cluster, would do every round.
+func TestConsolidationPricesRepricedNodesAsTheOverlay(t *testing.T) {
+	now := time.Now()
+	hourAgo := metav1.NewTime(now.Add(-time.Hour))
+	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
+	objs := snapshot.Objects{RightsizeInstalled: true, RightsizeNodePools: []*v1alpha1.NodePool{webPool("0s")},
+		NodeOverlays: []json.RawMessage{[]byte(`{"apiVersion":"karpenter.sh/v1alpha1","kind":"NodeOverlay","metadata":{"name":"savings"},
+			"spec":{"requirements":[{"key":"node.kubernetes.io/instance-type","operator":"In","values":["m7i.xlarge"]}],"price":"0.05"}}`)}}
+	objs.Nodes = []*corev1.Node{{
+		ObjectMeta: metav1.ObjectMeta{Name: "busy", CreationTimestamp: hourAgo, Labels: map[string]string{
+			solver.LabelInstanceType: "m7i.xlarge", solver.LabelZone: "us-east-1a", solver.LabelCapacityType: "on-demand",
+			corev1.LabelHostname: "busy", v1alpha1.LabelNodePool: "web"}},
+		Spec: corev1.NodeSpec{ProviderID: "sim://busy"},
+		Status: corev1.NodeStatus{Capacity: list, Allocatable: list,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}}
+	objs.NodeClaims = []*v1alpha1.NodeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-busy", Labels: map[string]string{v1alpha1.LabelNodePool: "web"}, CreationTimestamp: hourAgo},
+		Spec:       v1alpha1.NodeClaimSpec{NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"}},
+		Status: v1alpha1.NodeClaimStatus{ProviderID: "sim://busy", PricePerHour: "0.2016", Capacity: list, Allocatable: list,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
+	}}
+	objs.Pods = []*corev1.Pod{{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", CreationTimestamp: hourAgo,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: "busy", Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}}
+	cl := snapshot.FromObjects(&objs)
+	built := buildLive(t, cl)
+	if !built.Repriced["m7i.xlarge"] {
+		t.Fatalf("the overlay re-priced %v, want m7i.xlarge", built.Repriced)
+	}
+	rc, err := Consolidation(cl, built.Problem, built.Repriced, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Next != nil || len(rc.ConsolidationPlan.Actions) != 0 {
+		t.Errorf("next %+v, actions %+v: want none (the node costs the overlay's $0.05/h, as its replacement would)", rc.Next, rc.ConsolidationPlan.Actions)
+	}
 }

@@ -67,7 +67,7 @@ func (o *Options) runLive(ctx context.Context) error {
 		if o.Timeout > 0 {
 			p.Options.Deadline = time.Now().Add(o.Timeout)
 		}
-		if live.Consolidation, err = Consolidation(cl, p, time.Now()); err != nil {
+		if live.Consolidation, err = Consolidation(cl, p, built.Repriced, time.Now()); err != nil {
 			return err
 		}
 	}

@@ -130,7 +130,15 @@ func Build(in Input) (*Result, error) {
 	if cl := in.Cluster; cl != nil {
 		p.Nodes, p.PDBs = slices.Clone(cl.Nodes), cl.PDBs
 		for i := range p.Nodes {
-			p.Nodes[i].Price, _ = r.Prices.Node(&p.Nodes[i])
+			n := &p.Nodes[i]
+			// A node of a type a NodeOverlay re-priced costs the overlay's
+			// price, as its replacement would, not the price its NodeClaim
+			// recorded: otherwise replacing it by its own type is a saving.
+			if price, ok := r.Prices.Catalog(n); ok && r.Repriced[n.InstanceType] {
+				n.Price = price
+				continue
+			}
+			n.Price, _ = r.Prices.Node(n)
 		}
 		r.addInFlight(cl, in.Claims)
 	}

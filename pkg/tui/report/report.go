@@ -256,7 +256,7 @@ func (p *Planner) Build(in Input) (*Report, error) {
 		r.buildNodes(cl, in.Objects, in.Claims, prices)
 		// The operator's own guards for its pools' nodes, the planner's
 		// for Karpenter's: the verdicts explain --consolidation prints.
-		if c, err := explain.Consolidation(cl, prob, in.Now); err == nil {
+		if c, err := explain.Consolidation(cl, prob, built.Repriced, in.Now); err == nil {
 			r.Consolidation = c.ConsolidationPlan
 			r.buildActions()
 		} else {
