@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -116,6 +117,21 @@ func (nc *NodeClaim) ApplyToNode(node *corev1.Node, owned bool) {
 			APIVersion: SchemeGroupVersion.String(), Kind: "NodeClaim", Name: nc.Name, UID: nc.UID,
 		})
 	}
+}
+
+// ListedAt is where the claim's last In requirement on key lists v, the
+// order a prioritized launch takes its values in; math.MaxInt when it does
+// not list it.
+func (nc *NodeClaim) ListedAt(key, v string) int {
+	for _, r := range slices.Backward(nc.Spec.Requirements) {
+		if r.Key == key && r.Operator == NodeSelectorOpIn {
+			if i := slices.Index(r.Values, v); i >= 0 {
+				return i
+			}
+			break
+		}
+	}
+	return math.MaxInt
 }
 
 // Usable reports whether the claim's registered node could take pods but

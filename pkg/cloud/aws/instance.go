@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,8 +191,8 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 		// Prices a NodeOverlay set, which EC2 does not know, ordered the
 		// claim's types: EC2 takes them in that order.
 		slices.SortStableFunc(cands, func(a, b candidate) int {
-			return cmp.Or(cmp.Compare(listedAt(claim, solver.LabelInstanceType, a.it.Name), listedAt(claim, solver.LabelInstanceType, b.it.Name)),
-				cmp.Compare(listedAt(claim, solver.LabelZone, a.offering.Zone), listedAt(claim, solver.LabelZone, b.offering.Zone)))
+			return cmp.Or(cmp.Compare(claim.ListedAt(solver.LabelInstanceType, a.it.Name), claim.ListedAt(solver.LabelInstanceType, b.it.Name)),
+				cmp.Compare(claim.ListedAt(solver.LabelZone, a.offering.Zone), claim.ListedAt(solver.LabelZone, b.offering.Zone)))
 		})
 	}
 	cands = cheapestTypes(cands, maxInstanceTypes)
@@ -288,20 +287,6 @@ func zoneOfSubnet(rc *resolvedClass, id string) string {
 // fleetConfigs creates (or reuses) a launch template per image and max-pods
 // value among the candidates, and returns the fleet's configurations with
 // each candidate as an override of its template.
-// listedAt is where the claim's last In requirement on key lists v
-// (math.MaxInt when it does not).
-func listedAt(claim *v1alpha1.NodeClaim, key, v string) int {
-	for _, r := range slices.Backward(claim.Spec.Requirements) {
-		if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn {
-			if i := slices.Index(r.Values, v); i >= 0 {
-				return i
-			}
-			break
-		}
-	}
-	return math.MaxInt
-}
-
 func (p *Provider) fleetConfigs(ctx context.Context, claim *v1alpha1.NodeClaim, rc *resolvedClass, bds []blockDevice, cands []candidate) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
 	type key struct {
 		image   string

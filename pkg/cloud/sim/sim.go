@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -343,17 +342,7 @@ func better(claim *v1alpha1.NodeClaim, prioritized bool, typ string, off cloud.O
 	if !prioritized && off.Price != other.Price {
 		return off.Price < other.Price
 	}
-	rank := func(key, v string) int {
-		for _, r := range slices.Backward(claim.Spec.Requirements) {
-			if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn {
-				if i := slices.Index(r.Values, v); i >= 0 {
-					return i
-				}
-				break
-			}
-		}
-		return math.MaxInt
-	}
+	rank := claim.ListedAt
 	if a, b := rank(solver.LabelInstanceType, typ), rank(solver.LabelInstanceType, otherType); a != b {
 		return a < b
 	}
