@@ -152,22 +152,9 @@ func TestConsolidationCountsFromLastPodEvent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pool := webPool("1m")
 			objs := snapshot.Objects{RightsizeInstalled: true, RightsizeNodePools: []*v1alpha1.NodePool{pool}}
-			list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
-			hourAgo := metav1.NewTime(now.Add(-time.Hour))
 			for _, name := range []string{"idle", "busy"} {
-				objs.Nodes = append(objs.Nodes, &corev1.Node{
-					ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: hourAgo, Labels: map[string]string{solver.LabelInstanceType: "m7i.xlarge",
-						solver.LabelZone: "us-east-1a", solver.LabelCapacityType: "on-demand", corev1.LabelHostname: name, v1alpha1.LabelNodePool: "web", solver.LabelNodePool: "web"}},
-					Spec: corev1.NodeSpec{ProviderID: "sim://" + name},
-					Status: corev1.NodeStatus{Capacity: list, Allocatable: list,
-						Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
-				})
-				claim := &v1alpha1.NodeClaim{
-					ObjectMeta: metav1.ObjectMeta{Name: "web-" + name, Labels: map[string]string{v1alpha1.LabelNodePool: "web"}, CreationTimestamp: hourAgo},
-					Spec:       v1alpha1.NodeClaimSpec{NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"}},
-					Status: v1alpha1.NodeClaimStatus{ProviderID: "sim://" + name, PricePerHour: "0.2", Capacity: list, Allocatable: list,
-						Conditions: []metav1.Condition{{Type: v1alpha1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
-				}
+				node, claim := webNode(name, "0.2", now)
+				objs.Nodes = append(objs.Nodes, node)
 				if name == "idle" && tt.event > 0 {
 					claim.Status.LastPodEventTime = &metav1.Time{Time: now.Add(-tt.event)}
 				}
@@ -182,13 +169,7 @@ func TestConsolidationCountsFromLastPodEvent(t *testing.T) {
 				}
 				objs.NodeClaims = append(objs.NodeClaims, read)
 			}
-			objs.Pods = append(objs.Pods, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", CreationTimestamp: hourAgo,
-					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app", Controller: ptr.To(true)}}},
-				Spec: corev1.PodSpec{NodeName: "busy", Containers: []corev1.Container{{Name: "c",
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
-				Status: corev1.PodStatus{Phase: corev1.PodRunning},
-			})
+			objs.Pods = append(objs.Pods, appPod("busy", now))
 			cl := snapshot.FromObjects(&objs)
 			built := buildLive(t, cl)
 			rc, err := Consolidation(cl, built.Problem, built.Repriced, now)
@@ -248,32 +229,11 @@ func buildLive(t *testing.T, cl *snapshot.Cluster) *plan.Result {
 // operator, on the same cluster, would do every round.
 func TestConsolidationPricesRepricedNodesAsTheOverlay(t *testing.T) {
 	now := time.Now()
-	hourAgo := metav1.NewTime(now.Add(-time.Hour))
-	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
+	node, claim := webNode("busy", "0.2016", now)
 	objs := snapshot.Objects{RightsizeInstalled: true, RightsizeNodePools: []*v1alpha1.NodePool{webPool("0s")},
 		NodeOverlays: []json.RawMessage{[]byte(`{"apiVersion":"karpenter.sh/v1alpha1","kind":"NodeOverlay","metadata":{"name":"savings"},
 			"spec":{"requirements":[{"key":"node.kubernetes.io/instance-type","operator":"In","values":["m7i.xlarge"]}],"price":"0.05"}}`)}}
-	objs.Nodes = []*corev1.Node{{
-		ObjectMeta: metav1.ObjectMeta{Name: "busy", CreationTimestamp: hourAgo, Labels: map[string]string{
-			solver.LabelInstanceType: "m7i.xlarge", solver.LabelZone: "us-east-1a", solver.LabelCapacityType: "on-demand",
-			corev1.LabelHostname: "busy", v1alpha1.LabelNodePool: "web"}},
-		Spec: corev1.NodeSpec{ProviderID: "sim://busy"},
-		Status: corev1.NodeStatus{Capacity: list, Allocatable: list,
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
-	}}
-	objs.NodeClaims = []*v1alpha1.NodeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-busy", Labels: map[string]string{v1alpha1.LabelNodePool: "web"}, CreationTimestamp: hourAgo},
-		Spec:       v1alpha1.NodeClaimSpec{NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"}},
-		Status: v1alpha1.NodeClaimStatus{ProviderID: "sim://busy", PricePerHour: "0.2016", Capacity: list, Allocatable: list,
-			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
-	}}
-	objs.Pods = []*corev1.Pod{{
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", CreationTimestamp: hourAgo,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app", Controller: ptr.To(true)}}},
-		Spec: corev1.PodSpec{NodeName: "busy", Containers: []corev1.Container{{Name: "c",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}}
+	objs.Nodes, objs.NodeClaims, objs.Pods = []*corev1.Node{node}, []*v1alpha1.NodeClaim{claim}, []*corev1.Pod{appPod("busy", now)}
 	cl := snapshot.FromObjects(&objs)
 	built := buildLive(t, cl)
 	if !built.Repriced["m7i.xlarge"] {
@@ -285,5 +245,38 @@ func TestConsolidationPricesRepricedNodesAsTheOverlay(t *testing.T) {
 	}
 	if rc.Next != nil || len(rc.ConsolidationPlan.Actions) != 0 {
 		t.Errorf("next %+v, actions %+v: want none (the node costs the overlay's $0.05/h, as its replacement would)", rc.Next, rc.ConsolidationPlan.Actions)
+	}
+}
+
+// webNode is a Ready m7i.xlarge node of pool web, an hour old, and its
+// initialized NodeClaim recording price.
+func webNode(name, price string, now time.Time) (*corev1.Node, *v1alpha1.NodeClaim) {
+	hourAgo := metav1.NewTime(now.Add(-time.Hour))
+	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: hourAgo, Labels: map[string]string{solver.LabelInstanceType: "m7i.xlarge",
+			solver.LabelZone: "us-east-1a", solver.LabelCapacityType: "on-demand", corev1.LabelHostname: name, v1alpha1.LabelNodePool: "web", solver.LabelNodePool: "web"}},
+		Spec: corev1.NodeSpec{ProviderID: "sim://" + name},
+		Status: corev1.NodeStatus{Capacity: list, Allocatable: list,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+	claim := &v1alpha1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-" + name, Labels: map[string]string{v1alpha1.LabelNodePool: "web"}, CreationTimestamp: hourAgo},
+		Spec:       v1alpha1.NodeClaimSpec{NodeClassRef: v1alpha1.NodeClassReference{Kind: "SimNodeClass", Name: "default"}},
+		Status: v1alpha1.NodeClaimStatus{ProviderID: "sim://" + name, PricePerHour: price, Capacity: list, Allocatable: list,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
+	}
+	return node, claim
+}
+
+// appPod is a Running pod of a ReplicaSet on node, requesting 3 CPU and
+// 1Gi, created an hour ago.
+func appPod(node string, now time.Time) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 }
