@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -93,6 +94,9 @@ type Provisioner struct {
 	// late holds the plan's late pods that wait for other pods to bind
 	// before they are nominated (see Waiting).
 	late map[types.NamespacedName]*lateWait
+	// overlaysForbidden is set once the operator was refused the list of
+	// NodeOverlays, so that it says so once, not every batch.
+	overlaysForbidden atomic.Bool
 }
 
 type nomination struct {

@@ -9,8 +9,11 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -343,5 +346,36 @@ func TestWakeAtTriggersABatchWhenTheNominationLapses(t *testing.T) {
 	fake.Step(9 * time.Second)
 	if !triggered() {
 		t.Fatal("the later wake-up triggered no batch")
+	}
+}
+
+// TestNodeOverlaysNotListedAreNotApplied: an operator whose ClusterRole may
+// not list NodeOverlays (an upgrade that kept the old RBAC) or whose
+// cluster lacks their CRD plans without them instead of failing every
+// batch; any other error still fails the read.
+func TestNodeOverlaysNotListedAreNotApplied(t *testing.T) {
+	gr := schema.GroupResource{Group: "karpenter.sh", Resource: "nodeoverlays"}
+	tests := []struct {
+		name    string
+		err     error
+		wantErr bool
+	}{
+		{"forbidden", apierrors.NewForbidden(gr, "", errors.New("no rule")), false},
+		{"not found", apierrors.NewNotFound(gr, ""), false},
+		{"no CRD", &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "karpenter.sh", Kind: "NodeOverlayList"}}, false},
+		{"server error", apierrors.NewInternalError(errors.New("etcd down")), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+				List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error { return tt.err },
+			}).Build()
+			for range 2 {
+				got, err := newTestProvisioner(t, c).nodeOverlays(context.Background())
+				if (err != nil) != tt.wantErr || len(got) != 0 {
+					t.Fatalf("nodeOverlays = %v, %v; want none and error %v", got, err, tt.wantErr)
+				}
+			}
+		})
 	}
 }

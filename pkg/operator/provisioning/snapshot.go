@@ -381,12 +381,21 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 // price and capacity overrides every front end applies (plan.Build); none
 // when their CRD is not installed. Read from the API server, not a cache:
 // the CRD may come and go, and an informer on a missing kind never syncs.
+// An operator whose ClusterRole predates the nodeoverlays rule (an upgrade
+// that kept the old RBAC) plans without them and says so, as live explain
+// does, rather than failing every batch.
 func (p *Provisioner) nodeOverlays(ctx context.Context) ([]json.RawMessage, error) {
 	gvk := snapshot.KarpenterNodeOverlays.GroupVersion().WithKind("NodeOverlayList")
 	var list unstructured.UnstructuredList
 	list.SetGroupVersionKind(gvk)
 	if err := p.client.List(ctx, &list); err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if apierrors.IsForbidden(err) {
+			if !p.overlaysForbidden.Swap(true) {
+				p.log.Info("NodeOverlay prices and capacity are not applied: the operator may not list nodeoverlays.karpenter.sh (re-apply its ClusterRole)", "error", err.Error())
+			}
 			return nil, nil
 		}
 		return nil, fmt.Errorf("reading NodeOverlays: %w", err)
