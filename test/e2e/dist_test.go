@@ -396,6 +396,11 @@ func TestOperatorManifestsOnTheControlPlane(t *testing.T) {
 // workloads, no leases outside its namespace.
 func TestOperatorRBAC(t *testing.T) {
 	env := sharedEnv(t).Env
+	// kubectl auth can-i resolves a resource through discovery: without
+	// its CRD, "nodeoverlays.karpenter.sh" is asked as a resource of the
+	// core group and denied whatever the role grants. The shared plane's
+	// reset deletes the CRD again.
+	installNodeOverlayCRD(t, env)
 	kc := operatorIdentity(t, env)
 	canI := func(args ...string) bool {
 		t.Helper()

@@ -16,6 +16,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
 
 // overlayPrice is what the NodeOverlay of TestOperatorNodeOverlay makes
@@ -41,14 +42,7 @@ const overlayPrice = 0.05
 func TestOperatorNodeOverlay(t *testing.T) {
 	ctx := context.Background()
 	e := startOpEnv(t)
-	for _, args := range [][]string{
-		{"apply", "-f", "testdata/karpenter-nodeoverlays-crd.yaml"},
-		{"wait", "--for", "condition=Established", "--timeout", "30s", "crd/nodeoverlays.karpenter.sh"},
-	} {
-		if r := kubectl(t, e.Env, args...); r.err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, r.err, r.stderr)
-		}
-	}
+	installNodeOverlayCRD(t, e.Env)
 	d := &disruptionEnv{opEnv: e}
 	d.op = e.startOperator(t, "operator", nil, "--leader-elect=false", "--batch-idle", "1s",
 		"--consolidation-interval", "5s", "--disruption-validation-delay", "2s", "--replacement-timeout", "60s")
@@ -164,4 +158,18 @@ func describeClaims(claims []v1alpha1.NodeClaim) string {
 		out = append(out, s)
 	}
 	return "[" + strings.Join(out, " ") + "]"
+}
+
+// installNodeOverlayCRD installs Karpenter's NodeOverlay CRD (a copy in
+// testdata) and waits until the API server serves it.
+func installNodeOverlayCRD(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"apply", "-f", "testdata/karpenter-nodeoverlays-crd.yaml"},
+		{"wait", "--for", "condition=Established", "--timeout", "30s", "crd/nodeoverlays.karpenter.sh"},
+	} {
+		if r := kubectl(t, env, args...); r.err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, r.err, r.stderr)
+		}
+	}
 }
