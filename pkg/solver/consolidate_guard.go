@@ -177,15 +177,12 @@ const BalancedK = 2
 // lose nodes, the saving is split by the price each one loses. It returns
 // why a pool refuses, or "".
 func (c *consolidator) balancedRefusal(set []*consNode, saving float64) string {
-	lost := map[int]float64{}
+	byPool, lost, total := c.splitByPool(set)
 	disruption := map[int]float64{}
-	total := 0.0
 	for _, n := range set {
-		lost[n.pool] += n.Price
 		disruption[n.pool] += 1 + float64(n.evictions())
-		total += n.Price
 	}
-	for _, pi := range sortedInts(lost) {
+	for _, pi := range sortedInts(byPool) {
 		pool := &c.p.Pools[pi]
 		if pool.Consolidation.Policy != Balanced {
 			continue
@@ -208,6 +205,44 @@ func (c *consolidator) balancedRefusal(set []*consNode, saving float64) string {
 		if score := savingFraction / disruptionFraction; score < 1.0/BalancedK {
 			return fmt.Sprintf("NodePool %s is Balanced: saving %.1f%% of its price for %.1f%% of its disruption scores %.2f, below %.2f",
 				pool.Name, 100*savingFraction, 100*disruptionFraction, score, 1.0/BalancedK)
+		}
+	}
+	return ""
+}
+
+// splitByPool groups the nodes of an action by pool, with the price each
+// pool loses and the price of them all: an action's saving is split
+// between its pools by the price each one loses.
+func (c *consolidator) splitByPool(set []*consNode) (byPool map[int][]*consNode, lost map[int]float64, total float64) {
+	byPool, lost = map[int][]*consNode{}, map[int]float64{}
+	for _, n := range set {
+		byPool[n.pool] = append(byPool[n.pool], n)
+		lost[n.pool] += n.Price
+		total += n.Price
+	}
+	return byPool, lost, total
+}
+
+// crossPoolRefusal says why a merge removing nodes of several pools is
+// refused: it must launch fewer nodes than it removes (otherwise it is
+// only independent replacements bundled into one action, which Karpenter's
+// multi-node consolidation, launching at most one node, would not take),
+// and each pool's share of the saving (split by the price each loses) must
+// meet the minimum its own nodes would need alone, so that no pool's pods
+// are evicted for another pool's saving. It returns "" for a merge within
+// one pool.
+func (c *consolidator) crossPoolRefusal(set []*consNode, launched int, saving float64) string {
+	byPool, lost, total := c.splitByPool(set)
+	if len(byPool) < 2 || total <= 0 {
+		return ""
+	}
+	if launched >= len(set) {
+		return fmt.Sprintf("merging %d nodes of %d NodePools would launch %d", len(set), len(byPool), launched)
+	}
+	for _, pi := range sortedInts(byPool) {
+		share, need := saving*lost[pi]/total, c.minSaving(byPool[pi])
+		if share < need {
+			return fmt.Sprintf("NodePool %s's share of the saving, $%.4f/h, is below its minimum of $%.4f/h", c.p.Pools[pi].Name, share, need)
 		}
 	}
 	return ""

@@ -40,7 +40,7 @@ func (c *consolidator) merge(goal mergeGoal) error {
 			return nil
 		}
 		if len(group) == 1 {
-			// Alone in its pool (or its budget): nothing to merge it with.
+			// Alone within the budgets and PDBs: nothing to merge it with.
 			cands = removeNode(cands, group[0])
 			continue
 		}
@@ -83,15 +83,17 @@ func (c *consolidator) mergeCandidates() []*consNode {
 
 // mergeGroup is the next group to merge: the first candidates still
 // removable, at most maxMergeNodes, as many as budgets and PDBs allow
-// together. It holds the nodes of one pool, so that each pool's minimum
-// saving is met by its own nodes, not by another pool's saving.
+// together. As in Karpenter's multi-node consolidation, the group may hold
+// nodes of several pools (their pods then move wherever their requirements
+// allow); each pool's minimum saving is then met by its own share of the
+// saving (see crossPoolRefusal).
 func (c *consolidator) mergeGroup(cands []*consNode) []*consNode {
 	var group []*consNode
 	for _, n := range cands {
 		if len(group) == maxMergeNodes {
 			break
 		}
-		if !n.candidate() || len(group) > 0 && n.pool != group[0].pool {
+		if !n.candidate() {
 			continue
 		}
 		try := append(group[:len(group):len(group)], n)
@@ -179,7 +181,7 @@ func (s *mergeSearch) try(k int) (bool, error) {
 		}
 		saving = price - sim.plan.TotalPrice
 	}
-	pays := saving >= s.c.minSaving(set) && s.c.balancedRefusal(set, saving) == ""
+	pays := saving >= s.c.minSaving(set) && s.c.crossPoolRefusal(set, len(sim.plan.NewNodes), saving) == "" && s.c.balancedRefusal(set, saving) == ""
 	if s.goal == mergeMarginal && s.best != nil && k > s.bestK {
 		// The nodes added must pay their way.
 		pays = pays && saving-s.bestSaving >= s.c.minSaving(s.group[s.bestK:k])
