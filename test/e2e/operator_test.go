@@ -48,6 +48,7 @@ func TestOperator(t *testing.T) {
 	t.Run("seed walkthrough: the memory hog gets a right-sized node and runs", e.testSeedWalkthrough)
 	t.Run("latency: Unschedulable to NodeClaim and to Running", e.testLatency)
 	t.Run("burst: 300 mixed pods across two weighted pools", e.testBurst)
+	t.Run("burst: 5,000 pods of mixed shapes at once, every batch solved in under 1 s", e.testBigBurst)
 	t.Run("a tight pool CPU limit is never exceeded; surplus pods stay pending with a reason", e.testPoolLimit)
 	t.Run("insufficient capacity on the cheapest offering: the pod runs on the next one a batch later", e.testInsufficientCapacity)
 	t.Run("a crash right after a launch: no duplicate instance, the orphan collected", e.testCrashAfterLaunch)
