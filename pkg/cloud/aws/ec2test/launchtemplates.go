@@ -36,6 +36,15 @@ type LaunchTemplateData struct {
 	TagSpecs          map[string]map[string]string
 	AssociatePublicIP *bool
 	Monitoring        bool
+	// CapacityReservationPreference is "capacity-reservations-only",
+	// "open" or "none" (empty when not set); with
+	// CapacityReservationID, instances launch only into that
+	// reservation.
+	CapacityReservationPreference string
+	CapacityReservationID         string
+	// MarketType is the instance market: "capacity-block" for capacity
+	// blocks, "spot", or empty.
+	MarketType string
 }
 
 // LaunchTemplate is a launch template.
@@ -84,6 +93,10 @@ func (s *Server) createLaunchTemplate(m meta, p params) (any, error) {
 		HopLimit:         d.int("MetadataOptions.HttpPutResponseHopLimit", 0),
 		TagSpecs:         d.tagSpecs("TagSpecification"),
 		Monitoring:       d.bool("Monitoring.Enabled"),
+
+		CapacityReservationPreference: d.get("CapacityReservationSpecification.CapacityReservationPreference"),
+		CapacityReservationID:         d.get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"),
+		MarketType:                    d.get("InstanceMarketOptions.MarketType"),
 	}
 	for _, b := range d.structs("BlockDeviceMapping") {
 		bd := BlockDevice{DeviceName: b.get("DeviceName"), VolumeSize: b.int("Ebs.VolumeSize", 0), VolumeType: b.get("Ebs.VolumeType"),
@@ -107,6 +120,9 @@ func (s *Server) createLaunchTemplate(m meta, p params) (any, error) {
 	}
 	if data.ImageID == "" {
 		return nil, badRequest("InvalidParameterValue", "LaunchTemplateData.ImageId is required by this server")
+	}
+	if id := data.CapacityReservationID; id != "" && s.reservation(id) == nil {
+		return nil, badRequest("InvalidCapacityReservationId.NotFound", "The capacity reservation ID '%s' does not exist", id)
 	}
 	if !slices.ContainsFunc(s.images, func(im Image) bool { return im.ID == data.ImageID }) {
 		return nil, badRequest("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", data.ImageID)

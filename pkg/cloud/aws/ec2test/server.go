@@ -33,6 +33,9 @@ import (
 const (
 	OnDemand = "on-demand"
 	Spot     = "spot"
+	// CapacityBlock is the capacity type (and instance lifecycle) of
+	// instances launched into a capacity block.
+	CapacityBlock = "capacity-block"
 )
 
 // Server is the fake. Its zero value is not usable; call New.
@@ -46,6 +49,11 @@ type Server struct {
 	OnTerminate func(Instance)
 	// Now is the server's clock (time.Now when nil).
 	Now func() time.Time
+	// BeforeAction, when set, is called (outside the server's lock) with
+	// each Query-protocol request's action before the server acts on it:
+	// what someone else does in between a client's calls (e.g. takes the
+	// last instance of a capacity reservation) goes there.
+	BeforeAction func(action string)
 
 	mu            sync.Mutex
 	region        string
@@ -152,7 +160,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.calls[action]++
 	s.requests[action] = append(s.requests[action], maps.Clone(r.Form))
 	f, faulted := s.takeFault(action)
+	before := s.BeforeAction
 	s.mu.Unlock()
+	if before != nil {
+		before(action)
+	}
 	if faulted {
 		writeEC2Error(w, &apiError{status: f.status, code: f.code, message: f.message})
 		return
