@@ -258,6 +258,15 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 	return resp, launched, nil
 }
 
+// lifecycle is an instance's value of the instance-lifecycle filter:
+// spot or capacity-block, none for on-demand.
+func lifecycle(in *Instance) []string {
+	if in.CapacityType == Spot || in.CapacityType == CapacityBlock {
+		return []string{in.CapacityType}
+	}
+	return nil
+}
+
 // addInstance stores a new running instance; s.mu must be held.
 func (s *Server) addInstance(in Instance) Instance {
 	s.seq++
@@ -297,26 +306,10 @@ func (s *Server) describeInstances(m meta, p params) (any, error) {
 		if len(ids) == 0 && s.now().Sub(in.LaunchTime) < s.listLag {
 			continue
 		}
-		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-			switch f {
-			case "instance-id":
-				return []string{in.ID}, true
-			case "instance-state-name":
-				return []string{in.State}, true
-			case "instance-type":
-				return []string{in.Type}, true
-			case "availability-zone":
-				return []string{in.Zone}, true
-			case "client-token":
-				return []string{in.ClientToken}, true
-			case "instance-lifecycle":
-				if in.CapacityType == Spot {
-					return []string{Spot}, true
-				}
-				return nil, true
-			}
-			return tagField(f, in.Tags)
-		})
+		ok, err := matchTagged(p.filters(), fields{
+			"instance-id": {in.ID}, "instance-state-name": {in.State}, "instance-type": {in.Type}, "availability-zone": {in.Zone},
+			"client-token": {in.ClientToken}, "instance-lifecycle": lifecycle(in),
+		}, in.Tags)
 		if err != nil {
 			return nil, err
 		}

@@ -142,13 +142,7 @@ func (s *Server) describeLaunchTemplates(m meta, p params) (any, error) {
 		if (len(ids) > 0 && !slices.Contains(ids, lt.ID)) || (len(names) > 0 && !slices.Contains(names, lt.Name)) {
 			continue
 		}
-		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-			switch f {
-			case "launch-template-name":
-				return []string{lt.Name}, true
-			}
-			return tagField(f, lt.Tags)
-		})
+		ok, err := matchTagged(p.filters(), fields{"launch-template-name": {lt.Name}}, lt.Tags)
 		if err != nil {
 			return nil, err
 		}

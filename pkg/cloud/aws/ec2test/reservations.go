@@ -109,25 +109,10 @@ func (s *Server) describeCapacityReservations(m meta, p params) (any, error) {
 		if len(ids) > 0 && !slices.Contains(ids, r.ID) {
 			continue
 		}
-		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-			switch f {
-			case "capacity-reservation-id":
-				return []string{r.ID}, true
-			case "owner-id":
-				return []string{r.OwnerID}, true
-			case "instance-type":
-				return []string{r.InstanceType}, true
-			case "availability-zone":
-				return []string{r.Zone}, true
-			case "state":
-				return []string{r.State}, true
-			case "instance-match-criteria":
-				return []string{r.MatchCriteria}, true
-			case "reservation-type":
-				return []string{r.Type}, true
-			}
-			return tagField(f, r.Tags)
-		})
+		ok, err := matchTagged(p.filters(), fields{
+			"capacity-reservation-id": {r.ID}, "owner-id": {r.OwnerID}, "instance-type": {r.InstanceType}, "availability-zone": {r.Zone},
+			"state": {r.State}, "instance-match-criteria": {r.MatchCriteria}, "reservation-type": {r.Type},
+		}, r.Tags)
 		if err != nil {
 			return nil, err
 		}
