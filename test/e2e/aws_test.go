@@ -91,8 +91,9 @@ type awsEnv struct {
 // as kwok nodes from the launch template's user data; spot pools launch
 // spot at the server's spot prices; deleted NodeClaims terminate their
 // instances; leaked instances are collected; a refused offering falls back
-// to the next; a capacity reservation is launched into before on-demand;
-// an instance terminated elsewhere is replaced; and neither a
+// to the next; a capacity reservation is launched into before on-demand,
+// and one full at launch falls back to on-demand; an instance terminated
+// elsewhere is replaced; and neither a
 // crash between launch and status write nor a SIGKILL mid-launch leaks or
 // duplicates an instance.
 func TestOperatorAWS(t *testing.T) {
@@ -111,6 +112,7 @@ func TestOperatorAWS(t *testing.T) {
 	t.Run("a NodePool allowing c, m and r: every NodeClaim allows at least 15 types, one CreateFleet override per type and zone", a.testFlexibleLaunch)
 	t.Run("insufficient capacity on the cheapest offering: the same launch lands on the next", func(t *testing.T) { a.testInsufficientCapacity(t, op) })
 	t.Run("a capacity reservation of N is used before on-demand: N nodes reserved, the rest on-demand", a.testReservedFirst)
+	t.Run("a reservation full by the time of its launch: refused, marked unavailable, the pod runs on-demand", func(t *testing.T) { a.testReservationFullAtLaunch(t, op) })
 	t.Run("an instance terminated outside the operator is replaced", func(t *testing.T) { a.testTerminatedElsewhere(t, op) })
 	op.stop()
 	t.Run("every offering a NodeClaim allows refused: the claim is replanned without them", a.testReplanWhenEveryAllowedOfferingIsRefused)

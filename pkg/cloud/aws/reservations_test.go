@@ -299,11 +299,11 @@ func TestAReservationFilledElsewhereIsRefusedAndLeftOut(t *testing.T) {
 	w := newWorld(t)
 	srv := w.srv
 	var stolen string
-	srv.BeforeAction = func(action string) {
+	srv.SetBeforeAction(func(action string) {
 		if action == "CreateFleet" && stolen == "" {
 			stolen = srv.LaunchInstance(ec2test.Instance{Type: "m5.large", Zone: "us-east-1a", CapacityReservationID: "cr-0123"}).ID
 		}
-	}
+	})
 	ctx := context.Background()
 	srv.AddCapacityReservation(ec2test.CapacityReservation{ID: "cr-0123", OwnerID: "123456789012", InstanceType: "m5.large", Zone: "us-east-1a", Total: 1, Available: 1})
 	w.setReservationTerms(v1alpha1.CapacityReservationSelectorTerm{ID: "cr-0123"})

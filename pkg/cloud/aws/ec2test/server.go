@@ -49,13 +49,9 @@ type Server struct {
 	OnTerminate func(Instance)
 	// Now is the server's clock (time.Now when nil).
 	Now func() time.Time
-	// BeforeAction, when set, is called (outside the server's lock) with
-	// each Query-protocol request's action before the server acts on it:
-	// what someone else does in between a client's calls (e.g. takes the
-	// last instance of a capacity reservation) goes there.
-	BeforeAction func(action string)
 
 	mu            sync.Mutex
+	beforeAction  func(action string)
 	region        string
 	pageSize      int
 	latency       time.Duration
@@ -104,6 +100,16 @@ func (s *Server) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// SetBeforeAction makes the server call fn (outside its lock) with each
+// Query-protocol request's action before it acts on it (nil: none): what
+// someone else does between a client's calls, such as taking the last
+// instance of a capacity reservation, goes there.
+func (s *Server) SetBeforeAction(fn func(action string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeAction = fn
 }
 
 // SetPageSize sets the most items a Describe* page holds (100 by default).
@@ -160,7 +166,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.calls[action]++
 	s.requests[action] = append(s.requests[action], maps.Clone(r.Form))
 	f, faulted := s.takeFault(action)
-	before := s.BeforeAction
+	before := s.beforeAction
 	s.mu.Unlock()
 	if before != nil {
 		before(action)
