@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -44,11 +45,20 @@ type reservation struct {
 }
 
 // reservations returns the active capacity reservations the terms select
-// that have instances left and were not refused lately
-// (UnavailableOfferings.MarkReservationUnavailable), each once, as
-// Karpenter's provider queries them (pkg/providers/capacityreservation:
-// an id term by id, a tags term by tags and owner, state active).
+// (selectedReservations) that have instances left and were not refused
+// lately (UnavailableOfferings.MarkReservationUnavailable).
 func (p *Provider) reservations(ctx context.Context, terms []v1alpha1.CapacityReservationSelectorTerm) ([]reservation, error) {
+	all, err := p.selectedReservations(ctx, terms)
+	return slices.DeleteFunc(all, func(r reservation) bool {
+		return r.available <= 0 || p.unavailable.IsReservationUnavailable(r.id)
+	}), err
+}
+
+// selectedReservations returns the active capacity reservations the terms
+// select, each once, as Karpenter's provider queries them
+// (pkg/providers/capacityreservation: an id term by id, a tags term by
+// tags and owner, state active).
+func (p *Provider) selectedReservations(ctx context.Context, terms []v1alpha1.CapacityReservationSelectorTerm) ([]reservation, error) {
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -73,7 +83,7 @@ func (p *Provider) reservations(ctx context.Context, terms []v1alpha1.CapacityRe
 			for _, r := range page.CapacityReservations {
 				id := aws.ToString(r.CapacityReservationId)
 				left := int(aws.ToInt32(r.AvailableInstanceCount))
-				if seen[id] || left <= 0 || p.unavailable.IsReservationUnavailable(id) {
+				if seen[id] {
 					continue
 				}
 				seen[id] = true
@@ -204,4 +214,23 @@ func reservedIn(in *ec2types.Instance) string {
 		return ""
 	}
 	return aws.ToString(in.CapacityReservationId)
+}
+
+// reservationDrift says why an instance in a capacity reservation has
+// drifted: its reservation is no longer among the active ones its class's
+// terms select (Karpenter's CapacityReservationDrift,
+// pkg/cloudprovider/drift.go); "" when it has not, or is in none.
+func (p *Provider) reservationDrift(ctx context.Context, in *ec2types.Instance, rc *resolvedClass) (string, error) {
+	id := reservedIn(in)
+	if id == "" {
+		return "", nil
+	}
+	selected, err := p.selectedReservations(ctx, rc.spec.CapacityReservationSelectorTerms)
+	if err != nil {
+		return "", fmt.Errorf("aws: EC2NodeClass %s's capacity reservations: %w", rc.name, err)
+	}
+	if slices.ContainsFunc(selected, func(r reservation) bool { return r.id == id }) {
+		return "", nil
+	}
+	return fmt.Sprintf("its capacity reservation %s is no longer among the active ones EC2NodeClass %s selects", id, rc.name), nil
 }

@@ -365,3 +365,57 @@ func userDataLabels(t *testing.T, b64 string) map[string]string {
 	}
 	return out
 }
+
+// TestAnInstanceWhoseReservationIsNoLongerSelectedHasDrifted: a node
+// launched into a capacity reservation drifts once its EC2NodeClass's
+// terms no longer select that reservation (other terms, or none), as
+// Karpenter's CapacityReservationDrift (pkg/cloudprovider/drift.go), but
+// not while they do, even with the reservation used up; an on-demand node
+// of the same class never drifts for it.
+func TestAnInstanceWhoseReservationIsNoLongerSelectedHasDrifted(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	for _, r := range []ec2test.CapacityReservation{
+		{ID: "cr-0123", OwnerID: "123456789012", InstanceType: "m5.large", Zone: "us-east-1a", Total: 1, Available: 1},
+		{ID: "cr-0456", OwnerID: "123456789012", InstanceType: "m5.large", Zone: "us-east-1b", Total: 1, Available: 0},
+	} {
+		w.srv.AddCapacityReservation(r)
+	}
+	w.setReservationTerms(v1alpha1.CapacityReservationSelectorTerm{ID: "cr-0123"})
+	allows := req(v1alpha1.LabelCapacityType, v1alpha1.NodeSelectorOpIn, "reserved", "on-demand")
+	var launched []*v1alpha1.NodeClaim
+	for i, want := range []string{"reserved", "on-demand"} { // the second finds the reservation used up
+		c, err := w.p.Create(ctx, claim(fmt.Sprintf("d%d", i), "1", "2Gi", allows))
+		if err != nil || c.Status.CapacityType != want {
+			t.Fatalf("launch %d: %v, %v; want %s", i, c, err, want)
+		}
+		launched = append(launched, c)
+	}
+	for _, tc := range []struct {
+		name  string
+		terms []v1alpha1.CapacityReservationSelectorTerm
+		want  string // in the reserved node's reason; "" for none
+	}{
+		{name: "still selected, used up", terms: []v1alpha1.CapacityReservationSelectorTerm{{ID: "cr-0123"}}},
+		{name: "another reservation selected", terms: []v1alpha1.CapacityReservationSelectorTerm{{ID: "cr-0456"}},
+			want: "its capacity reservation cr-0123 is no longer among the active ones EC2NodeClass default selects"},
+		{name: "no terms", want: "its capacity reservation cr-0123 is no longer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w.setReservationTerms(tc.terms...)
+			for i, c := range launched {
+				got, err := w.p.IsDrifted(ctx, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := tc.want
+				if i > 0 {
+					want = "" // the on-demand node
+				}
+				if (want == "") != (got == "") || !strings.Contains(got, want) {
+					t.Errorf("%s node: drift %q, want %q", c.Status.CapacityType, got, want)
+				}
+			}
+		})
+	}
+}
