@@ -77,11 +77,13 @@ func (c *converter) ec2NodeClass(where, apiVersion string, j []byte) error {
 		c.warnf(where, "%s", n)
 	}
 	out.Kubelet = kubelet
+	if out.CapacityReservationSelectorTerms, err = c.capacityReservationTerms(where, s.CapacityReservationSelectorTerms); err != nil {
+		return err
+	}
 	for _, f := range []struct {
 		field, why string
 		set        bool
 	}{
-		{"capacityReservationSelectorTerms", "capacity reservations are not supported (nodes launch on-demand or spot, never into a reservation)", s.CapacityReservationSelectorTerms != nil},
 		{"instanceStorePolicy", "instance store policies are not supported (instance store disks are left unformatted; pods get the root volume's ephemeral storage)", s.InstanceStorePolicy != nil},
 		{"context", "launch contexts are not supported", s.Context != nil},
 		{"placementGroupSelector", "placement groups are not supported (nodes launch outside any placement group)", s.PlacementGroupSelector != nil},
@@ -131,6 +133,34 @@ func (c *converter) securityGroupTerms(where string, in []karpenter.SelectorTerm
 	}
 	if len(out) == 0 {
 		c.warnf(where, "spec.securityGroupSelectorTerms is empty; add one before applying")
+	}
+	return out, nil
+}
+
+// capacityReservationTerms converts capacityReservationSelectorTerms,
+// which Karpenter validates as its CRD does: each term has tags, an id or
+// instanceMatchCriteria, and an id stands alone. A term selecting by
+// instanceMatchCriteria is dropped with a warning (ours select by id, or
+// by tags and owner): keeping the rest of it would select more
+// reservations than it did, and a node never launches into a
+// reservation its class did not select.
+func (c *converter) capacityReservationTerms(where string, in []karpenter.SelectorTerm) ([]v1alpha1.CapacityReservationSelectorTerm, error) {
+	var out []v1alpha1.CapacityReservationSelectorTerm
+	for i, t := range in {
+		path := fmt.Sprintf("spec.capacityReservationSelectorTerms[%d]", i)
+		switch {
+		case t.Name != "" || t.Alias != "" || t.Owner != "" || t.SSMParameter != "":
+			return nil, fmt.Errorf("%s: only id, tags, ownerID and instanceMatchCriteria select capacity reservations", path)
+		case t.ID != "" && (len(t.Tags) > 0 || t.OwnerID != "" || t.InstanceMatchCriteria != ""):
+			return nil, fmt.Errorf("%s: id cannot be set with tags, ownerID or instanceMatchCriteria (Karpenter refuses it too)", path)
+		case t.ID == "" && len(t.Tags) == 0 && t.InstanceMatchCriteria == "":
+			return nil, fmt.Errorf("%s: set tags, id or instanceMatchCriteria", path)
+		case t.InstanceMatchCriteria != "":
+			c.warnf(where, "%s (instanceMatchCriteria: %s) dropped: capacity reservations are selected by id, or by tags and ownerID, not by match criteria; nodes launch only into the reservations the other terms select",
+				path, t.InstanceMatchCriteria)
+			continue
+		}
+		out = append(out, v1alpha1.CapacityReservationSelectorTerm{ID: t.ID, Tags: maps.Clone(t.Tags), OwnerID: t.OwnerID})
 	}
 	return out, nil
 }

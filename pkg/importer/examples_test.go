@@ -3,6 +3,7 @@ package importer
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -85,7 +86,7 @@ spec:
   amiSelectorTerms: [{alias: al2023@latest}]
   subnetSelectorTerms: [{tags: {a: b}}]
   securityGroupSelectorTerms: [{tags: {a: b}}]
-  capacityReservationSelectorTerms: [{id: cr-1234, ownerID: "123456789012"}, {instanceMatchCriteria: open}]
+  capacityReservationSelectorTerms: [{id: cr-1234}, {tags: {team: ml}, ownerID: "123456789012"}, {instanceMatchCriteria: open}]
   instanceStorePolicy: RAID0
   placementGroupSelector: {name: pg}
   networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}]
@@ -102,15 +103,22 @@ spec:
 		t.Fatal(err)
 	}
 	all := strings.Join(res.Warnings, "\n")
-	for _, field := range []string{"capacityReservationSelectorTerms", "instanceStorePolicy", "placementGroupSelector", "networkInterfaces", "ipPrefixCount", "connectionTracking", "cpuOptions", "ebs.volumeInitializationRate"} {
+	for _, field := range []string{"instanceStorePolicy", "placementGroupSelector", "networkInterfaces", "ipPrefixCount", "connectionTracking", "cpuOptions", "ebs.volumeInitializationRate"} {
 		if n := strings.Count(all, "."+field+" dropped: "); n != 1 {
 			t.Errorf("%d warnings dropping %s, want 1:\n%s", n, field, all)
 		}
+	}
+	if n := strings.Count(all, "spec.capacityReservationSelectorTerms[2] (instanceMatchCriteria: open) dropped: "); n != 1 {
+		t.Errorf("%d warnings dropping the instanceMatchCriteria term, want 1:\n%s", n, all)
 	}
 	if len(res.Warnings) != 8 {
 		t.Errorf("%d warnings, want 8:\n%s", len(res.Warnings), all)
 	}
 	class := res.Objects[0].(*v1alpha1.EC2NodeClass)
+	wantTerms := []v1alpha1.CapacityReservationSelectorTerm{{ID: "cr-1234"}, {Tags: map[string]string{"team": "ml"}, OwnerID: "123456789012"}}
+	if got := class.Spec.CapacityReservationSelectorTerms; !reflect.DeepEqual(got, wantTerms) {
+		t.Errorf("capacityReservationSelectorTerms %+v, want %+v", got, wantTerms)
+	}
 	if s := class.Spec; s.AssociatePublicIPAddress == nil || *s.AssociatePublicIPAddress || s.DetailedMonitoring == nil || !*s.DetailedMonitoring ||
 		s.MetadataOptions == nil || s.MetadataOptions.HTTPPutResponseHopLimit == nil || *s.MetadataOptions.HTTPPutResponseHopLimit != 1 {
 		t.Errorf("associatePublicIPAddress, detailedMonitoring or metadataOptions not kept: %+v", s)
@@ -149,5 +157,38 @@ spec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeC
 	}
 	if len(res.Objects) != 1 {
 		t.Errorf("%d objects, want the NodePool only", len(res.Objects))
+	}
+}
+
+// TestImportNodePoolRequiringReservedCapacity: a Karpenter NodePool that
+// launches into capacity reservations (capacity type reserved, a
+// reservation type) imports with those requirements as they are and no
+// warning, for the operator to plan reserved offerings first.
+func TestImportNodePoolRequiringReservedCapacity(t *testing.T) {
+	in := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: reserved-first}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [reserved, on-demand]}
+      - {key: karpenter.k8s.aws/capacity-reservation-type, operator: In, values: [default]}
+`
+	res, err := Import([]string{"-"}, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) > 0 {
+		t.Errorf("warnings %q, want none", res.Warnings)
+	}
+	pool := res.Objects[0].(*v1alpha1.NodePool)
+	want := []v1alpha1.NodeSelectorRequirement{
+		{Key: v1alpha1.LabelCapacityType, Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"reserved", "on-demand"}},
+		{Key: "karpenter.k8s.aws/capacity-reservation-type", Operator: v1alpha1.NodeSelectorOpIn, Values: []string{"default"}},
+	}
+	if got := pool.Spec.Template.Spec.Requirements; !reflect.DeepEqual(got, want) {
+		t.Errorf("requirements %+v, want %+v", got, want)
 	}
 }

@@ -190,6 +190,10 @@ func TestImportStdin(t *testing.T) {
 	}
 }
 
+// crClass is an EC2NodeClass up to its capacityReservationSelectorTerms.
+const crClass = "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: c}\nspec:\n  role: r\n  amiSelectorTerms: [{alias: al2023@latest}]\n" +
+	"  subnetSelectorTerms: [{tags: {a: b}}]\n  securityGroupSelectorTerms: [{tags: {a: b}}]\n  capacityReservationSelectorTerms: "
+
 func TestImportErrors(t *testing.T) {
 	const np = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: a}\n"
 	const ref = "  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}\n"
@@ -213,6 +217,9 @@ func TestImportErrors(t *testing.T) {
 		{"Ubuntu without terms", "apiVersion: karpenter.k8s.aws/v1beta1\nkind: EC2NodeClass\nmetadata: {name: c}\nspec: {amiFamily: Ubuntu, role: r}\n", `spec.amiFamily: "Ubuntu" cannot be imported`},
 		{"launch template", "apiVersion: karpenter.k8s.aws/v1alpha1\nkind: AWSNodeTemplate\nmetadata: {name: t}\nspec: {launchTemplate: my-lt}\n", "spec.launchTemplate: launch templates cannot be imported"},
 		{"malformed YAML", "apiVersion: karpenter.sh/v1\nkind: [\n", "<stdin>: document 1 (line 1): invalid YAML"},
+		{"capacity reservation id with an owner", crClass + "[{id: cr-1234, ownerID: '123456789012'}]\n", `spec.capacityReservationSelectorTerms[0]: id cannot be set with tags, ownerID or instanceMatchCriteria`},
+		{"capacity reservation term selecting nothing", crClass + "[{ownerID: '123456789012'}]\n", `spec.capacityReservationSelectorTerms[0]: set tags, id or instanceMatchCriteria`},
+		{"capacity reservation by name", crClass + "[{name: my-odcr}]\n", `spec.capacityReservationSelectorTerms[0]: only id, tags, ownerID and instanceMatchCriteria select capacity reservations`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

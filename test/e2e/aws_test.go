@@ -91,7 +91,9 @@ type awsEnv struct {
 // as kwok nodes from the launch template's user data; spot pools launch
 // spot at the server's spot prices; deleted NodeClaims terminate their
 // instances; leaked instances are collected; a refused offering falls back
-// to the next; an instance terminated elsewhere is replaced; and neither a
+// to the next; a capacity reservation is launched into before on-demand,
+// and one full at launch falls back to on-demand; an instance terminated
+// elsewhere is replaced; and neither a
 // crash between launch and status write nor a SIGKILL mid-launch leaks or
 // duplicates an instance.
 func TestOperatorAWS(t *testing.T) {
@@ -109,6 +111,8 @@ func TestOperatorAWS(t *testing.T) {
 	t.Run("an instance tagged for the cluster without a NodeClaim is garbage-collected", func(t *testing.T) { a.testGarbageCollection(t, op) })
 	t.Run("a NodePool allowing c, m and r: every NodeClaim allows at least 15 types, one CreateFleet override per type and zone", a.testFlexibleLaunch)
 	t.Run("insufficient capacity on the cheapest offering: the same launch lands on the next", func(t *testing.T) { a.testInsufficientCapacity(t, op) })
+	t.Run("a capacity reservation of N is used before on-demand: N nodes reserved, the rest on-demand", a.testReservedFirst)
+	t.Run("a reservation full by the time of its launch: refused, marked unavailable, the pod runs on-demand", func(t *testing.T) { a.testReservationFullAtLaunch(t, op) })
 	t.Run("an instance terminated outside the operator is replaced", func(t *testing.T) { a.testTerminatedElsewhere(t, op) })
 	op.stop()
 	t.Run("every offering a NodeClaim allows refused: the claim is replanned without them", a.testReplanWhenEveryAllowedOfferingIsRefused)
@@ -361,11 +365,15 @@ func parseAL2023UserData(b64 string) (nodeConfig, error) {
 // ec2NodeClass creates the EC2NodeClass "default": subnets and security
 // groups by the discovery tag, the al2023@latest alias, IMDS left to the
 // defaults.
-func (a *awsEnv) ec2NodeClass(t *testing.T) {
+func (a *awsEnv) ec2NodeClass(t *testing.T) { a.ec2NodeClassNamed(t, "default", nil) }
+
+// ec2NodeClassNamed creates an EC2NodeClass of the name, as "default"
+// then as edit changes it (when not nil).
+func (a *awsEnv) ec2NodeClassNamed(t *testing.T, name string, edit func(*v1alpha1.EC2NodeClassSpec)) {
 	t.Helper()
 	discovery := map[string]string{"karpenter.sh/discovery": awsCluster}
 	nc := &v1alpha1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.EC2NodeClassSpec{
 			SubnetSelectorTerms:        []v1alpha1.SubnetSelectorTerm{{Tags: discovery}},
 			SecurityGroupSelectorTerms: []v1alpha1.SecurityGroupSelectorTerm{{Tags: discovery}},
@@ -373,6 +381,9 @@ func (a *awsEnv) ec2NodeClass(t *testing.T) {
 			Role:                       "KarpenterNodeRole-e2e",
 			Tags:                       map[string]string{"team": "e2e"},
 		},
+	}
+	if edit != nil {
+		edit(&nc.Spec)
 	}
 	if err := a.c.Create(context.Background(), nc); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -383,10 +394,16 @@ func (a *awsEnv) ec2NodeClass(t *testing.T) {
 func (a *awsEnv) awsPool(t *testing.T, name string, reqs ...v1alpha1.NodeSelectorRequirement) {
 	t.Helper()
 	a.ec2NodeClass(t)
+	a.awsPoolOn(t, "default", name, reqs...)
+}
+
+// awsPoolOn creates a NodePool on an EC2NodeClass that exists.
+func (a *awsEnv) awsPoolOn(t *testing.T, class, name string, reqs ...v1alpha1.NodeSelectorRequirement) {
+	t.Helper()
 	np := &v1alpha1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.NodePoolSpec{Template: v1alpha1.NodeClaimTemplate{Spec: v1alpha1.NodeClaimTemplateSpec{
-			NodeClassRef: v1alpha1.NodeClassReference{Group: v1alpha1.Group, Kind: "EC2NodeClass", Name: "default"},
+			NodeClassRef: v1alpha1.NodeClassReference{Group: v1alpha1.Group, Kind: "EC2NodeClass", Name: class},
 			Requirements: reqs,
 		}}},
 	}

@@ -29,7 +29,9 @@ const instanceListTTL = time.Minute
 //     resolves to (a new image published for an alias, a changed AMI
 //     selector);
 //   - subnet: the instance's subnet is no longer among the class's subnets;
-//   - security groups: the instance's groups differ from the class's.
+//   - security groups: the instance's groups differ from the class's;
+//   - capacity reservation: the instance's reservation is no longer among
+//     the active ones the class selects.
 //
 // The class's resolution is the one Create uses (re-resolved when the
 // class changes and every five minutes); the instances' subnets and groups
@@ -79,7 +81,7 @@ func (p *Provider) IsDrifted(ctx context.Context, claim *v1alpha1.NodeClaim) (st
 		return fmt.Sprintf("its security groups (%s) are not the ones EC2NodeClass %s selects now (%s)", strings.Join(have, ", "), rc.name,
 			strings.Join(want, ", ")), nil
 	}
-	return "", nil
+	return p.reservationDrift(ctx, in, rc)
 }
 
 // listedInstance returns the instance behind a provider ID from the

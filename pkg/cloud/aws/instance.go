@@ -33,6 +33,9 @@ var capacityErrors = map[string]bool{
 	"Unsupported":                          true,
 	"SpotMaxPriceTooLow":                   true,
 	"InsufficientFreeAddressesInSubnet":    true,
+	// A full capacity reservation (Karpenter marks the reservation
+	// unavailable on it).
+	"ReservationCapacityExceeded": true,
 }
 
 // candidate is one offering a NodeClaim may launch on.
@@ -42,6 +45,9 @@ type candidate struct {
 	subnet   string
 	image    image
 	maxPods  int64
+	// reservationType is a reserved offering's reservation type
+	// (ReservationTypeDefault or ReservationTypeCapacityBlock).
+	reservationType string
 }
 
 // instanceLabelKeys are the requirement keys the instance itself decides;
@@ -69,8 +75,9 @@ func requestsOf(claim *v1alpha1.NodeClaim) solver.Resources {
 }
 
 // candidates returns the offerings that satisfy the claim, cheapest first,
-// in the zones of the class's subnets, for architectures it has images for.
-func (p *Provider) candidates(claim *v1alpha1.NodeClaim, rc *resolvedClass, model cloud.NodeModel) []candidate {
+// in the zones of the class's subnets, for architectures it has images for,
+// the reserved offerings of the reservations given among them.
+func (p *Provider) candidates(claim *v1alpha1.NodeClaim, rc *resolvedClass, model cloud.NodeModel, reservations []reservation) []candidate {
 	var reqs []solver.Requirement
 	for _, r := range claim.Spec.Requirements {
 		if instanceLabelKey(r.Key) {
@@ -89,10 +96,20 @@ func (p *Provider) candidates(claim *v1alpha1.NodeClaim, rc *resolvedClass, mode
 	// The class's kubelet settings size the nodes (Create has checked
 	// that they read).
 	kubelet, _ := cloud.NewKubelet(rc.spec.Kubelet)
+	reserved := reservedOfferings(reservations)
+	zones := map[string]bool{}
+	for z := range subnetByZone {
+		zones[z] = true
+	}
+	kindOf := map[string]string{}
+	for _, r := range reservations {
+		kindOf[r.id] = r.kind
+	}
 	var out []candidate
 	for i := range types {
 		it := &types[i]
 		it.Kubelet = kubelet
+		addReserved(it, reserved[it.Name], zones)
 		im, ok := rc.imageFor(it.Architecture)
 		if !ok && len(rc.images) > 0 {
 			continue
@@ -109,10 +126,15 @@ func (p *Provider) candidates(claim *v1alpha1.NodeClaim, rc *resolvedClass, mode
 			}
 			labels[solver.LabelZone] = o.Zone
 			labels[solver.LabelCapacityType] = o.CapacityType
+			delete(labels, LabelCapacityReservationID)
+			delete(labels, LabelCapacityReservationType)
+			if o.ReservationID != "" {
+				labels[LabelCapacityReservationID], labels[LabelCapacityReservationType] = o.ReservationID, kindOf[o.ReservationID]
+			}
 			if !allMatch(reqs, labels) {
 				continue
 			}
-			out = append(out, candidate{it: it, offering: o, subnet: subnet, image: im, maxPods: model.Pods(it)})
+			out = append(out, candidate{it: it, offering: o, subnet: subnet, image: im, maxPods: model.Pods(it), reservationType: kindOf[o.ReservationID]})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b candidate) int {
@@ -150,8 +172,16 @@ func allMatch(reqs []solver.Requirement, labels map[string]string) bool {
 }
 
 // Create implements cloud.CloudProvider with one CreateFleet (type instant)
-// per NodeClaim: spot when the claim allows it and spot is on offer, else
-// on-demand; one override per type and zone the claim allows, for its 60
+// per NodeClaim: into a capacity reservation when the claim allows
+// capacity type reserved and a reservation its EC2NodeClass selects has
+// room (Karpenter's order: reserved, spot, on-demand), else spot when the
+// claim allows it and spot is on offer, else on-demand. A reserved launch
+// targets, per type and zone, the reservation with the most room through
+// a launch template of its own (capacity-reservations-only), as
+// Karpenter's provider launches; a full reservation
+// (ReservationCapacityExceeded) is marked unavailable and the claim's
+// error is an InsufficientCapacityError, so its pods are planned again
+// without it. One override per type and zone the claim allows, for its 60
 // cheapest compatible types (a flexible claim lists every type that holds
 // its pods); lowest-price for on-demand, price-capacity-optimized for spot
 // (EC2 chooses, so an offering refused for capacity falls through to the
@@ -177,15 +207,27 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 	if root := rootVolumeBytes(bds); root > 0 {
 		model.EphemeralStorage = root
 	}
-	cands := p.candidates(claim, rc, model)
+	var reservations []reservation
+	if claimAllows(claim, solver.LabelCapacityType, cloud.CapacityTypeReserved) {
+		if reservations, err = p.reservations(ctx, rc.spec.CapacityReservationSelectorTerms); err != nil {
+			return nil, fmt.Errorf("aws: EC2NodeClass %s's capacity reservations: %w", rc.name, err)
+		}
+	}
+	cands := p.candidates(claim, rc, model, reservations)
 	if len(cands) == 0 {
 		return nil, &cloud.InsufficientCapacityError{Err: fmt.Errorf("no offering of %s satisfies the NodeClaim's requirements and requests in the zones of EC2NodeClass %s", p.region, rc.name)}
 	}
 	capacityType := cloud.CapacityTypeOnDemand
-	if slices.ContainsFunc(cands, func(c candidate) bool { return c.offering.CapacityType == cloud.CapacityTypeSpot }) {
-		capacityType = cloud.CapacityTypeSpot
+	for _, ct := range []string{cloud.CapacityTypeReserved, cloud.CapacityTypeSpot} {
+		if slices.ContainsFunc(cands, func(c candidate) bool { return c.offering.CapacityType == ct }) {
+			capacityType = ct
+			break
+		}
 	}
 	cands = slices.DeleteFunc(cands, func(c candidate) bool { return c.offering.CapacityType != capacityType })
+	if capacityType == cloud.CapacityTypeReserved {
+		cands = reservedLaunch(cands)
+	}
 	prioritized := claim.Annotations[cloud.AnnotationPriceOverlayApplied] == "true"
 	if prioritized {
 		// Prices a NodeOverlay set, which EC2 does not know, ordered the
@@ -210,7 +252,7 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       aws.Int32(1),
-			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
+			DefaultTargetCapacityType: fleetTargetCapacityType(capacityType, cands[0].reservationType),
 		},
 		OnDemandOptions: &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice},
 		SpotOptions:     &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized},
@@ -225,6 +267,9 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 		in.OnDemandOptions.AllocationStrategy = ec2types.FleetOnDemandAllocationStrategyPrioritized
 		in.SpotOptions.AllocationStrategy = ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized
 	}
+	if in.TargetCapacitySpecification.DefaultTargetCapacityType == ec2types.DefaultTargetCapacityTypeCapacityBlock {
+		in.OnDemandOptions = nil // capacity blocks take no allocation strategy
+	}
 	if claim.UID != "" {
 		in.ClientToken = aws.String(string(claim.UID))
 	}
@@ -234,7 +279,7 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 	if err != nil {
 		return nil, fmt.Errorf("CreateFleet for NodeClaim %s: %w", claim.Name, err)
 	}
-	refused := p.recordFleetErrors(claim, out.Errors, cands)
+	refused := p.recordFleetErrors(claim, capacityType, out.Errors, cands)
 	for _, fi := range out.Instances {
 		if len(fi.InstanceIds) == 0 {
 			continue
@@ -261,6 +306,9 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 			"capacityType", capacityType, "pricePerHour", c.offering.Price, "overrides", len(cands), "refused", len(refused))
 		res := claim.DeepCopy()
 		p.fillClaim(res, id, c.it, zone, capacityType, c.image.id, c.offering.Price, model)
+		if capacityType == cloud.CapacityTypeReserved {
+			res.Labels = reservationLabels(res.Labels, c.offering.ReservationID, c.reservationType)
+		}
 		res.Annotations = cloud.CopyNodeClassHash(res.Annotations, tags)
 		return res, nil
 	}
@@ -289,13 +337,14 @@ func zoneOfSubnet(rc *resolvedClass, id string) string {
 // each candidate as an override of its template.
 func (p *Provider) fleetConfigs(ctx context.Context, claim *v1alpha1.NodeClaim, rc *resolvedClass, bds []blockDevice, cands []candidate) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
 	type key struct {
-		image   string
-		maxPods int64
+		image       string
+		maxPods     int64
+		reservation string
 	}
 	var order []key
 	byKey := map[key][]candidate{}
 	for _, c := range cands {
-		k := key{c.image.id, c.maxPods}
+		k := key{c.image.id, c.maxPods, c.offering.ReservationID}
 		if _, ok := byKey[k]; !ok {
 			order = append(order, k)
 		}
@@ -306,9 +355,15 @@ func (p *Provider) fleetConfigs(ctx context.Context, claim *v1alpha1.NodeClaim, 
 	prioritized := claim.Annotations[cloud.AnnotationPriceOverlayApplied] == "true"
 	var out []ec2types.FleetLaunchTemplateConfigRequest
 	for _, k := range order {
+		labels, kind := claim.Labels, byKey[k][0].reservationType
+		if k.reservation != "" {
+			// The template launches into this reservation only: its
+			// nodes join labelled with it, as Karpenter labels them.
+			labels = reservationLabels(labels, k.reservation, kind)
+		}
 		b := bootstrap{
 			ClusterName: p.opts.ClusterName, ClusterEndpoint: p.opts.ClusterEndpoint, ClusterCABundle: p.opts.ClusterCABundle,
-			ServiceCIDR: p.opts.ClusterServiceCIDR, Labels: claim.Labels, Taints: taints, MaxPods: k.maxPods,
+			ServiceCIDR: p.opts.ClusterServiceCIDR, Labels: labels, Taints: taints, MaxPods: k.maxPods,
 			Kubelet: rc.spec.Kubelet, Custom: aws.ToString(rc.spec.UserData),
 		}
 		ud, err := b.UserData(rc.family)
@@ -318,7 +373,8 @@ func (p *Provider) fleetConfigs(ctx context.Context, claim *v1alpha1.NodeClaim, 
 		lc := &launchConfig{
 			NodeClass: rc.name, ImageID: k.image, UserData: ud, SecurityGroupIDs: sortedSecurityGroupIDs(rc.status.SecurityGroups),
 			InstanceProfile: rc.status.InstanceProfile, BlockDevices: bds, PublicIP: rc.spec.AssociatePublicIPAddress,
-			Monitoring: aws.ToBool(rc.spec.DetailedMonitoring),
+			Monitoring: aws.ToBool(rc.spec.DetailedMonitoring), CapacityReservationID: k.reservation,
+			CapacityBlock: kind == ReservationTypeCapacityBlock,
 		}
 		metadataDefaults(rc.spec.MetadataOptions, lc)
 		id, err := p.ensureLaunchTemplate(ctx, lc)
@@ -343,9 +399,10 @@ func (p *Provider) fleetConfigs(ctx context.Context, claim *v1alpha1.NodeClaim, 
 	return out, nil
 }
 
-// recordFleetErrors marks the offerings refused for capacity unavailable,
-// counts them, and returns them as type/zone/capacity-type.
-func (p *Provider) recordFleetErrors(claim *v1alpha1.NodeClaim, errs []ec2types.CreateFleetError, cands []candidate) []string {
+// recordFleetErrors marks the offerings refused for capacity unavailable
+// (for a launch into reservations, the reservations refused), counts
+// them, and returns them as type/zone/capacity-type.
+func (p *Provider) recordFleetErrors(claim *v1alpha1.NodeClaim, capacityType string, errs []ec2types.CreateFleetError, cands []candidate) []string {
 	var refused []string
 	for _, e := range errs {
 		code := aws.ToString(e.ErrorCode)
@@ -358,16 +415,21 @@ func (p *Provider) recordFleetErrors(claim *v1alpha1.NodeClaim, errs []ec2types.
 				}
 			}
 		}
-		ct := string(e.Lifecycle)
-		if ct == "" {
-			ct = cloud.CapacityTypeOnDemand
+		ct := capacityType
+		reservation := ""
+		if i := slices.IndexFunc(cands, func(c candidate) bool { return c.it.Name == typ && c.offering.Zone == zone }); i >= 0 {
+			reservation = cands[i].offering.ReservationID
 		}
 		p.log.Info("fleet refused an offering", "nodeClaim", claim.Name, "instanceType", typ, "zone", zone, "capacityType", ct,
-			"code", code, "message", aws.ToString(e.ErrorMessage))
+			"capacityReservation", reservation, "code", code, "message", aws.ToString(e.ErrorMessage))
 		if !capacityErrors[code] || typ == "" || zone == "" {
 			continue
 		}
-		p.unavailable.MarkUnavailable(typ, zone, ct)
+		if reservation != "" {
+			p.unavailable.MarkReservationUnavailable(reservation)
+		} else {
+			p.unavailable.MarkUnavailable(typ, zone, ct)
+		}
 		p.metrics.insufficientCapacity.WithLabelValues(typ, zone, ct, code).Inc()
 		refused = append(refused, typ+"/"+zone+"/"+ct)
 	}
@@ -588,8 +650,12 @@ func (p *Provider) claimView(base *v1alpha1.NodeClaim, in *ec2types.Instance, in
 		zone = aws.ToString(in.Placement.AvailabilityZone)
 	}
 	ct := cloud.CapacityTypeOnDemand
-	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+	reservation := reservedIn(in)
+	switch {
+	case in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot:
 		ct = cloud.CapacityTypeSpot
+	case reservation != "":
+		ct = cloud.CapacityTypeReserved
 	}
 	typ := string(in.InstanceType)
 	it := p.lookupType(index, typ)
@@ -599,7 +665,17 @@ func (p *Provider) claimView(base *v1alpha1.NodeClaim, in *ec2types.Instance, in
 			price = o.Price
 		}
 	}
+	if ct == cloud.CapacityTypeReserved {
+		price = reservedPrice(&it, zone)
+	}
 	p.fillClaim(nc, aws.ToString(in.InstanceId), &it, zone, ct, aws.ToString(in.ImageId), price, p.opts.NodeModel)
+	if ct == cloud.CapacityTypeReserved {
+		kind := ReservationTypeDefault
+		if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeCapacityBlock {
+			kind = ReservationTypeCapacityBlock
+		}
+		nc.Labels = reservationLabels(nc.Labels, reservation, kind)
+	}
 	nc.Annotations = cloud.CopyNodeClassHash(nc.Annotations, map[string]string{
 		v1alpha1.AnnotationNodeClassHash:        tagValue(in.Tags, v1alpha1.AnnotationNodeClassHash),
 		v1alpha1.AnnotationNodeClassHashVersion: tagValue(in.Tags, v1alpha1.AnnotationNodeClassHashVersion),

@@ -238,7 +238,11 @@ func regionalSpot(byZone map[string]float64) float64 {
 // InstanceTypes implements cloud.CloudProvider: the region's instance types
 // with offerings in the zones of the pool's EC2NodeClass subnets, for the
 // architectures of its images, at current prices, without the offerings
-// recently refused for lack of capacity.
+// recently refused for lack of capacity; and, when the class has
+// capacityReservationSelectorTerms, an offering of capacity type reserved
+// (counted, priced near zero) for each reservation they select with
+// instances left, as Karpenter offers them (no terms, no reserved
+// offerings).
 func (p *Provider) InstanceTypes(ctx context.Context, pool *v1alpha1.NodePool) ([]cloud.InstanceType, error) {
 	types := p.allInstanceTypes()
 	if pool == nil || p.opts.NodeClasses == nil {
@@ -260,12 +264,11 @@ func (p *Provider) InstanceTypes(ctx context.Context, pool *v1alpha1.NodePool) (
 	for _, s := range rc.status.Subnets {
 		zones[s.Zone] = true
 	}
-	var reserved map[string][]cloud.Offering
-	if p.opts.OfferCapacityReservations {
-		if reserved, err = p.reservedOfferings(ctx, rc.spec.CapacityReservationSelectorTerms); err != nil {
-			return nil, fmt.Errorf("aws: EC2NodeClass %s's capacity reservations: %w", ref.Name, err)
-		}
+	rs, err := p.reservations(ctx, rc.spec.CapacityReservationSelectorTerms)
+	if err != nil {
+		return nil, fmt.Errorf("aws: EC2NodeClass %s's capacity reservations: %w", ref.Name, err)
 	}
+	reserved := reservedOfferings(rs)
 	archs := rc.architectures()
 	out := types[:0]
 	for _, it := range types {

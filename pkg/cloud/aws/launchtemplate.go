@@ -42,6 +42,11 @@ type launchConfig struct {
 	BlockDevices     []blockDevice `json:"blockDevices,omitempty"`
 	PublicIP         *bool         `json:"publicIP,omitempty"`
 	Monitoring       bool          `json:"monitoring,omitempty"`
+	// CapacityReservationID makes the template launch into that capacity
+	// reservation only, and CapacityBlock says it is a capacity block
+	// (market type capacity-block), as Karpenter's reserved templates.
+	CapacityReservationID string `json:"capacityReservationID,omitempty"`
+	CapacityBlock         bool   `json:"capacityBlock,omitempty"`
 }
 
 type blockDevice struct {
@@ -148,6 +153,15 @@ func (c *launchConfig) data() *ec2types.RequestLaunchTemplateData {
 			HttpPutResponseHopLimit: aws.Int32(c.HopLimit),
 		},
 		Monitoring: &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(c.Monitoring)},
+	}
+	if c.CapacityReservationID != "" {
+		d.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
+			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(c.CapacityReservationID)},
+		}
+	}
+	if c.CapacityBlock {
+		d.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
 	}
 	if c.InstanceProfile != "" {
 		d.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(c.InstanceProfile)}

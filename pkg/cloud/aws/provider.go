@@ -56,12 +56,6 @@ type Options struct {
 	// ClusterName names the cluster: it tags every instance and launch
 	// template, scopes List, and goes into the node's user data.
 	ClusterName string
-	// OfferCapacityReservations makes InstanceTypes offer the capacity
-	// reservations an EC2NodeClass's capacityReservationSelectorTerms
-	// select (capacity type reserved, counted). Off until Create can
-	// launch into a reservation: a planned reserved node would otherwise
-	// be refused and re-planned on-demand.
-	OfferCapacityReservations bool
 	// ClusterEndpoint is the API server URL the nodes join, e.g.
 	// https://XXXX.gr7.us-east-1.eks.amazonaws.com.
 	ClusterEndpoint string

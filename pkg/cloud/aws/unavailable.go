@@ -16,7 +16,9 @@ type UnavailableOfferings struct {
 	entries map[offeringKey]time.Time // → expiry
 }
 
-type offeringKey struct{ instanceType, zone, capacityType string }
+// offeringKey is an offering, or (reservation set, the rest empty) a
+// capacity reservation.
+type offeringKey struct{ instanceType, zone, capacityType, reservation string }
 
 // NewUnavailableOfferings returns an empty cache whose entries last ttl.
 func NewUnavailableOfferings(ttl time.Duration, now func() time.Time) *UnavailableOfferings {
@@ -30,14 +32,34 @@ func NewUnavailableOfferings(ttl time.Duration, now func() time.Time) *Unavailab
 func (u *UnavailableOfferings) MarkUnavailable(instanceType, zone, capacityType string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.entries[offeringKey{instanceType, zone, capacityType}] = u.now().Add(u.ttl)
+	u.entries[offeringKey{instanceType: instanceType, zone: zone, capacityType: capacityType}] = u.now().Add(u.ttl)
 }
 
 // IsUnavailable reports whether the offering was refused less than the TTL ago.
 func (u *UnavailableOfferings) IsUnavailable(instanceType, zone, capacityType string) bool {
+	return u.has(offeringKey{instanceType: instanceType, zone: zone, capacityType: capacityType})
+}
+
+// MarkReservationUnavailable records that capacity reservation id refused
+// a launch (full, as Karpenter's provider marks one on
+// ReservationCapacityExceeded): it is not offered until the entry
+// expires, even where DescribeCapacityReservations still counts
+// instances left.
+func (u *UnavailableOfferings) MarkReservationUnavailable(id string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	k := offeringKey{instanceType, zone, capacityType}
+	u.entries[offeringKey{reservation: id}] = u.now().Add(u.ttl)
+}
+
+// IsReservationUnavailable reports whether capacity reservation id
+// refused a launch less than the TTL ago.
+func (u *UnavailableOfferings) IsReservationUnavailable(id string) bool {
+	return u.has(offeringKey{reservation: id})
+}
+
+func (u *UnavailableOfferings) has(k offeringKey) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	exp, ok := u.entries[k]
 	if !ok {
 		return false

@@ -197,7 +197,9 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 	// Pools whose node class resolves, and the instance types they offer.
 	cloudTypes := map[string]cloud.InstanceType{}
 	poolTypes := map[string][]string{}
-	// Pools whose node class has kubelet settings get their own types.
+	// Pools whose node class has kubelet settings, or offers a type
+	// otherwise than the pools before (other zones, a capacity
+	// reservation), get their own types.
 	kubeletTypes := map[string][]cloud.InstanceType{}
 	for i := range npList.Items {
 		np := &npList.Items[i]
@@ -216,7 +218,10 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		}
 		b.pools[np.Name] = np
 		objs.NodePools = append(objs.NodePools, raw)
-		if slices.ContainsFunc(ts, func(t cloud.InstanceType) bool { return t.Kubelet != nil }) {
+		if slices.ContainsFunc(ts, func(t cloud.InstanceType) bool {
+			u, ok := cloudTypes[t.Name]
+			return t.Kubelet != nil || ok && !slices.Equal(u.Offerings, t.Offerings)
+		}) {
 			kubeletTypes[np.Name] = ts
 			continue
 		}
@@ -269,7 +274,8 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		b.types[instanceTypes[i].Name] = &instanceTypes[i]
 	}
 	// A pool whose node class offers fewer types than the union may use
-	// only its own; one with kubelet settings has its own list.
+	// only its own; one with kubelet settings or offerings of its own has
+	// its own list.
 	for pi := range cl.Pools {
 		pool := &cl.Pools[pi]
 		if ts, ok := kubeletTypes[pool.Name]; ok {

@@ -176,6 +176,29 @@ func matchFilters(filters []filter, field func(name string) ([]string, bool)) (b
 	return true, nil
 }
 
+// fields are an object's values for the filter names it answers.
+type fields map[string][]string
+
+// matchFields is matchFilters for an object answering the filters fs
+// names, and no others.
+func matchFields(filters []filter, fs fields) (bool, error) {
+	return matchFilters(filters, func(name string) ([]string, bool) {
+		v, ok := fs[name]
+		return v, ok
+	})
+}
+
+// matchTagged is matchFields for a tagged object: the tag filters
+// (tagField) read its tags.
+func matchTagged(filters []filter, fs fields, tags map[string]string) (bool, error) {
+	return matchFilters(filters, func(name string) ([]string, bool) {
+		if v, ok := fs[name]; ok {
+			return v, true
+		}
+		return tagField(name, tags)
+	})
+}
+
 func anyMatch(patterns, values []string) bool {
 	for _, pat := range patterns {
 		for _, v := range values {

@@ -30,21 +30,10 @@ func (s *Server) describeImages(m meta, p params) (any, error) {
 		if len(owners) > 0 && !slices.ContainsFunc(owners, func(o string) bool { return o == im.Owner || (o == "self" && im.Owner == "self") }) {
 			continue
 		}
-		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-			switch f {
-			case "image-id":
-				return []string{im.ID}, true
-			case "name":
-				return []string{im.Name}, true
-			case "owner-id", "owner-alias":
-				return []string{im.Owner}, true
-			case "architecture":
-				return []string{im.Arch}, true
-			case "state":
-				return []string{"available"}, true
-			}
-			return tagField(f, im.Tags)
-		})
+		ok, err := matchTagged(p.filters(), fields{
+			"image-id": {im.ID}, "name": {im.Name}, "owner-id": {im.Owner}, "owner-alias": {im.Owner}, "architecture": {im.Arch},
+			"state": {"available"},
+		}, im.Tags)
 		if err != nil {
 			return nil, err
 		}

@@ -31,6 +31,10 @@ type Instance struct {
 	// SecurityGroupIDs are the instance's security groups: its launch
 	// template's.
 	SecurityGroupIDs []string
+	// CapacityReservationID is the capacity reservation the instance
+	// runs in, and CapacityReservationPreference its launch template's
+	// preference; empty outside any reservation.
+	CapacityReservationID, CapacityReservationPreference string
 }
 
 // ProviderID is the instance's Kubernetes provider ID, aws:///zone/id.
@@ -53,9 +57,14 @@ func (s *Server) Running() []Instance {
 }
 
 // LaunchInstance adds a running instance directly, as if launched by
-// someone else (e.g. a leaked instance for garbage collection tests).
+// someone else (e.g. a leaked instance for garbage collection tests); one
+// with a CapacityReservationID takes its place in that reservation, if
+// it has one left.
 func (s *Server) LaunchInstance(in Instance) Instance {
 	s.mu.Lock()
+	if r := s.reservation(in.CapacityReservationID); r != nil && r.Available > 0 {
+		r.Available--
+	}
 	in = s.addInstance(in)
 	hook := s.OnLaunch
 	s.mu.Unlock()
@@ -76,6 +85,7 @@ func (s *Server) Terminate(id string) bool {
 		return false
 	}
 	in.State = StateTerminated
+	s.release(in)
 	c := cloneInstance(in)
 	hook := s.OnTerminate
 	s.mu.Unlock()
@@ -112,8 +122,8 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 		return nil, nil, badRequest("InvalidParameterValue", "TotalTargetCapacity must be at least 1")
 	}
 	capacityType := tc.get("DefaultTargetCapacityType")
-	if capacityType != OnDemand && capacityType != Spot {
-		return nil, nil, badRequest("InvalidParameterValue", "DefaultTargetCapacityType must be on-demand or spot, not %q", capacityType)
+	if capacityType != OnDemand && capacityType != Spot && capacityType != CapacityBlock {
+		return nil, nil, badRequest("InvalidParameterValue", "DefaultTargetCapacityType must be on-demand, spot or capacity-block, not %q", capacityType)
 	}
 	strategy := p.get("OnDemandOptions.AllocationStrategy")
 	if capacityType == Spot {
@@ -221,19 +231,40 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 				ErrorMessage: fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s).", c.typ, c.zone)})
 			continue
 		}
+		r, code, msg := s.fleetReservation(c, capacityType)
+		if code != "" {
+			errs = append(errs, fleetErrorXML{LaunchTemplateAndOverrides: overridesXML(c), Lifecycle: capacityType, ErrorCode: code, ErrorMessage: msg})
+			continue
+		}
 		var ids []string
-		for len(launched) < total {
-			in := s.addInstance(Instance{Type: c.typ, Zone: c.zone, SubnetID: c.subnet, ImageID: c.image, Arch: it.Arch, CapacityType: capacityType,
+		for len(launched) < total && (r == nil || r.Available > 0) {
+			in := Instance{Type: c.typ, Zone: c.zone, SubnetID: c.subnet, ImageID: c.image, Arch: it.Arch, CapacityType: capacityType,
 				Tags: maps.Clone(instanceTags), VolumeTags: maps.Clone(volumeTags), LaunchTemplateID: c.lt.ID, ClientToken: p.get("ClientToken"),
-				SecurityGroupIDs: slices.Clone(c.lt.Data.SecurityGroupIDs)})
+				SecurityGroupIDs: slices.Clone(c.lt.Data.SecurityGroupIDs)}
+			if r != nil {
+				r.Available--
+				in.CapacityReservationID, in.CapacityReservationPreference = r.ID, c.lt.Data.CapacityReservationPreference
+			}
+			in = s.addInstance(in)
 			launched = append(launched, in)
 			ids = append(ids, in.ID)
 		}
-		insts = append(insts, fleetInstanceXML{LaunchTemplateAndOverrides: overridesXML(c), Lifecycle: capacityType, InstanceIDs: itemsOf(ids), InstanceType: c.typ})
+		if len(ids) > 0 {
+			insts = append(insts, fleetInstanceXML{LaunchTemplateAndOverrides: overridesXML(c), Lifecycle: capacityType, InstanceIDs: itemsOf(ids), InstanceType: c.typ})
+		}
 	}
 	resp.Errors = itemsOf(errs)
 	resp.Instances = itemsOf(insts)
 	return resp, launched, nil
+}
+
+// lifecycle is an instance's value of the instance-lifecycle filter:
+// spot or capacity-block, none for on-demand.
+func lifecycle(in *Instance) []string {
+	if in.CapacityType == Spot || in.CapacityType == CapacityBlock {
+		return []string{in.CapacityType}
+	}
+	return nil
 }
 
 // addInstance stores a new running instance; s.mu must be held.
@@ -275,26 +306,10 @@ func (s *Server) describeInstances(m meta, p params) (any, error) {
 		if len(ids) == 0 && s.now().Sub(in.LaunchTime) < s.listLag {
 			continue
 		}
-		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-			switch f {
-			case "instance-id":
-				return []string{in.ID}, true
-			case "instance-state-name":
-				return []string{in.State}, true
-			case "instance-type":
-				return []string{in.Type}, true
-			case "availability-zone":
-				return []string{in.Zone}, true
-			case "client-token":
-				return []string{in.ClientToken}, true
-			case "instance-lifecycle":
-				if in.CapacityType == Spot {
-					return []string{Spot}, true
-				}
-				return nil, true
-			}
-			return tagField(f, in.Tags)
-		})
+		ok, err := matchTagged(p.filters(), fields{
+			"instance-id": {in.ID}, "instance-state-name": {in.State}, "instance-type": {in.Type}, "availability-zone": {in.Zone},
+			"client-token": {in.ClientToken}, "instance-lifecycle": lifecycle(in),
+		}, in.Tags)
 		if err != nil {
 			return nil, err
 		}
@@ -315,9 +330,17 @@ func (s *Server) describeInstances(m meta, p params) (any, error) {
 			}
 			x.Groups = itemsOf(groups)
 		}
-		if in.CapacityType == Spot {
+		switch in.CapacityType {
+		case Spot:
 			x.InstanceLifecycle = Spot
 			x.SpotRequestID = "sir-" + strings.TrimPrefix(in.ID, "i-")
+		case CapacityBlock:
+			x.InstanceLifecycle = CapacityBlock
+		}
+		if in.CapacityReservationID != "" {
+			x.CapacityReservationID = in.CapacityReservationID
+			x.CapacityReservationSpec = &capacityReservationSpecXML{Preference: in.CapacityReservationPreference}
+			x.CapacityReservationSpec.Target.ID = in.CapacityReservationID
 		}
 		all = append(all, reservationXML{ReservationID: "r-" + strings.TrimPrefix(in.ID, "i-"), OwnerID: "123456789012", Instances: itemsOf([]instanceXML{x})})
 	}
@@ -344,6 +367,7 @@ func (s *Server) terminateInstances(m meta, p params) (any, error) {
 		prev := in.State
 		in.State = StateTerminated
 		if prev != StateTerminated {
+			s.release(in)
 			s.terminated = append(s.terminated, cloneInstance(in))
 		}
 		out = append(out, stateChangeXML{InstanceID: id, Previous: stateXML{Code: stateCodes[prev], Name: prev}, Current: stateXML{Code: 48, Name: StateTerminated}})

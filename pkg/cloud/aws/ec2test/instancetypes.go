@@ -72,18 +72,9 @@ func (s *Server) describeInstanceTypes(m meta, p params) (any, error) {
 		if len(want) > 0 && !slices.Contains(want, name) {
 			continue
 		}
-		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-			switch f {
-			case "instance-type":
-				return []string{name}, true
-			case "processor-info.supported-architecture":
-				return []string{it.Arch}, true
-			case "supported-usage-class":
-				return usageClasses(it), true
-			case "current-generation":
-				return []string{"true"}, true
-			}
-			return nil, false
+		ok, err := matchFields(p.filters(), fields{
+			"instance-type": {name}, "processor-info.supported-architecture": {it.Arch}, "supported-usage-class": usageClasses(it),
+			"current-generation": {"true"},
 		})
 		if err != nil {
 			return nil, err
@@ -139,15 +130,7 @@ func (s *Server) describeInstanceTypeOfferings(m meta, p params) (any, error) {
 			return nil, badRequest("InvalidParameterValue", "Invalid location type: %s", lt)
 		}
 		for _, loc := range locations {
-			ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-				switch f {
-				case "instance-type":
-					return []string{name}, true
-				case "location":
-					return []string{loc}, true
-				}
-				return nil, false
-			})
+			ok, err := matchFields(p.filters(), fields{"instance-type": {name}, "location": {loc}})
 			if err != nil {
 				return nil, err
 			}

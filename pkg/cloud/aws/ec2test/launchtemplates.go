@@ -36,6 +36,15 @@ type LaunchTemplateData struct {
 	TagSpecs          map[string]map[string]string
 	AssociatePublicIP *bool
 	Monitoring        bool
+	// CapacityReservationPreference is "capacity-reservations-only",
+	// "open" or "none" (empty when not set); with
+	// CapacityReservationID, instances launch only into that
+	// reservation.
+	CapacityReservationPreference string
+	CapacityReservationID         string
+	// MarketType is the instance market: "capacity-block" for capacity
+	// blocks, "spot", or empty.
+	MarketType string
 }
 
 // LaunchTemplate is a launch template.
@@ -84,6 +93,10 @@ func (s *Server) createLaunchTemplate(m meta, p params) (any, error) {
 		HopLimit:         d.int("MetadataOptions.HttpPutResponseHopLimit", 0),
 		TagSpecs:         d.tagSpecs("TagSpecification"),
 		Monitoring:       d.bool("Monitoring.Enabled"),
+
+		CapacityReservationPreference: d.get("CapacityReservationSpecification.CapacityReservationPreference"),
+		CapacityReservationID:         d.get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"),
+		MarketType:                    d.get("InstanceMarketOptions.MarketType"),
 	}
 	for _, b := range d.structs("BlockDeviceMapping") {
 		bd := BlockDevice{DeviceName: b.get("DeviceName"), VolumeSize: b.int("Ebs.VolumeSize", 0), VolumeType: b.get("Ebs.VolumeType"),
@@ -108,6 +121,9 @@ func (s *Server) createLaunchTemplate(m meta, p params) (any, error) {
 	if data.ImageID == "" {
 		return nil, badRequest("InvalidParameterValue", "LaunchTemplateData.ImageId is required by this server")
 	}
+	if id := data.CapacityReservationID; id != "" && s.reservation(id) == nil {
+		return nil, badRequest("InvalidCapacityReservationId.NotFound", "The capacity reservation ID '%s' does not exist", id)
+	}
 	if !slices.ContainsFunc(s.images, func(im Image) bool { return im.ID == data.ImageID }) {
 		return nil, badRequest("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", data.ImageID)
 	}
@@ -126,13 +142,7 @@ func (s *Server) describeLaunchTemplates(m meta, p params) (any, error) {
 		if (len(ids) > 0 && !slices.Contains(ids, lt.ID)) || (len(names) > 0 && !slices.Contains(names, lt.Name)) {
 			continue
 		}
-		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-			switch f {
-			case "launch-template-name":
-				return []string{lt.Name}, true
-			}
-			return tagField(f, lt.Tags)
-		})
+		ok, err := matchTagged(p.filters(), fields{"launch-template-name": {lt.Name}}, lt.Tags)
 		if err != nil {
 			return nil, err
 		}

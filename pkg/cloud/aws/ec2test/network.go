@@ -34,19 +34,9 @@ func (s *Server) describeSubnets(m meta, p params) (any, error) {
 		if len(ids) > 0 && !slices.Contains(ids, sn.ID) {
 			continue
 		}
-		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-			switch f {
-			case "subnet-id":
-				return []string{sn.ID}, true
-			case "availability-zone":
-				return []string{sn.Zone}, true
-			case "vpc-id":
-				return []string{sn.VpcID}, true
-			case "state":
-				return []string{"available"}, true
-			}
-			return tagField(f, sn.Tags)
-		})
+		ok, err := matchTagged(p.filters(), fields{
+			"subnet-id": {sn.ID}, "availability-zone": {sn.Zone}, "vpc-id": {sn.VpcID}, "state": {"available"},
+		}, sn.Tags)
 		if err != nil {
 			return nil, err
 		}
@@ -74,15 +64,7 @@ func (s *Server) describeSecurityGroups(m meta, p params) (any, error) {
 		if (len(ids) > 0 && !slices.Contains(ids, g.ID)) || (len(names) > 0 && !slices.Contains(names, g.Name)) {
 			continue
 		}
-		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-			switch f {
-			case "group-id":
-				return []string{g.ID}, true
-			case "group-name":
-				return []string{g.Name}, true
-			}
-			return tagField(f, g.Tags)
-		})
+		ok, err := matchTagged(p.filters(), fields{"group-id": {g.ID}, "group-name": {g.Name}}, g.Tags)
 		if err != nil {
 			return nil, err
 		}

@@ -64,16 +64,8 @@ func (s *Server) describeSpotPriceHistory(m meta, p params) (any, error) {
 		if (len(types) > 0 && !slices.Contains(types, sp.InstanceType)) || (zone != "" && zone != sp.Zone) || sp.Time.After(end) {
 			continue
 		}
-		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-			switch f {
-			case "instance-type":
-				return []string{sp.InstanceType}, true
-			case "availability-zone":
-				return []string{sp.Zone}, true
-			case "product-description":
-				return []string{linuxProduct}, true
-			}
-			return nil, false
+		ok, err := matchFields(p.filters(), fields{
+			"instance-type": {sp.InstanceType}, "availability-zone": {sp.Zone}, "product-description": {linuxProduct},
 		})
 		if err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package ec2test
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 )
@@ -57,6 +58,45 @@ func (s *Server) reservation(id string) *CapacityReservation {
 	return s.reservations[i]
 }
 
+// fleetReservation returns the capacity reservation a fleet override
+// launches into (its launch template's target; nil for none), or the
+// error code and message EC2 refuses the override with: a reservation of
+// another type or zone, not active, of the wrong kind for the fleet's
+// target capacity type, or full (ReservationCapacityExceeded, the code
+// Karpenter's provider marks a reservation unavailable on). s.mu is held.
+func (s *Server) fleetReservation(c fleetCandidate, capacityType string) (*CapacityReservation, string, string) {
+	id := c.lt.Data.CapacityReservationID
+	if id == "" || c.lt.Data.CapacityReservationPreference != "capacity-reservations-only" {
+		if capacityType == CapacityBlock {
+			return nil, "InvalidParameterCombination", "A capacity-block fleet needs launch templates that target a capacity block."
+		}
+		return nil, "", ""
+	}
+	r := s.reservation(id)
+	switch {
+	case r == nil:
+		return nil, "InvalidCapacityReservationId.NotFound", fmt.Sprintf("The capacity reservation ID '%s' does not exist", id)
+	case r.InstanceType != c.typ || r.Zone != c.zone:
+		return nil, "InvalidParameterCombination", fmt.Sprintf("The instance type and Availability Zone (%s, %s) do not match those of capacity reservation %s (%s, %s).",
+			c.typ, c.zone, id, r.InstanceType, r.Zone)
+	case r.State != "active":
+		return nil, "InvalidParameterValue", fmt.Sprintf("The capacity reservation %s is %s, not active.", id, r.State)
+	case (r.Type == CapacityBlock) != (capacityType == CapacityBlock):
+		return nil, "InvalidParameterCombination", fmt.Sprintf("Capacity reservation %s of type %s cannot be launched into with target capacity type %s.", id, r.Type, capacityType)
+	case r.Available < 1:
+		return nil, "ReservationCapacityExceeded", fmt.Sprintf("Insufficient capacity in capacity reservation %s: it has no instances left.", id)
+	}
+	return r, "", ""
+}
+
+// release gives a terminated instance's place back to its capacity
+// reservation. s.mu is held.
+func (s *Server) release(in *Instance) {
+	if r := s.reservation(in.CapacityReservationID); r != nil && r.Available < r.Total {
+		r.Available++
+	}
+}
+
 func (s *Server) describeCapacityReservations(m meta, p params) (any, error) {
 	ids := p.list("CapacityReservationId")
 	for _, id := range ids {
@@ -69,25 +109,10 @@ func (s *Server) describeCapacityReservations(m meta, p params) (any, error) {
 		if len(ids) > 0 && !slices.Contains(ids, r.ID) {
 			continue
 		}
-		ok, err := matchFilters(p.filters(), func(f string) ([]string, bool) {
-			switch f {
-			case "capacity-reservation-id":
-				return []string{r.ID}, true
-			case "owner-id":
-				return []string{r.OwnerID}, true
-			case "instance-type":
-				return []string{r.InstanceType}, true
-			case "availability-zone":
-				return []string{r.Zone}, true
-			case "state":
-				return []string{r.State}, true
-			case "instance-match-criteria":
-				return []string{r.MatchCriteria}, true
-			case "reservation-type":
-				return []string{r.Type}, true
-			}
-			return tagField(f, r.Tags)
-		})
+		ok, err := matchTagged(p.filters(), fields{
+			"capacity-reservation-id": {r.ID}, "owner-id": {r.OwnerID}, "instance-type": {r.InstanceType}, "availability-zone": {r.Zone},
+			"state": {r.State}, "instance-match-criteria": {r.MatchCriteria}, "reservation-type": {r.Type},
+		}, r.Tags)
 		if err != nil {
 			return nil, err
 		}

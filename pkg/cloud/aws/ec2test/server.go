@@ -33,6 +33,9 @@ import (
 const (
 	OnDemand = "on-demand"
 	Spot     = "spot"
+	// CapacityBlock is the capacity type (and instance lifecycle) of
+	// instances launched into a capacity block.
+	CapacityBlock = "capacity-block"
 )
 
 // Server is the fake. Its zero value is not usable; call New.
@@ -48,6 +51,7 @@ type Server struct {
 	Now func() time.Time
 
 	mu            sync.Mutex
+	beforeAction  func(action string)
 	region        string
 	pageSize      int
 	latency       time.Duration
@@ -96,6 +100,16 @@ func (s *Server) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// SetBeforeAction makes the server call fn (outside its lock) with each
+// Query-protocol request's action before it acts on it (nil: none): what
+// someone else does between a client's calls, such as taking the last
+// instance of a capacity reservation, goes there.
+func (s *Server) SetBeforeAction(fn func(action string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeAction = fn
 }
 
 // SetPageSize sets the most items a Describe* page holds (100 by default).
@@ -152,7 +166,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.calls[action]++
 	s.requests[action] = append(s.requests[action], maps.Clone(r.Form))
 	f, faulted := s.takeFault(action)
+	before := s.beforeAction
 	s.mu.Unlock()
+	if before != nil {
+		before(action)
+	}
 	if faulted {
 		writeEC2Error(w, &apiError{status: f.status, code: f.code, message: f.message})
 		return

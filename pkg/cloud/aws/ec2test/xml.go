@@ -241,15 +241,26 @@ type instanceXML struct {
 	Placement      struct {
 		AvailabilityZone string `xml:"availabilityZone"`
 	} `xml:"placement"`
-	SubnetID          string           `xml:"subnetId"`
-	VpcID             string           `xml:"vpcId"`
-	PrivateIPAddress  string           `xml:"privateIpAddress"`
-	Architecture      string           `xml:"architecture"`
-	InstanceLifecycle string           `xml:"instanceLifecycle,omitempty"`
-	SpotRequestID     string           `xml:"spotInstanceRequestId,omitempty"`
-	ClientToken       string           `xml:"clientToken,omitempty"`
-	Groups            *items[groupXML] `xml:"groupSet,omitempty"`
-	Tags              *items[tagXML]   `xml:"tagSet"`
+	SubnetID                string                      `xml:"subnetId"`
+	VpcID                   string                      `xml:"vpcId"`
+	PrivateIPAddress        string                      `xml:"privateIpAddress"`
+	Architecture            string                      `xml:"architecture"`
+	InstanceLifecycle       string                      `xml:"instanceLifecycle,omitempty"`
+	SpotRequestID           string                      `xml:"spotInstanceRequestId,omitempty"`
+	ClientToken             string                      `xml:"clientToken,omitempty"`
+	Groups                  *items[groupXML]            `xml:"groupSet,omitempty"`
+	Tags                    *items[tagXML]              `xml:"tagSet"`
+	CapacityReservationID   string                      `xml:"capacityReservationId,omitempty"`
+	CapacityReservationSpec *capacityReservationSpecXML `xml:"capacityReservationSpecification,omitempty"`
+}
+
+// capacityReservationSpecXML is an instance's capacity reservation
+// preference and target.
+type capacityReservationSpecXML struct {
+	Preference string `xml:"capacityReservationPreference,omitempty"`
+	Target     struct {
+		ID string `xml:"capacityReservationId"`
+	} `xml:"capacityReservationTarget"`
 }
 
 // groupXML is one of an instance's security groups.
