@@ -86,8 +86,22 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 	for b := range k.buckets {
 		live = append(live, bucketCursor{bucket: int32(b)})
 	}
-	last := -1 // the class the last batch took
+	if len(s.nearLast) != len(s.classes) {
+		s.nearLast = make([]bool, len(s.classes))
+	}
+	// last is the class the last batch took; nearLast marks the classes
+	// it conflicts with (conflicts are symmetric), so that each bucket
+	// asks a slice, not a search of its class's conflicts, every batch.
+	last := -1
+	markNear := func(on bool) {
+		if last >= 0 {
+			for _, cj := range s.classes[last].conflicts {
+				s.nearLast[cj] = on
+			}
+		}
+	}
 	defer func() {
+		markNear(false)
 		s.resetCaps(takes[start:])
 		for _, t := range takes[start:] {
 			s.taken[t.class] = 0
@@ -137,7 +151,11 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 		if bestClass < 0 {
 			break
 		}
-		last = bestClass
+		if bestClass != last {
+			markNear(false)
+			last = bestClass
+			markNear(true)
+		}
 		c := s.classes[bestClass]
 		n := min(fitCount(free, c.req), bestLeft)
 		n = (n + 1) / 2
@@ -177,7 +195,7 @@ func (s *state) firstTaker(k *kind, b *shapeBucket, cur *bucketCursor, weights [
 			case !cur.checked:
 				conflicts = s.conflictsWith(ci, onNode)
 			case last >= 0:
-				conflicts = s.conflict(ci, last)
+				conflicts = s.nearLast[ci]
 			}
 			if !conflicts {
 				cur.checked = true

@@ -244,6 +244,10 @@ func minResources(a, b Resources) Resources {
 	return a
 }
 
+// donorBlock is how many donors, in price order, backfill passes over at
+// once when a host has no room for the smallest request among them.
+const donorBlock = 32
+
 // backfill moves pods from dearer nodes into the free room of cheaper ones
 // of the same pool weight, cheapest hosts first, dearest donors first, then
 // moves every node to the cheapest kind that holds what it kept and drops
@@ -288,6 +292,19 @@ func (s *state) backfill(deadline time.Time) {
 		smallest[x] = s.smallestReq(nodes[i].takes)
 		minReq = minResources(minReq, smallest[x])
 	}
+	// blockMin[b] is the smallest request per resource of the donors at
+	// positions b·donorBlock … (b+1)·donorBlock−1: a host with no room for
+	// it has room for none of them, and since its room only shrinks while
+	// it scans, it passes over the whole block at once. The scan stays
+	// quadratic only in blocks, not in nodes (4,000 nodes at 20,000 pods
+	// of Karpenter's mix).
+	blockMin := make([]Resources, (len(byPrice)+donorBlock-1)/donorBlock)
+	for b := range blockMin {
+		blockMin[b] = s.smallestReq(nil)
+		for x := b * donorBlock; x < min((b+1)*donorBlock, len(byPrice)); x++ {
+			blockMin[b] = minResources(blockMin[b], smallest[x])
+		}
+	}
 	moved := false
 	for _, hi := range byPrice {
 		if expired(deadline) {
@@ -298,6 +315,13 @@ func (s *state) backfill(deadline time.Time) {
 		kh := s.kinds[h.kind]
 		weight := s.p.Pools[kh.pool].Weight
 		for x := len(byPrice) - 1; x >= 0 && minReq.Fits(free[hi]); x-- {
+			if b := x / donorBlock; !blockMin[b].Fits(free[hi]) {
+				// Skipped donors would each have been passed over;
+				// a cheaper one below them is met (and ends the scan)
+				// at the next block that may fit, or never.
+				x = b * donorBlock
+				continue
+			}
 			di := byPrice[x]
 			d := &nodes[di]
 			kd := s.kinds[d.kind]

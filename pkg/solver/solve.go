@@ -142,6 +142,9 @@ type state struct {
 	isTarget  map[int]bool
 	// cursors is scratch space for fillBalanced.
 	cursors []bucketCursor
+	// nearLast is scratch space for fillBalanced: true for the classes
+	// that conflict with the class its last batch took.
+	nearLast []bool
 	// fills counts the nodes the greedy filled to compare kinds.
 	fills int
 	// fits is how many distinct class.fit there are; sigOf numbers, per
@@ -916,7 +919,7 @@ func (s *state) fork() *state {
 		w.kinds[i] = &kk
 	}
 	w.capCount, w.capCarrier = make([]int, len(s.capCount)), make([]int, len(s.capCarrier))
-	w.taken, w.cursors = nil, nil
+	w.taken, w.cursors, w.nearLast = nil, nil, nil
 	return &w
 }
 

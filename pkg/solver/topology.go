@@ -1412,12 +1412,6 @@ func (s *state) conflictsWith(ci int, takes []take) bool {
 	return false
 }
 
-// conflict reports whether classes ci and cj may not share a node.
-func (s *state) conflict(ci, cj int) bool {
-	_, found := slices.BinarySearch(s.classes[ci].conflicts, cj)
-	return found
-}
-
 // enforceSpread is the safety net for spread and zonal affinity: when
 // packing could not place some of a group's domain shares (pool limits,
 // say), the placed pods can be more skewed than maxSkew allows, or followers
