@@ -208,7 +208,8 @@ func TestImportErrors(t *testing.T) {
 		{"budget in seconds", np + "spec:\n  disruption: {budgets: [{nodes: '1', schedule: '@daily', duration: 90s}]}\n" + ref, `spec.disruption.budgets[0].duration: 90s is not a whole number of minutes`},
 		{"unknown consolidation policy", np + "spec:\n  disruption: {consolidationPolicy: Always}\n" + ref, `spec.disruption.consolidationPolicy: unsupported value "Always"`},
 		{"another cloud's node class", np + "spec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.azure.com, kind: AKSNodeClass, name: x}\n", `nodeClassRef.kind: AKSNodeClass cannot be imported`},
-		{"static pool", np + "spec:\n  replicas: 3\n" + ref, `spec.replicas: a static NodePool (3 nodes kept whatever the pods) cannot be imported`},
+		{"negative replicas", np + "spec:\n  replicas: -1\n" + ref, `spec.replicas: must not be negative (-1)`},
+		{"static pool with a cpu limit", np + "spec:\n  replicas: 3\n  limits: {cpu: '10'}\n" + ref, `spec.limits.cpu: only limits.nodes is allowed on a static NodePool`},
 		{"static pool with a weight", np + "spec:\n  replicas: 3\n  weight: 5\n" + ref, `spec.weight: not allowed on a static NodePool`},
 		{"Gte without an integer", np + "spec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}\n      requirements: [{key: k, operator: Gte, values: [x]}]\n", `spec.template.spec.requirements[0]: operator Gte needs an integer, got "x"`},
 		{"no name", "apiVersion: karpenter.sh/v1\nkind: NodePool\nspec: {}\n", "metadata.name is required"},
@@ -270,5 +271,43 @@ func TestNormalizeDuration(t *testing.T) {
 	}
 	if _, err := normalizeDuration("x", "Never", false); err == nil {
 		t.Error("Never allowed where it must not be")
+	}
+}
+
+// TestImportStaticPool maps Karpenter v1.15's spec.replicas onto the
+// rightsize.dev NodePool, with its limits.nodes, as a static pool.
+func TestImportStaticPool(t *testing.T) {
+	in := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: fixed}
+spec:
+  replicas: 3
+  limits: {nodes: "5"}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}
+      requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}]
+`
+	res, err := Import([]string{"-"}, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var np *v1alpha1.NodePool
+	for _, o := range res.Objects {
+		if p, ok := o.(*v1alpha1.NodePool); ok {
+			np = p
+		}
+	}
+	if np == nil {
+		t.Fatalf("no NodePool imported: %v", res.Objects)
+	}
+	if !np.Static() || *np.Spec.Replicas != 3 {
+		t.Errorf("spec.replicas = %v; want 3", np.Spec.Replicas)
+	}
+	if q := np.Spec.Limits["nodes"]; q.Value() != 5 || len(np.Spec.Limits) != 1 {
+		t.Errorf("spec.limits = %v; want nodes: 5 alone", np.Spec.Limits)
+	}
+	if np.Spec.Weight != nil {
+		t.Errorf("spec.weight = %d; a static pool has none", *np.Spec.Weight)
 	}
 }

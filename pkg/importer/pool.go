@@ -37,9 +37,6 @@ func (c *converter) pool(where, kind, apiVersion string, j []byte) error {
 	if err := karpenter.CheckStatic(s); err != nil {
 		return err
 	}
-	if s.Replicas != nil {
-		return fmt.Errorf("spec.replicas: a static NodePool (%d nodes kept whatever the pods) cannot be imported: a rightsize.dev NodePool launches nodes for pending pods, so it would not keep the count", *s.Replicas)
-	}
 	provisioner := kind == karpenter.KindProvisioner
 	np := &v1alpha1.NodePool{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodePool"},
@@ -152,6 +149,10 @@ func (c *converter) pool(where, kind, apiVersion string, j []byte) error {
 	}
 	np.Spec.Limits = limits
 	np.Spec.Weight = s.Weight
+	// A static pool (Karpenter v1.15) stays static: the operator keeps
+	// its count (pkg/operator/static); CheckStatic refused what Karpenter
+	// refuses beside replicas.
+	np.Spec.Replicas = s.Replicas
 	if err := c.disruption(where, apiVersion, provisioner, s, &np.Spec.Disruption); err != nil {
 		return err
 	}

@@ -65,6 +65,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodepool"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/static"
 )
 
 // DefaultLeaderElectionID is the name of the Lease replicas compete for.
@@ -249,6 +250,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	if err := nodepool.New(mgr.GetClient(), metrics.MeasureCloud(cp, "nodepool")).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodepool: %w", err)
+	}
+	if err := static.New(mgr.GetClient(), recorder).Register(mgr); err != nil {
+		return fmt.Errorf("operator: static nodepools: %w", err)
 	}
 	gc := opts.GarbageCollection
 	gc.Replan = prov.Trigger

@@ -167,9 +167,10 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 			return err
 		}
 		// Karpenter's provisioner leaves static pools out, and its
-		// consolidation leaves their nodes alone; so does the planner,
-		// which does not keep the count itself.
-		m.warnf(where, "%s: spec.replicas: %d makes a static NodePool, which is not planned: its nodes are neither launched for pending pods nor consolidated, and the count of %d is not kept", label, *s.Replicas, *s.Replicas)
+		// consolidation leaves their nodes alone; so does the planner.
+		// The count is kept by the operator (Karpenter's from v1.15,
+		// rightsize's static controller), not by the plan.
+		m.warnf(where, "%s: spec.replicas: %d makes a static NodePool: its operator keeps %d nodes, which pods may use as kept capacity, but the plan launches no node for it and consolidates none of its nodes", label, *s.Replicas, *s.Replicas)
 		return nil
 	}
 	var budgets []disruption.Budget

@@ -46,7 +46,7 @@ func TestKarpenterV115PoolFields(t *testing.T) {
 `, wantErr: `spec.template.spec.requirements[0]: operator Gte needs an integer, got "many"`},
 		{name: "limits.nodes", spec: "  limits: {nodes: 3, cpu: 100}\n", wantNodes: 3},
 		{name: "static pool is not planned", spec: "  replicas: 2\n  limits: {nodes: 4}\n", noPool: true,
-			warning: `NodePool "np": spec.replicas: 2 makes a static NodePool, which is not planned`},
+			warning: `NodePool "np": spec.replicas: 2 makes a static NodePool: its operator keeps 2 nodes, which pods may use as kept capacity, but the plan launches no node for it`},
 		{name: "static pool with a cpu limit", spec: "  replicas: 2\n  limits: {cpu: 4}\n",
 			wantErr: "spec.limits.cpu: only limits.nodes is allowed on a static NodePool"},
 		{name: "Balanced", spec: "  disruption: {consolidationPolicy: Balanced}\n", wantPolicy: solver.Balanced},

@@ -65,7 +65,9 @@ func (c *Cluster) addRightsizePools(pools []*v1alpha1.NodePool) {
 		if !c.addPoolJSON(raw, OwnerRightsize) {
 			continue // left out, with a warning
 		}
-		maps.Copy(c.Pools[n].Labels, np.NodeLabels())
+		if len(c.Pools) > n { // a static pool is not planned (addPool)
+			maps.Copy(c.Pools[n].Labels, np.NodeLabels())
+		}
 		if c.Rightsize.Pools == nil {
 			c.Rightsize.Pools = map[string]*v1alpha1.NodePool{}
 		}

@@ -39,6 +39,14 @@ type NodePool struct {
 }
 
 // NodePoolSpec is the desired shape of a pool.
+//
+// As Karpenter v1.15 (kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go):
+// a pool cannot change between static and dynamic, and a static pool has no
+// weight and no limit but limits.nodes.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="a NodePool cannot change between static (spec.replicas set) and dynamic (spec.replicas unset)"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits)",message="only limits.nodes is allowed on a static NodePool (spec.replicas set)"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.weight)",message="weight is not allowed on a static NodePool (spec.replicas set)"
 type NodePoolSpec struct {
 	// Template describes the NodeClaims, and so the nodes, that the pool
 	// creates.
@@ -63,7 +71,22 @@ type NodePoolSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Weight *int32 `json:"weight,omitempty"`
+	// Replicas makes the pool static (Karpenter v1.15's static capacity):
+	// the operator keeps exactly this many of the pool's nodes, each of
+	// the cheapest offering the pool's requirements allow, replaces one that
+	// is lost and removes the surplus when it is lowered, within
+	// limits.nodes. Pending pods may schedule onto a static pool's nodes but
+	// never make it grow, and its nodes are not consolidated (drift and
+	// expiry still replace them); disruption.consolidationPolicy and
+	// consolidateAfter are ignored. Unset means a dynamic pool.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int64 `json:"replicas,omitempty"`
 }
+
+// Static reports whether the pool keeps a fixed count of nodes
+// (spec.replicas set).
+func (np *NodePool) Static() bool { return np.Spec.Replicas != nil }
 
 // NodeClaimTemplate is the template of a pool's NodeClaims.
 type NodeClaimTemplate struct {
