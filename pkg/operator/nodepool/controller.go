@@ -48,13 +48,18 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodepool").
 		For(&v1alpha1.NodePool{}).
-		Watches(&v1alpha1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if pool := o.GetLabels()[v1alpha1.LabelNodePool]; pool != "" {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
-			}
-			return nil
-		})).
+		Watches(&v1alpha1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(PoolOfClaim)).
 		Complete(c)
+}
+
+// PoolOfClaim maps a NodeClaim to a request for its NodePool (none for a
+// claim without the pool label), so that a NodePool controller reconciles
+// a pool when one of its claims changes.
+func PoolOfClaim(_ context.Context, o client.Object) []reconcile.Request {
+	if pool := o.GetLabels()[v1alpha1.LabelNodePool]; pool != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
+	}
+	return nil
 }
 
 // Reconcile updates one NodePool's status and cost metrics.

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodepool"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 )
@@ -80,12 +80,7 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodepool.static").
 		For(&v1alpha1.NodePool{}).
-		Watches(&v1alpha1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if pool := o.GetLabels()[v1alpha1.LabelNodePool]; pool != "" {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
-			}
-			return nil
-		})).
+		Watches(&v1alpha1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodepool.PoolOfClaim)).
 		Complete(c)
 }
 
