@@ -34,8 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodepool"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodepool"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 )
 
