@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/module"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -204,6 +205,11 @@ var describedBuild = regexp.MustCompile(`(-[0-9]+-g[0-9a-f]{4,}|[-+]dirty)$`)
 // modified tree, has no released image, so it uses "latest" (pass --image
 // to pin one).
 func imageTag(version string) string {
+	// A `go install` of an untagged commit stamps a Go pseudo-version
+	// (v0.0.0-20261204204816-f7321e759eec): no image is released by it.
+	if module.IsPseudoVersion(version) {
+		return "latest"
+	}
 	if releaseVersion.MatchString(version) && !describedBuild.MatchString(version) {
 		return "v" + strings.TrimPrefix(version, "v")
 	}

@@ -60,6 +60,8 @@ func TestImageTagFollowsTheVersion(t *testing.T) {
 		"0.3.1": "v0.3.1", "v0.3.1": "v0.3.1", "1.0.0-rc.1": "v1.0.0-rc.1",
 		"0.0.1-snapshot-4f07bec": "v0.0.1-snapshot-4f07bec", "dev": "latest", "4f07bec-dirty": "latest",
 		"v1.2.3-4-gabc1234": "latest", "v1.2.3-dirty": "latest", "1.2.3+dirty": "latest", "v1.2.3-4-gabc1234-dirty": "latest",
+		// Go pseudo-versions, which `go install` of an untagged commit stamps.
+		"v0.0.0-20261204204816-f7321e759eec": "latest", "v1.2.4-0.20261204204816-f7321e759eec": "latest",
 	} {
 		if got := imageTag(version); got != want {
 			t.Errorf("imageTag(%q) = %s, want %s", version, got, want)
