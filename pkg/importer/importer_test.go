@@ -126,15 +126,7 @@ func TestImportSeedKeepsWorkloadsScheduling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var np *v1alpha1.NodePool
-	for _, o := range res.Objects {
-		if p, ok := o.(*v1alpha1.NodePool); ok {
-			np = p
-		}
-	}
-	if np == nil {
-		t.Fatal("no NodePool imported")
-	}
+	np := importedPool(t, res)
 	labels := np.NodeLabels()
 	for k, v := range map[string]string{
 		"karpenter.sh/provisioner-name": "default",
@@ -292,15 +284,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var np *v1alpha1.NodePool
-	for _, o := range res.Objects {
-		if p, ok := o.(*v1alpha1.NodePool); ok {
-			np = p
-		}
-	}
-	if np == nil {
-		t.Fatalf("no NodePool imported: %v", res.Objects)
-	}
+	np := importedPool(t, res)
 	if !np.Static() || *np.Spec.Replicas != 3 {
 		t.Errorf("spec.replicas = %v; want 3", np.Spec.Replicas)
 	}
@@ -310,4 +294,19 @@ spec:
 	if np.Spec.Weight != nil {
 		t.Errorf("spec.weight = %d; a static pool has none", *np.Spec.Weight)
 	}
+}
+
+// importedPool is the (last) NodePool an import produced.
+func importedPool(t *testing.T, res *Result) *v1alpha1.NodePool {
+	t.Helper()
+	var np *v1alpha1.NodePool
+	for _, o := range res.Objects {
+		if p, ok := o.(*v1alpha1.NodePool); ok {
+			np = p
+		}
+	}
+	if np == nil {
+		t.Fatalf("no NodePool imported: %v", res.Objects)
+	}
+	return np
 }
