@@ -42,7 +42,7 @@ func (v *View) Pools(c *Candidate) []string {
 // empty nodes (all the budgets allow, in one action), or else one expired
 // or drifted node (replaced one at a time), then the planner's
 // consolidation actions, best first, as many as the budgets and PDBs allow
-// together. The planner's actions are independent of each other (no node
+// together, beside the actions the view holds (see Hold). The planner's actions are independent of each other (no node
 // one moves pods onto is removed by another), so they run in parallel. It
 // returns no candidates when no action passes every guard, and, for every
 // node left alone, why.
@@ -95,7 +95,7 @@ func (v *View) Choose(plan *solver.ConsolidationPlan) ([]*Candidate, map[string]
 		if why == "" {
 			continue
 		}
-		if len(chosen) > 0 {
+		if len(chosen) > 0 || v.held > 0 {
 			refused[name] = Refusal{Reason: why + "; it is replaced once the actions under way are done"}
 			continue
 		}
@@ -117,7 +117,7 @@ func (v *View) Choose(plan *solver.ConsolidationPlan) ([]*Candidate, map[string]
 				refused[n] = Refusal{Reason: "consolidation would " + Describe(&a) + ", after the actions under way (" + why + ")", Later: true}
 			}
 		}
-		if forcedOne != nil {
+		if forcedOne != nil || v.heldForced {
 			later("a replacement runs alone")
 			continue
 		}

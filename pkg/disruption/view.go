@@ -68,6 +68,11 @@ type View struct {
 	// controller rather than the planner; it overrides the planner's reason.
 	blocked map[string]string
 	now     time.Time
+	// held counts the actions chosen earlier that are not done yet;
+	// heldForced is set when one of them replaces a drifted or expired
+	// node (see Hold).
+	held       int
+	heldForced bool
 }
 
 // Input is one look at the cluster: the provisioner's snapshot (or one
@@ -169,11 +174,17 @@ func NewView(in Input) (*View, error) {
 		}
 	}
 	v.budgets = poolBudgets(in.Snapshot.Pools)
-	for i := range p.Pools {
-		pool := &p.Pools[i]
+	v.setNodesAllowed()
+	return v, nil
+}
+
+// setNodesAllowed tells the planner how many of each pool's nodes its
+// budgets let be disrupted now.
+func (v *View) setNodesAllowed() {
+	for i := range v.problem.Pools {
+		pool := &v.problem.Pools[i]
 		pool.Consolidation.NodesAllowed = min(max(v.allowed(pool.Name, ReasonEmpty), v.allowed(pool.Name, ReasonUnderutilized)), v.total[pool.Name])
 	}
-	return v, nil
 }
 
 // Problem is the problem prepared for consolidation, the one to plan on.

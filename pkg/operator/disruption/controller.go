@@ -17,11 +17,17 @@
 // or a drain that does not finish in time rolls the action back: the nodes
 // are untainted and keep their remaining pods. Every decision and every
 // refusal is an event on the node.
+//
+// Rounds overlap: while chosen actions wait for their validation or run,
+// the next plans hold them (disruption.View.Hold: their nodes and the
+// nodes their pods move onto are off limits, and they use their pools'
+// budgets and their PDBs' allowances), so that the budget an action frees
+// when it ends is used again at once rather than after the slowest action
+// of its round.
 package disruption
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"runtime/debug"
@@ -115,6 +121,12 @@ type Controller struct {
 	// lastPlan summarises the last plan logged, so that an unchanged plan
 	// is logged once.
 	lastPlan string
+	// pending are the actions chosen and not done yet: waiting for their
+	// validation or being carried out. Later plans hold them (see
+	// disruption.View.Hold).
+	pending []*disruption.Candidate
+	// actions runs carryOut; Start waits for it before returning.
+	actions sync.WaitGroup
 }
 
 // New returns the disruption controller.
@@ -227,6 +239,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.log.Info("disruption controller started", "interval", c.opts.Interval.String(), "validationDelay", c.opts.ValidationDelay.String(),
 		"drainTimeout", c.opts.DrainTimeout.String(), "allowUncontrolled", c.opts.AllowUncontrolled)
 	c.untaintLeftovers(ctx)
+	defer c.actions.Wait()
 	next := time.Duration(0)
 	for {
 		wake := c.clock.NewTimer(next)
@@ -262,7 +275,8 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 }
 
-// round plans once and carries out the actions chosen together. It
+// round plans once, beside the actions chosen earlier that are not done
+// yet, and starts carrying out the actions chosen now (see carryOut). It
 // returns when to plan next at the latest.
 func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
 	defer func() {
@@ -278,31 +292,93 @@ func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
 	if sum := fmt.Sprintf("%d %.4f %.4f", len(plan.Actions), plan.Saving, plan.CurrentPrice); sum != c.lastPlan {
 		c.lastPlan = sum
 		c.log.Info("consolidation planned", "currentPricePerHour", plan.CurrentPrice, "savingPerHour", plan.Saving,
-			"targetPricePerHour", plan.TargetPrice, "actions", len(plan.Actions), "blocked", len(plan.Blocked))
+			"targetPricePerHour", plan.TargetPrice, "actions", len(plan.Actions), "blocked", len(plan.Blocked), "underWay", len(c.underWay(nil)))
 	}
 	metrics.EligibleNodes(plan.Actions)
 	chosen, refused := v.Choose(plan)
 	c.tellRefusals(v, refused)
-	if len(chosen) == 0 {
-		return v.NextDeadline(c.opts.Interval), nil
+	if len(chosen) > 0 {
+		for _, cand := range chosen {
+			c.log.Info("disruption action chosen; validating", "action", cand.Action.Kind, "reason", cand.Reason, "nodes", cand.Action.Nodes,
+				"savingPerHour", cand.Action.Saving, "why", cand.Action.Reason, "validationDelay", c.opts.ValidationDelay.String())
+		}
+		c.mu.Lock()
+		c.pending = append(c.pending, chosen...)
+		c.mu.Unlock()
+		c.actions.Go(func() { c.carryOut(ctx, chosen) })
 	}
-	for _, cand := range chosen {
-		c.log.Info("disruption action chosen; validating", "action", cand.Action.Kind, "reason", cand.Reason, "nodes", cand.Action.Nodes,
-			"savingPerHour", cand.Action.Saving, "why", cand.Action.Reason, "validationDelay", c.opts.ValidationDelay.String())
-	}
+	// The actions under way trigger the next plan when they end.
+	return v.NextDeadline(c.opts.Interval), nil
+}
+
+// carryOut waits ValidationDelay, re-plans exactly the actions chosen on a
+// fresh view (beside the other actions under way) and carries out, in
+// parallel, those that still hold. Each action is under way until it
+// ends; then the next plan is asked for, so that the budget it used is
+// used again at once.
+func (c *Controller) carryOut(ctx context.Context, chosen []*disruption.Candidate) {
+	held := chosen
+	defer func() { c.release(held...) }()
+	defer func() {
+		// As in round: a bug in one action must not take the operator
+		// down with it.
+		if r := recover(); r != nil {
+			c.log.Error(fmt.Errorf("%v\n%s", r, debug.Stack()), "disruption actions panicked", "actions", len(held))
+		}
+	}()
 	select {
 	case <-ctx.Done():
-		return 0, nil
+		return
 	case <-c.clock.After(c.opts.ValidationDelay):
 	}
-	v, err = c.view(ctx)
+	v, err := c.view(ctx, chosen)
 	if err != nil {
-		return 0, err
+		c.log.Error(err, "validating the disruption actions chosen; the next plan looks again")
+		return
 	}
 	valid, dropped, err := v.Revalidate(chosen)
 	if err != nil {
-		return 0, err
+		c.log.Error(err, "validating the disruption actions chosen; the next plan looks again")
+		return
 	}
+	// The actions as re-planned (their pods may move elsewhere now) are
+	// the ones later plans hold.
+	c.mu.Lock()
+	c.pending = append(slices.DeleteFunc(c.pending, func(p *disruption.Candidate) bool { return slices.Contains(chosen, p) }), valid...)
+	held = valid
+	c.mu.Unlock()
+	c.dropped(v, dropped)
+	// The actions that still hold are independent of each other (see
+	// disruption.View.Revalidate): they run together.
+	var wg sync.WaitGroup
+	for _, cand := range valid {
+		wg.Go(func() {
+			defer c.release(cand)
+			defer func() {
+				if r := recover(); r != nil {
+					c.log.Error(fmt.Errorf("%v\n%s", r, debug.Stack()), "disruption action panicked", "nodes", cand.Action.Nodes)
+				}
+			}()
+			if err := c.execute(ctx, v, cand); err != nil && ctx.Err() == nil {
+				c.log.Error(err, "disruption action failed; the next plan looks again", "nodes", cand.Action.Nodes)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// release ends the actions (those still under way) and asks for the next
+// plan.
+func (c *Controller) release(done ...*disruption.Candidate) {
+	c.mu.Lock()
+	c.pending = slices.DeleteFunc(c.pending, func(p *disruption.Candidate) bool { return slices.Contains(done, p) })
+	c.mu.Unlock()
+	c.Trigger()
+}
+
+// dropped records the actions that no longer hold after the validation
+// delay.
+func (c *Controller) dropped(v *disruption.View, dropped []disruption.Dropped) {
 	for _, d := range dropped {
 		a := &d.Candidate.Action
 		c.log.Info("disruption action no longer valid; not carried out", "action", a.Kind, "nodes", a.Nodes, "why", d.Why)
@@ -314,28 +390,26 @@ func (c *Controller) round(ctx context.Context) (_ time.Duration, err error) {
 			}
 		}
 	}
-	// The actions that still hold are independent of each other (see
-	// disruption.View.Revalidate): they run together.
-	errs := make([]error, len(valid))
-	var wg sync.WaitGroup
-	for i, cand := range valid {
-		wg.Go(func() {
-			defer func() {
-				// As in round: a bug in one action must not take the
-				// operator down with it.
-				if r := recover(); r != nil {
-					errs[i] = fmt.Errorf("disruption action on %v panicked: %v\n%s", cand.Action.Nodes, r, debug.Stack())
-				}
-			}()
-			errs[i] = c.execute(ctx, v, cand)
-		})
-	}
-	wg.Wait()
-	return 0, errors.Join(errs...) // plan again at once: the cluster changed
 }
 
-// view builds a view of the cluster, prepared for consolidation.
-func (c *Controller) view(ctx context.Context) (*disruption.View, error) {
+// underWay returns the actions chosen earlier that are not done yet, but
+// those of except.
+func (c *Controller) underWay(except []*disruption.Candidate) []*disruption.Candidate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*disruption.Candidate
+	for _, p := range c.pending {
+		if !slices.Contains(except, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// view builds a view of the cluster, prepared for consolidation, that
+// holds the actions under way but those of except (see
+// disruption.View.Hold).
+func (c *Controller) view(ctx context.Context, except []*disruption.Candidate) (*disruption.View, error) {
 	snap, err := c.source.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -354,13 +428,14 @@ func (c *Controller) view(ctx context.Context) (*disruption.View, error) {
 	if err != nil {
 		return nil, err
 	}
+	v.Hold(c.underWay(except))
 	v.Problem().Options.Deadline = now.Add(c.opts.SolveTimeout)
 	return v, nil
 }
 
 // plan builds a view of the cluster and asks the consolidation planner.
 func (c *Controller) plan(ctx context.Context) (*disruption.View, *solver.ConsolidationPlan, error) {
-	v, err := c.view(ctx)
+	v, err := c.view(ctx, nil)
 	if err != nil {
 		return nil, nil, err
 	}
