@@ -38,12 +38,12 @@ func ReadDocuments(paths []string, stdin io.Reader, recursive bool) ([]Document,
 		if err != nil {
 			docs = splitYAML(data)
 		}
-		for _, doc := range docs {
-			j, err := doc.toJSON()
-			if err != nil {
-				return &DocumentError{File: name, Document: doc.index, Line: doc.line, Err: err}
+		js, errs := toJSONAll(docs)
+		for i, doc := range docs {
+			if errs[i] != nil {
+				return &DocumentError{File: name, Document: doc.index, Line: doc.line, Err: errs[i]}
 			}
-			out = append(out, Document{File: name, Index: doc.index, Line: doc.line, JSON: j})
+			out = append(out, Document{File: name, Index: doc.index, Line: doc.line, JSON: js[i]})
 		}
 		return nil
 	})

@@ -23,9 +23,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
@@ -254,9 +257,10 @@ func Decode(name string, data []byte, m *Manifests) error {
 		docs = splitYAML(data)
 	}
 	m.documents += len(docs)
-	for _, doc := range docs {
+	js, errs := toJSONAll(docs)
+	for i, doc := range docs {
 		where := fmt.Sprintf("%s: document %d", name, doc.index)
-		if err := m.decodeDocument(where, doc); err != nil {
+		if err := m.decodeDocument(where, doc, js[i], errs[i]); err != nil {
 			return &DocumentError{File: name, Document: doc.index, Line: doc.line, Err: err}
 		}
 	}
@@ -400,10 +404,28 @@ func (doc document) toJSON() ([]byte, error) {
 	return j, nil
 }
 
-// decodeDocument decodes one document and adds what it holds to m.
-// A document that fails and holds "{{" is taken for a Helm template.
-func (m *Manifests) decodeDocument(where string, doc document) error {
-	j, err := doc.toJSON()
+// toJSONAll converts the documents to JSON (doc.toJSON), in parallel on
+// the CPUs there are: parsing YAML is most of reading a large manifest.
+// errs[i] is document i's conversion error.
+func toJSONAll(docs []document) (js [][]byte, errs []error) {
+	js, errs = make([][]byte, len(docs)), make([]error, len(docs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(docs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(docs); i = int(next.Add(1)) - 1 {
+				js[i], errs[i] = docs[i].toJSON()
+			}
+		})
+	}
+	wg.Wait()
+	return js, errs
+}
+
+// decodeDocument decodes one document, given as converted to JSON (j, or
+// the conversion's error), and adds what it holds to m. A document that
+// fails and holds "{{" is taken for a Helm template.
+func (m *Manifests) decodeDocument(where string, doc document, j []byte, err error) error {
 	if err == nil {
 		err = m.decodeObject(where, j, false)
 	}

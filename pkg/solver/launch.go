@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // MaxLaunchInstanceTypes is how many instance types a flexible launch
@@ -57,19 +60,34 @@ func LaunchOptions(p *Problem, plan *Plan, maxPremium float64) [][]LaunchOption 
 	q := p.normalized()
 	terms := topologyTerms(q)
 	offered := map[string][]offered{}
-	out := make([][]LaunchOption, len(plan.NewNodes))
+	pools := make([]int, len(plan.NewNodes))
+	keys := make([]string, len(plan.NewNodes))
 	for i := range plan.NewNodes {
 		n := &plan.NewNodes[i]
-		pi := slices.IndexFunc(q.Pools, func(pool Pool) bool { return pool.Name == n.Pool })
-		if pi < 0 {
+		pools[i] = slices.IndexFunc(q.Pools, func(pool Pool) bool { return pool.Name == n.Pool })
+		if pools[i] < 0 {
 			continue
 		}
-		k := fmt.Sprint(pi, n.Labels)
-		if _, ok := offered[k]; !ok {
-			offered[k] = q.offered(pi, n.Labels)
+		keys[i] = fmt.Sprint(pools[i], n.Labels)
+		if _, ok := offered[keys[i]]; !ok {
+			offered[keys[i]] = q.offered(pools[i], n.Labels)
 		}
-		out[i] = q.launchOptions(n, pi, offered[k], terms, maxPremium)
 	}
+	// Each node's options only read the problem: the nodes are shared out
+	// among the CPUs (a plan of thousands of nodes on hundreds of types).
+	out := make([][]LaunchOption, len(plan.NewNodes))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(plan.NewNodes)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(plan.NewNodes); i = int(next.Add(1)) - 1 {
+				if pools[i] >= 0 {
+					out[i] = q.launchOptions(&plan.NewNodes[i], pools[i], offered[keys[i]], terms, maxPremium)
+				}
+			}
+		})
+	}
+	wg.Wait()
 	return out
 }
 
@@ -226,7 +244,7 @@ func (p *Problem) launchOptions(n *NewNode, pi int, offerings []offered, terms [
 		price float64
 		i     int
 	}
-	var rest []ranked
+	rest := make([]ranked, 0, len(offerings))
 	for i := range offerings {
 		c := &offerings[i]
 		it, o := c.typ, c.offering
@@ -238,7 +256,8 @@ func (p *Problem) launchOptions(n *NewNode, pi int, offerings []offered, terms [
 		}
 	}
 	slices.SortFunc(rest, func(a, b ranked) int { return cmp.Or(cmp.Compare(a.price, b.price), cmp.Compare(a.i, b.i)) })
-	out := []LaunchOption{{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType, Price: n.Price}}
+	out := make([]LaunchOption, 1, 1+len(rest))
+	out[0] = LaunchOption{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType, Price: n.Price}
 	for _, r := range rest {
 		o := offerings[r.i].offering
 		out = append(out, LaunchOption{InstanceType: offerings[r.i].typ.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price})
