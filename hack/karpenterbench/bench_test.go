@@ -14,12 +14,16 @@ import (
 //
 //	GOWORK=off go test -run '^$' -bench SideBySide -benchtime 1x
 func BenchmarkSideBySide(b *testing.B) {
+	cli, err := buildCLI(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, n := range []int{1000, 5000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			var r row
 			for b.Loop() {
 				var err error
-				if r, err = measure(n, 42, b.TempDir()); err != nil {
+				if r, err = measure(n, 42, b.TempDir(), cli); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -29,6 +33,8 @@ func BenchmarkSideBySide(b *testing.B) {
 			b.ReportMetric(k.SolveCPU.Seconds(), "karp-solve-cpu-s")
 			b.ReportMetric(o.SolveCPU.Seconds(), "ours-solve-cpu-s")
 			b.ReportMetric(o.Setup.Seconds(), "ours-setup-s")
+			b.ReportMetric(r.CLI.Wall.Seconds(), "ours-cli-s")
+			b.ReportMetric(float64(r.CLI.MaxRSS)/mib, "ours-cli-rss-MiB")
 			b.ReportMetric(float64(k.Nodes), "karp-nodes")
 			b.ReportMetric(float64(o.Nodes), "ours-nodes")
 			b.ReportMetric(k.Cost, "karp-$/h")
@@ -47,7 +53,7 @@ func BenchmarkSideBySide(b *testing.B) {
 // TestBothPlaceSmallMix runs both schedulers on a 200-pod mix: each must
 // place every pod, and our plan must cost no more than Karpenter's.
 func TestBothPlaceSmallMix(t *testing.T) {
-	r, err := measure(200, 42, t.TempDir())
+	r, err := measure(200, 42, t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +77,7 @@ func TestBothPlaceSmallMix(t *testing.T) {
 // the same mix in the solver's own types (same draws, same shapes).
 func TestMixMatchesRecreation(t *testing.T) {
 	const n = 200
-	r, err := measure(n, 42, t.TempDir())
+	r, err := measure(n, 42, t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,5 +89,26 @@ func TestMixMatchesRecreation(t *testing.T) {
 		fmt.Sprintf("%.4f", got.Bound) != fmt.Sprintf("%.4f", want.LowerBound) {
 		t.Errorf("through our parsing: %d nodes $%.4f/h bound $%.4f/h; the recreation: %d nodes $%.4f/h bound $%.4f/h",
 			got.Nodes, got.Cost, got.Bound, len(want.NewNodes), want.TotalPrice, want.LowerBound)
+	}
+}
+
+// TestCLIPlansLikeTheLibrary: our whole command line, reading the mix as
+// a user's files, plans exactly what the library calls plan on the same
+// objects (so the CLI column times the same plan).
+func TestCLIPlansLikeTheLibrary(t *testing.T) {
+	dir := t.TempDir()
+	cli, err := buildCLI(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := measure(200, 42, dir, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.CLI.Nodes != r.Ours.Nodes || fmt.Sprintf("%.4f", r.CLI.Cost) != fmt.Sprintf("%.4f", r.Ours.Cost) {
+		t.Errorf("explain -f: %d nodes $%.4f/h; the library: %d nodes $%.4f/h", r.CLI.Nodes, r.CLI.Cost, r.Ours.Nodes, r.Ours.Cost)
+	}
+	if r.CLI.MaxRSS <= 0 {
+		t.Errorf("peak RSS %d bytes, want it measured", r.CLI.MaxRSS)
 	}
 }

@@ -24,6 +24,8 @@ import (
 type ourInput struct {
 	pool  json.RawMessage
 	types []solver.InstanceType
+	// typesFile is the --instance-types file the types were read from.
+	typesFile string
 }
 
 // newOurInput converts Karpenter's NodePool to JSON and its instance types
@@ -51,7 +53,7 @@ func newOurInput(in karpenterInput, dir string) (ourInput, error) {
 	if err != nil {
 		return ourInput{}, fmt.Errorf("reading Karpenter's instance types as ours: %w", err)
 	}
-	return ourInput{pool: pool, types: types}, nil
+	return ourInput{pool: pool, types: types, typesFile: path}, nil
 }
 
 // fileType is an entry of our --instance-types file, as
