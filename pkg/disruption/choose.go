@@ -177,35 +177,47 @@ func (t *tally) refusal(nodes []string, pods []solver.Pod, reason string) string
 				pool, a, reason, t.v.disrupting[pool], t.v.total[pool], taken)
 		}
 	}
-	for i := range t.v.problem.PDBs {
+	for _, i := range t.v.pdbsOf(pods) {
 		pdb := &t.v.problem.PDBs[i]
-		n := 0
-		for _, pod := range pods {
-			if pod.Namespace == pdb.Namespace && pdb.Selector.Matches(pod.Labels) {
-				n++
+		if allowed := int(pdb.DisruptionsAllowed); t.pdb[i] >= allowed {
+			if t.pdb[i] == 0 {
+				return pdbZero(pdb)
 			}
-		}
-		if n > 0 && n+t.pdb[i] > int(max(pdb.DisruptionsAllowed, 0)) {
-			return fmt.Sprintf("PDB %s/%s allows %d disruption(s) and this would evict %d of its pods (%d in the actions chosen)",
-				pdb.Namespace, pdb.Name, max(pdb.DisruptionsAllowed, 0), n, t.pdb[i])
+			return fmt.Sprintf("PDB %s/%s allows %s, each used by one of the actions chosen", pdb.Namespace, pdb.Name, Plural(max(allowed, 0), "disruption", "disruptions"))
 		}
 	}
 	return ""
 }
 
-// add counts a chosen action.
+// add counts a chosen action: its nodes, and one disruption of each PDB
+// whose pods it evicts (the eviction API paces the rest; see
+// solver's pdbExceeded).
 func (t *tally) add(a *solver.Action, pods []solver.Pod) {
 	for _, n := range a.Nodes {
 		t.nodes[t.v.Pool(n)]++
 	}
-	for i := range t.v.problem.PDBs {
-		pdb := &t.v.problem.PDBs[i]
-		for _, pod := range pods {
-			if pod.Namespace == pdb.Namespace && pdb.Selector.Matches(pod.Labels) {
-				t.pdb[i]++
-			}
+	for _, i := range t.v.pdbsOf(pods) {
+		t.pdb[i]++
+	}
+}
+
+// pdbsOf returns the indices of the PDBs that select some of the pods.
+func (v *View) pdbsOf(pods []solver.Pod) []int {
+	var out []int
+	for i := range v.problem.PDBs {
+		pdb := &v.problem.PDBs[i]
+		if slices.ContainsFunc(pods, func(pod solver.Pod) bool {
+			return pod.Namespace == pdb.Namespace && pdb.Selector.Matches(pod.Labels)
+		}) {
+			out = append(out, i)
 		}
 	}
+	return out
+}
+
+// pdbZero says that a PDB allows no disruption now.
+func pdbZero(pdb *solver.PDB) string {
+	return fmt.Sprintf("PDB %s/%s allows 0 disruptions", pdb.Namespace, pdb.Name)
 }
 
 // evicted returns the pods removing the nodes evicts: all but DaemonSet
@@ -302,18 +314,12 @@ func (v *View) forced(name, reason, why string) (*Candidate, string) {
 	return &Candidate{Action: a, Reason: reason}, ""
 }
 
-// pdbRefusal says why evicting the pods would exceed a PDB's allowance, or "".
+// pdbRefusal says why a PDB forbids evicting the pods (it allows no
+// disruption now), or "".
 func (v *View) pdbRefusal(pods []solver.Pod) string {
-	for i := range v.problem.PDBs {
-		pdb := &v.problem.PDBs[i]
-		n := 0
-		for _, pod := range pods {
-			if pod.Namespace == pdb.Namespace && pdb.Selector.Matches(pod.Labels) {
-				n++
-			}
-		}
-		if n > int(max(pdb.DisruptionsAllowed, 0)) {
-			return fmt.Sprintf("PDB %s/%s allows %d disruption(s) and this would evict %d of its pods", pdb.Namespace, pdb.Name, max(pdb.DisruptionsAllowed, 0), n)
+	for _, i := range v.pdbsOf(pods) {
+		if pdb := &v.problem.PDBs[i]; pdb.DisruptionsAllowed <= 0 {
+			return pdbZero(pdb)
 		}
 	}
 	return ""

@@ -741,3 +741,26 @@ func TestChooseCountsEveryChosenNodeInTheBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestChoosePDBAllowingOneLetsTheEvictionAPIPace: as in Karpenter
+// (pkg/utils/pdb CanEvictPods), a node whose two pods a PDB allowing one
+// disruption selects is consolidated (the eviction API evicts them one
+// after the other); a PDB allowing none keeps it.
+func TestChoosePDBAllowingOneLetsTheEvictionAPIPace(t *testing.T) {
+	for _, tt := range []struct {
+		allowed int32
+		chosen  bool
+	}{{allowed: 1, chosen: true}, {allowed: 0, chosen: false}} {
+		f := newFixture(v1alpha1.Budget{Nodes: "100%"})
+		f.node("big", "large", 4000)
+		f.node("s", "small", 500, 500)
+		f.p.PDBs = []solver.PDB{{Namespace: "ns", Name: "web", Selector: solver.Selector{MatchLabels: map[string]string{"app": "web"}}, DisruptionsAllowed: tt.allowed}}
+		_, c, refused := f.choose(t)
+		if got := c != nil && slices.Contains(c.Action.Nodes, "s"); got != tt.chosen {
+			t.Errorf("PDB allowing %d: node s chosen %v, want %v (chose %+v, refused %+v)", tt.allowed, got, tt.chosen, c, refused)
+		}
+		if !tt.chosen && !strings.Contains(refused["s"].Reason, "PDB ns/web allows 0 disruptions") {
+			t.Errorf("PDB allowing 0: node s refused with %q, want the PDB named", refused["s"].Reason)
+		}
+	}
+}

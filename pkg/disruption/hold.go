@@ -19,8 +19,8 @@ const (
 //     pools' budgets as disrupting nodes do;
 //   - the nodes their pods move onto take no other action's pods and are
 //     not candidates either, so two actions never count on the same room;
-//   - their pods still on their nodes count against their PDBs, as if
-//     already evicted.
+//   - each uses one disruption of every PDB whose pods are still on its
+//     nodes, as a chosen action does (see Choose).
 //
 // Choose then replaces a drifted or expired node only when no action is
 // held, and chooses no consolidation while such a replacement is held.
@@ -45,14 +45,9 @@ func (v *View) Hold(actions []*Candidate) {
 			}
 			v.blocked[n] = info.disrupting
 			sn.DoNotDisrupt, sn.Unschedulable = true, true
-			for _, pod := range v.evicted([]string{n}) {
-				for i := range v.problem.PDBs {
-					pdb := &v.problem.PDBs[i]
-					if pod.Namespace == pdb.Namespace && pdb.Selector.Matches(pod.Labels) {
-						pdb.DisruptionsAllowed--
-					}
-				}
-			}
+		}
+		for _, i := range v.pdbsOf(v.evicted(c.Action.Nodes)) {
+			v.problem.PDBs[i].DisruptionsAllowed--
 		}
 		for _, m := range c.Action.Moves {
 			info := v.nodes[m.To]

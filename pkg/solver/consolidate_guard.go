@@ -56,33 +56,26 @@ func (c *consolidator) staticBlock(n *consNode) string {
 	return ""
 }
 
-// pdbExceeded returns why evicting the pods of the nodes together would
-// exceed a PDB's allowance, or "".
+// pdbExceeded returns why a PDB forbids evicting the pods of the nodes, or
+// "". As in Karpenter (pkg/utils/pdb CanEvictPods), a PDB that allows at
+// least one disruption lets all its pods go: the eviction API paces them,
+// one replacement Ready before the next eviction, so an action need not
+// wait for a PDB to allow all its evictions at once (which a PDB with
+// maxUnavailable 1 never does for a node of two of its pods).
 func (c *consolidator) pdbExceeded(set []*consNode) string {
-	if len(c.p.PDBs) == 0 {
-		return ""
-	}
-	count := map[int]int{}
+	worst := -1
 	for _, n := range set {
 		for i, k := range n.pdb {
-			count[i] += k
-		}
-	}
-	worst := -1
-	for i, k := range count {
-		if k > int(c.p.PDBs[i].DisruptionsAllowed) && (worst < 0 || i < worst) {
-			worst = i
+			if k > 0 && c.p.PDBs[i].DisruptionsAllowed <= 0 && (worst < 0 || i < worst) {
+				worst = i
+			}
 		}
 	}
 	if worst < 0 {
 		return ""
 	}
 	pdb := &c.p.PDBs[worst]
-	allowed := max(int(pdb.DisruptionsAllowed), 0)
-	if allowed == 0 {
-		return fmt.Sprintf("PDB %s/%s allows 0 disruptions", pdb.Namespace, pdb.Name)
-	}
-	return fmt.Sprintf("PDB %s/%s allows %s and this would evict %d of its pods", pdb.Namespace, pdb.Name, plural(allowed, "disruption"), count[worst])
+	return fmt.Sprintf("PDB %s/%s allows 0 disruptions", pdb.Namespace, pdb.Name)
 }
 
 // budgetExceeded returns why removing the nodes would exceed a pool's

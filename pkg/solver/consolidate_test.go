@@ -651,7 +651,9 @@ func checkConsolidation(p *Problem, plan *ConsolidationPlan) error {
 			price += n.Price
 		}
 		for i, c := range pdbCount {
-			if c > int(p.PDBs[i].DisruptionsAllowed) {
+			// Karpenter's rule: a PDB allowing one disruption lets the
+			// eviction API pace all its pods.
+			if c > 0 && p.PDBs[i].DisruptionsAllowed <= 0 {
 				return fmt.Errorf("action %d evicts %d pods of PDB %s, which allows %d", ai, c, p.PDBs[i].Name, p.PDBs[i].DisruptionsAllowed)
 			}
 		}
