@@ -22,9 +22,10 @@ import (
 // TestOperatorStaticNodePool runs the operator against a static NodePool
 // (spec.replicas), as Karpenter v1.15's static capacity
 // (kubernetes-sigs/karpenter test/suites/regression/staticcapacity_test.go
-// and pkg/controllers/static): the pool is brought to its replicas with no
-// pod pending, a deleted NodeClaim is replaced, lowering replicas removes
-// the surplus, and a pending pod never makes the static pool grow.
+// and pkg/controllers/static): the pool waits for its node class, then is
+// brought to its replicas with no pod pending, a deleted NodeClaim is
+// replaced, lowering replicas removes the surplus, a pending pod never
+// makes the static pool grow, and drifted nodes are replaced one by one.
 func TestOperatorStaticNodePool(t *testing.T) {
 	ctx := context.Background()
 	e := startOpEnv(t)
@@ -33,8 +34,8 @@ func TestOperatorStaticNodePool(t *testing.T) {
 	e.startOperator(t, "operator", nil, "--leader-elect=false", "--batch-idle", "1s")
 	const pool = "static"
 	// A static pool cannot be made from a dynamic one (the CRD refuses
-	// the change, as Karpenter's), so it is created with its replicas.
-	e.simClass(t)
+	// the change, as Karpenter's), so it is created with its replicas;
+	// its SimNodeClass only after, so that it waits for it first.
 	np := &v1alpha1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: pool},
 		Spec: v1alpha1.NodePoolSpec{
@@ -46,7 +47,6 @@ func TestOperatorStaticNodePool(t *testing.T) {
 			Replicas: ptr.To(int64(3)),
 		},
 	}
-	start := time.Now()
 	if err := e.c.Create(ctx, np); err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +57,21 @@ func TestOperatorStaticNodePool(t *testing.T) {
 		setReplicas(t, e, np, 0)
 		e.cleanup(t, ns, pool)
 	})
+
+	// Without its node class the pool launches nothing, and says why.
+	var waiting []string
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		waiting = e.podEvents(t, "", pool, "NotReady")
+		return len(waiting) > 0, nil
+	})
+	if len(waiting) == 0 || !strings.Contains(waiting[0], "node class SimNodeClass sim is not ready") {
+		t.Errorf("NodePool %s events NotReady: %q; want one saying its SimNodeClass sim is not ready", pool, waiting)
+	}
+	if n := len(e.claims(t, pool)); n != 0 {
+		t.Errorf("static NodePool %s made %d NodeClaims before its node class existed; want 0", pool, n)
+	}
+	start := time.Now()
+	e.simClass(t)
 
 	// A dynamic pool cannot become static.
 	dyn := e.nodePool(t, "static-dyn", 0, nil)
@@ -72,7 +87,7 @@ func TestOperatorStaticNodePool(t *testing.T) {
 	// replicas 3: three nodes, with no pod pending, of the cheapest
 	// offering the pool allows.
 	claims := e.waitStaticClaims(t, pool, 3, true, 30*time.Second)
-	t.Logf("3 replicas launched and registered after %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("3 replicas launched and registered %s after the SimNodeClass was created", time.Since(start).Round(time.Millisecond))
 	for _, c := range claims {
 		if c.Status.InstanceType != "c5.large" {
 			t.Errorf("NodeClaim %s is %s; want c5.large, the cheapest the pool allows", c.Name, c.Status.InstanceType)

@@ -95,13 +95,36 @@ func New(c client.Client, cp cloud.CloudProvider, recorder events.EventRecorder,
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
 
 // Register adds the controller to the manager: a pool is reconciled when
-// it changes and when one of its NodeClaims does.
+// it changes, when one of its NodeClaims does, and when its node class
+// does (a pool waiting for its class starts once it resolves).
 func (c *Controller) Register(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodepool.static").
 		For(&v1alpha1.NodePool{}).
 		Watches(&v1alpha1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodepool.PoolOfClaim)).
+		Watches(&v1alpha1.SimNodeClass{}, handler.EnqueueRequestsFromMapFunc(c.poolsOfClass("SimNodeClass"))).
+		Watches(&v1alpha1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.poolsOfClass("EC2NodeClass"))).
 		Complete(c)
+}
+
+// poolsOfClass maps a node class of the kind to the static pools that
+// launch with it.
+func (c *Controller) poolsOfClass(kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var pools v1alpha1.NodePoolList
+		if err := c.client.List(ctx, &pools); err != nil {
+			logr.FromContextOrDiscard(ctx).Error(err, "listing NodePools for a node class change", "kind", kind, "name", o.GetName())
+			return nil
+		}
+		var out []reconcile.Request
+		for i := range pools.Items {
+			np := &pools.Items[i]
+			if ref := np.Spec.Template.Spec.NodeClassRef; np.Static() && ref.Kind == kind && ref.Name == o.GetName() {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(np)})
+			}
+		}
+		return out
+	}
 }
 
 // Reconcile brings one static NodePool to its replica count and replaces
