@@ -166,6 +166,10 @@ func NewView(in Input) (*View, error) {
 			v.blocked[sn.Name] = "no rightsize NodeClaim owns it, so the operator never removes it"
 		case info.pool == nil:
 			v.blocked[sn.Name] = fmt.Sprintf("its NodePool %s is gone or cannot launch nodes now", claimPool(info.claim))
+		case info.pool.Static():
+			// Karpenter consolidates no static node, and replaces a
+			// drifted or expired one by its static drift, not here.
+			v.blocked[sn.Name] = fmt.Sprintf("its NodePool %s is static (spec.replicas): the static controller keeps its count and replaces its drifted and expired nodes", info.pool.Name)
 		}
 		if v.blocked[sn.Name] != "" {
 			// The planner leaves do-not-disrupt nodes alone; the reason

@@ -251,7 +251,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := nodepool.New(mgr.GetClient(), metrics.MeasureCloud(cp, "nodepool")).Register(mgr); err != nil {
 		return fmt.Errorf("operator: nodepool: %w", err)
 	}
-	if err := static.New(mgr.GetClient(), recorder).Register(mgr); err != nil {
+	if err := static.New(mgr.GetClient(), metrics.MeasureCloud(cp, "nodepool.static"), recorder, nil).Register(mgr); err != nil {
 		return fmt.Errorf("operator: static nodepools: %w", err)
 	}
 	gc := opts.GarbageCollection
