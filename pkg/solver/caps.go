@@ -1,7 +1,6 @@
 package solver
 
 import (
-	"encoding/json"
 	"math"
 )
 
@@ -44,11 +43,16 @@ func (s *state) buildCaps() {
 	for ci, c := range s.classes {
 		rep := s.groups[c.group].rep
 		for _, sp := range hostnameSpreads(rep) {
-			key, _ := json.Marshal([]any{"spread", rep.Namespace, sp.Selector, max(sp.MaxSkew, 1)})
-			g, ok := byKey[string(key)]
+			var w keyWriter
+			w.tag('s')
+			w.str(rep.Namespace)
+			w.selector(&sp.Selector)
+			w.int(int64(max(sp.MaxSkew, 1)))
+			key := w.String()
+			g, ok := byKey[key]
 			if !ok {
 				g = len(s.caps)
-				byKey[string(key)] = g
+				byKey[key] = g
 				ns, sel := rep.Namespace, sp.Selector
 				match := func(p *Pod) bool { return p.Namespace == ns && sel.Matches(p.Labels) }
 				s.caps = append(s.caps, capGroup{limit: int(max(sp.MaxSkew, 1)), counts: match})
@@ -82,11 +86,14 @@ func (s *state) buildCaps() {
 		if !selfHostnameAnti(rep) {
 			continue
 		}
-		key, _ := json.Marshal([]any{"anti", s.origin(c.group)})
-		g, ok := byKey[string(key)]
+		var w keyWriter
+		w.tag('a')
+		w.int(int64(s.origin(c.group)))
+		key := w.String()
+		g, ok := byKey[key]
 		if !ok {
 			g = len(s.caps)
-			byKey[string(key)] = g
+			byKey[key] = g
 			terms := hostnameAntiTerms(rep)
 			owner := rep
 			s.caps = append(s.caps, capGroup{limit: 1, counts: func(p *Pod) bool {

@@ -736,23 +736,25 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 		}
 	}
 	index := map[bucketKey]int{}
+	var keys fillOrder
 	for _, ki := range kinds {
 		k := s.kinds[ki]
-		density := func(ci int) float64 {
+		// Density and share are computed once per class, not per
+		// comparison; sort.Stable makes the same comparisons and swaps
+		// as the sort.SliceStable this replaced, so the order is the same.
+		keys.order = k.order
+		keys.density, keys.share = keys.density[:0], keys.share[:0]
+		for _, ci := range k.order {
 			c := s.classes[ci]
 			sh := share(c.req, k.alloc)
-			if sh == 0 {
-				return math.Inf(1)
+			d := math.Inf(1)
+			if sh != 0 {
+				d = c.value / sh
 			}
-			return c.value / sh
+			keys.density = append(keys.density, d)
+			keys.share = append(keys.share, sh)
 		}
-		sort.SliceStable(k.order, func(a, b int) bool {
-			da, db := density(k.order[a]), density(k.order[b])
-			if da != db {
-				return da > db
-			}
-			return share(s.classes[k.order[a]].req, k.alloc) > share(s.classes[k.order[b]].req, k.alloc)
-		})
+		sort.Stable(&keys)
 		k.shape = k.shape[:0]
 		for _, ci := range k.order {
 			var sh classShape
@@ -768,6 +770,28 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 		}
 		k.buckets = k.shapeBuckets(s.classes, index)
 	}
+}
+
+// fillOrder sorts a kind's classes by value per share (density), then
+// share, both descending.
+type fillOrder struct {
+	order          []int
+	density, share []float64
+}
+
+func (f *fillOrder) Len() int { return len(f.order) }
+
+func (f *fillOrder) Less(a, b int) bool {
+	if f.density[a] != f.density[b] {
+		return f.density[a] > f.density[b]
+	}
+	return f.share[a] > f.share[b]
+}
+
+func (f *fillOrder) Swap(a, b int) {
+	f.order[a], f.order[b] = f.order[b], f.order[a]
+	f.density[a], f.density[b] = f.density[b], f.density[a]
+	f.share[a], f.share[b] = f.share[b], f.share[a]
 }
 
 // topWeight returns, for each class, the highest weight among pools that

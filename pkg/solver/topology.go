@@ -1,7 +1,6 @@
 package solver
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -189,8 +188,11 @@ func topologyKey(p *Pod, seen string) string {
 	// Its own terms read its labels (selfish rules) only through the
 	// problem's selectors, which seen already records: labels no selector
 	// reads (a StatefulSet's pod name, say) do not split groups.
-	data, _ := json.Marshal([]any{p.Namespace, seen, p.Spread, p.PodAffinity, p.PodAntiAffinity, p.Preferences})
-	return string(data)
+	var w keyWriter
+	w.str(p.Namespace)
+	w.str(seen)
+	w.topology(p)
+	return w.String()
 }
 
 // problemSelector is one label selector some pod's topology reads, in the
@@ -215,13 +217,20 @@ func (p *Problem) selectors() problemSelectors {
 		}
 	}
 	term := func(owner *Pod, t PodAffinityTerm) {
-		key, _ := json.Marshal([]any{"term", owner.Namespace, t.Namespaces, t.Selector})
-		add(key, t.Selector, func(o *Pod) bool { return t.selects(owner, o) })
+		var w keyWriter
+		w.tag('t')
+		w.str(owner.Namespace)
+		w.strs(t.Namespaces, true)
+		w.selector(&t.Selector)
+		add(w.b, t.Selector, func(o *Pod) bool { return t.selects(owner, o) })
 	}
 	spread := func(owner *Pod, c *TopologySpread) {
 		ns, sel := owner.Namespace, c.Selector
-		key, _ := json.Marshal([]any{"spread", ns, sel})
-		add(key, sel, func(o *Pod) bool { return o.Namespace == ns && sel.Matches(o.Labels) })
+		var w keyWriter
+		w.tag('s')
+		w.str(ns)
+		w.selector(&sel)
+		add(w.b, sel, func(o *Pod) bool { return o.Namespace == ns && sel.Matches(o.Labels) })
 	}
 	for i := range p.Pods {
 		pod := &p.Pods[i]
@@ -509,10 +518,13 @@ func (s *state) collectZoneAntis(n int) {
 			if len(ns) == 0 {
 				ns = []string{owner.Namespace}
 			}
-			key, _ := json.Marshal([]any{ns, t.Selector})
-			if _, ok := byKey[string(key)]; !ok {
+			var w keyWriter
+			w.strs(ns, true)
+			w.selector(&t.Selector)
+			key := w.String()
+			if _, ok := byKey[key]; !ok {
 				a := &zoneAnti{owner: owner, term: t, carriers: map[string]int{}, selected: map[string]int{}}
-				byKey[string(key)] = a
+				byKey[key] = a
 				s.zoneAntis = append(s.zoneAntis, a)
 			}
 		}
@@ -583,8 +595,12 @@ func (s *state) collectZoneSpreads(n int) []string {
 				continue
 			}
 			domains := s.domainsOf(orig, c.TopologyKey, spreadFilter(&c))
-			key, _ := json.Marshal([]any{rep.Namespace, c, domains})
-			if z, ok := byKey[string(key)]; ok {
+			var w keyWriter
+			w.str(rep.Namespace)
+			w.spread(&c)
+			w.strs(domains, true)
+			key := w.String()
+			if z, ok := byKey[key]; ok {
 				z.groups[g] = true
 				continue
 			}
@@ -601,7 +617,7 @@ func (s *state) collectZoneSpreads(n int) []string {
 					}
 				}
 			}
-			byKey[string(key)] = z
+			byKey[key] = z
 			s.zoneSpreads = append(s.zoneSpreads, z)
 			if !slices.Contains(keys, c.TopologyKey) {
 				keys = append(keys, c.TopologyKey)
@@ -1540,8 +1556,11 @@ func (s *state) trimAffinity(final []finalNode, nodeOf map[int]int, removed map[
 	}
 	counts := map[string]*selectedCount{}
 	count := func(owner *Pod, t *PodAffinityTerm) *selectedCount {
-		k, _ := json.Marshal([]any{owner.Namespace, t})
-		if c, ok := counts[string(k)]; ok {
+		var w keyWriter
+		w.str(owner.Namespace)
+		w.affinityTerm(t)
+		k := w.String()
+		if c, ok := counts[k]; ok {
 			return c
 		}
 		c := &selectedCount{owner: owner, t: t, byDomain: map[string]int{}}
@@ -1728,8 +1747,11 @@ func (s *state) trimSpread(orig *Pod, c *TopologySpread, nodes []finalNode, node
 // owner's node selector, affinity and tolerations, as the policies read
 // them) against the same skew. Constraints with one scope are judged once.
 func spreadScope(owner *Pod, c *TopologySpread) string {
-	key, _ := json.Marshal([]any{owner.Namespace, c, owner.NodeSelector, owner.Affinity, owner.Tolerations})
-	return string(key)
+	var w keyWriter
+	w.str(owner.Namespace)
+	w.spread(c)
+	w.nodeConstraints(owner)
+	return w.String()
 }
 
 // hasSpread reports whether the pod carries a constraint equal to c.
@@ -1743,10 +1765,12 @@ func hasSpread(p *Pod, c *TopologySpread) bool {
 	return false
 }
 
+// selectorEqual reports whether two selectors are the same (a nil map or
+// list equal to an empty one).
 func selectorEqual(a, b *Selector) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
+	return maps.Equal(a.MatchLabels, b.MatchLabels) && slices.EqualFunc(a.MatchExpressions, b.MatchExpressions, func(x, y Requirement) bool {
+		return x.Key == y.Key && x.Operator == y.Operator && slices.Equal(x.Values, y.Values)
+	})
 }
 
 // plannedNode finds a planned node's pool (pi is -1 for a pool the problem
