@@ -39,13 +39,13 @@ func (v *View) Pools(c *Candidate) []string {
 }
 
 // Choose picks the actions to carry out now, together, Karpenter's order:
-// empty nodes (all the budgets allow, in one action), or else one expired
-// or drifted node (replaced one at a time), then the planner's
-// consolidation actions, best first, as many as the budgets and PDBs allow
-// together, beside the actions the view holds (see Hold). The planner's actions are independent of each other (no node
-// one moves pods onto is removed by another), so they run in parallel. It
-// returns no candidates when no action passes every guard, and, for every
-// node left alone, why.
+// empty nodes (all the budgets allow, in one action), or else one expired or
+// drifted node (replaced one at a time), then the planner's consolidation
+// actions, best first, as many as the budgets and PDBs allow together,
+// beside the actions the view holds (see Hold). The planner's actions are
+// independent of each other (no node one moves pods onto is removed by
+// another), so they run in parallel. It returns no candidates when no action
+// passes every guard, and, for every node left alone, why.
 func (v *View) Choose(plan *solver.ConsolidationPlan) ([]*Candidate, map[string]Refusal) {
 	refused := map[string]Refusal{}
 	for _, b := range plan.Blocked {
