@@ -75,6 +75,9 @@ func (c *consolidator) quantity(r int, v int64) string {
 
 // unplacedReason explains why a simulation could not place every pod.
 func (c *consolidator) unplacedReason(sim *simulation) string {
+	if sim.scattered != "" {
+		return sim.scattered
+	}
 	u := sim.plan.Unschedulable[0]
 	pod := &sim.problem.Pods[u.Pod]
 	if len(sim.problem.InstanceTypes) == 0 {
@@ -89,6 +92,9 @@ type simulation struct {
 	from    []*consNode // source node of each pod of problem
 	pending []bool      // the pod is pending, not evicted
 	plan    *Plan
+	// scattered is why kube-scheduler would not place the pods as plan
+	// does (see scatter); plan then lists the pod it leaves without room.
+	scattered string
 }
 
 // placement says where a simulation may put the pods of the nodes it
@@ -111,7 +117,8 @@ func (pl placement) keptOff(n *consNode) bool {
 // simulate asks Solve where the pods of the nodes would go if the nodes
 // were removed: onto the other nodes' free room (the fullest first, so that
 // emptier nodes stay removable) that the placement allows, and onto new
-// nodes when it allows them.
+// nodes when it allows them. A plan that launches nothing (a delete) must
+// also find the pods room as kube-scheduler would place them (see scatter).
 func (c *consolidator) simulate(set []*consNode, place placement) (*simulation, error) {
 	p := c.p
 	sim := &simulation{problem: &Problem{ExtendedResources: p.ExtendedResources, DaemonSets: p.DaemonSets, Options: Options{Now: c.now, noBound: true}}}
@@ -196,6 +203,11 @@ func (c *consolidator) simulate(set []*consNode, place placement) (*simulation, 
 		return nil, fmt.Errorf("simulating the removal of %s: %w", names(set), err)
 	}
 	sim.plan = plan
+	if len(plan.NewNodes) == 0 && len(plan.Unschedulable) == 0 && len(plan.Existing) > 0 {
+		if sim.scattered = c.scatter(sim); sim.scattered != "" {
+			plan.Unschedulable = []Unschedulable{{Pod: plan.Existing[0].Pod, Reason: sim.scattered}}
+		}
+	}
 	return sim, nil
 }
 
@@ -246,4 +258,110 @@ func (c *consolidator) cheapestHolding(set []*consNode) float64 {
 		return math.Inf(1)
 	}
 	return max(best, fluid)
+}
+
+// scatter replays a simulation that moves every pod onto existing nodes as
+// kube-scheduler would place the evicted pods, and says why they would not
+// all find room, or "". kube-scheduler takes them one at a time (the replay
+// takes the smallest first, the order that leaves the least room for the
+// largest) and puts each on the feasible node its default scoring ranks
+// highest (NodeResourcesFit's LeastAllocated plus
+// NodeResourcesBalancedAllocation, over CPU and memory): it spreads pods
+// onto the emptiest nodes where the simulation packs them onto the fullest.
+// A delete whose pods fit only as the simulation packs them leaves one
+// pending; the provisioner launches a node for it, which the next plan
+// deletes again. That churn is what this check prevents.
+//
+// A pod whose placement depends on other pods (topology spread, pod
+// affinity or anti-affinity, host ports) keeps to the nodes sharing every
+// topology domain of its constraints with the node the simulation chose,
+// where the same counts hold. The replay judges the rest on resources, node
+// affinity and taints, and ignores preferred terms. The action keeps the
+// simulation's moves: they pin their nodes, which keeps the emptier nodes
+// removable by later actions.
+func (c *consolidator) scatter(sim *simulation) string {
+	nodes := sim.problem.Nodes
+	index := make(map[string]int, len(nodes))
+	free := make([]Resources, len(nodes))
+	for i := range nodes {
+		index[nodes[i].Name] = i
+		free[i] = nodes[i].Allocatable.Sub(nodes[i].Requested)
+	}
+	chosen := make([]int, len(sim.problem.Pods)) // the simulation's node of each pod
+	for _, e := range sim.plan.Existing {
+		chosen[e.Pod] = index[e.Node]
+	}
+	order := make([]int, len(sim.problem.Pods))
+	for i := range order {
+		order[i] = i
+	}
+	pods := sim.problem.Pods
+	slices.SortStableFunc(order, func(a, b int) int {
+		ra, rb := pods[a].Requests, pods[b].Requests
+		return cmp.Or(cmp.Compare(ra[CPU], rb[CPU]), cmp.Compare(ra[Memory], rb[Memory]))
+	})
+	for _, pi := range order {
+		pod := &pods[pi]
+		req := podRequests(pod)
+		best, bestScore := -1, math.Inf(-1)
+		for ni := range nodes {
+			n := &nodes[ni]
+			if n.Unschedulable || fitCount(free[ni], req) == 0 || !sameDomains(pod, n, &nodes[chosen[pi]]) ||
+				!matchesAffinity(pod.NodeSelector, pod.Affinity, MapLabels(n.Labels)) || untolerated(pod.Tolerations, n.Taints) != nil {
+				continue
+			}
+			if score := schedulerScore(n.Allocatable, free[ni].Sub(req)); score > bestScore {
+				best, bestScore = ni, score
+			}
+		}
+		if best < 0 {
+			return fmt.Sprintf("kube-scheduler would spread its pods onto the emptiest nodes and leave %s (%s) without room", pod.Key(), c.p.describe(pod.Requests))
+		}
+		free[best] = free[best].Sub(req)
+	}
+	return ""
+}
+
+// sameDomains reports whether node n may stand in for node at for the pod:
+// it shares every topology domain the pod's spread and pod-affinity terms
+// count in, and is the same node when the pod has host ports.
+func sameDomains(pod *Pod, n, at *Node) bool {
+	if len(pod.HostPorts) > 0 && n.Name != at.Name {
+		return false
+	}
+	same := func(key string) bool {
+		if key == LabelHostname {
+			return n.Name == at.Name
+		}
+		return n.Labels[key] == at.Labels[key]
+	}
+	for _, s := range pod.Spread {
+		if !same(s.TopologyKey) {
+			return false
+		}
+	}
+	for _, terms := range [][]PodAffinityTerm{pod.PodAffinity, pod.PodAntiAffinity} {
+		for _, t := range terms {
+			if !same(t.TopologyKey) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// schedulerScore is kube-scheduler's default resource score of a node with
+// allocatable alloc left with free after taking a pod: LeastAllocated (the
+// mean unrequested share of CPU and memory) plus BalancedAllocation (one
+// less the standard deviation of their requested shares), each weight 1.
+func schedulerScore(alloc, free Resources) float64 {
+	var unused [2]float64
+	for i, r := range [2]int{CPU, Memory} {
+		if alloc[r] > 0 {
+			unused[i] = float64(free[r]) / float64(alloc[r])
+		}
+	}
+	least := (unused[0] + unused[1]) / 2
+	balanced := 1 - math.Abs(unused[0]-unused[1])/2
+	return least + balanced
 }
