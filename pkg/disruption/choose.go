@@ -181,7 +181,7 @@ func (t *tally) refusal(nodes []string, pods []solver.Pod, reason string) string
 		pdb := &t.v.problem.PDBs[i]
 		if allowed := int(pdb.DisruptionsAllowed); t.pdb[i] >= allowed {
 			if t.pdb[i] == 0 {
-				return pdbZero(pdb)
+				return pdb.Exhausted()
 			}
 			return fmt.Sprintf("PDB %s/%s allows %s, each used by one of the actions chosen", pdb.Namespace, pdb.Name, Plural(max(allowed, 0), "disruption", "disruptions"))
 		}
@@ -213,11 +213,6 @@ func (v *View) pdbsOf(pods []solver.Pod) []int {
 		}
 	}
 	return out
-}
-
-// pdbZero says that a PDB allows no disruption now.
-func pdbZero(pdb *solver.PDB) string {
-	return fmt.Sprintf("PDB %s/%s allows 0 disruptions", pdb.Namespace, pdb.Name)
 }
 
 // evicted returns the pods removing the nodes evicts: all but DaemonSet
@@ -319,7 +314,7 @@ func (v *View) forced(name, reason, why string) (*Candidate, string) {
 func (v *View) pdbRefusal(pods []solver.Pod) string {
 	for _, i := range v.pdbsOf(pods) {
 		if pdb := &v.problem.PDBs[i]; pdb.DisruptionsAllowed <= 0 {
-			return pdbZero(pdb)
+			return pdb.Exhausted()
 		}
 	}
 	return ""

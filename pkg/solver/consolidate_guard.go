@@ -74,8 +74,13 @@ func (c *consolidator) pdbExceeded(set []*consNode) string {
 	if worst < 0 {
 		return ""
 	}
-	pdb := &c.p.PDBs[worst]
-	return fmt.Sprintf("PDB %s/%s allows 0 disruptions", pdb.Namespace, pdb.Name)
+	return c.p.PDBs[worst].Exhausted()
+}
+
+// Exhausted is the sentence that says the PDB allows no disruption now:
+// the reason a node whose pods it selects stays.
+func (p *PDB) Exhausted() string {
+	return fmt.Sprintf("PDB %s/%s allows 0 disruptions", p.Namespace, p.Name)
 }
 
 // budgetExceeded returns why removing the nodes would exceed a pool's
