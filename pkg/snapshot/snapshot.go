@@ -445,8 +445,14 @@ type predecoded struct {
 // predecode converts and decodes one document (see predecoded).
 func predecode(doc document) predecoded {
 	var d predecoded
-	if d.json, d.err = doc.toJSON(); d.err != nil {
-		return d
+	var fast bool
+	if !doc.json {
+		d.json, fast = fastYAMLToJSON(doc.data)
+	}
+	if !fast {
+		if d.json, d.err = doc.toJSON(); d.err != nil {
+			return d
+		}
 	}
 	d.generic, d.genericErr = decodeGeneric(d.json)
 	obj, ok := d.generic.(map[string]any)
