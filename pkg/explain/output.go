@@ -209,13 +209,13 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source ResultSource) *Resul
 		TotalPricePerMonth:     round2(plan.TotalPrice * HoursPerMonth),
 		LowerBoundPricePerHour: plan.LowerBound,
 	}
-	options := solver.LaunchOptions(p, plan, -1)
+	options := solver.LaunchInstanceTypes(p, plan, -1)
 	for i, n := range plan.NewNodes {
 		node := ResultNode{
 			Name: NewNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
 			PricePerHour: n.Price, Pods: make([]string, len(n.Pods)),
 			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested), Reason: n.Reason,
-			InstanceTypeOptions: solver.InstanceTypeNames(options[i]),
+			InstanceTypeOptions: options[i],
 		}
 		node.Labels, node.Taints = nodeLabelsAndTaints(p, &n)
 		for i, pod := range n.Pods {

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,10 +17,20 @@ import (
 // misspelt scheduling field says what the plan now lacks. generic is j
 // decoded into an any, used to say where a bad quantity is.
 func (m *Manifests) decodeFields(j []byte, v any, generic any) error {
-	if m.Strict {
-		return decodeStrict(j, v, generic)
-	}
 	fields, err := strictjson.DecodeFields(j, v)
+	return m.fieldsDecoded(fields, err, generic)
+}
+
+// fieldsDecoded is decodeFields once strictjson.DecodeFields has returned
+// fields and err.
+func (m *Manifests) fieldsDecoded(fields []error, err error, generic any) error {
+	if m.Strict {
+		// strictjson.Decode's error, as decodeStrict explains it.
+		if err == nil {
+			err = errors.Join(fields...)
+		}
+		return explainValueError(err, generic)
+	}
 	if err != nil {
 		return explainValueError(err, generic)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/strictjson"
+	corev1 "k8s.io/api/core/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -257,10 +258,11 @@ func Decode(name string, data []byte, m *Manifests) error {
 		docs = splitYAML(data)
 	}
 	m.documents += len(docs)
-	js, errs := toJSONAll(docs)
+	pre := predecodeAll(docs)
+	defer pre.stop()
 	for i, doc := range docs {
 		where := fmt.Sprintf("%s: document %d", name, doc.index)
-		if err := m.decodeDocument(where, doc, js[i], errs[i]); err != nil {
+		if err := m.decodeDocument(where, doc, pre.next(i)); err != nil {
 			return &DocumentError{File: name, Document: doc.index, Line: doc.line, Err: err}
 		}
 	}
@@ -422,12 +424,134 @@ func toJSONAll(docs []document) (js [][]byte, errs []error) {
 	return js, errs
 }
 
-// decodeDocument decodes one document, given as converted to JSON (j, or
-// the conversion's error), and adds what it holds to m. A document that
-// fails and holds "{{" is taken for a Helm template.
-func (m *Manifests) decodeDocument(where string, doc document, j []byte, err error) error {
+// predecoded is a document converted to JSON (or the conversion's
+// error) and decoded as far as it can be without m: into an any and, for
+// a Pod, into its type. Decode does this for all documents at once, in
+// parallel (see predecodeAll), then adds them to m in order.
+type predecoded struct {
+	json []byte
+	err  error
+	// generic is json decoded into an any, or genericErr.
+	generic    any
+	genericErr error
+	// pod, when the document is a v1 Pod, is it decoded as
+	// strictjson.DecodeFields does: podFields are the strict-field
+	// problems, podErr the error that stopped decoding.
+	pod       *corev1.Pod
+	podFields []error
+	podErr    error
+}
+
+// predecode converts and decodes one document (see predecoded).
+func predecode(doc document) predecoded {
+	var d predecoded
+	var fast bool
+	if !doc.json {
+		d.json, fast = fastYAMLToJSON(doc.data)
+	}
+	if !fast {
+		if d.json, d.err = doc.toJSON(); d.err != nil {
+			return d
+		}
+	}
+	d.generic, d.genericErr = decodeGeneric(d.json)
+	obj, ok := d.generic.(map[string]any)
+	if d.genericErr != nil || !ok || obj["kind"] != "Pod" || obj["apiVersion"] != "v1" {
+		return d
+	}
+	d.pod = &corev1.Pod{}
+	d.podFields, d.podErr = strictjson.DecodeFields(d.json, d.pod)
+	return d
+}
+
+// predecodeWindow is how many documents predecodeAll decodes ahead of
+// the one being added to the manifests: enough to keep the CPUs busy,
+// few enough that the decoded documents do not pile up in memory.
+const predecodeWindow = 64
+
+// predecodeAll starts predecoding the documents in parallel on the CPUs
+// there are (parsing YAML and decoding JSON is most of reading a large
+// manifest), a window ahead of the reader, who takes them in order with
+// next and ends with stop.
+func predecodeAll(docs []document) *predecoding {
+	p := &predecoding{
+		docs:  docs,
+		out:   make([]predecoded, len(docs)),
+		ready: make([]chan struct{}, len(docs)),
+		slots: make(chan struct{}, predecodeWindow),
+		done:  make(chan struct{}),
+	}
+	for i := range p.ready {
+		p.ready[i] = make(chan struct{})
+	}
+	for range min(runtime.GOMAXPROCS(0), len(docs)) {
+		p.wg.Go(p.work)
+	}
+	return p
+}
+
+// predecoding is predecodeAll under way.
+type predecoding struct {
+	docs  []document
+	out   []predecoded
+	ready []chan struct{} // closed once out[i] is set
+	// slots holds a token for each document taken and not yet read:
+	// documents are taken in order, so the next one to read always holds
+	// one.
+	slots chan struct{}
+	taken atomic.Int64
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func (p *predecoding) work() {
+	for {
+		select {
+		case p.slots <- struct{}{}:
+		case <-p.done:
+			return
+		}
+		i := int(p.taken.Add(1)) - 1
+		if i >= len(p.docs) {
+			return
+		}
+		p.out[i] = predecode(p.docs[i])
+		close(p.ready[i])
+	}
+}
+
+// next waits for document i, hands it over and forgets it. The reader
+// takes the documents in order.
+func (p *predecoding) next(i int) *predecoded {
+	<-p.ready[i]
+	d := p.out[i]
+	p.out[i] = predecoded{}
+	<-p.slots
+	return &d
+}
+
+// stop ends the work, done or not, and waits for it.
+func (p *predecoding) stop() {
+	close(p.done)
+	p.wg.Wait()
+}
+
+// decodeGeneric decodes JSON into an any as decodeObject reads it.
+func decodeGeneric(j []byte) (any, error) {
+	var generic any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &generic); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	return generic, nil
+}
+
+// decodeDocument decodes one document, given as predecoded, and adds what
+// it holds to m. A document that fails and holds "{{" is taken for a Helm
+// template.
+func (m *Manifests) decodeDocument(where string, doc document, pre *predecoded) error {
+	err := pre.err
 	if err == nil {
-		err = m.decodeObject(where, j, false)
+		err = m.decodeObject(where, pre.json, false, pre)
 	}
 	if err != nil && bytes.Contains(doc.data, []byte("{{")) {
 		return fmt.Errorf("%w; this looks like a Helm template: render it first: helm template RELEASE CHART | kubectl rightsize explain -f -", err)
@@ -436,11 +560,18 @@ func (m *Manifests) decodeDocument(where string, doc document, j []byte, err err
 }
 
 // decodeObject dispatches one JSON object (a document or, when inList, a
-// List item) on its kind and apiVersion.
-func (m *Manifests) decodeObject(where string, j []byte, inList bool) error {
+// List item) on its kind and apiVersion. pre, when not nil, is j
+// predecoded.
+func (m *Manifests) decodeObject(where string, j []byte, inList bool, pre *predecoded) error {
 	var generic any
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &generic); err != nil {
-		return fmt.Errorf("invalid JSON: %w", err)
+	var err error
+	if pre != nil {
+		generic, err = pre.generic, pre.genericErr
+	} else {
+		generic, err = decodeGeneric(j)
+	}
+	if err != nil {
+		return err
 	}
 	if generic == nil {
 		return nil // an empty document such as "~"
@@ -492,7 +623,7 @@ func (m *Manifests) decodeObject(where string, j []byte, inList bool) error {
 	outer := m.object
 	m.object = where + ": " + label
 	defer func() { m.object = outer }()
-	if err := m.decodeKind(where, kind, apiVersion, j, generic); err != nil {
+	if err := m.decodeKind(where, kind, apiVersion, j, generic, pre); err != nil {
 		return fmt.Errorf("%s: %w", label, err)
 	}
 	return nil
@@ -526,7 +657,7 @@ func (m *Manifests) decodeList(where, label string, j []byte, generic any) error
 		return err
 	}
 	for i, item := range list.Items {
-		if err := m.decodeObject(fmt.Sprintf("%s: items[%d]", where, i), item, true); err != nil {
+		if err := m.decodeObject(fmt.Sprintf("%s: items[%d]", where, i), item, true, nil); err != nil {
 			return fmt.Errorf("items[%d]: %w", i, err)
 		}
 	}
@@ -558,7 +689,7 @@ var kinds = map[string][]string{
 // classes plan offline as they do live.
 var rightsizeAPIVersion = v1alpha1.SchemeGroupVersion.String()
 
-func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic any) error {
+func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic any, pre *predecoded) error {
 	switch kind {
 	case "NodePool", "EC2NodeClass", "SimNodeClass":
 		if apiVersion == rightsizeAPIVersion {
@@ -577,7 +708,7 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 	case "PersistentVolumeClaim", "PersistentVolume", "StorageClass":
 		return m.decodeVolumeObject(kind, j, generic)
 	default:
-		return m.decodeWorkload(where, kind, j, generic)
+		return m.decodeWorkload(where, kind, j, generic, pre)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -935,6 +936,61 @@ func TestRead(t *testing.T) {
 			_, err := Read(tt.paths, strings.NewReader(tt.stdin))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestDecodeManyDocumentsInOrder: documents are decoded ahead of the one
+// being read, in parallel, yet pods come out in input order, warnings in
+// document order, and the first bad document is the one reported, even
+// far past the window decoded ahead.
+func TestDecodeManyDocumentsInOrder(t *testing.T) {
+	const n = 5*predecodeWindow + 3
+	pod := func(i int, field string) string {
+		return fmt.Sprintf("---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p%d\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: %dm}}\n%s", i, i+1, field)
+	}
+	tests := []struct {
+		name     string
+		bad      map[int]string // document index (0-based) → an extra spec field
+		strict   bool
+		wantErr  string
+		warnings []string
+	}{
+		{name: "every pod, in order"},
+		{name: "unknown fields warn in document order", bad: map[int]string{7: "  foo: 1\n", 2*predecodeWindow + 1: "  bar: 1\n"},
+			warnings: []string{`in.yaml: document 8: Pod "p7": unknown field "spec.foo" ignored (--strict rejects it)`,
+				`in.yaml: document 130: Pod "p129": unknown field "spec.bar" ignored (--strict rejects it)`}},
+		{name: "the first bad document stops reading", strict: true, bad: map[int]string{3*predecodeWindow + 5: "  foo: 1\n", n - 1: "  bar: 1\n"},
+			wantErr: `in.yaml: document 198 (line 1775): Pod "p197": unknown field "spec.foo"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in strings.Builder
+			for i := range n {
+				in.WriteString(pod(i, tt.bad[i]))
+			}
+			m := &Manifests{Strict: tt.strict}
+			err := Decode("in.yaml", []byte(in.String()), m)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error %v, want %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Pods) != n {
+				t.Fatalf("%d pods, want %d", len(m.Pods), n)
+			}
+			for i, p := range m.Pods {
+				if p.Name != fmt.Sprintf("p%d", i) || p.Requests[solver.CPU] != int64(i+1) {
+					t.Fatalf("pod %d is %s requesting %dm CPU, want p%d requesting %dm", i, p.Name, p.Requests[solver.CPU], i, i+1)
+				}
+			}
+			if !slices.Equal(m.Warnings, tt.warnings) {
+				t.Errorf("warnings %q\nwant %q", m.Warnings, tt.warnings)
 			}
 		})
 	}

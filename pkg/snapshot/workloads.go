@@ -30,7 +30,7 @@ type workload struct {
 
 // decodeWorkload reads a Pod, a workload or a DaemonSet and adds its pods or
 // its DaemonSet to m.
-func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) error {
+func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any, pre *predecoded) error {
 	var (
 		w   workload
 		err error
@@ -65,7 +65,14 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any) er
 	default:
 		return fmt.Errorf("kind %s is not a workload", kind)
 	}
-	if err := m.decodeFields(j, obj, generic); err != nil {
+	if pre != nil && pre.pod != nil && kind == "Pod" {
+		// Decoded already, in parallel with the other documents.
+		o := pre.pod
+		obj, w = o, workload{meta: &o.ObjectMeta, replicas: 1, spec: &o.Spec, specPath: "spec"}
+		if err := m.fieldsDecoded(pre.podFields, pre.podErr, generic); err != nil {
+			return err
+		}
+	} else if err := m.decodeFields(j, obj, generic); err != nil {
 		return err
 	}
 	if w.meta.Name == "" {

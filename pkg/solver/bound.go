@@ -87,12 +87,26 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 		}
 	}
 	pairClasses := classes
-	for grid := 1.02; len(pairClasses) > lbMaxClasses && grid < 4; grid = 1 + (grid-1)*2 {
-		pairClasses = s.boundClasses(count, resources, grid)
+	if len(classes) > lbMaxClasses && distinctGroups(classes) > lbMaxClasses {
+		// No grid merges classes of different groups: every grid is
+		// tried and the coarsest is kept, so only it is computed.
+		last := 0.0
+		for grid := 1.02; grid < 4; grid = 1 + (grid-1)*2 {
+			last = grid
+		}
+		pairClasses = s.boundClasses(count, resources, last)
+	} else {
+		for grid := 1.02; len(pairClasses) > lbMaxClasses && grid < 4; grid = 1 + (grid-1)*2 {
+			pairClasses = s.boundClasses(count, resources, grid)
+		}
 	}
-	pairKinds, pairUsable := s.boundKinds(pairClasses, noPods)
-	if v, _, ok := fluidLP(s.kinds, pairKinds, pairUsable, pairClasses, noPods); ok {
-		bound = max(bound, v)
+	// fluidLP has a row per class and more columns than rows, and gives up
+	// past lbMaxCells: a program that big is not built.
+	if n := len(pairClasses); n*(n+1) <= lbMaxCells {
+		pairKinds, pairUsable := s.boundKinds(pairClasses, noPods)
+		if v, _, ok := fluidLP(s.kinds, pairKinds, pairUsable, pairClasses, noPods); ok {
+			bound = max(bound, v)
+		}
 	}
 	// Node-count bounds: a cap group of n pods with at most c per node
 	// needs ceil(n/c) nodes, each at least the cheapest kind any of them fits.
@@ -202,18 +216,38 @@ func (s *state) boundResources(placed []int) []int {
 	return out
 }
 
+// distinctGroups counts the groups of the classes.
+func distinctGroups(classes []lbClass) int {
+	seen := map[int]bool{}
+	for _, c := range classes {
+		seen[c.group] = true
+	}
+	return len(seen)
+}
+
 // boundClasses merges the placed classes by group and request rounded down
 // onto a grid with the given factor (1: exact).
 func (s *state) boundClasses(placed []int, resources []int, grid float64) []lbClass {
 	index := map[lbClass]int{}
 	var out []lbClass
+	// Requests repeat across classes: each value is rounded once.
+	rounded := map[int64]int64{}
 	for ci, c := range s.classes {
 		if placed[ci] == 0 {
 			continue
 		}
 		key := lbClass{group: c.group}
 		for _, r := range resources {
-			key.req[r] = roundDown(c.req[r], grid)
+			v := c.req[r]
+			if grid > 1 && v > 1 {
+				d, ok := rounded[v]
+				if !ok {
+					d = roundDown(v, grid)
+					rounded[v] = d
+				}
+				v = d
+			}
+			key.req[r] = v
 		}
 		i, ok := index[key]
 		if !ok {
@@ -253,28 +287,36 @@ func (s *state) boundKinds(classes []lbClass, resources []int) ([]int, []bitset)
 		}
 		keyOf[ci] = i
 	}
-	ok := make([]bool, len(reps))
+	// Kinds compete over the representatives: every one stands for at
+	// least one class, so the subset relations are those over classes,
+	// with far fewer bits.
 	var kinds []int
 	var usable []bitset
 	for ki, k := range s.kinds {
+		u := newBitset(len(reps))
 		some := false
 		for i, c := range reps {
-			ok[i] = k.compat.has(c.group) && c.req.Fits(k.alloc)
-			some = some || ok[i]
+			if k.compat.has(c.group) && c.req.Fits(k.alloc) {
+				u.set(i)
+				some = true
+			}
 		}
-		if !some {
-			continue
+		if some {
+			kinds = append(kinds, ki)
+			usable = append(usable, u)
 		}
+	}
+	kinds, usable = s.pruneKinds(kinds, usable, resources, false)
+	for i, ok := range usable {
 		u := newBitset(len(classes))
 		for ci := range classes {
-			if ok[keyOf[ci]] {
+			if ok.has(keyOf[ci]) {
 				u.set(ci)
 			}
 		}
-		kinds = append(kinds, ki)
-		usable = append(usable, u)
+		usable[i] = u
 	}
-	return s.pruneKinds(kinds, usable, resources, false)
+	return kinds, usable
 }
 
 // pruneKinds drops every kind that another beats per dollar: it serves every
@@ -287,17 +329,27 @@ func (s *state) pruneKinds(kinds []int, usable []bitset, resources []int, samePo
 		}
 		return float64(k.alloc[r]) / k.price
 	}
+	// Each kind's resources per dollar, side by side: a pair is compared
+	// on them first, the cheaper test, then on what it serves.
+	nr := len(resources)
+	rates := make([]float64, len(kinds)*nr)
+	for i, ki := range kinds {
+		for x, r := range resources {
+			rates[i*nr+x] = perDollar(s.kinds[ki], r)
+		}
+	}
 	var outKinds []int
 	var outUsable []bitset
 	for i, ki := range kinds {
 		dominated := false
+		ri := rates[i*nr : (i+1)*nr]
 		for j, kj := range kinds {
-			if i == j || !usable[i].subsetOf(usable[j]) || (samePool && s.kinds[ki].pool != s.kinds[kj].pool) {
+			if i == j || (samePool && s.kinds[ki].pool != s.kinds[kj].pool) {
 				continue
 			}
 			better, strictly := true, false
-			for _, r := range resources {
-				a, b := perDollar(s.kinds[ki], r), perDollar(s.kinds[kj], r)
+			for x, b := range rates[j*nr : (j+1)*nr] {
+				a := ri[x]
 				if b < a {
 					better = false
 					break
@@ -305,6 +357,9 @@ func (s *state) pruneKinds(kinds []int, usable []bitset, resources []int, samePo
 				if b > a {
 					strictly = true
 				}
+			}
+			if !better || !usable[i].subsetOf(usable[j]) {
+				continue
 			}
 			// Ties: keep the lower index only.
 			if better && (strictly || j < i || !usable[j].subsetOf(usable[i])) {

@@ -1,8 +1,8 @@
 package solver
 
 import (
-	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -24,7 +24,7 @@ func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
 	if s.domains == nil || slices.ContainsFunc(pod.Preferences, func(p Preference) bool { return p.Kind == PreferNodeAffinity }) {
 		return s.findDomains(pod, key, f)
 	}
-	k := fmt.Sprintf("%s\x00%v\x00%s\x00%v", nodeConstraintKey(pod), pod.Requests, key, f)
+	k := domainsKey(pod, key, f)
 	s.domains.mu.Lock()
 	d, ok := s.domains.seen[k]
 	s.domains.mu.Unlock()
@@ -35,4 +35,26 @@ func (s *state) domainsOf(pod *Pod, key string, f domainFilter) []string {
 		s.domains.mu.Unlock()
 	}
 	return slices.Clone(d)
+}
+
+// domainsKey is domainsOf's memo key: the pod's node constraints and
+// requests, the topology key and the filter.
+func domainsKey(pod *Pod, key string, f domainFilter) string {
+	nck := nodeConstraintKey(pod)
+	b := strconv.AppendInt(nil, int64(len(nck)), 10)
+	b = append(b, 0)
+	b = append(b, nck...)
+	for _, q := range pod.Requests {
+		b = append(b, 0)
+		b = strconv.AppendInt(b, q, 10)
+	}
+	b = append(b, 0)
+	b = append(b, key...)
+	for _, on := range []bool{f.taints, f.affinity, f.launchable, f.fits} {
+		b = append(b, 0, '0')
+		if on {
+			b[len(b)-1] = '1'
+		}
+	}
+	return string(b)
 }

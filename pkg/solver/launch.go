@@ -6,6 +6,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -57,9 +58,28 @@ type LaunchOption struct {
 // then the others by price (ties in the problem's order of instance
 // types and their offerings).
 func LaunchOptions(p *Problem, plan *Plan, maxPremium float64) [][]LaunchOption {
+	return launchOptionsOf(p, plan, maxPremium, false)
+}
+
+// LaunchInstanceTypes returns, for each node of plan, InstanceTypeNames
+// of its LaunchOptions, without listing the options past the
+// MaxLaunchInstanceTypes-th type: on a plan of thousands of nodes with
+// hundreds of types each, most of LaunchOptions' work.
+func LaunchInstanceTypes(p *Problem, plan *Plan, maxPremium float64) [][]string {
+	opts := launchOptionsOf(p, plan, maxPremium, true)
+	out := make([][]string, len(opts))
+	for i, o := range opts {
+		out[i] = InstanceTypeNames(o)
+	}
+	return out
+}
+
+// launchOptionsOf is LaunchOptions; with truncate, each node's list ends
+// at its MaxLaunchInstanceTypes-th distinct type.
+func launchOptionsOf(p *Problem, plan *Plan, maxPremium float64, truncate bool) [][]LaunchOption {
 	q := p.normalized()
 	terms := topologyTerms(q)
-	offered := map[string][]offered{}
+	lists := map[string]*offerList{}
 	pools := make([]int, len(plan.NewNodes))
 	keys := make([]string, len(plan.NewNodes))
 	for i := range plan.NewNodes {
@@ -69,26 +89,57 @@ func LaunchOptions(p *Problem, plan *Plan, maxPremium float64) [][]LaunchOption 
 			continue
 		}
 		keys[i] = fmt.Sprint(pools[i], n.Labels)
-		if _, ok := offered[keys[i]]; !ok {
-			offered[keys[i]] = q.offered(pools[i], n.Labels)
+		if _, ok := lists[keys[i]]; !ok {
+			lists[keys[i]] = newOfferList(q.offered(pools[i], n.Labels), keys[i])
 		}
 	}
 	// Each node's options only read the problem: the nodes are shared out
 	// among the CPUs (a plan of thousands of nodes on hundreds of types).
+	// Nodes alike in what holds checks of labels share its answers (see
+	// labelChecks).
 	out := make([][]LaunchOption, len(plan.NewNodes))
+	checks := &labelChecks{seen: map[string][]bool{}}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(plan.NewNodes)) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(plan.NewNodes); i = int(next.Add(1)) - 1 {
 				if pools[i] >= 0 {
-					out[i] = q.launchOptions(&plan.NewNodes[i], pools[i], offered[keys[i]], terms, maxPremium)
+					out[i] = q.launchOptionsWith(&plan.NewNodes[i], pools[i], lists[keys[i]], terms, maxPremium, checks, truncate)
 				}
 			}
 		})
 	}
 	wg.Wait()
 	return out
+}
+
+// offerList is the offerings of a pool's node with some labels (see
+// offered), named by key, with their indices by price (ties in their
+// order): every node's options come in that order.
+type offerList struct {
+	offered []offered
+	byPrice []int
+	key     string
+}
+
+func newOfferList(offerings []offered, key string) *offerList {
+	l := &offerList{offered: offerings, byPrice: make([]int, len(offerings)), key: key}
+	for i := range l.byPrice {
+		l.byPrice[i] = i
+	}
+	slices.SortStableFunc(l.byPrice, func(a, b int) int { return cmp.Compare(offerings[a].offering.Price, offerings[b].offering.Price) })
+	return l
+}
+
+// labelChecks remembers, per node signature (see launchOptionsWith), which
+// offerings of the node's list pass holds' checks of labels: the pinned
+// topology values, the preferred terms and the pods' node affinity and
+// DaemonSet ports. Only requests then differ from node to node. The
+// nodes are shared out among goroutines, hence the lock.
+type labelChecks struct {
+	mu   sync.Mutex
+	seen map[string][]bool
 }
 
 // offered is an offering of a pool's node with some labels: the pool's
@@ -179,18 +230,34 @@ func (p *Problem) pinnedKeys(n *NewNode, terms []topologyTerm) []string {
 			keys = append(keys, k)
 		}
 	}
-	own := make([]Pod, len(n.Pods))
 	var labels []map[string]string // the pods' distinct label sets
-	seen := map[string]bool{}
-	for i, pi := range n.Pods {
-		own[i] = p.Pods[pi]
-		if k := fmt.Sprint(own[i].Labels); !seen[k] {
-			seen[k] = true
-			labels = append(labels, own[i].Labels)
+	for _, pi := range n.Pods {
+		pod := &p.Pods[pi]
+		if !slices.ContainsFunc(labels, func(l map[string]string) bool { return maps.Equal(l, pod.Labels) }) {
+			labels = append(labels, pod.Labels)
 		}
-	}
-	for _, t := range topologyTerms(&Problem{Pods: own}) {
-		pin(t.key)
+		// The pod's own terms, as topologyTerms lists them.
+		own := func(key string) {
+			if NormalizeLabelKey(key) != "kubernetes.io/hostname" {
+				pin(key)
+			}
+		}
+		for i := range pod.Spread {
+			own(pod.Spread[i].TopologyKey)
+		}
+		for _, ts := range [][]PodAffinityTerm{pod.PodAffinity, pod.PodAntiAffinity} {
+			for i := range ts {
+				own(ts[i].TopologyKey)
+			}
+		}
+		for _, pr := range pod.Preferences {
+			switch {
+			case pr.Spread != nil:
+				own(pr.Spread.TopologyKey)
+			case pr.PodTerm != nil:
+				own(pr.PodTerm.TopologyKey)
+			}
+		}
 	}
 	for _, t := range terms {
 		if slices.ContainsFunc(labels, t.sel.Matches) {
@@ -217,6 +284,17 @@ func (p *Problem) distinctPods(n *NewNode) []*Pod {
 // launchOptions is LaunchOptions for one node of pool pi of the
 // normalized problem, among the pool's offerings for it.
 func (p *Problem) launchOptions(n *NewNode, pi int, offerings []offered, terms []topologyTerm, maxPremium float64) []LaunchOption {
+	return p.launchOptionsWith(n, pi, newOfferList(offerings, ""), terms, maxPremium, nil, false)
+}
+
+// launchOptionsWith is launchOptions among list's offerings, remembering
+// in checks (when not nil) which offerings pass holds' checks of labels
+// for nodes alike in them: the same list of offerings, the same values of
+// the pinned keys, the same preferred terms and pods with the same node
+// constraints. With truncate, the list ends at its
+// MaxLaunchInstanceTypes-th distinct type.
+func (p *Problem) launchOptionsWith(n *NewNode, pi int, list *offerList, terms []topologyTerm, maxPremium float64, checks *labelChecks, truncate bool) []LaunchOption {
+	offerings := list.offered
 	pool := &p.Pools[pi]
 	pl := poolLabels(pool)
 	maps.Copy(pl, n.Labels)
@@ -228,39 +306,80 @@ func (p *Problem) launchOptions(n *NewNode, pi int, offerings []offered, terms [
 	pinned := p.pinnedKeys(n, terms)
 	reps := p.distinctPods(n)
 	var preferred []Term
+	var preferredKeys []string
 	seen := map[string]bool{}
 	for _, pi := range n.Pods {
 		for _, pr := range p.Pods[pi].Preferences {
 			if k := fmt.Sprint(pr.NodeTerm); pr.Kind == PreferNodeAffinity && !seen[k] && pr.NodeTerm.Matches(planned) {
 				seen[k] = true
 				preferred = append(preferred, pr.NodeTerm)
+				preferredKeys = append(preferredKeys, k)
 			}
 		}
 	}
-	// The planned offering, then the others by price (ties in the
-	// problem's order of types and offerings), sorted as (price, index)
-	// pairs: the option lists are long.
-	type ranked struct {
-		price float64
-		i     int
-	}
-	rest := make([]ranked, 0, len(offerings))
-	for i := range offerings {
-		c := &offerings[i]
-		it, o := c.typ, c.offering
-		switch {
-		case it.Name == n.InstanceType && o.Zone == n.Zone && o.CapacityType == n.CapacityType:
-		case maxPremium >= 0 && o.Price > n.Price*(1+maxPremium)+1e-9:
-		case p.holds(n, reps, pool, c, planned, pinned, preferred):
-			rest = append(rest, ranked{o.Price, i})
+	var ok []bool // by offering: holds' checks of labels pass
+	if checks != nil {
+		var sig []byte
+		add := func(s string) {
+			sig = strconv.AppendInt(sig, int64(len(s)), 10)
+			sig = append(sig, ':')
+			sig = append(sig, s...)
+		}
+		add(list.key)
+		for _, k := range pinned {
+			v, has := planned.Label(k)
+			add(k)
+			add(strconv.FormatBool(has))
+			add(v)
+		}
+		add("preferred")
+		for _, k := range preferredKeys {
+			add(k)
+		}
+		add("pods")
+		for _, pod := range reps {
+			add(nodeConstraintKey(pod))
+		}
+		checks.mu.Lock()
+		ok = checks.seen[string(sig)]
+		checks.mu.Unlock()
+		if ok == nil {
+			ok = make([]bool, len(offerings))
+			for i := range offerings {
+				ok[i] = p.holdsLabels(reps, pool, &offerings[i], planned, pinned, preferred)
+			}
+			checks.mu.Lock()
+			checks.seen[string(sig)] = ok
+			checks.mu.Unlock()
 		}
 	}
-	slices.SortFunc(rest, func(a, b ranked) int { return cmp.Or(cmp.Compare(a.price, b.price), cmp.Compare(a.i, b.i)) })
-	out := make([]LaunchOption, 1, 1+len(rest))
-	out[0] = LaunchOption{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType, Price: n.Price}
-	for _, r := range rest {
-		o := offerings[r.i].offering
-		out = append(out, LaunchOption{InstanceType: offerings[r.i].typ.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price})
+	// The planned offering, then the others by price (ties in the
+	// problem's order of types and offerings): the list's order.
+	out := []LaunchOption{{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType, Price: n.Price}}
+	names := []string{n.InstanceType} // with truncate: the distinct types so far
+	for _, i := range list.byPrice {
+		c := &offerings[i]
+		it, o := c.typ, c.offering
+		if maxPremium >= 0 && o.Price > n.Price*(1+maxPremium)+1e-9 {
+			break // by price: every later one costs as much or more
+		}
+		switch {
+		case it.Name == n.InstanceType && o.Zone == n.Zone && o.CapacityType == n.CapacityType:
+			continue
+		case ok != nil:
+			if !ok[i] || !n.Requested.Fits(c.alloc) {
+				continue
+			}
+		case !p.holds(n, reps, pool, c, planned, pinned, preferred):
+			continue
+		}
+		if truncate && !slices.Contains(names, it.Name) {
+			if len(names) == MaxLaunchInstanceTypes {
+				break
+			}
+			names = append(names, it.Name)
+		}
+		out = append(out, LaunchOption{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price})
 	}
 	return out
 }
@@ -268,9 +387,11 @@ func (p *Problem) launchOptions(n *NewNode, pi int, offerings []offered, terms [
 // holds reports whether a node of offering c takes node n's pods as the
 // planned one does (see LaunchOptions); reps are its distinct pods.
 func (p *Problem) holds(n *NewNode, reps []*Pod, pool *Pool, c *offered, planned *candidateLabels, pinned []string, preferred []Term) bool {
-	if !n.Requested.Fits(c.alloc) {
-		return false
-	}
+	return n.Requested.Fits(c.alloc) && p.holdsLabels(reps, pool, c, planned, pinned, preferred)
+}
+
+// holdsLabels is holds without the requests: the checks of labels.
+func (p *Problem) holdsLabels(reps []*Pod, pool *Pool, c *offered, planned *candidateLabels, pinned []string, preferred []Term) bool {
 	labels := c.labels
 	for _, k := range pinned {
 		want, had := planned.Label(k)

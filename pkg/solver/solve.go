@@ -124,8 +124,10 @@ type state struct {
 	// hasTopology is set when any pod has spread, pod (anti-)affinity or
 	// preferences; the topology rules are skipped otherwise.
 	hasTopology bool
-	// zoned are the pending pods assigned to zones so far.
-	zoned []zonedPod
+	// zoned are the pending pods assigned to zones so far, counted by
+	// namespace, labels and zone (zonedAt numbers them by zonedKey).
+	zoned   []zonedPods
+	zonedAt map[string]int
 	// caps are the per-node cap groups; capCount and capCarrier are
 	// scratch space counting, while a node is filled, the pods counted by
 	// each cap group and its carriers; taken counts its pods per class.
@@ -203,10 +205,12 @@ func (p *Problem) solve() *Plan {
 	}
 	var bound float64
 	var prices *Resources64
-	if !p.Options.noBound {
-		bound, prices = s.fluidBound(pending)
-	}
-	s.bestPacking(prices)
+	s.bestPacking(func() *Resources64 {
+		if !p.Options.noBound {
+			bound, prices = s.fluidBound(pending)
+		}
+		return prices
+	})
 	s.dissolve(p.Options.Deadline)
 	s.nodes = append(s.nodes, bundles...)
 	s.kinds = append(s.kinds, s.reservedKinds...)
@@ -702,6 +706,15 @@ func share(req, alloc Resources) float64 {
 // largest share of it the pod takes. It then orders each kind's compatible
 // classes by value per share, the greedy's fill order, for the given kinds.
 func (s *state) valueClasses(prices *Resources64, kinds []int) {
+	// Classes of one fit have the same requests and share one list of
+	// kinds (buildKinds): the stand-alone value is computed once per list
+	// (thousands of classes, a hundred or so fits at 5,000 pods of
+	// Karpenter's mix).
+	type fitValue struct {
+		kinds []int
+		value float64
+	}
+	byFit := make([]fitValue, s.fits)
 	for _, c := range s.classes {
 		c.value = 0
 		if prices != nil {
@@ -713,9 +726,23 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			continue
 		}
 		c.value = math.Inf(1)
+		if len(c.kinds) == 0 {
+			continue
+		}
+		var memo *fitValue
+		if c.fit < len(byFit) {
+			memo = &byFit[c.fit]
+			if len(memo.kinds) == len(c.kinds) && &memo.kinds[0] == &c.kinds[0] {
+				c.value = memo.value
+				continue
+			}
+		}
 		for _, ki := range c.kinds {
 			k := s.kinds[ki]
 			c.value = min(c.value, k.price*share(c.req, k.alloc))
+		}
+		if memo != nil {
+			*memo = fitValue{c.kinds, c.value}
 		}
 	}
 	candidate := make([]bool, len(s.kinds))
@@ -855,17 +882,20 @@ func (s *state) limitRoom(k *kind) int {
 
 // bestPacking runs the greedy with each way of valuing pods (stand-alone
 // cost, and the fluid optimum's resource prices when known) and each way of
-// filling a node, improves each result, and keeps the cheapest.
+// filling a node, improves each result, and keeps the cheapest. bound
+// computes the lower bound and returns the fluid optimum's prices (nil
+// when unknown); it runs beside the strategies that do not need them.
 //
-// The strategies run concurrently, one per available CPU, each on its own
-// fork of the state's mutable parts. The result does not depend on their
-// timing: the cheapest wins, ties going to the earliest strategy in the
-// list, as when they ran one after another. Only the deadline can make it
-// depend on timing: once it has passed and some strategy has finished, no
-// further strategy starts.
-func (s *state) bestPacking(prices *Resources64) {
+// The bound and the strategies run concurrently, one per available CPU,
+// each strategy on its own fork of the state's mutable parts; the bound
+// only reads the state. The result does not depend on their timing: the
+// cheapest wins, ties going to the earliest strategy in the list, as when
+// they ran one after another. Only the deadline can make it depend on
+// timing: once it has passed and some strategy has finished, no further
+// strategy starts.
+func (s *state) bestPacking(bound func() *Resources64) {
 	type strategy struct {
-		prices *Resources64
+		priced bool // valued at the fluid optimum's prices
 		fill   fillMode
 	}
 	fills := []fillMode{fillWeighted, fillShape}
@@ -873,32 +903,53 @@ func (s *state) bestPacking(prices *Resources64) {
 		fills = append(fills, fillDense)
 	}
 	var strategies []strategy
-	for _, pr := range []*Resources64{nil, prices} {
-		if pr == nil && len(strategies) > 0 {
-			break
-		}
+	for _, priced := range []bool{false, true} {
 		for _, f := range fills {
 			// With the LP's prices, weighting the shape match by value
 			// per share never won on suites a–e (measured); it is skipped.
-			if pr != nil && f == fillWeighted {
+			if priced && f == fillWeighted {
 				continue
 			}
-			strategies = append(strategies, strategy{pr, f})
+			strategies = append(strategies, strategy{priced, f})
 		}
 	}
 	efficient := s.efficientKinds()
 	deadline := s.p.Options.Deadline
 	results := make([]*plannedState, len(strategies))
+	// Task 0 is the bound, so that it is under way before any strategy
+	// waits for its prices; task i > 0 is strategy i-1.
+	var prices *Resources64
+	priced := make(chan struct{})
 	var next atomic.Int64
+	if len(s.p.Pods) <= denseFillPods {
+		// Small problems solve in a millisecond or so: handing the bound
+		// to another goroutine costs more than it saves (suite e).
+		prices = bound()
+		close(priced)
+		next.Store(1)
+	}
 	var finished atomic.Bool // some strategy planned at least one node
 	work := func() {
 		for {
 			i := int(next.Add(1)) - 1
+			if i == 0 {
+				prices = bound()
+				close(priced)
+				continue
+			}
+			i--
 			if i >= len(strategies) || (finished.Load() && expired(deadline)) {
 				return // anytime: keep the best plan found so far
 			}
+			var pr *Resources64
+			if strategies[i].priced {
+				<-priced
+				if pr = prices; pr == nil {
+					continue // no prices: the strategy is the unpriced one
+				}
+			}
 			w := s.fork()
-			w.valueClasses(strategies[i].prices, efficient)
+			w.valueClasses(pr, efficient)
 			w.greedy(efficient, strategies[i].fill)
 			w.downsize(deadline)
 			w.mergePairs(deadline)
@@ -910,11 +961,12 @@ func (s *state) bestPacking(prices *Resources64) {
 		}
 	}
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(strategies)) - 1 {
+	for range min(runtime.GOMAXPROCS(0), 1+len(strategies)) - 1 {
 		wg.Go(work)
 	}
 	work()
 	wg.Wait()
+	<-priced
 	var best *plannedState
 	for _, r := range results {
 		if r != nil && (best == nil || r.cost < best.cost-1e-9) {

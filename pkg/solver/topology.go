@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -384,7 +385,9 @@ func (s *state) poolHolds(pi int, capacity Resources) bool {
 }
 
 // zoneCounts counts, per zone, the pods match accepts among those running
-// and those earlier groups were assigned to zones in this solve.
+// and those earlier groups were assigned to zones in this solve. match
+// reads only a pod's namespace and labels: pending pods alike in both are
+// asked once per zone.
 func (s *state) zoneCounts(match func(*Pod) bool) map[string]int {
 	counts := map[string]int{}
 	for i := range s.p.Nodes {
@@ -397,10 +400,45 @@ func (s *state) zoneCounts(match func(*Pod) bool) map[string]int {
 	}
 	for _, z := range s.zoned {
 		if match(z.pod) {
-			counts[z.zone]++
+			counts[z.zone] += z.n
 		}
 	}
 	return counts
+}
+
+// addZoned records that pending pod pod is assigned to zone.
+func (s *state) addZoned(pod *Pod, zone string) {
+	if s.zonedAt == nil {
+		s.zonedAt = map[string]int{}
+	}
+	key := zonedKey(pod, zone)
+	i, ok := s.zonedAt[key]
+	if !ok {
+		i = len(s.zoned)
+		s.zonedAt[key] = i
+		s.zoned = append(s.zoned, zonedPods{pod: pod, zone: zone})
+	}
+	s.zoned[i].n++
+}
+
+// zonedKey identifies the pods of one namespace and set of labels in one
+// zone, all alike to zoneCounts' matches.
+func zonedKey(pod *Pod, zone string) string {
+	keys := slices.Sorted(maps.Keys(pod.Labels))
+	// Each string is prefixed with its length: no byte can fake a border.
+	var b []byte
+	add := func(s string) {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	add(zone)
+	add(pod.Namespace)
+	for _, k := range keys {
+		add(k)
+		add(pod.Labels[k])
+	}
+	return string(b)
 }
 
 // runningMatches counts, per zone, the pods the term (written by owner) selects.
@@ -408,10 +446,12 @@ func (s *state) runningMatches(owner *Pod, t *PodAffinityTerm) map[string]int {
 	return s.zoneCounts(func(p *Pod) bool { return t.selects(owner, p) })
 }
 
-// zonedPod is a pending pod this solve has assigned to a zone.
-type zonedPod struct {
+// zonedPods are the n pending pods this solve has assigned to a zone
+// that share pod's namespace and labels.
+type zonedPods struct {
 	pod  *Pod
 	zone string
+	n    int
 }
 
 // zonePlan is how a group's pods are split across the domains of one key.
@@ -1197,7 +1237,7 @@ func (s *state) applyTopology() {
 				if why != "" {
 					id = "refused"
 				} else if z := pinValue(pin, LabelZone); z != "" {
-					s.zoned = append(s.zoned, zonedPod{&s.p.Pods[pod], z})
+					s.addZoned(&s.p.Pods[pod], z)
 				}
 				sub, ok := byPin[id]
 				if !ok {

@@ -293,7 +293,7 @@ func (p *Planner) baseline(in Input, m *snapshot.Manifests, cl *snapshot.Cluster
 func (r *Report) buildProposed() {
 	p, plan := r.Problem, r.Plan
 	r.Proposed = make([]ProposedNode, len(plan.NewNodes))
-	options := solver.LaunchOptions(p, plan, -1)
+	options := solver.LaunchInstanceTypes(p, plan, -1)
 	for i, n := range plan.NewNodes {
 		pn := ProposedNode{
 			Index: i, Name: explain.NewNodeName(i), Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone, Capacity: n.CapacityType,
@@ -303,7 +303,7 @@ func (r *Report) buildProposed() {
 		for k, pod := range n.Pods {
 			pn.Pods[k] = p.Pods[pod].Key()
 		}
-		pn.InstanceTypeOptions = solver.InstanceTypeNames(options[i])
+		pn.InstanceTypeOptions = options[i]
 		r.Proposed[i] = pn
 	}
 }
