@@ -2,8 +2,6 @@ package snapshot
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -145,15 +143,7 @@ status:
 // FuzzFastYAMLToJSON: whatever the fast path takes, it converts as the
 // slow path does.
 func FuzzFastYAMLToJSON(f *testing.F) {
-	files, err := filepath.Glob("testdata/seed/*.yaml")
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no seed files: %v", err)
-	}
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, data := range seedFiles(f) {
 		for _, doc := range splitYAML(data) {
 			f.Add(doc.data)
 		}

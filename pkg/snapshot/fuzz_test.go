@@ -10,15 +10,7 @@ import (
 // FuzzDecode feeds arbitrary bytes to Decode: it must not panic, and any
 // error must be one line naming the input.
 func FuzzDecode(f *testing.F) {
-	files, err := filepath.Glob("testdata/seed/*.yaml")
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no seed files: %v", err)
-	}
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, data := range seedFiles(f) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "apps/v1", "kind": "Job"}]}`))
@@ -56,4 +48,21 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// seedFiles are the fuzzers' seed inputs: the files in testdata/seed.
+func seedFiles(f *testing.F) [][]byte {
+	files, err := filepath.Glob("testdata/seed/*.yaml")
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed files: %v", err)
+	}
+	var out [][]byte
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, data)
+	}
+	return out
 }

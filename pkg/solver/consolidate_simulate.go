@@ -335,16 +335,9 @@ func sameDomains(pod *Pod, n, at *Node) bool {
 		}
 		return n.Labels[key] == at.Labels[key]
 	}
-	for _, s := range pod.Spread {
-		if !same(s.TopologyKey) {
+	for key := range pod.constraintKeys() {
+		if !same(key) {
 			return false
-		}
-	}
-	for _, terms := range [][]PodAffinityTerm{pod.PodAffinity, pod.PodAntiAffinity} {
-		for _, t := range terms {
-			if !same(t.TopologyKey) {
-				return false
-			}
 		}
 	}
 	return true

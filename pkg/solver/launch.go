@@ -242,13 +242,8 @@ func (p *Problem) pinnedKeys(n *NewNode, terms []topologyTerm) []string {
 				pin(key)
 			}
 		}
-		for i := range pod.Spread {
-			own(pod.Spread[i].TopologyKey)
-		}
-		for _, ts := range [][]PodAffinityTerm{pod.PodAffinity, pod.PodAntiAffinity} {
-			for i := range ts {
-				own(ts[i].TopologyKey)
-			}
+		for key := range pod.constraintKeys() {
+			own(key)
 		}
 		for _, pr := range pod.Preferences {
 			switch {

@@ -191,13 +191,8 @@ func (c *schedCluster) topologyKeys(pod *Pod) []string {
 			keys = append(keys, k)
 		}
 	}
-	for k := range pod.Spread {
-		add(pod.Spread[k].TopologyKey)
-	}
-	for _, ts := range [][]PodAffinityTerm{pod.PodAffinity, pod.PodAntiAffinity} {
-		for k := range ts {
-			add(ts[k].TopologyKey)
-		}
+	for key := range pod.constraintKeys() {
+		add(key)
 	}
 	for _, cs := range c.carried {
 		add(cs.c.TopologyKey)

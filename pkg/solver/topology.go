@@ -2,6 +2,7 @@ package solver
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"math"
 	"slices"
@@ -1835,4 +1836,23 @@ func (s *state) plannedNode(n *NewNode) (pi int, labels Labels, taints []Taint, 
 		l.typ = it.Labels
 	}
 	return pi, l, pool.Taints, it
+}
+
+// constraintKeys yields the topology key of each of the pod's spread,
+// pod affinity and pod anti-affinity terms, in that order.
+func (p *Pod) constraintKeys() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := range p.Spread {
+			if !yield(p.Spread[i].TopologyKey) {
+				return
+			}
+		}
+		for _, terms := range [][]PodAffinityTerm{p.PodAffinity, p.PodAntiAffinity} {
+			for i := range terms {
+				if !yield(terms[i].TopologyKey) {
+					return
+				}
+			}
+		}
+	}
 }
