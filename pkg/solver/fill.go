@@ -74,6 +74,9 @@ func (k *kind) shapeBuckets(classes []*class, index map[bucketKey]int) []shapeBu
 // the node (free room, room under caps and pods left only shrink, conflicts
 // only grow), so each bucket's cursor only moves forward and each batch
 // scans only the buckets that survived the last.
+//
+// It leaves in s.needs, per take, the fewest pods left of its class for
+// which the fill would take the same (see fillMemo).
 func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bool) ([]take, float64) {
 	free := k.alloc
 	value := 0.0
@@ -82,6 +85,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 	if len(s.taken) != len(s.classes) {
 		s.taken = make([]int, len(s.classes))
 	}
+	s.needs = s.needs[:0]
 	live := s.cursors[:0]
 	for b := range k.buckets {
 		live = append(live, bucketCursor{bucket: int32(b)})
@@ -157,7 +161,11 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 			markNear(true)
 		}
 		c := s.classes[bestClass]
-		n := min(fitCount(free, c.req), bestLeft)
+		fit := fitCount(free, c.req)
+		// The batch takes the same while the class has at least need
+		// pods left (see fillMemo).
+		need := min(s.rem[bestClass], s.taken[bestClass]+min(fit, s.capRoom(bestClass)))
+		n := min(fit, bestLeft)
 		n = (n + 1) / 2
 		free = free.Sub(c.req.Scale(int64(n)))
 		value += float64(n) * c.value
@@ -167,14 +175,64 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 		for i := start; i < len(takes); i++ {
 			if takes[i].class == bestClass {
 				takes[i].n += n
+				s.needs[i-start] = max(s.needs[i-start], need)
 				found = true
 			}
 		}
 		if !found {
 			takes = append(takes, take{bestClass, n})
+			s.needs = append(s.needs, need)
 		}
 	}
+	// Later batches saw each taken class as taking while it had pods
+	// beyond those taken.
+	for i, t := range takes[start:] {
+		s.needs[i] = max(s.needs[i], min(s.rem[t.class], t.n+1))
+	}
 	return takes, value
+}
+
+// fillMemo is a kind's last balanced fill, which the greedy reuses while
+// nothing the fill depends on has changed, instead of filling the kind's
+// node again after every launch: a launch takes pods of a few classes,
+// and most kinds' fills took none of them.
+//
+// Without pool limits (which change the pools' weights and room as nodes
+// launch), a fill depends on the pods left per class only through the
+// classes it took. A class it did not take was never the best of a batch,
+// and a batch's best stays the best when another candidate has fewer
+// pods left or none (a class with pods left takes up to all of them, so
+// how many it has left does not change its score); every batch then frees
+// and counts the same. A class it took takes the same in every batch
+// while it has at least need pods left: then each batch that took it
+// still finds as many left to take, and each later batch still finds some
+// left (or, when need is all it had, finds the same as before).
+type fillMemo struct {
+	valid bool
+	takes []take
+	need  []int // per take
+	value float64
+}
+
+// holds reports whether the remembered fill is still what filling the
+// kind's node would take, given the pods left per class.
+func (m *fillMemo) holds(rem []int) bool {
+	if !m.valid {
+		return false
+	}
+	for i, t := range m.takes {
+		if rem[t.class] < m.need[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// remember keeps a fill and its needs (fillBalanced's s.needs).
+func (m *fillMemo) remember(takes []take, need []int, value float64) {
+	m.valid, m.value = true, value
+	m.takes = append(m.takes[:0], takes...)
+	m.need = append(m.need[:0], need...)
 }
 
 // firstTaker moves the cursor to the bucket's first member that can take

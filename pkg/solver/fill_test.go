@@ -189,3 +189,134 @@ func TestGreedyPastTheDeadlineStopsComparingKinds(t *testing.T) {
 		t.Errorf("past the deadline the greedy filled %d nodes, %d without one; want far fewer", quick.fills, full.fills)
 	}
 }
+
+// distinctShapes gives every tenth pod of p requests of its own, so
+// that most buckets hold one class (as on suite h), beside the shared
+// shapes of the others.
+func distinctShapes(rng *rand.Rand, p *Problem) *Problem {
+	for i := range p.Pods {
+		if i%10 == 0 {
+			p.Pods[i].Requests[CPU] = 50 + rng.Int64N(3000)
+			p.Pods[i].Requests[Memory] = (64 + rng.Int64N(8192)) << 20
+		}
+	}
+	return p
+}
+
+// withReplicas repeats every pod of p up to max times (its copies are
+// one class), so that fills take several pods of a class and pods run out
+// a few at a time.
+func withReplicas(rng *rand.Rand, p *Problem, max int) *Problem {
+	var pods []Pod
+	for _, pod := range p.Pods {
+		for i := range 1 + rng.IntN(max) {
+			c := pod
+			c.Name = fmt.Sprintf("%s-%d", pod.Name, i)
+			pods = append(pods, c)
+		}
+	}
+	p.Pods = pods
+	return p
+}
+
+func TestRememberedFillIsWhatFillingAgainTakes(t *testing.T) {
+	held, changed := 0, 0
+	for _, seed := range []uint64{1, 2, 3, 4} {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		s := packingState(withReplicas(rng, distinctShapes(rng, mixedProblem(rng, 150)), 40))
+		kinds := s.efficientKinds()
+		w := s.fork()
+		w.valueClasses(nil, kinds)
+		weights := w.topWeight()
+		for round := range 6 {
+			for _, ki := range kinds {
+				k := w.kinds[ki]
+				for _, weighted := range []bool{false, true} {
+					var m fillMemo
+					takes, value := w.fillBalanced(k, weights, nil, weighted)
+					m.remember(takes, w.needs, value)
+					// Pods run out as launches take them: some classes
+					// keep their pods, some lose a few, some all; a
+					// class the fill took keeps, most of the time, what
+					// it needs.
+					before := slices.Clone(w.rem)
+					for ci := range w.rem {
+						switch rng.IntN(4) {
+						case 0:
+							w.rem[ci] = rng.IntN(w.rem[ci] + 1)
+						case 1:
+							w.rem[ci] = 0
+						}
+					}
+					for i, t := range m.takes {
+						switch rng.IntN(8) {
+						case 0:
+						case 1, 2, 3: // just enough: the edge of holding
+							w.rem[t.class] = m.need[i]
+						default:
+							w.rem[t.class] = m.need[i] + rng.IntN(before[t.class]-m.need[i]+1)
+						}
+					}
+					if m.holds(w.rem) {
+						held++
+						if !slices.Equal(before, w.rem) {
+							changed++
+						}
+						got, gotValue := w.fillBalanced(k, weights, nil, weighted)
+						if !slices.Equal(got, m.takes) || gotValue != m.value {
+							t.Fatalf("seed %d round %d kind %d weighted %v: remembered %v (value %v) for %v pods left, filling again took %v (value %v) for %v",
+								seed, round, ki, weighted, m.takes, m.value, before, got, gotValue, w.rem)
+						}
+					}
+					copy(w.rem, before)
+				}
+			}
+			// Between rounds, pods run out for good.
+			for ci := range w.rem {
+				w.rem[ci] = rng.IntN(w.rem[ci] + 1)
+			}
+		}
+	}
+	// The check means something only if fills held while pods ran out.
+	t.Logf("%d remembered fills held, %d of them with fewer pods left", held, changed)
+	if changed < 100 {
+		t.Errorf("%d remembered fills held with fewer pods left (%d held in all), want at least 100", changed, held)
+	}
+}
+
+func TestGreedyRememberingFillsPlansWhatRefillingPlans(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		var p *Problem
+		switch seed {
+		case 1:
+			p = mixedProblem(rng, 1500)
+		case 2:
+			p = distinctShapes(rng, mixedProblem(rng, 1500))
+		default:
+			p = withReplicas(rng, distinctShapes(rng, mixedProblem(rng, 200)), 30)
+		}
+		s := packingState(p)
+		kinds := s.efficientKinds()
+		for _, mode := range []fillMode{fillWeighted, fillShape} {
+			var nodes [2][]plannedNode
+			var fills [2]int
+			for i, refill := range []bool{false, true} {
+				w := s.fork()
+				w.refill = refill
+				w.valueClasses(nil, kinds)
+				before := w.fills
+				w.greedy(kinds, mode)
+				nodes[i], fills[i] = w.nodes, w.fills-before
+			}
+			if !slices.EqualFunc(nodes[0], nodes[1], func(a, b plannedNode) bool {
+				return a.kind == b.kind && a.count == b.count && slices.Equal(a.takes, b.takes)
+			}) {
+				t.Fatalf("seed %d mode %d: remembering fills planned %v, refilling %v", seed, mode, nodes[0], nodes[1])
+			}
+			if len(nodes[0]) < 10 || fills[0] != fills[1] {
+				t.Fatalf("seed %d mode %d: %d nodes, %d and %d kinds compared; want several nodes, the same comparisons", seed, mode, len(nodes[0]), fills[0], fills[1])
+			}
+		}
+	}
+}

@@ -147,8 +147,16 @@ type state struct {
 	// nearLast is scratch space for fillBalanced: true for the classes
 	// that conflict with the class its last batch took.
 	nearLast []bool
-	// fills counts the nodes the greedy filled to compare kinds.
+	// fills counts the nodes the greedy compared kinds by, filled or
+	// remembered (see fillMemo).
 	fills int
+	// refill makes the greedy fill every kind's node anew after each
+	// launch, as before fillMemo: the reference of the tests that check
+	// remembered fills.
+	refill bool
+	// needs is fillBalanced's answer beside its takes: per take, the
+	// fewest pods left of its class for which it takes the same.
+	needs []int
 	// fits is how many distinct class.fit there are; sigOf numbers, per
 	// group, its node constraints (see buildKinds).
 	fits  int
@@ -995,7 +1003,7 @@ func (s *state) fork() *state {
 		w.kinds[i] = &kk
 	}
 	w.capCount, w.capCarrier = make([]int, len(s.capCount)), make([]int, len(s.capCarrier))
-	w.taken, w.cursors, w.nearLast = nil, nil, nil
+	w.taken, w.cursors, w.nearLast, w.needs = nil, nil, nil, nil
 	return &w
 }
 
@@ -1076,6 +1084,12 @@ func (s *state) greedy(kinds []int, mode fillMode) {
 	// run out, which the fills check themselves: weigh classes once.
 	limited := s.anyLimit()
 	var weights []int32
+	// Balanced fills are remembered per kind while they hold (fillMemo),
+	// which needs weights and room that do not change between launches.
+	var memo []fillMemo
+	if mode != fillDense && !limited && !s.refill {
+		memo = make([]fillMemo, len(s.kinds))
+	}
 	lastKind := -1
 	for {
 		if weights == nil || limited {
@@ -1085,9 +1099,9 @@ func (s *state) greedy(kinds []int, mode fillMode) {
 		if lastKind >= 0 && expired(s.p.Options.Deadline) {
 			candidates = []int{lastKind}
 		}
-		bestKind := s.bestFill(candidates, mode, weights, &cur, &best)
+		bestKind := s.bestFill(candidates, mode, weights, memo, &cur, &best)
 		if bestKind < 0 && len(candidates) < len(kinds) {
-			bestKind = s.bestFill(kinds, mode, weights, &cur, &best)
+			bestKind = s.bestFill(kinds, mode, weights, memo, &cur, &best)
 		}
 		if bestKind < 0 {
 			return
@@ -1116,8 +1130,9 @@ func (s *state) greedy(kinds []int, mode fillMode) {
 
 // bestFill fills one node of each of the kinds and returns the kind with
 // the lowest price per value of what it takes, which it leaves in best; -1
-// when no kind takes a pod. cur is scratch space.
-func (s *state) bestFill(kinds []int, mode fillMode, weights []int32, cur, best *[]take) int {
+// when no kind takes a pod. cur is scratch space; memo, when not nil,
+// holds each kind's last balanced fill.
+func (s *state) bestFill(kinds []int, mode fillMode, weights []int32, memo []fillMemo, cur, best *[]take) int {
 	bestKind, bestRatio, bestValue := -1, math.Inf(1), 0.0
 	for _, ki := range kinds {
 		k := s.kinds[ki]
@@ -1126,10 +1141,16 @@ func (s *state) bestFill(kinds []int, mode fillMode, weights []int32, cur, best 
 		}
 		var value float64
 		s.fills++
-		if mode == fillDense {
+		switch {
+		case mode == fillDense:
 			*cur, value = s.fillDensest(k, weights, (*cur)[:0])
-		} else {
+		case memo != nil && memo[ki].holds(s.rem):
+			*cur, value = append((*cur)[:0], memo[ki].takes...), memo[ki].value
+		default:
 			*cur, value = s.fillBalanced(k, weights, (*cur)[:0], mode == fillWeighted)
+			if memo != nil {
+				memo[ki].remember(*cur, s.needs, value)
+			}
 		}
 		if value <= 0 {
 			continue
