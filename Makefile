@@ -18,7 +18,7 @@ CHART_REGISTRY  ?= oci://ghcr.io/rightsize-dev/charts
 # compile instead of two).
 TEST_ENV        := CGO_ENABLED=0 GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) -trimpath)"
 
-.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image chart-push test-dist conformance bench-karpenter
+.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image chart-push test-dist conformance bench-karpenter bench-traces
 
 all: build
 
@@ -57,6 +57,13 @@ conformance: ## Run the conformance scenarios (written from Karpenter's and kube
 bench: ## Run the solver suites against the baselines and print one table, then Karpenter's own scheduler beside ours (bench-karpenter).
 	$(GO) test ./pkg/solver/baseline ./pkg/solver -run '^$$' -bench 'Suites|Consolidate' -benchtime 3x -timeout 30m | tee /dev/stderr | $(GO) run ./hack/benchtable
 	@$(MAKE) --no-print-directory bench-karpenter
+	@if [ -n "$(CLUSTERDATA)" ]; then $(MAKE) --no-print-directory bench-traces; else echo "bench: CLUSTERDATA not set: the production-trace rows (make bench-traces) are skipped"; fi
+
+CLUSTERDATA ?=
+bench-traces: build ## The whole explain command on Alibaba's production traces (a clusterdata checkout at CLUSTERDATA; data never committed): time, CPU, peak RSS, cost ÷ bound and ÷ the best one-type FFD, --timeout and SIGTERM, 5 runs a row.
+	@test -n "$(CLUSTERDATA)" || { echo "bench-traces: set CLUSTERDATA to a checkout of github.com/alibaba/clusterdata"; exit 2; }
+	$(GO) build -o bin/clusterdata ./hack/clusterdata
+	$(GO) run ./hack/tracebench -clusterdata $(CLUSTERDATA) -bin $(BIN) -convert bin/clusterdata -json bin/tracebench.json
 
 KARPENTER_SIZES ?= 1000,5000
 bench-karpenter: ## Karpenter v1.14.1's scheduler (from the module proxy) and ours on Karpenter's benchmark mix, KARPENTER_SIZES pods; one table from one run.

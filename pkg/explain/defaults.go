@@ -1,8 +1,11 @@
 package explain
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +20,9 @@ type ResultAdvice struct {
 	Allow string `json:"allow"`
 	// Flags plan with the wider pool.
 	Flags string `json:"flags"`
-	// PricePerHour is what the wider pool's plan costs.
+	// PricePerHour is what the wider pool's plan costs; 0 when it was not
+	// planned (AdviceSkipped says why) and PlacesPods comes from fitting the
+	// pods alone.
 	PricePerHour float64 `json:"pricePerHour"`
 	// SavingPerHour is the plan's price minus PricePerHour (positive);
 	// 0 when the advice places pods (PlacesPods).
@@ -78,14 +83,29 @@ func DefaultsNotices(pool string, eksDaemonSets []string, unread ...string) []st
 }
 
 // setAdvice sets r's advice for a plan that took took: the wider pools
-// that cost less, or why they were not planned.
-func setAdvice(r *Result, in plan.Input, solved *solver.Plan, took time.Duration) error {
-	if took > maxAdvicePlan {
-		r.AdviceSkipped = fmt.Sprintf("not computed: the plan took %.1f s, and each wider pool would take as long (--arch, --capacity-type and --all-instance-types plan with one)", took.Seconds())
-		return nil
+// that cost less, or why they were not planned. Each wider plan is bounded
+// by the advice budget and by what remains of the run's deadline (zero:
+// none); a wider pool that is not planned still names the flags that would
+// place the pods the plan cannot (placeableBy), which needs no solve.
+func setAdvice(ctx context.Context, r *Result, in plan.Input, orig *solver.Problem, solved *solver.Plan, took time.Duration, deadline time.Time) error {
+	budget := adviceBudget(took)
+	var skipped string
+	switch {
+	case took > maxAdvicePlan:
+		skipped = fmt.Sprintf("not computed: the plan took %.1f s, and each wider pool would take as long (--arch, --capacity-type and --all-instance-types plan with one)", took.Seconds())
+	case !deadline.IsZero() && time.Until(deadline) < minAdviceTime:
+		skipped = "not computed: --timeout left no time to plan a wider pool (--arch, --capacity-type and --all-instance-types plan with one)"
+	case !deadline.IsZero():
+		budget = min(budget, time.Until(deadline)/time.Duration(max(1, len(in.Default.Widenings(in.InstanceTypes)))))
 	}
-	var err error
-	r.Advice, err = advise(in, solved, adviceBudget(took))
+	if skipped == "" {
+		var err error
+		r.Advice, err = advise(ctx, in, solved, budget)
+		return err
+	}
+	r.AdviceSkipped = skipped
+	placing, err := placeableBy(ctx, in, orig, solved)
+	r.Advice = placing
 	return err
 }
 
@@ -93,12 +113,15 @@ func setAdvice(r *Result, in plan.Input, solved *solver.Plan, took time.Duration
 // (plan.DefaultPool.Widenings) and returns those that place pods the plan
 // cannot, and those that place the pods the plan places for less. Each
 // re-plan is bounded by budget.
-func advise(in plan.Input, solved *solver.Plan, budget time.Duration) ([]ResultAdvice, error) {
+func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time.Duration) ([]ResultAdvice, error) {
 	if in.Default == nil || (solved.TotalPrice <= 0 && len(solved.Unschedulable) == 0) {
 		return nil, nil
 	}
 	var out []ResultAdvice
 	for _, w := range in.Default.Widenings(in.InstanceTypes) {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("advice: %w", err)
+		}
 		wide := in
 		wide.Default = &w.Pool
 		built, err := plan.Build(wide)
@@ -106,7 +129,7 @@ func advise(in plan.Input, solved *solver.Plan, budget time.Duration) ([]ResultA
 			return nil, fmt.Errorf("advice for %s: %w", w.What, err)
 		}
 		built.Problem.Options.Deadline = time.Now().Add(budget)
-		alt, err := solver.Solve(built.Problem)
+		alt, err := solveCtx(ctx, built.Problem)
 		if err != nil {
 			return nil, fmt.Errorf("advice for %s: planning: %w", w.What, err)
 		}
@@ -125,6 +148,68 @@ func advise(in plan.Input, solved *solver.Plan, budget time.Duration) ([]ResultA
 		})
 	}
 	return out, nil
+}
+
+// placeableBy returns, without planning, the widenings under which some of
+// the pods the plan cannot place would fit a new node (solver.Diagnose),
+// with how many: advice that needs no solve, for when there is no time for
+// one. PricePerHour is 0: not planned.
+func placeableBy(ctx context.Context, in plan.Input, orig *solver.Problem, solved *solver.Plan) ([]ResultAdvice, error) {
+	if in.Default == nil || len(solved.Unschedulable) == 0 {
+		return nil, nil
+	}
+	var out []ResultAdvice
+	for _, w := range in.Default.Widenings(in.InstanceTypes) {
+		wide := in
+		wide.Default = &w.Pool
+		built, err := plan.Build(wide)
+		if err != nil {
+			return nil, fmt.Errorf("advice for %s: %w", w.What, err)
+		}
+		p := built.Problem
+		index := make(map[string]int, len(p.Pods))
+		for i := range p.Pods {
+			index[p.Pods[i].Key()] = i
+		}
+		// Pods of one shape and the same selectors get the same verdict.
+		verdicts := map[string]bool{}
+		placed := 0
+		for _, u := range solved.Unschedulable {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("advice: %w", err)
+			}
+			i, ok := index[orig.Pods[u.Pod].Key()]
+			if !ok {
+				continue
+			}
+			key := shapeKey(&p.Pods[i])
+			fits, seen := verdicts[key]
+			if !seen {
+				d := solver.Diagnose(p, i)
+				fits = slices.ContainsFunc(d.Pools, func(pd solver.PoolDiagnosis) bool { return pd.Verdict() == "fits" })
+				verdicts[key] = fits
+			}
+			if fits {
+				placed++
+			}
+		}
+		if placed > 0 {
+			out = append(out, ResultAdvice{Allow: w.What, Flags: w.Flags, PlacesPods: placed})
+		}
+	}
+	return out, nil
+}
+
+// shapeKey identifies what Diagnose reads of a pod: its requests, node
+// selector, affinity and tolerations.
+func shapeKey(p *solver.Pod) string {
+	b, _ := json.Marshal(struct {
+		R solver.Resources
+		S map[string]string
+		A []solver.Term
+		T []solver.Toleration
+	}{p.Requests, p.NodeSelector, p.Affinity, p.Tolerations})
+	return string(b)
 }
 
 func round6(x float64) float64 { return float64(int64(x*1e6+0.5)) / 1e6 }
@@ -152,6 +237,10 @@ func printDefaults(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "Advice: %s.\n", r.AdviceSkipped)
 	}
 	for _, a := range r.Advice {
+		if a.PlacesPods > 0 && a.PricePerHour == 0 {
+			fmt.Fprintf(w, "Advice: allowing %s (%s) would place %d of the pod(s) that cannot be placed (not planned: no time to price it).\n", a.Allow, a.Flags, a.PlacesPods)
+			continue
+		}
 		if a.PlacesPods > 0 {
 			fmt.Fprintf(w, "Advice: allowing %s (%s) would place %d of the pod(s) that cannot be placed, for $%.4f/h in all.\n", a.Allow, a.Flags, a.PlacesPods, a.PricePerHour)
 			continue

@@ -43,7 +43,7 @@ spec:
 		}, nil},
 		{"arm64 and spot already allowed", DefaultPool{Architectures: []string{"amd64", "arm64"}, CapacityTypes: []string{"spot"}, NoEKSDaemonSets: true},
 			[]string{"(spot, amd64/arm64, linux"}, []string{"allowing arm64", "allowing spot", "DaemonSets:"}},
-		{"every type: nothing to widen", DefaultPool{AllInstanceTypes: true}, []string{"every instance type (on-demand; --all-instance-types)"}, []string{"Advice:"}},
+		{"every type: nothing to widen", DefaultPool{AllInstanceTypes: true}, []string{"every instance type (on-demand, every architecture; --all-instance-types)"}, []string{"Advice:"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

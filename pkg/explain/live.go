@@ -64,8 +64,9 @@ func (o *Options) runLive(ctx context.Context) error {
 		return err
 	}
 	if o.Consolidation {
-		if o.Timeout > 0 {
-			p.Options.Deadline = time.Now().Add(o.Timeout)
+		p.Options.Deadline = o.deadline
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("consolidation: %w", err)
 		}
 		if live.Consolidation, err = Consolidation(cl, p, built.Repriced, time.Now()); err != nil {
 			return err

@@ -7,9 +7,11 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -271,14 +273,47 @@ func nodeLabelsAndTaints(p *solver.Problem, n *solver.NewNode) (map[string]strin
 	return labels, taints
 }
 
+// quantities renders r as Kubernetes quantities in canonical form (CPU in
+// millicores when not whole, memory and storage in the largest binary unit
+// that is exact), so that a program reading the JSON can check a fit
+// exactly; the tables round them for people (humanQuantity).
 func quantities(p *solver.Problem, r solver.Resources) map[string]string {
 	out := map[string]string{}
 	for i := range r {
 		if name := p.ResourceName(i); name != "" && r[i] != 0 {
-			out[name] = solver.FormatQuantity(i, r[i])
+			out[name] = canonicalQuantity(i, r[i])
 		}
 	}
 	return out
+}
+
+func canonicalQuantity(i int, v int64) string {
+	switch i {
+	case solver.CPU:
+		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
+	case solver.Memory, solver.EphemeralStorage:
+		return resource.NewQuantity(v, resource.BinarySI).String()
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// humanQuantity renders one of quantities' values of the resource name the
+// way the tables show it ("3.92", "14.1Gi"); "0" for none.
+func humanQuantity(name, q string) string {
+	if q == "" {
+		return "0"
+	}
+	v, err := resource.ParseQuantity(q)
+	if err != nil {
+		return q
+	}
+	switch name {
+	case "cpu":
+		return solver.FormatQuantity(solver.CPU, v.MilliValue())
+	case "memory":
+		return solver.FormatQuantity(solver.Memory, v.Value())
+	}
+	return q
 }
 
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
@@ -334,7 +369,7 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		fmt.Fprintln(tw, "NODE\tINSTANCE TYPE\tZONE\tCPU\tMEMORY\tPODS")
 		for _, n := range r.Nodes {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s/%s\t%s\n", n.Name, n.InstanceType, n.Zone,
-				orZero(n.Requested["cpu"]), n.Allocatable["cpu"], orZero(n.Requested["memory"]), n.Allocatable["memory"], strings.Join(n.Pods, ","))
+				humanQuantity("cpu", n.Requested["cpu"]), humanQuantity("cpu", n.Allocatable["cpu"]), humanQuantity("memory", n.Requested["memory"]), humanQuantity("memory", n.Allocatable["memory"]), strings.Join(n.Pods, ","))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -501,7 +536,7 @@ func printExisting(w io.Writer, live *LiveResult) error {
 			name += " (initializing)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%s/%s\t%d/%s\n", name, dash(n.InstanceType), dash(n.CapacityType), dash(n.Zone), dash(n.NodePool), price,
-			orZero(n.Requested["cpu"]), orZero(n.Allocatable["cpu"]), orZero(n.Requested["memory"]), orZero(n.Allocatable["memory"]), n.Pods, orZero(n.Allocatable["pods"]))
+			humanQuantity("cpu", n.Requested["cpu"]), humanQuantity("cpu", n.Allocatable["cpu"]), humanQuantity("memory", n.Requested["memory"]), humanQuantity("memory", n.Allocatable["memory"]), n.Pods, orZero(n.Allocatable["pods"]))
 	}
 	return tw.Flush()
 }

@@ -31,7 +31,8 @@ type Options struct {
 	Output  string
 	Catalog Catalog
 	Default DefaultPool
-	// Timeout bounds the solve; the best plan found by then is printed.
+	// Timeout bounds the whole run (reading, planning, the lower bound and
+	// advice); the best plan found by then is printed.
 	Timeout time.Duration
 	// AllNamespaces reports the pending pods of every namespace rather than
 	// those of Namespace (-A).
@@ -52,8 +53,9 @@ type Options struct {
 
 	// Set by Run.
 	target       *workload
-	stoppedEarly bool    // the solve ran into Timeout
-	result       *Result // what was printed
+	stoppedEarly bool      // the solve ran into Timeout
+	deadline     time.Time // when Timeout ends the run; zero without one
+	result       *Result   // what was printed
 }
 
 // ExactLimit is the most pods for which explain searches for the optimum
@@ -86,6 +88,11 @@ func (o *Options) Unplaced() int {
 // Run reads the manifests or the cluster, solves and prints. It returns
 // early with ctx's error when ctx ends first.
 func (o *Options) Run(ctx context.Context) error {
+	if o.Timeout > 0 {
+		// --timeout bounds the whole run: what reading and building leave
+		// is the solve's, and what the solve leaves the advice's.
+		o.deadline = time.Now().Add(o.Timeout)
+	}
 	if o.Workload != "" {
 		w, err := parseWorkload(o.Workload)
 		if err != nil {
@@ -130,7 +137,7 @@ func (o *Options) Run(ctx context.Context) error {
 	result := o.newResult(p, solved, source)
 	setDefaults(result, built)
 	if built.DefaultPool != "" {
-		if err := setAdvice(result, in, solved, time.Since(start)); err != nil {
+		if err := setAdvice(ctx, result, in, p, solved, time.Since(start), o.deadline); err != nil {
 			return err
 		}
 	}
@@ -175,17 +182,27 @@ func (o *Options) warn(warnings []string) {
 	}
 }
 
-// solve runs the solver until it finishes or ctx ends. The solver takes no
-// context (it is pure and stops only at Options.Deadline), so on
-// cancellation it is left to finish in the background and its plan dropped:
-// the command is exiting.
+// solve runs the solver until it finishes or ctx ends; past the run's
+// deadline (--timeout) the solver returns the best plan found by then.
 func (o *Options) solve(ctx context.Context, p *solver.Problem) (*solver.Plan, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("planning: %w", err)
 	}
-	if o.Timeout > 0 {
-		p.Options.Deadline = time.Now().Add(o.Timeout)
+	p.Options.Deadline = o.deadline
+	plan, err := solveCtx(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("planning: %w", err)
 	}
+	// The solver stops improving at the deadline and returns the best
+	// plan found; returning after it means the search was cut short.
+	o.stoppedEarly = !o.deadline.IsZero() && time.Now().After(o.deadline)
+	return plan, nil
+}
+
+// solveCtx is solver.Solve returning as soon as ctx ends. The solver is
+// pure and stops at p.Options.Deadline; on cancellation it is left to
+// finish in the background and its plan dropped: the command is exiting.
+func solveCtx(ctx context.Context, p *solver.Problem) (*solver.Plan, error) {
 	type solved struct {
 		plan *solver.Plan
 		err  error
@@ -197,15 +214,9 @@ func (o *Options) solve(ctx context.Context, p *solver.Problem) (*solver.Plan, e
 	}()
 	select {
 	case <-ctx.Done():
-		return nil, fmt.Errorf("planning: %w", ctx.Err())
+		return nil, ctx.Err()
 	case s := <-done:
-		if s.err != nil {
-			return nil, fmt.Errorf("planning: %w", s.err)
-		}
-		// The solver stops improving at the deadline and returns the best
-		// plan found; returning after it means the search was cut short.
-		o.stoppedEarly = !p.Options.Deadline.IsZero() && time.Now().After(p.Options.Deadline)
-		return s.plan, nil
+		return s.plan, s.err
 	}
 }
 

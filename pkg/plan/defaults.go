@@ -26,7 +26,8 @@ type DefaultPool struct {
 	// in place of the category and generation requirements.
 	InstanceFamilies []string
 	// Architectures are amd64 and/or arm64; amd64 when empty, unless
-	// InstanceFamilies or AllInstanceTypes say which types are allowed.
+	// InstanceFamilies or AllInstanceTypes say which types are allowed:
+	// then every architecture.
 	Architectures []string
 	// AllInstanceTypes allows every type of the catalog (of every
 	// category, generation and architecture, burstable ones included).
@@ -85,6 +86,8 @@ func (d *DefaultPool) Pool(types []solver.InstanceType) (solver.Pool, string, er
 	if len(archs) > 0 {
 		pool.Requirements = append(pool.Requirements, solver.Requirement{Key: cloud.LabelArch, Operator: solver.OpIn, Values: slices.Clone(archs)})
 		allows = append(allows, strings.Join(archs, "/"))
+	} else {
+		allows = append(allows, "every architecture")
 	}
 	switch {
 	case general:

@@ -65,9 +65,9 @@ func TestDefaultPool(t *testing.T) {
 			[]string{"m7i.large", "m7g.large", "c7g.large"}, []string{"t4g.micro", "x2gd.large"}, false, "amd64/arm64"},
 		{"spot too", DefaultPool{CapacityTypes: []string{"on-demand", "spot"}}, []string{"m7i.large"}, []string{"m7g.large"}, true, "on-demand/spot"},
 		{"families in place of categories", DefaultPool{InstanceFamilies: []string{"m7g", "t3"}},
-			[]string{"m7g.large", "t3.large"}, []string{"m7i.large"}, false, "a NodePool of on-demand, families m7g, t3"},
+			[]string{"m7g.large", "t3.large"}, []string{"m7i.large"}, false, "a NodePool of on-demand, every architecture, families m7g, t3"},
 		{"every type", DefaultPool{AllInstanceTypes: true},
-			[]string{"m7i.large", "m7g.large", "t4g.micro", "x2idn.16xlarge"}, nil, false, "every instance type (on-demand; --all-instance-types)"},
+			[]string{"m7i.large", "m7g.large", "t4g.micro", "x2idn.16xlarge"}, nil, false, "every instance type (on-demand, every architecture; --all-instance-types)"},
 		{"every amd64 type", DefaultPool{AllInstanceTypes: true, Architectures: []string{"amd64"}},
 			[]string{"t3.large", "x2idn.16xlarge"}, []string{"m7g.large", "t4g.micro"}, false, "every instance type (on-demand, amd64; --all-instance-types)"},
 	}

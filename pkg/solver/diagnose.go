@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Diagnosis is the structured account of why, or whether, a new node of
@@ -24,6 +25,10 @@ type Diagnosis struct {
 	// Cheapest is the cheapest offering that would take the pod if a pool
 	// allowed its type; nil when no instance type has room.
 	Cheapest *CheapestFit
+	// Selectors, when Cheapest is nil but some instance type would have
+	// room were it not for the pod's node selector and required affinity,
+	// names them: they, not the pod's size, rule out every type.
+	Selectors string
 
 	p *Problem
 }
@@ -126,6 +131,13 @@ func (p *Problem) diagnosis(pod *Pod, req Resources) Diagnosis {
 		d.Pools = append(d.Pools, p.diagnosePool(pod, req, pi))
 	}
 	d.Cheapest = p.cheapestAnywhere(pod, req)
+	if d.Cheapest == nil && (len(pod.NodeSelector) > 0 || len(pod.Affinity) > 0) {
+		free := *pod
+		free.NodeSelector, free.Affinity = nil, nil
+		if p.cheapestAnywhere(&free, req) != nil {
+			d.Selectors = describeSelectors(pod)
+		}
+	}
 	return d
 }
 
@@ -318,11 +330,40 @@ func (p *Problem) cheapestAnywhere(pod *Pod, req Resources) *CheapestFit {
 		}
 		return best
 	}
-	best := cheapest(offeringReqs)
+	// The pool's architecture and OS first, so that the type named is one
+	// a wider choice of families would give (--all-instance-types), then
+	// any type in the pool's zones and capacity types, then any at all.
+	platform := offeringReqs
+	for _, r := range pool.Requirements {
+		if r.Key == LabelArch || r.Key == LabelOS {
+			platform = append(slices.Clip(platform), r)
+		}
+	}
+	best := cheapest(platform)
+	if best == nil && len(platform) > len(offeringReqs) {
+		best = cheapest(offeringReqs)
+	}
 	if best == nil && len(offeringReqs) > 0 {
 		best = cheapest(nil)
 	}
 	return best
+}
+
+// describeSelectors renders the pod's node selector and required node
+// affinity: "nodeSelector k=v, node affinity (k In [v])".
+func describeSelectors(pod *Pod) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(pod.NodeSelector)) {
+		parts = append(parts, fmt.Sprintf("nodeSelector %s=%s", k, pod.NodeSelector[k]))
+	}
+	terms := make([]string, len(pod.Affinity))
+	for i, t := range pod.Affinity {
+		terms[i] = formatRequirements(t)
+	}
+	if len(terms) > 0 {
+		parts = append(parts, "node affinity ("+strings.Join(terms, ") or (")+")")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Untolerated returns the first NoSchedule or NoExecute taint of taints that

@@ -109,6 +109,9 @@ func (d *Diagnosis) Reason() string {
 		sentences = append(sentences, d.PoolReason(i))
 	}
 	msg := strings.Join(sentences, "; ")
+	if d.Cheapest == nil && d.Selectors != "" {
+		return msg + "; no instance type in the catalog that matches the pod's " + d.Selectors + " has room for " + p.describe(d.Requests)
+	}
 	if d.Cheapest == nil {
 		return msg + "; no instance type in the catalog has room for " + p.describe(d.Requests)
 	}
@@ -137,8 +140,18 @@ func (d *Diagnosis) PoolReason(i int) string {
 	if pd.MinValues != nil && len(pd.Fitting) > 0 {
 		return pd.MinValues.sentence(pool.Name)
 	}
-	// Every matching type is too small: say for what, and how close the best came.
+	// Every matching type is too small. A resource none of them has at all
+	// (a GPU on a pool of CPU types) is the cause; how close the largest
+	// came in CPU and memory is not.
 	types := p.PoolTypes(pd.Pool)
+	if absent := pd.absent(); len(absent) > 0 {
+		names := make([]string, len(absent))
+		for i, r := range absent {
+			names[i] = p.ResourceName(r)
+		}
+		return fmt.Sprintf("none of the %d instance types allowed by NodePool %s has %s, which the pod requests (%s)",
+			len(pd.Matching), pool.Name, strings.Join(names, " or "), p.describeOnly(d.Requests, absent))
+	}
 	what := p.describeOnly(d.Requests, pd.Short)
 	if slices.Contains(pd.Short, Pods) {
 		what = strings.TrimSuffix(what, "no CPU or memory") + "another pod slot"
@@ -158,6 +171,27 @@ func (d *Diagnosis) PoolReason(i int) string {
 	}
 	return fmt.Sprintf("0 of %d %s allowed by NodePool %s%s %s room for %s; the largest, %s, has %s allocatable",
 		len(pd.Matching), noun, pool.Name, names, verb, what, types[pd.Largest].Name, p.describeOnly(pd.Types[pd.Largest].Alloc, pd.Short))
+}
+
+// absent returns the short resources that no matching type has any of.
+func (pd *PoolDiagnosis) absent() []int {
+	var out []int
+	for _, r := range pd.Short {
+		if r == Pods {
+			continue
+		}
+		none := true
+		for _, ti := range pd.Matching {
+			if pd.Types[ti].Alloc[r] > 0 {
+				none = false
+				break
+			}
+		}
+		if none {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // fitScore is the smallest ratio of allocatable to request over the

@@ -232,8 +232,8 @@ func TestPendingDeploymentGetsANodeAndRuns(t *testing.T) {
 	if n.PricePerHour == nil || math.Abs(*n.PricePerHour-proposed.PricePerHour) > 1e-9 || math.Abs(after.ClusterPricePerHour-proposed.PricePerHour) > 1e-9 {
 		t.Errorf("node price %v, cluster %v; want the proposed %v", n.PricePerHour, after.ClusterPricePerHour, proposed.PricePerHour)
 	}
-	if n.Requested["cpu"] != "1.5" || n.Requested["memory"] != "3Gi" {
-		t.Errorf("requested %v, want cpu 1.5 and memory 3Gi", n.Requested)
+	if n.Requested["cpu"] != "1500m" || n.Requested["memory"] != "3Gi" {
+		t.Errorf("requested %v, want cpu 1500m and memory 3Gi (exact, canonical)", n.Requested)
 	}
 
 	// Narrowed to the workload, in kubectl's words.

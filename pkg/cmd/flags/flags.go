@@ -42,7 +42,7 @@ func (p *Planning) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&p.Catalog.Model.MaxPods, "max-pods", 110, "cap on the ENI-limited pods per node")
 	fs.StringSliceVar(&p.Default.CapacityTypes, "capacity-type", []string{"on-demand"}, "capacity types of the default NodePool (on-demand, spot), used when there is no NodePool")
 	fs.StringSliceVar(&p.Default.InstanceFamilies, "instance-family", nil, "instance families of the default NodePool (e.g. m7i,c7g), in place of its instance categories c, m, r of generation > 2")
-	fs.StringSliceVar(&p.Default.Architectures, "arch", nil, "CPU architectures of the default NodePool (amd64, arm64; repeatable or comma-separated); amd64 when empty")
+	fs.StringSliceVar(&p.Default.Architectures, "arch", nil, "CPU architectures of the default NodePool (amd64, arm64; repeatable or comma-separated); amd64 when empty, every architecture when empty with --all-instance-types or --instance-family")
 	fs.BoolVar(&p.Default.AllInstanceTypes, "all-instance-types", false, "let the default NodePool use every instance type of the catalog (every category, generation and architecture, burstable types included), not only Karpenter's general-purpose c, m, r")
 	fs.BoolVar(&p.Default.NoEKSDaemonSets, "no-eks-daemonsets", false, "plan manifests that have no DaemonSets without the ones EKS runs on every node (aws-node, kube-proxy, eks-pod-identity-agent)")
 }
