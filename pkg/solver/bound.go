@@ -2,6 +2,7 @@ package solver
 
 import (
 	"math"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
@@ -27,20 +28,26 @@ type lbClass struct {
 	n     float64
 }
 
-// Limits that keep the dense simplex fast.
+// Limits that keep the dense simplex fast: the fluid program is built only
+// up to lbMaxCells cells of its tableau, and stops after lbMaxPivots pivots
+// or lbTimeBudget (or at Options.Deadline, or when the solve is cancelled),
+// whichever comes first; the plan's bound is then approximate.
 const (
 	lbMaxClasses = 60
-	lbMaxCells   = 60_000 // rows × columns
+	lbMaxCells   = 2_000_000 // rows × columns
+	lbMaxPivots  = 20_000
+	lbTimeBudget = 500 * time.Millisecond
 )
 
 // fluidBound returns the lower bound for placing count[c] pods of every
-// class on new nodes and, when the linear program was solved, per-resource
+// class on new nodes, whether the fluid program stopped before its optimum
+// (the bound is then weaker: approximate), and, when the linear program was solved, per-resource
 // prices (dollars per unit) that make the kinds it buys pay for themselves:
 // the dual prices the greedy uses to value pods.
-func (s *state) fluidBound(count []int) (float64, *Resources64) {
+func (s *state) fluidBound(count []int) (float64, *Resources64, bool) {
 	resources := s.boundResources(count)
 	if len(resources) == 0 {
-		return 0, nil
+		return 0, nil, false
 	}
 	classes := s.boundClasses(count, resources, 1)
 	kinds, usable := s.boundKinds(classes, resources)
@@ -100,12 +107,18 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 			pairClasses = s.boundClasses(count, resources, grid)
 		}
 	}
-	// fluidLP has a row per class and more columns than rows, and gives up
-	// past lbMaxCells: a program that big is not built.
-	if n := len(pairClasses); n*(n+1) <= lbMaxCells {
+	// fluidDual gives up past lbMaxCells: a program that big is not built.
+	// It stops at its budgets, holding a weaker bound (approx).
+	approx := false
+	if len(pairClasses) <= lbMaxClasses*4 {
 		pairKinds, pairUsable := s.boundKinds(pairClasses, noPods)
-		if v, _, ok := fluidLP(s.kinds, pairKinds, pairUsable, pairClasses, noPods); ok {
+		limit := time.Now().Add(lbTimeBudget)
+		if d := s.p.Options.Deadline; !d.IsZero() && d.Before(limit) {
+			limit = d
+		}
+		if v, exact, ok := fluidDual(s.kinds, pairKinds, pairUsable, pairClasses, noPods, lbMaxPivots, limit, s.p.Options.stopAt()); ok {
 			bound = max(bound, v)
+			approx = !exact
 		}
 	}
 	// Node-count bounds: a cap group of n pods with at most c per node
@@ -137,7 +150,7 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 			bound = max(bound, float64(nodes)*cheapest[g])
 		}
 	}
-	return round6(bound), prices
+	return round6(bound), prices, approx
 }
 
 // coveringLP prices resources so that no kind is worth more than it costs,
@@ -401,36 +414,47 @@ func singleResourceBound(all []*kind, kinds []int, usable []bitset, classes []lb
 	return best
 }
 
-// fluidLP solves the fluid relaxation in standard form:
+// fluidDual bounds the fluid relaxation from below through its dual. The
+// relaxation, in standard form,
 //
 //	min Σ_k price_k x_k
-//	Σ_k y_ck = 1                                   for every class c
-//	Σ_c n_c req_cr / alloc_kr y_ck − x_k + s_kr = 0 for every kind k, resource r
-//	x, y, s ≥ 0
+//	Σ_k y_ck = 1                              for every class c
+//	Σ_c a_ckr y_ck ≤ x_k                      for every kind k, resource r
+//	x, y ≥ 0,   a_ckr = n_c req_cr / alloc_kr
 //
-// where y_ck is the share of class c on kind k.
+// (y_ck the share of class c on kind k) has the dual
 //
-// It returns the optimum and how many nodes of each kind it buys.
-func fluidLP(all []*kind, kinds []int, usable []bitset, classes []lbClass, resources []int) (bound float64, nodes []float64, ok bool) {
-	// gonum's matrix code panics on numerical trouble it cannot recover
-	// from; the bound then falls back rather than taking the solve down.
-	defer func() {
-		if recover() != nil {
-			bound, nodes, ok = 0, nil, false
-		}
-	}()
-	type rowKey struct{ kind, res int }
-	rows := map[rowKey]int{}
-	nRows := len(classes)
+//	max Σ_c u_c
+//	u_c ≤ Σ_r a_ckr v_kr                      for every class c and kind k it may use
+//	Σ_r v_kr ≤ price_k                        for every kind k
+//	v ≥ 0
+//
+// which splits every kind's price into prices of its resources, and charges
+// each class what its pods cost on its cheapest kind at those prices. Any
+// feasible (u, v) is a lower bound (weak duality), so the dual is solved by
+// a primal simplex (packingLP) that starts feasible at u = v = 0 and stays
+// feasible: when its budget runs out or the solve is stopped it still holds
+// a bound, only a weaker one (exact is then false). Whatever point the
+// simplex ends at, the bound is recomputed from its v alone, clipped and
+// scaled onto the kinds' prices and with every u_c the cheapest kind's
+// charge, so that rounding in the pivots can never lift it above the optimum.
+func fluidDual(all []*kind, kinds []int, usable []bitset, classes []lbClass, resources []int, pivots int, limit time.Time, stop stopAt) (bound float64, exact, ok bool) {
+	// Variables: u_c, then v_kr for every kind and resource some class it
+	// serves requests (scaled by price_k: v'_kr = v_kr / price_k ∈ [0, 1]).
+	type kr struct{ kind, res int }
+	var vars []kr
+	varOf := make([][]int, len(kinds)) // per kind, per resource index: variable or -1
 	for i, ki := range kinds {
-		for _, r := range resources {
-			if all[ki].alloc[r] == 0 {
+		varOf[i] = make([]int, len(resources))
+		for x, r := range resources {
+			varOf[i][x] = -1
+			if all[ki].alloc[r] == 0 || all[ki].price <= 0 {
 				continue
 			}
 			for ci, c := range classes {
 				if usable[i].has(ci) && c.req[r] > 0 {
-					rows[rowKey{i, r}] = nRows
-					nRows++
+					varOf[i][x] = len(classes) + len(vars)
+					vars = append(vars, kr{i, x})
 					break
 				}
 			}
@@ -438,48 +462,105 @@ func fluidLP(all []*kind, kinds []int, usable []bitset, classes []lbClass, resou
 	}
 	type pair struct{ kind, class int }
 	var pairs []pair
-	for i := range kinds {
+	for i, ki := range kinds {
+		if all[ki].price <= 0 {
+			continue // a free kind: its classes cost nothing
+		}
 		for ci := range classes {
 			if usable[i].has(ci) {
 				pairs = append(pairs, pair{i, ci})
 			}
 		}
 	}
-	nCols := len(kinds) + len(pairs) + (nRows - len(classes))
-	if nRows*nCols > lbMaxCells || nRows >= nCols {
-		return 0, nil, false
+	n := len(classes) + len(vars)
+	m := len(pairs) + len(kinds)
+	if len(vars) == 0 || m*n > lbMaxCells {
+		return 0, false, false
 	}
-	A := mat.NewDense(nRows, nCols, nil)
-	c := make([]float64, nCols)
-	b := make([]float64, nRows)
-	for i, ki := range kinds {
-		c[i] = all[ki].price
+	// charge is a_ckr · price_k: dollars class c pays for resource r when
+	// kind k's whole price is on r.
+	charge := func(ci, i, x int) float64 {
+		k := all[kinds[i]]
+		return classes[ci].n * float64(classes[ci].req[resources[x]]) / float64(k.alloc[resources[x]]) * k.price
 	}
-	for ci := range classes {
-		b[ci] = 1
+	a := make([]float64, m*n)
+	b := make([]float64, m)
+	c := make([]float64, n)
+	for _, p := range pairs {
+		c[p.class] = 1 // a class on no priced kind adds nothing
 	}
-	for pi, p := range pairs {
-		col := len(kinds) + pi
-		A.Set(p.class, col, 1)
-		cl := classes[p.class]
-		for _, r := range resources {
-			if row, ok := rows[rowKey{p.kind, r}]; ok && cl.req[r] > 0 {
-				A.Set(row, col, cl.n*float64(cl.req[r])/float64(all[kinds[p.kind]].alloc[r]))
+	scale := 0.0
+	for _, ki := range kinds {
+		scale = max(scale, all[ki].price)
+	}
+	for row, p := range pairs {
+		a[row*n+p.class] = 1
+		for x := range resources {
+			if v := varOf[p.kind][x]; v >= 0 {
+				a[row*n+v] = -charge(p.class, p.kind, x)
+			}
+		}
+		// A tiny distinct slack on every pair keeps the start, where all
+		// of them bind at zero, from degenerating; the bound is
+		// recomputed without it below.
+		b[row] = scale * 1e-9 * (1 + float64(row%97)/97)
+	}
+	for i := range kinds {
+		row := len(pairs) + i
+		for x := range resources {
+			if v := varOf[i][x]; v >= 0 {
+				a[row*n+v] = 1
+			}
+		}
+		b[row] = 1
+	}
+	lp := newPackingLP(a, b, c)
+	status := lp.solve(pivots, limit, stop)
+	if status == lpUnbounded {
+		return 0, false, false
+	}
+	x := lp.x()
+	// The certificate: v clipped onto every kind's price, then every
+	// class charged at its cheapest kind.
+	for i := range kinds {
+		sum := 0.0
+		for x2 := range resources {
+			if v := varOf[i][x2]; v >= 0 {
+				sum += x[v]
+			}
+		}
+		if sum > 1 {
+			for x2 := range resources {
+				if v := varOf[i][x2]; v >= 0 {
+					x[v] /= sum
+				}
 			}
 		}
 	}
-	slack := len(kinds) + len(pairs)
-	for key, row := range rows {
-		A.Set(row, key.kind, -1)
-		A.Set(row, slack+row-len(classes), 1)
+	total := 0.0
+	for ci := range classes {
+		u := math.Inf(1)
+		for i, ki := range kinds {
+			if !usable[i].has(ci) {
+				continue
+			}
+			if all[ki].price <= 0 {
+				u = 0
+				break
+			}
+			pay := 0.0
+			for x2 := range resources {
+				if v := varOf[i][x2]; v >= 0 {
+					pay += x[v] * charge(ci, i, x2)
+				}
+			}
+			u = min(u, pay)
+		}
+		if !math.IsInf(u, 1) {
+			total += u
+		}
 	}
-	opt, x, err := lp.Simplex(c, A, b, 1e-10, nil)
-	if err != nil || math.IsNaN(opt) || opt < 0 {
-		return 0, nil, false
-	}
-	// The simplex works in floating point; shave a hair so that rounding
-	// never lifts the bound above the true optimum.
-	return opt * (1 - 1e-9), x[:len(kinds)], true
+	return total * (1 - 1e-9), status == lpOptimal, true
 }
 
 // efficientKinds returns the kinds worth opening for the pods still to

@@ -190,6 +190,9 @@ func Solve(p *Problem) (*Plan, error) {
 	}
 	ordered, orig := p.inPlanningOrder()
 	plan := ordered.solve()
+	if p.Options.stopAt().canceled() {
+		return nil, errCanceled("planning")
+	}
 	if orig != nil {
 		plan.toCallerIndices(orig)
 	}
@@ -212,14 +215,18 @@ func (p *Problem) solve() *Plan {
 		}
 	}
 	var bound float64
+	var approx bool
 	var prices *Resources64
 	s.bestPacking(func() *Resources64 {
 		if !p.Options.noBound {
-			bound, prices = s.fluidBound(pending)
+			bound, prices, approx = s.fluidBound(pending)
 		}
 		return prices
 	})
-	s.dissolve(p.Options.Deadline)
+	if p.Options.stopAt().canceled() {
+		return &s.plan // Solve discards it
+	}
+	s.dissolve(p.Options.stopAt())
 	s.nodes = append(s.nodes, bundles...)
 	s.kinds = append(s.kinds, s.reservedKinds...)
 	s.nodes = append(s.nodes, reserved...)
@@ -247,9 +254,9 @@ func (p *Problem) solve() *Plan {
 	s.checkMinValues()
 	s.refreshReasons()
 	if !slices.Equal(placed, pending) && !p.Options.noBound {
-		bound, _ = s.fluidBound(placed)
+		bound, _, approx = s.fluidBound(placed)
 	}
-	s.plan.LowerBound = bound
+	s.plan.LowerBound, s.plan.BoundApproximate = bound, approx
 	return &s.plan
 }
 
@@ -905,6 +912,7 @@ func (s *state) bestPacking(bound func() *Resources64) {
 	type strategy struct {
 		priced bool // valued at the fluid optimum's prices
 		fill   fillMode
+		ffd    int // 1 + the kind of a one-type packing first (see ffd.go); 0 for none
 	}
 	fills := []fillMode{fillWeighted, fillShape}
 	if len(s.p.Pods) <= denseFillPods {
@@ -918,11 +926,20 @@ func (s *state) bestPacking(bound func() *Resources64) {
 			if priced && f == fillWeighted {
 				continue
 			}
-			strategies = append(strategies, strategy{priced, f})
+			strategies = append(strategies, strategy{priced: priced, fill: f})
 		}
 	}
 	efficient := s.efficientKinds()
-	deadline := s.p.Options.Deadline
+	// One-type packings come last, so that they win only when strictly
+	// cheaper.
+	var on [][]int
+	if s.ffdEligible() {
+		for _, ki := range s.ffdCandidates(efficient) {
+			strategies = append(strategies, strategy{fill: fillShape, ffd: ki + 1})
+		}
+		on = s.classesOnKinds()
+	}
+	deadline := s.p.Options.stopAt()
 	results := make([]*plannedState, len(strategies))
 	// Task 0 is the bound, so that it is under way before any strategy
 	// waits for its prices; task i > 0 is strategy i-1.
@@ -958,6 +975,9 @@ func (s *state) bestPacking(bound func() *Resources64) {
 			}
 			w := s.fork()
 			w.valueClasses(pr, efficient)
+			if ki := strategies[i].ffd - 1; ki >= 0 {
+				w.packFFD(ki, on[ki], w.topWeight())
+			}
 			w.greedy(efficient, strategies[i].fill)
 			w.downsize(deadline)
 			w.mergePairs(deadline)
@@ -1096,7 +1116,10 @@ func (s *state) greedy(kinds []int, mode fillMode) {
 			weights = s.topWeight()
 		}
 		candidates := kinds
-		if lastKind >= 0 && expired(s.p.Options.Deadline) {
+		if s.p.Options.stopAt().canceled() {
+			return // the solve is discarded
+		}
+		if lastKind >= 0 && expired(s.p.Options.stopAt()) {
 			candidates = []int{lastKind}
 		}
 		bestKind := s.bestFill(candidates, mode, weights, memo, &cur, &best)
