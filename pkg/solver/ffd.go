@@ -129,18 +129,40 @@ func (s *state) packFFD(ki int, on []int, weights []int32) (price, value float64
 	return price, value
 }
 
+// ffdScoreClasses bounds the problems whose every kind is scored for a
+// one-type packing (classes × kinds); past it only the efficient ones are.
+const ffdScoreCells = 200_000
+
 // ffdCandidates returns the kinds whose one-type packings the portfolio
-// completes: each of the given kinds is packed on a fork, and the ffdKinds
-// that cost least per value placed (the cheapest first) are kept.
-func (s *state) ffdCandidates(kinds []int) []int {
+// completes. Every kind is packed on a fork (only the efficient ones, the
+// given kinds, on problems of more than ffdScoreCells classes × kinds: a
+// kind other kinds beat per dollar can still pack tighter) and scored by
+// its price, extrapolated at its price per value placed when it cannot
+// take every pod first fit may pack. The cheapest kind that takes them
+// all is always kept, with the best scored others, ffdKinds in all.
+func (s *state) ffdCandidates(efficient []int) []int {
+	kinds := efficient
+	if len(s.classes)*len(s.kinds) <= ffdScoreCells {
+		kinds = make([]int, len(s.kinds))
+		for i := range kinds {
+			kinds[i] = i
+		}
+	}
 	w := s.fork()
 	w.valueClasses(nil, nil)
 	weights := w.topWeight()
+	on := s.classesOnKinds()
+	total := 0.0 // the value of the pods first fit may pack
+	for ci, c := range w.classes {
+		if s.rem[ci] > 0 && len(c.caps) == 0 && len(c.conflicts) == 0 && !c.bundle && c.refused == "" && !math.IsInf(c.value, 1) {
+			total += float64(s.rem[ci]) * c.value
+		}
+	}
 	type scored struct {
 		kind  int
-		ratio float64
+		score float64
+		all   bool
 	}
-	on := s.classesOnKinds()
 	var out []scored
 	for _, ki := range kinds {
 		if s.kinds[ki].reservation > 0 {
@@ -153,11 +175,25 @@ func (s *state) ffdCandidates(kinds []int) []int {
 		if value <= 0 || math.IsInf(value, 1) {
 			continue
 		}
-		out = append(out, scored{ki, price / value})
+		sc := scored{kind: ki, score: price / value * total}
+		if value >= total*(1-1e-9) {
+			sc.score, sc.all = price, true
+		}
+		out = append(out, sc)
 	}
-	slices.SortStableFunc(out, func(a, b scored) int { return cmp.Compare(a.ratio, b.ratio) })
+	slices.SortStableFunc(out, func(a, b scored) int { return cmp.Compare(a.score, b.score) })
 	kept := make([]int, 0, ffdKinds)
-	for _, sc := range out[:min(len(out), ffdKinds)] {
+	for i, sc := range out {
+		if sc.all {
+			kept = append(kept, sc.kind)
+			out = slices.Delete(out, i, i+1)
+			break
+		}
+	}
+	for _, sc := range out {
+		if len(kept) == ffdKinds {
+			break
+		}
 		kept = append(kept, sc.kind)
 	}
 	return kept

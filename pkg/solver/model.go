@@ -385,6 +385,9 @@ type Options struct {
 	// values pods without the LP's resource prices. Consolidation's
 	// what-if simulations set it; they compare plan prices only.
 	noBound bool
+	// noNarrowing skips the narrowed solves that keep Solve monotone in
+	// the pool's choice (see narrowerIfCheaper): set on those solves.
+	noNarrowing bool
 }
 
 // Problem is everything the solver needs.

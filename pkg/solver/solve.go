@@ -189,7 +189,8 @@ func Solve(p *Problem) (*Plan, error) {
 		return nil, err
 	}
 	ordered, orig := p.inPlanningOrder()
-	plan := ordered.solve()
+	plan, facets := ordered.solve()
+	plan = ordered.narrowerIfCheaper(plan, facets)
 	if p.Options.stopAt().canceled() {
 		return nil, errCanceled("planning")
 	}
@@ -199,13 +200,15 @@ func Solve(p *Problem) (*Plan, error) {
 	return plan, nil
 }
 
-// solve is Solve on a valid problem whose pods are in planning order.
-func (p *Problem) solve() *Plan {
+// solve is Solve on a valid problem whose pods are in planning order. It
+// also returns the facets of the kinds the pods may use (see facetsOf).
+func (p *Problem) solve() (*Plan, facetValues) {
 	s := &state{p: resolveNamespaces(p.normalized()), domains: &domainMemo{seen: map[string][]string{}}}
 	s.buildClasses()
 	s.buildKinds()
 	s.placeOnExisting()
 	s.explainInfeasible()
+	facets := s.facetsOf()
 	bundles := s.planBundles()
 	reserved := s.planReserved()
 	pending := slices.Clone(s.rem)
@@ -224,7 +227,7 @@ func (p *Problem) solve() *Plan {
 		return prices
 	})
 	if p.Options.stopAt().canceled() {
-		return &s.plan // Solve discards it
+		return &s.plan, facetValues{} // Solve discards it
 	}
 	s.dissolve(p.Options.stopAt())
 	s.nodes = append(s.nodes, bundles...)
@@ -257,7 +260,7 @@ func (p *Problem) solve() *Plan {
 		bound, _, approx = s.fluidBound(placed)
 	}
 	s.plan.LowerBound, s.plan.BoundApproximate = bound, approx
-	return &s.plan
+	return &s.plan, facets
 }
 
 func (p *Problem) validate() error {
@@ -939,6 +942,7 @@ func (s *state) bestPacking(bound func() *Resources64) {
 		}
 		on = s.classesOnKinds()
 	}
+
 	deadline := s.p.Options.stopAt()
 	results := make([]*plannedState, len(strategies))
 	// Task 0 is the bound, so that it is under way before any strategy
@@ -974,15 +978,17 @@ func (s *state) bestPacking(bound func() *Resources64) {
 				}
 			}
 			w := s.fork()
-			w.valueClasses(pr, efficient)
+			kinds := efficient
+			w.valueClasses(pr, kinds)
 			if ki := strategies[i].ffd - 1; ki >= 0 {
 				w.packFFD(ki, on[ki], w.topWeight())
 			}
-			w.greedy(efficient, strategies[i].fill)
+			w.greedy(kinds, strategies[i].fill)
 			w.downsize(deadline)
 			w.mergePairs(deadline)
 			w.backfill(deadline)
-			results[i] = &plannedState{w.rem, w.used, w.nodes, w.cost()}
+			// Costed on s: pods a facet cannot place count against it.
+			results[i] = &plannedState{w.rem, w.used, w.nodes, s.costOf(w.rem, w.nodes)}
 			if w.nodes != nil {
 				finished.Store(true)
 			}
@@ -1036,12 +1042,15 @@ type plannedState struct {
 
 // cost is the price of the planned nodes, with pods left over costed at
 // infinity so that a packing placing more pods always wins.
-func (s *state) cost() float64 {
+func (s *state) cost() float64 { return s.costOf(s.rem, s.nodes) }
+
+// costOf is cost for the given pods left and planned nodes.
+func (s *state) costOf(rem []int, nodes []plannedNode) float64 {
 	total := 0.0
-	for _, n := range s.nodes {
+	for _, n := range nodes {
 		total += float64(n.count) * s.kinds[n.kind].price
 	}
-	for ci, r := range s.rem {
+	for ci, r := range rem {
 		if r > 0 && len(s.classes[ci].kinds) > 0 {
 			total += float64(r) * 1e6
 		}
