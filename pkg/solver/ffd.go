@@ -165,6 +165,9 @@ func (s *state) ffdCandidates(efficient []int) []int {
 	}
 	var out []scored
 	for _, ki := range kinds {
+		if s.p.Options.stopAt().canceled() {
+			return nil
+		}
 		if s.kinds[ki].reservation > 0 {
 			continue
 		}
