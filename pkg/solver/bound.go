@@ -3,9 +3,6 @@ package solver
 import (
 	"math"
 	"time"
-
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/optimize/convex/lp"
 )
 
 // The lower bound is the optimum of the fluid relaxation: pods may be split
@@ -67,7 +64,12 @@ func (s *state) fluidBound(count []int) (float64, *Resources64, bool) {
 		total = total.Add(scaled)
 		groups[c.group] = groups[c.group].Add(scaled)
 	}
-	if v, w, ok := coveringLP(s.kinds, kinds, total, resources); ok {
+	limit := time.Now().Add(lbTimeBudget)
+	if d := s.p.Options.Deadline; !d.IsZero() && d.Before(limit) {
+		limit = d
+	}
+	stop := s.p.Options.stopAt()
+	if v, w, ok := coveringLP(s.kinds, kinds, total, resources, limit, stop); ok {
 		bound = max(bound, v)
 		prices = w
 	}
@@ -79,7 +81,7 @@ func (s *state) fluidBound(count []int) (float64, *Resources64, bool) {
 					sub = append(sub, ki)
 				}
 			}
-			if v, _, ok := coveringLP(s.kinds, sub, demand, resources); ok {
+			if v, _, ok := coveringLP(s.kinds, sub, demand, resources, limit, stop); ok {
 				bound = max(bound, v)
 			}
 		}
@@ -112,11 +114,7 @@ func (s *state) fluidBound(count []int) (float64, *Resources64, bool) {
 	approx := false
 	if len(pairClasses) <= lbMaxClasses*4 {
 		pairKinds, pairUsable := s.boundKinds(pairClasses, noPods)
-		limit := time.Now().Add(lbTimeBudget)
-		if d := s.p.Options.Deadline; !d.IsZero() && d.Before(limit) {
-			limit = d
-		}
-		if v, exact, ok := fluidDual(s.kinds, pairKinds, pairUsable, pairClasses, noPods, lbMaxPivots, limit, s.p.Options.stopAt()); ok {
+		if v, exact, ok := fluidDual(s.kinds, pairKinds, pairUsable, pairClasses, noPods, lbMaxPivots, limit, stop); ok {
 			bound = max(bound, v)
 			approx = !exact
 		}
@@ -162,12 +160,10 @@ func (s *state) fluidBound(count []int) (float64, *Resources64, bool) {
 // feasible w is a valid lower bound (weak duality) and the optimal w are the
 // resource prices the greedy values pods with. Starting from w = 0 (all
 // slack) needs no phase one, and the program has only as many rows as kinds.
-func coveringLP(all []*kind, kinds []int, demand Resources, resources []int) (bound float64, prices *Resources64, ok bool) {
-	defer func() {
-		if recover() != nil {
-			bound, prices, ok = 0, nil, false
-		}
-	}()
+// It is solved by packingLP within the bound's budgets; whatever w it ends
+// at is scaled down until no kind is worth more than its price, so that
+// the value is a bound even when it stopped early or rounded.
+func coveringLP(all []*kind, kinds []int, demand Resources, resources []int, limit time.Time, stop stopAt) (bound float64, prices *Resources64, ok bool) {
 	var cols []int
 	for _, r := range resources {
 		if demand[r] > 0 {
@@ -177,33 +173,46 @@ func coveringLP(all []*kind, kinds []int, demand Resources, resources []int) (bo
 	if len(cols) == 0 || len(kinds) == 0 {
 		return 0, nil, false
 	}
-	// Variables u_r = w_r · demand_r, then one slack per kind.
-	n := len(cols) + len(kinds)
-	A := mat.NewDense(len(kinds), n, nil)
-	c := make([]float64, n)
+	// Variables u_r = w_r · demand_r.
+	n := len(cols)
+	a := make([]float64, len(kinds)*n)
 	b := make([]float64, len(kinds))
-	basis := make([]int, len(kinds))
+	c := make([]float64, n)
 	for j := range cols {
-		c[j] = -1
+		c[j] = 1
 	}
 	for i, ki := range kinds {
 		for j, r := range cols {
-			A.Set(i, j, float64(all[ki].alloc[r])/float64(demand[r]))
+			a[i*n+j] = float64(all[ki].alloc[r]) / float64(demand[r])
 		}
-		A.Set(i, len(cols)+i, 1)
 		b[i] = all[ki].price
-		basis[i] = len(cols) + i
 	}
-	opt, x, err := lp.Simplex(c, A, b, 1e-10, basis)
-	if err != nil || math.IsNaN(opt) {
+	lp := newPackingLP(a, b, c)
+	if lp.solve(lbMaxPivots, limit, stop) == lpUnbounded {
 		return 0, nil, false
 	}
+	x := lp.x()
 	var w Resources64
-	value := 0.0
 	for j, r := range cols {
-		u := max(0, x[j])
-		w[r] = u / float64(demand[r])
-		value += u
+		w[r] = x[j] / float64(demand[r])
+	}
+	// The certificate: no kind worth more than its price.
+	worst := 1.0
+	for _, ki := range kinds {
+		worth := 0.0
+		for _, r := range cols {
+			worth += float64(all[ki].alloc[r]) * w[r]
+		}
+		if all[ki].price > 0 {
+			worst = max(worst, worth/all[ki].price)
+		} else if worth > 0 {
+			return 0, nil, false
+		}
+	}
+	value := 0.0
+	for _, r := range cols {
+		w[r] /= worst
+		value += w[r] * float64(demand[r])
 	}
 	return value * (1 - 1e-9), &w, true
 }
