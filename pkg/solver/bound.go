@@ -12,11 +12,14 @@ import (
 // dimensions are dropped, pool weights and limits are ignored, and when there
 // are many pod shapes their requests are rounded down onto a geometric grid.
 //
-// The relaxation is solved as a linear program (gonum's simplex) over the
-// kinds that are not dominated per dollar. When the program is still too big
-// or the solver fails, the bound falls back to the best single-resource bound:
-// every pod's CPU (or memory, or GPU) bought at the cheapest rate per unit
-// any kind it may use offers.
+// The relaxation is solved as linear programs over the kinds that are not
+// dominated per dollar, each through its dual by a simplex that starts
+// feasible and stays feasible (packingLP), so that stopped at its pivot or
+// time budget, at the deadline or on cancellation, it still holds a valid,
+// weaker bound (the plan's BoundApproximate then says so). When the pairing
+// program is too big, the bound falls back to the covering programs and the
+// best single-resource bound: every pod's CPU (or memory, or GPU) bought at
+// the cheapest rate per unit any kind it may use offers.
 
 // lbClass is a class of pods for the bound.
 type lbClass struct {
@@ -87,8 +90,9 @@ func (s *state) fluidBound(count []int) (float64, *Resources64, bool) {
 		}
 	}
 	// The pairing program (each class only on kinds it fits) is tighter when
-	// pods are large, but it is bigger and gonum's dense simplex gives up on
-	// degenerate cases; it is tried without the pod-count dimension.
+	// pods are large, but it is bigger (and, on few huge shapes, degenerate:
+	// gonum's simplex hung on it, issue 33); it is tried without the
+	// pod-count dimension.
 	var noPods []int
 	for _, r := range resources {
 		if r != Pods {
