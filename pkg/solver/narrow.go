@@ -79,7 +79,9 @@ func (p *Problem) narrowerIfCheaper(plan *Plan, facets facetValues) *Plan {
 			continue
 		}
 		for _, v := range values {
-			if expired(p.Options.stopAt()) {
+			// No plan of the same pods beats the bound: a plan at it
+			// stays.
+			if expired(p.Options.stopAt()) || plan.TotalPrice <= wide.LowerBound*(1+1e-9) {
 				return plan
 			}
 			sub, _ := p.narrowed(facetKey(f), v).solve()
