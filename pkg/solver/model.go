@@ -379,15 +379,18 @@ type Options struct {
 	// of a second, checking it in every loop that can run long, and return
 	// an error wrapping context.Canceled instead of a plan.
 	Done <-chan struct{}
+	// NoNarrowing skips the solves of the problem narrowed to each
+	// architecture and capacity type that keep the plan monotone in the
+	// pool's choice (see narrowerIfCheaper; they can double a solve's
+	// time): for callers that ask where pods can go rather than the
+	// cheapest plan, such as explain's advice.
+	NoNarrowing bool
 	// Now is the time consolidation measures ages against (time.Now when zero).
 	Now time.Time
 	// noBound skips the fluid LP: the plan has no LowerBound and packing
 	// values pods without the LP's resource prices. Consolidation's
 	// what-if simulations set it; they compare plan prices only.
 	noBound bool
-	// noNarrowing skips the narrowed solves that keep Solve monotone in
-	// the pool's choice (see narrowerIfCheaper): set on those solves.
-	noNarrowing bool
 }
 
 // Problem is everything the solver needs.

@@ -15,7 +15,7 @@ import "slices"
 // plan is a plan of the wider problem too. The narrowed
 // solves run only in a top-level Solve (not in consolidation's
 // simulations), do not narrow again, and are skipped once the deadline
-// has passed.
+// has passed, or when Options.NoNarrowing is set.
 
 // facetValues lists, per label Solve narrows pools by (the architecture,
 // then the capacity type), the values the kinds the pending pods may use
@@ -63,7 +63,7 @@ func (s *state) facetsOf() facetValues {
 // problem narrowed to each facet value (see above). A narrowed plan keeps
 // the wider problem's bound (the narrowed one's may exceed it) and reasons.
 func (p *Problem) narrowerIfCheaper(plan *Plan, facets facetValues) *Plan {
-	if p.Options.noBound || p.Options.noNarrowing || plan == nil {
+	if p.Options.noBound || p.Options.NoNarrowing || plan == nil {
 		return plan
 	}
 	pending := func(pl *Plan) []int {
@@ -104,6 +104,6 @@ func (p *Problem) narrowed(key, v string) *Problem {
 		reqs := slices.Clip(q.Pools[i].Requirements)
 		q.Pools[i].Requirements = append(reqs, Requirement{Key: key, Operator: OpIn, Values: []string{v}})
 	}
-	q.Options.noNarrowing = true
+	q.Options.NoNarrowing = true
 	return &q
 }
