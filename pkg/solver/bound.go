@@ -72,9 +72,11 @@ func (s *state) fluidBound(count []int) (float64, *Resources64, bool) {
 		limit = d
 	}
 	stop := s.p.Options.stopAt()
-	if v, w, ok := coveringLP(s.kinds, kinds, total, resources, limit, stop); ok {
+	approx := false
+	if v, w, exact, ok := coveringLP(s.kinds, kinds, total, resources, limit, stop); ok {
 		bound = max(bound, v)
 		prices = w
+		approx = !exact
 	}
 	if len(groups) > 1 {
 		for g, demand := range groups {
@@ -84,8 +86,9 @@ func (s *state) fluidBound(count []int) (float64, *Resources64, bool) {
 					sub = append(sub, ki)
 				}
 			}
-			if v, _, ok := coveringLP(s.kinds, sub, demand, resources, limit, stop); ok {
+			if v, _, exact, ok := coveringLP(s.kinds, sub, demand, resources, limit, stop); ok {
 				bound = max(bound, v)
+				approx = approx || !exact
 			}
 		}
 	}
@@ -115,12 +118,11 @@ func (s *state) fluidBound(count []int) (float64, *Resources64, bool) {
 	}
 	// fluidDual gives up past lbMaxCells: a program that big is not built.
 	// It stops at its budgets, holding a weaker bound (approx).
-	approx := false
 	if len(pairClasses) <= lbMaxClasses*4 {
 		pairKinds, pairUsable := s.boundKinds(pairClasses, noPods)
 		if v, exact, ok := fluidDual(s.kinds, pairKinds, pairUsable, pairClasses, noPods, lbMaxPivots, limit, stop); ok {
 			bound = max(bound, v)
-			approx = !exact
+			approx = approx || !exact
 		}
 	}
 	// Node-count bounds: a cap group of n pods with at most c per node
@@ -167,7 +169,7 @@ func (s *state) fluidBound(count []int) (float64, *Resources64, bool) {
 // It is solved by packingLP within the bound's budgets; whatever w it ends
 // at is scaled down until no kind is worth more than its price, so that
 // the value is a bound even when it stopped early or rounded.
-func coveringLP(all []*kind, kinds []int, demand Resources, resources []int, limit time.Time, stop stopAt) (bound float64, prices *Resources64, ok bool) {
+func coveringLP(all []*kind, kinds []int, demand Resources, resources []int, limit time.Time, stop stopAt) (bound float64, prices *Resources64, exact, ok bool) {
 	var cols []int
 	for _, r := range resources {
 		if demand[r] > 0 {
@@ -175,7 +177,7 @@ func coveringLP(all []*kind, kinds []int, demand Resources, resources []int, lim
 		}
 	}
 	if len(cols) == 0 || len(kinds) == 0 {
-		return 0, nil, false
+		return 0, nil, false, false
 	}
 	// Variables u_r = w_r · demand_r.
 	n := len(cols)
@@ -192,8 +194,9 @@ func coveringLP(all []*kind, kinds []int, demand Resources, resources []int, lim
 		b[i] = all[ki].price
 	}
 	lp := newPackingLP(a, b, c)
-	if lp.solve(lbMaxPivots, limit, stop) == lpUnbounded {
-		return 0, nil, false
+	status := lp.solve(lbMaxPivots, limit, stop)
+	if status == lpUnbounded {
+		return 0, nil, false, false
 	}
 	x := lp.x()
 	var w Resources64
@@ -210,7 +213,7 @@ func coveringLP(all []*kind, kinds []int, demand Resources, resources []int, lim
 		if all[ki].price > 0 {
 			worst = max(worst, worth/all[ki].price)
 		} else if worth > 0 {
-			return 0, nil, false
+			return 0, nil, false, false
 		}
 	}
 	value := 0.0
@@ -218,7 +221,7 @@ func coveringLP(all []*kind, kinds []int, demand Resources, resources []int, lim
 		w[r] /= worst
 		value += w[r] * float64(demand[r])
 	}
-	return value * (1 - 1e-9), &w, true
+	return value * (1 - 1e-9), &w, status == lpOptimal, true
 }
 
 // Resources64 is a resource vector of prices.
