@@ -2,9 +2,7 @@ package solver
 
 import (
 	"math"
-
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/optimize/convex/lp"
+	"time"
 )
 
 // The lower bound is the optimum of the fluid relaxation: pods may be split
@@ -14,11 +12,14 @@ import (
 // dimensions are dropped, pool weights and limits are ignored, and when there
 // are many pod shapes their requests are rounded down onto a geometric grid.
 //
-// The relaxation is solved as a linear program (gonum's simplex) over the
-// kinds that are not dominated per dollar. When the program is still too big
-// or the solver fails, the bound falls back to the best single-resource bound:
-// every pod's CPU (or memory, or GPU) bought at the cheapest rate per unit
-// any kind it may use offers.
+// The relaxation is solved as linear programs over the kinds that are not
+// dominated per dollar, each through its dual by a simplex that starts
+// feasible and stays feasible (packingLP), so that stopped at its pivot or
+// time budget, at the deadline or on cancellation, it still holds a valid,
+// weaker bound (the plan's BoundApproximate then says so). When the pairing
+// program is too big, the bound falls back to the covering programs and the
+// best single-resource bound: every pod's CPU (or memory, or GPU) bought at
+// the cheapest rate per unit any kind it may use offers.
 
 // lbClass is a class of pods for the bound.
 type lbClass struct {
@@ -27,20 +28,26 @@ type lbClass struct {
 	n     float64
 }
 
-// Limits that keep the dense simplex fast.
+// Limits that keep the dense simplex fast: the fluid program is built only
+// up to lbMaxCells cells of its tableau, and stops after lbMaxPivots pivots
+// or lbTimeBudget (or at Options.Deadline, or when the solve is cancelled),
+// whichever comes first; the plan's bound is then approximate.
 const (
 	lbMaxClasses = 60
-	lbMaxCells   = 60_000 // rows × columns
+	lbMaxCells   = 2_000_000 // rows × columns
+	lbMaxPivots  = 20_000
+	lbTimeBudget = 500 * time.Millisecond
 )
 
 // fluidBound returns the lower bound for placing count[c] pods of every
-// class on new nodes and, when the linear program was solved, per-resource
+// class on new nodes, whether the fluid program stopped before its optimum
+// (the bound is then weaker: approximate), and, when the linear program was solved, per-resource
 // prices (dollars per unit) that make the kinds it buys pay for themselves:
 // the dual prices the greedy uses to value pods.
-func (s *state) fluidBound(count []int) (float64, *Resources64) {
+func (s *state) fluidBound(count []int) (float64, *Resources64, bool) {
 	resources := s.boundResources(count)
 	if len(resources) == 0 {
-		return 0, nil
+		return 0, nil, false
 	}
 	classes := s.boundClasses(count, resources, 1)
 	kinds, usable := s.boundKinds(classes, resources)
@@ -60,9 +67,16 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 		total = total.Add(scaled)
 		groups[c.group] = groups[c.group].Add(scaled)
 	}
-	if v, w, ok := coveringLP(s.kinds, kinds, total, resources); ok {
+	limit := time.Now().Add(lbTimeBudget)
+	if d := s.p.Options.Deadline; !d.IsZero() && d.Before(limit) {
+		limit = d
+	}
+	stop := s.p.Options.stopAt()
+	approx := false
+	if v, w, exact, ok := coveringLP(s.kinds, kinds, total, resources, limit, stop); ok {
 		bound = max(bound, v)
 		prices = w
+		approx = !exact
 	}
 	if len(groups) > 1 {
 		for g, demand := range groups {
@@ -72,14 +86,16 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 					sub = append(sub, ki)
 				}
 			}
-			if v, _, ok := coveringLP(s.kinds, sub, demand, resources); ok {
+			if v, _, exact, ok := coveringLP(s.kinds, sub, demand, resources, limit, stop); ok {
 				bound = max(bound, v)
+				approx = approx || !exact
 			}
 		}
 	}
 	// The pairing program (each class only on kinds it fits) is tighter when
-	// pods are large, but it is bigger and gonum's dense simplex gives up on
-	// degenerate cases; it is tried without the pod-count dimension.
+	// pods are large, but it is bigger (and, on few huge shapes, degenerate:
+	// gonum's simplex hung on it, issue 33); it is tried without the
+	// pod-count dimension.
 	var noPods []int
 	for _, r := range resources {
 		if r != Pods {
@@ -100,12 +116,13 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 			pairClasses = s.boundClasses(count, resources, grid)
 		}
 	}
-	// fluidLP has a row per class and more columns than rows, and gives up
-	// past lbMaxCells: a program that big is not built.
-	if n := len(pairClasses); n*(n+1) <= lbMaxCells {
+	// fluidDual gives up past lbMaxCells: a program that big is not built.
+	// It stops at its budgets, holding a weaker bound (approx).
+	if len(pairClasses) <= lbMaxClasses*4 {
 		pairKinds, pairUsable := s.boundKinds(pairClasses, noPods)
-		if v, _, ok := fluidLP(s.kinds, pairKinds, pairUsable, pairClasses, noPods); ok {
+		if v, exact, ok := fluidDual(s.kinds, pairKinds, pairUsable, pairClasses, noPods, lbMaxPivots, limit, stop); ok {
 			bound = max(bound, v)
+			approx = approx || !exact
 		}
 	}
 	// Node-count bounds: a cap group of n pods with at most c per node
@@ -137,7 +154,7 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 			bound = max(bound, float64(nodes)*cheapest[g])
 		}
 	}
-	return round6(bound), prices
+	return round6(bound), prices, approx
 }
 
 // coveringLP prices resources so that no kind is worth more than it costs,
@@ -149,12 +166,10 @@ func (s *state) fluidBound(count []int) (float64, *Resources64) {
 // feasible w is a valid lower bound (weak duality) and the optimal w are the
 // resource prices the greedy values pods with. Starting from w = 0 (all
 // slack) needs no phase one, and the program has only as many rows as kinds.
-func coveringLP(all []*kind, kinds []int, demand Resources, resources []int) (bound float64, prices *Resources64, ok bool) {
-	defer func() {
-		if recover() != nil {
-			bound, prices, ok = 0, nil, false
-		}
-	}()
+// It is solved by packingLP within the bound's budgets; whatever w it ends
+// at is scaled down until no kind is worth more than its price, so that
+// the value is a bound even when it stopped early or rounded.
+func coveringLP(all []*kind, kinds []int, demand Resources, resources []int, limit time.Time, stop stopAt) (bound float64, prices *Resources64, exact, ok bool) {
 	var cols []int
 	for _, r := range resources {
 		if demand[r] > 0 {
@@ -162,37 +177,51 @@ func coveringLP(all []*kind, kinds []int, demand Resources, resources []int) (bo
 		}
 	}
 	if len(cols) == 0 || len(kinds) == 0 {
-		return 0, nil, false
+		return 0, nil, false, false
 	}
-	// Variables u_r = w_r · demand_r, then one slack per kind.
-	n := len(cols) + len(kinds)
-	A := mat.NewDense(len(kinds), n, nil)
-	c := make([]float64, n)
+	// Variables u_r = w_r · demand_r.
+	n := len(cols)
+	a := make([]float64, len(kinds)*n)
 	b := make([]float64, len(kinds))
-	basis := make([]int, len(kinds))
+	c := make([]float64, n)
 	for j := range cols {
-		c[j] = -1
+		c[j] = 1
 	}
 	for i, ki := range kinds {
 		for j, r := range cols {
-			A.Set(i, j, float64(all[ki].alloc[r])/float64(demand[r]))
+			a[i*n+j] = float64(all[ki].alloc[r]) / float64(demand[r])
 		}
-		A.Set(i, len(cols)+i, 1)
 		b[i] = all[ki].price
-		basis[i] = len(cols) + i
 	}
-	opt, x, err := lp.Simplex(c, A, b, 1e-10, basis)
-	if err != nil || math.IsNaN(opt) {
-		return 0, nil, false
+	lp := newPackingLP(a, b, c)
+	status := lp.solve(lbMaxPivots, limit, stop)
+	if status == lpUnbounded {
+		return 0, nil, false, false
 	}
+	x := lp.x()
 	var w Resources64
-	value := 0.0
 	for j, r := range cols {
-		u := max(0, x[j])
-		w[r] = u / float64(demand[r])
-		value += u
+		w[r] = x[j] / float64(demand[r])
 	}
-	return value * (1 - 1e-9), &w, true
+	// The certificate: no kind worth more than its price.
+	worst := 1.0
+	for _, ki := range kinds {
+		worth := 0.0
+		for _, r := range cols {
+			worth += float64(all[ki].alloc[r]) * w[r]
+		}
+		if all[ki].price > 0 {
+			worst = max(worst, worth/all[ki].price)
+		} else if worth > 0 {
+			return 0, nil, false, false
+		}
+	}
+	value := 0.0
+	for _, r := range cols {
+		w[r] /= worst
+		value += w[r] * float64(demand[r])
+	}
+	return value * (1 - 1e-9), &w, status == lpOptimal, true
 }
 
 // Resources64 is a resource vector of prices.
@@ -401,36 +430,47 @@ func singleResourceBound(all []*kind, kinds []int, usable []bitset, classes []lb
 	return best
 }
 
-// fluidLP solves the fluid relaxation in standard form:
+// fluidDual bounds the fluid relaxation from below through its dual. The
+// relaxation, in standard form,
 //
 //	min Σ_k price_k x_k
-//	Σ_k y_ck = 1                                   for every class c
-//	Σ_c n_c req_cr / alloc_kr y_ck − x_k + s_kr = 0 for every kind k, resource r
-//	x, y, s ≥ 0
+//	Σ_k y_ck = 1                              for every class c
+//	Σ_c a_ckr y_ck ≤ x_k                      for every kind k, resource r
+//	x, y ≥ 0,   a_ckr = n_c req_cr / alloc_kr
 //
-// where y_ck is the share of class c on kind k.
+// (y_ck the share of class c on kind k) has the dual
 //
-// It returns the optimum and how many nodes of each kind it buys.
-func fluidLP(all []*kind, kinds []int, usable []bitset, classes []lbClass, resources []int) (bound float64, nodes []float64, ok bool) {
-	// gonum's matrix code panics on numerical trouble it cannot recover
-	// from; the bound then falls back rather than taking the solve down.
-	defer func() {
-		if recover() != nil {
-			bound, nodes, ok = 0, nil, false
-		}
-	}()
-	type rowKey struct{ kind, res int }
-	rows := map[rowKey]int{}
-	nRows := len(classes)
+//	max Σ_c u_c
+//	u_c ≤ Σ_r a_ckr v_kr                      for every class c and kind k it may use
+//	Σ_r v_kr ≤ price_k                        for every kind k
+//	v ≥ 0
+//
+// which splits every kind's price into prices of its resources, and charges
+// each class what its pods cost on its cheapest kind at those prices. Any
+// feasible (u, v) is a lower bound (weak duality), so the dual is solved by
+// a primal simplex (packingLP) that starts feasible at u = v = 0 and stays
+// feasible: when its budget runs out or the solve is stopped it still holds
+// a bound, only a weaker one (exact is then false). Whatever point the
+// simplex ends at, the bound is recomputed from its v alone, clipped and
+// scaled onto the kinds' prices and with every u_c the cheapest kind's
+// charge, so that rounding in the pivots can never lift it above the optimum.
+func fluidDual(all []*kind, kinds []int, usable []bitset, classes []lbClass, resources []int, pivots int, limit time.Time, stop stopAt) (bound float64, exact, ok bool) {
+	// Variables: u_c, then v_kr for every kind and resource some class it
+	// serves requests (scaled by price_k: v'_kr = v_kr / price_k ∈ [0, 1]).
+	type kr struct{ kind, res int }
+	var vars []kr
+	varOf := make([][]int, len(kinds)) // per kind, per resource index: variable or -1
 	for i, ki := range kinds {
-		for _, r := range resources {
-			if all[ki].alloc[r] == 0 {
+		varOf[i] = make([]int, len(resources))
+		for x, r := range resources {
+			varOf[i][x] = -1
+			if all[ki].alloc[r] == 0 || all[ki].price <= 0 {
 				continue
 			}
 			for ci, c := range classes {
 				if usable[i].has(ci) && c.req[r] > 0 {
-					rows[rowKey{i, r}] = nRows
-					nRows++
+					varOf[i][x] = len(classes) + len(vars)
+					vars = append(vars, kr{i, x})
 					break
 				}
 			}
@@ -438,48 +478,105 @@ func fluidLP(all []*kind, kinds []int, usable []bitset, classes []lbClass, resou
 	}
 	type pair struct{ kind, class int }
 	var pairs []pair
-	for i := range kinds {
+	for i, ki := range kinds {
+		if all[ki].price <= 0 {
+			continue // a free kind: its classes cost nothing
+		}
 		for ci := range classes {
 			if usable[i].has(ci) {
 				pairs = append(pairs, pair{i, ci})
 			}
 		}
 	}
-	nCols := len(kinds) + len(pairs) + (nRows - len(classes))
-	if nRows*nCols > lbMaxCells || nRows >= nCols {
-		return 0, nil, false
+	n := len(classes) + len(vars)
+	m := len(pairs) + len(kinds)
+	if len(vars) == 0 || m*n > lbMaxCells {
+		return 0, false, false
 	}
-	A := mat.NewDense(nRows, nCols, nil)
-	c := make([]float64, nCols)
-	b := make([]float64, nRows)
-	for i, ki := range kinds {
-		c[i] = all[ki].price
+	// charge is a_ckr · price_k: dollars class c pays for resource r when
+	// kind k's whole price is on r.
+	charge := func(ci, i, x int) float64 {
+		k := all[kinds[i]]
+		return classes[ci].n * float64(classes[ci].req[resources[x]]) / float64(k.alloc[resources[x]]) * k.price
 	}
-	for ci := range classes {
-		b[ci] = 1
+	a := make([]float64, m*n)
+	b := make([]float64, m)
+	c := make([]float64, n)
+	for _, p := range pairs {
+		c[p.class] = 1 // a class on no priced kind adds nothing
 	}
-	for pi, p := range pairs {
-		col := len(kinds) + pi
-		A.Set(p.class, col, 1)
-		cl := classes[p.class]
-		for _, r := range resources {
-			if row, ok := rows[rowKey{p.kind, r}]; ok && cl.req[r] > 0 {
-				A.Set(row, col, cl.n*float64(cl.req[r])/float64(all[kinds[p.kind]].alloc[r]))
+	scale := 0.0
+	for _, ki := range kinds {
+		scale = max(scale, all[ki].price)
+	}
+	for row, p := range pairs {
+		a[row*n+p.class] = 1
+		for x := range resources {
+			if v := varOf[p.kind][x]; v >= 0 {
+				a[row*n+v] = -charge(p.class, p.kind, x)
+			}
+		}
+		// A tiny distinct slack on every pair keeps the start, where all
+		// of them bind at zero, from degenerating; the bound is
+		// recomputed without it below.
+		b[row] = scale * 1e-9 * (1 + float64(row%97)/97)
+	}
+	for i := range kinds {
+		row := len(pairs) + i
+		for x := range resources {
+			if v := varOf[i][x]; v >= 0 {
+				a[row*n+v] = 1
+			}
+		}
+		b[row] = 1
+	}
+	lp := newPackingLP(a, b, c)
+	status := lp.solve(pivots, limit, stop)
+	if status == lpUnbounded {
+		return 0, false, false
+	}
+	x := lp.x()
+	// The certificate: v clipped onto every kind's price, then every
+	// class charged at its cheapest kind.
+	for i := range kinds {
+		sum := 0.0
+		for x2 := range resources {
+			if v := varOf[i][x2]; v >= 0 {
+				sum += x[v]
+			}
+		}
+		if sum > 1 {
+			for x2 := range resources {
+				if v := varOf[i][x2]; v >= 0 {
+					x[v] /= sum
+				}
 			}
 		}
 	}
-	slack := len(kinds) + len(pairs)
-	for key, row := range rows {
-		A.Set(row, key.kind, -1)
-		A.Set(row, slack+row-len(classes), 1)
+	total := 0.0
+	for ci := range classes {
+		u := math.Inf(1)
+		for i, ki := range kinds {
+			if !usable[i].has(ci) {
+				continue
+			}
+			if all[ki].price <= 0 {
+				u = 0
+				break
+			}
+			pay := 0.0
+			for x2 := range resources {
+				if v := varOf[i][x2]; v >= 0 {
+					pay += x[v] * charge(ci, i, x2)
+				}
+			}
+			u = min(u, pay)
+		}
+		if !math.IsInf(u, 1) {
+			total += u
+		}
 	}
-	opt, x, err := lp.Simplex(c, A, b, 1e-10, nil)
-	if err != nil || math.IsNaN(opt) || opt < 0 {
-		return 0, nil, false
-	}
-	// The simplex works in floating point; shave a hair so that rounding
-	// never lifts the bound above the true optimum.
-	return opt * (1 - 1e-9), x[:len(kinds)], true
+	return total * (1 - 1e-9), status == lpOptimal, true
 }
 
 // efficientKinds returns the kinds worth opening for the pods still to

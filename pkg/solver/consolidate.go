@@ -202,11 +202,17 @@ func Consolidate(p *Problem) (*ConsolidationPlan, error) {
 	if t.err != nil {
 		return nil, fmt.Errorf("pricing the cluster packed from scratch: %w", t.err)
 	}
+	if p.Options.stopAt().canceled() {
+		return nil, errCanceled("consolidating")
+	}
 	out.TargetPrice = t.price
-	if gap := out.CurrentPrice - out.TargetPrice; out.Saving < fallbackCapture*gap && !expired(p.Options.Deadline) {
+	if gap := out.CurrentPrice - out.TargetPrice; out.Saving < fallbackCapture*gap && !expired(p.Options.stopAt()) {
 		merged, err := plan(p, now, mergesFirst)
 		if err != nil {
 			return nil, err
+		}
+		if p.Options.stopAt().canceled() {
+			return nil, errCanceled("consolidating")
 		}
 		if merged.Saving > out.Saving {
 			merged.TargetPrice = out.TargetPrice

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // staticBlock returns why the node can never be disrupted in this plan, or "".
@@ -127,8 +126,7 @@ func (c *consolidator) minSaving(set []*consNode) float64 {
 // expired reports whether Options.Deadline has passed: the search then
 // stops and the plan holds the actions found so far.
 func (c *consolidator) expired() bool {
-	d := c.p.Options.Deadline
-	return !d.IsZero() && time.Now().After(d)
+	return expired(c.p.Options.stopAt())
 }
 
 // candidate reports whether the node may still be removed.

@@ -121,7 +121,7 @@ func (pl placement) keptOff(n *consNode) bool {
 // also find the pods room as kube-scheduler would place them (see scatter).
 func (c *consolidator) simulate(set []*consNode, place placement) (*simulation, error) {
 	p := c.p
-	sim := &simulation{problem: &Problem{ExtendedResources: p.ExtendedResources, DaemonSets: p.DaemonSets, Options: Options{Now: c.now, noBound: true}}}
+	sim := &simulation{problem: &Problem{ExtendedResources: p.ExtendedResources, DaemonSets: p.DaemonSets, Options: Options{Now: c.now, Done: p.Options.Done, noBound: true}}}
 	in := map[*consNode]bool{}
 	minReq := Resources{}
 	for r := range minReq {

@@ -4,7 +4,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"time"
 )
 
 // dissolveDonors bounds the nodes dissolve tries to empty (the cheapest
@@ -41,7 +40,7 @@ func podCount(takes []take) int {
 // It leaves plans with topology rules alone: on the kube-scheduler judge's
 // 220 problems, moving pods there after the packing left one pod pending
 // that the later passes (enforceSpread, placePending) placed without it.
-func (s *state) dissolve(deadline time.Time) {
+func (s *state) dissolve(deadline stopAt) {
 	if s.hasTopology {
 		return
 	}

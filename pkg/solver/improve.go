@@ -1,6 +1,8 @@
 package solver
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -93,7 +95,7 @@ func (s *state) moveTo(from, to, count int) {
 
 // downsize moves every planned node to the cheapest kind that still holds its
 // pods, is allowed for all of them and stays within the pool's limits.
-func (s *state) downsize(deadline time.Time) {
+func (s *state) downsize(deadline stopAt) {
 	freed := make([]Resources, len(s.p.Pools))
 	for ni := range s.nodes {
 		if expired(deadline) {
@@ -110,7 +112,40 @@ func (s *state) downsize(deadline time.Time) {
 	}
 }
 
-func expired(deadline time.Time) bool { return !deadline.IsZero() && time.Now().After(deadline) }
+// stopAt is when a solve stops: its deadline and its cancellation (see
+// Options.Deadline and Options.Done).
+type stopAt struct {
+	deadline time.Time
+	done     <-chan struct{}
+}
+
+// stopAt returns the options' deadline and cancellation.
+func (o *Options) stopAt() stopAt { return stopAt{o.Deadline, o.Done} }
+
+// expired reports whether the deadline has passed or the solve was
+// cancelled: anytime loops then stop and keep what they have.
+func expired(t stopAt) bool {
+	return t.canceled() || (!t.deadline.IsZero() && time.Now().After(t.deadline))
+}
+
+// canceled reports whether the solve was cancelled: its plan is discarded.
+func (t stopAt) canceled() bool {
+	if t.done == nil {
+		return false
+	}
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// errCanceled is the error Solve and Consolidate return when Options.Done
+// is closed before they finish: it wraps context.Canceled.
+func errCanceled(what string) error {
+	return fmt.Errorf("%s: cancelled: %w", what, context.Canceled)
+}
 
 // mergeCandidates bounds the pairs merge tries: each of the worst-used nodes
 // against its next few.
@@ -118,7 +153,7 @@ const mergeCandidates, mergePartners = 400, 40
 
 // mergePairs merges two planned nodes onto one cheaper node while it finds
 // such a pair among the nodes with the least pod value per dollar.
-func (s *state) mergePairs(deadline time.Time) {
+func (s *state) mergePairs(deadline stopAt) {
 	nodes := s.singleNodes()
 	use := func(n *plannedNode) float64 {
 		v := 0.0
@@ -260,7 +295,7 @@ const donorBlock = 32
 // those small nodes have left can take pods the large ones then shed.
 // A pod moves only where its class may run, within per-node caps and
 // conflicts, and only to a strictly cheaper node, so no pod moves back.
-func (s *state) backfill(deadline time.Time) {
+func (s *state) backfill(deadline stopAt) {
 	nodes := s.singleNodes()
 	if len(nodes) < 2 {
 		return

@@ -374,6 +374,17 @@ type PDB struct {
 type Options struct {
 	// Deadline, when non-zero, makes the solver return the best plan found by then.
 	Deadline time.Time
+	// Done, when not nil, cancels the solve once it is closed (pass a
+	// context's Done()): Solve and Consolidate then stop within a fraction
+	// of a second, checking it in every loop that can run long, and return
+	// an error wrapping context.Canceled instead of a plan.
+	Done <-chan struct{}
+	// NoNarrowing skips the solves of the problem narrowed to each
+	// architecture and capacity type that keep the plan monotone in the
+	// pool's choice (see narrowerIfCheaper; they can double a solve's
+	// time): for callers that ask where pods can go rather than the
+	// cheapest plan, such as explain's advice.
+	NoNarrowing bool
 	// Now is the time consolidation measures ages against (time.Now when zero).
 	Now time.Time
 	// noBound skips the fluid LP: the plan has no LowerBound and packing

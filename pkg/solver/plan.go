@@ -21,6 +21,12 @@ type Plan struct {
 	// relaxation): TotalPrice / LowerBound measures how far from optimal the
 	// plan can be.
 	LowerBound float64 `json:"lowerBoundPricePerHour"`
+	// BoundApproximate is set when the fluid relaxation's program stopped
+	// before its optimum (its pivot or time budget ran out, or the
+	// deadline passed): LowerBound is still a price no plan can beat, but
+	// a weaker one than the relaxation's, and the gap it shows is wider
+	// than the plan's true distance from optimal ("bound: approximate").
+	BoundApproximate bool `json:"lowerBoundApproximate,omitempty"`
 }
 
 // NewNode is one node the plan launches.

@@ -43,7 +43,7 @@ func (s *state) placePending() bool {
 	placedAny := false
 	for _, u := range s.plan.Unschedulable {
 		ci := classOf[u.Pod]
-		if refused[ci] || s.p.Pods[u.Pod].Unschedulable != "" || expired(s.p.Options.Deadline) {
+		if refused[ci] || s.p.Pods[u.Pod].Unschedulable != "" || expired(s.p.Options.stopAt()) {
 			kept = append(kept, u)
 			continue
 		}
@@ -85,7 +85,7 @@ func (s *state) bindLast(c *schedCluster) bool {
 	placed := false
 	for _, u := range s.plan.Unschedulable {
 		j := -1
-		if s.p.Pods[u.Pod].Unschedulable == "" && !expired(s.p.Options.Deadline) {
+		if s.p.Pods[u.Pod].Unschedulable == "" && !expired(s.p.Options.stopAt()) {
 			j = c.admit(u.Pod)
 		}
 		if j < 0 {

@@ -189,20 +189,26 @@ func Solve(p *Problem) (*Plan, error) {
 		return nil, err
 	}
 	ordered, orig := p.inPlanningOrder()
-	plan := ordered.solve()
+	plan, facets := ordered.solve()
+	plan = ordered.narrowerIfCheaper(plan, facets)
+	if p.Options.stopAt().canceled() {
+		return nil, errCanceled("planning")
+	}
 	if orig != nil {
 		plan.toCallerIndices(orig)
 	}
 	return plan, nil
 }
 
-// solve is Solve on a valid problem whose pods are in planning order.
-func (p *Problem) solve() *Plan {
+// solve is Solve on a valid problem whose pods are in planning order. It
+// also returns the facets of the kinds the pods may use (see facetsOf).
+func (p *Problem) solve() (*Plan, facetValues) {
 	s := &state{p: resolveNamespaces(p.normalized()), domains: &domainMemo{seen: map[string][]string{}}}
 	s.buildClasses()
 	s.buildKinds()
 	s.placeOnExisting()
 	s.explainInfeasible()
+	facets := s.facetsOf()
 	bundles := s.planBundles()
 	reserved := s.planReserved()
 	pending := slices.Clone(s.rem)
@@ -212,14 +218,18 @@ func (p *Problem) solve() *Plan {
 		}
 	}
 	var bound float64
+	var approx bool
 	var prices *Resources64
 	s.bestPacking(func() *Resources64 {
 		if !p.Options.noBound {
-			bound, prices = s.fluidBound(pending)
+			bound, prices, approx = s.fluidBound(pending)
 		}
 		return prices
 	})
-	s.dissolve(p.Options.Deadline)
+	if p.Options.stopAt().canceled() {
+		return &s.plan, facetValues{} // Solve discards it
+	}
+	s.dissolve(p.Options.stopAt())
 	s.nodes = append(s.nodes, bundles...)
 	s.kinds = append(s.kinds, s.reservedKinds...)
 	s.nodes = append(s.nodes, reserved...)
@@ -247,10 +257,10 @@ func (p *Problem) solve() *Plan {
 	s.checkMinValues()
 	s.refreshReasons()
 	if !slices.Equal(placed, pending) && !p.Options.noBound {
-		bound, _ = s.fluidBound(placed)
+		bound, _, approx = s.fluidBound(placed)
 	}
-	s.plan.LowerBound = bound
-	return &s.plan
+	s.plan.LowerBound, s.plan.BoundApproximate = bound, approx
+	return &s.plan, facets
 }
 
 func (p *Problem) validate() error {
@@ -905,6 +915,7 @@ func (s *state) bestPacking(bound func() *Resources64) {
 	type strategy struct {
 		priced bool // valued at the fluid optimum's prices
 		fill   fillMode
+		ffd    int // 1 + the kind of a one-type packing first (see ffd.go); 0 for none
 	}
 	fills := []fillMode{fillWeighted, fillShape}
 	if len(s.p.Pods) <= denseFillPods {
@@ -918,11 +929,21 @@ func (s *state) bestPacking(bound func() *Resources64) {
 			if priced && f == fillWeighted {
 				continue
 			}
-			strategies = append(strategies, strategy{priced, f})
+			strategies = append(strategies, strategy{priced: priced, fill: f})
 		}
 	}
 	efficient := s.efficientKinds()
-	deadline := s.p.Options.Deadline
+	// One-type packings come last, so that they win only when strictly
+	// cheaper.
+	var on [][]int
+	if s.ffdEligible() {
+		for _, ki := range s.ffdCandidates(efficient) {
+			strategies = append(strategies, strategy{fill: fillShape, ffd: ki + 1})
+		}
+		on = s.classesOnKinds()
+	}
+
+	deadline := s.p.Options.stopAt()
 	results := make([]*plannedState, len(strategies))
 	// Task 0 is the bound, so that it is under way before any strategy
 	// waits for its prices; task i > 0 is strategy i-1.
@@ -957,12 +978,17 @@ func (s *state) bestPacking(bound func() *Resources64) {
 				}
 			}
 			w := s.fork()
-			w.valueClasses(pr, efficient)
-			w.greedy(efficient, strategies[i].fill)
+			kinds := efficient
+			w.valueClasses(pr, kinds)
+			if ki := strategies[i].ffd - 1; ki >= 0 {
+				w.packFFD(ki, on[ki], w.topWeight())
+			}
+			w.greedy(kinds, strategies[i].fill)
 			w.downsize(deadline)
 			w.mergePairs(deadline)
 			w.backfill(deadline)
-			results[i] = &plannedState{w.rem, w.used, w.nodes, w.cost()}
+			// Costed on s: pods a facet cannot place count against it.
+			results[i] = &plannedState{w.rem, w.used, w.nodes, s.costOf(w.rem, w.nodes)}
 			if w.nodes != nil {
 				finished.Store(true)
 			}
@@ -1016,12 +1042,15 @@ type plannedState struct {
 
 // cost is the price of the planned nodes, with pods left over costed at
 // infinity so that a packing placing more pods always wins.
-func (s *state) cost() float64 {
+func (s *state) cost() float64 { return s.costOf(s.rem, s.nodes) }
+
+// costOf is cost for the given pods left and planned nodes.
+func (s *state) costOf(rem []int, nodes []plannedNode) float64 {
 	total := 0.0
-	for _, n := range s.nodes {
+	for _, n := range nodes {
 		total += float64(n.count) * s.kinds[n.kind].price
 	}
-	for ci, r := range s.rem {
+	for ci, r := range rem {
 		if r > 0 && len(s.classes[ci].kinds) > 0 {
 			total += float64(r) * 1e6
 		}
@@ -1096,7 +1125,10 @@ func (s *state) greedy(kinds []int, mode fillMode) {
 			weights = s.topWeight()
 		}
 		candidates := kinds
-		if lastKind >= 0 && expired(s.p.Options.Deadline) {
+		if s.p.Options.stopAt().canceled() {
+			return // the solve is discarded
+		}
+		if lastKind >= 0 && expired(s.p.Options.stopAt()) {
 			candidates = []int{lastKind}
 		}
 		bestKind := s.bestFill(candidates, mode, weights, memo, &cur, &best)
