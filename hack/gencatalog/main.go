@@ -236,6 +236,10 @@ func download(path, version string) module {
 		arg += "@" + version
 	}
 	cmd := exec.Command("go", "mod", "download", "-json", arg)
+	// GOTOOLCHAIN=local: a module that declares a newer Go must not make
+	// the go command fetch another toolchain; its zip is all the generator
+	// needs (see module.read).
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
 	cmd.Stderr = os.Stderr
 	outb, err := cmd.Output()
 	var m module

@@ -29,7 +29,8 @@ type Catalog struct {
 // burstable types priced for sustained use (cloud.PriceSustained), or
 // InstanceTypesFile, whose prices are kept) and converts it for the solver. It also returns a
 // one-line description of where the data came from, e.g. "embedded AWS
-// catalog of 2025-05-28, region us-east-1".
+// catalog of 2026-07-20, region us-east-1 (spot 2025-05-28)" (see
+// EmbeddedDescription).
 func (c *Catalog) InstanceTypes() ([]solver.InstanceType, string, error) {
 	types, source, region, err := c.load()
 	if err != nil {
