@@ -2,24 +2,38 @@
 // AWS instance-type and price snapshot of kubectl-rightsize.
 //
 // It lives in its own Go module so that its inputs never enter the root
-// module's dependency graph. Inputs, both read from the Go module cache after
-// `go mod download`:
+// module's dependency graph. It takes from each source the newest data that
+// source has, and says in the catalog which column came from where and of
+// which date. Inputs, the modules read from their zips in the Go module
+// cache after `go mod download` (none is linked):
 //
 //   - github.com/cristim/ec2-instances-info (required as
-//     github.com/LeanerCloud/ec2-instances-info, see go.mod): data/instances.json,
-//     the instances.vantage.sh (formerly ec2instances.info) EC2 data set, which
+//     github.com/LeanerCloud/ec2-instances-info, see go.mod; 2025-05-28, the
+//     newest version on the module proxy): data/instances.json, the
+//     instances.vantage.sh (formerly ec2instances.info) EC2 data set, which
 //     gives per type vCPUs, memory, GPUs, architecture, ENI limits, the
-//     availability-zone IDs per region, and per region the Linux on-demand price,
-//     the current spot prices of the zones (an unkeyed list) and the Spot
-//     Advisor's average saving.
+//     availability-zone IDs per region, and per region the Linux on-demand
+//     price, the current spot prices of the zones (an unkeyed list) and the
+//     Spot Advisor's average saving. It is the only source of spot prices.
 //   - github.com/aws/karpenter-provider-aws (version karpenterVersion):
-//     pkg/providers/pricing/zz_generated.pricing_aws{,_us_gov}.go, the initial
-//     on-demand price tables (us-east-1, us-gov-east-1, us-gov-west-1), which
-//     fill on-demand prices ec2-instances-info lacks and cross-check the rest,
-//     and pkg/providers/instancetype/zz_generated.vpclimits.go, which fills ENI
-//     limits ec2-instances-info lacks, and zz_generated.bandwidth.go, the
-//     network bandwidth Karpenter puts in karpenter.k8s.aws/instance-network-bandwidth.
-//     The files are parsed with go/parser; the module is not linked.
+//     pkg/providers/pricing/zz_generated.pricing_aws{,_us_gov}.go, the
+//     initial on-demand price tables (us-east-1, generated 2026-07-20;
+//     us-gov-east-1 and us-gov-west-1, 2026-08-24), which replace the older
+//     on-demand prices of those regions and price the types
+//     ec2-instances-info lacks; pkg/providers/instancetype/zz_generated.vpclimits.go,
+//     which fills ENI limits ec2-instances-info lacks, and
+//     zz_generated.bandwidth.go, the network bandwidth Karpenter puts in
+//     karpenter.k8s.aws/instance-network-bandwidth.
+//   - karpenter-instance-types.tsv (factsFile, in this directory): the shapes
+//     of the types ec2-instances-info lacks, extracted with -karpenter-doc
+//     from Karpenter's generated instance-type reference page, which is not
+//     in any module on the proxy (see facts.go). Where both know a type, the
+//     generator cross-checks them and keeps ec2-instances-info's columns.
+//   - github.com/aws/aws-sdk-go-v2/service/ec2 (sdkVersion): the
+//     InstanceType enum, only to count the type names no source prices or
+//     gives a shape for.
+//
+// A type no source gives the shape of is left out and counted in the log.
 //
 // The per-type label columns follow Karpenter's AWS provider
 // (pkg/providers/instancetype/types.go, computeRequirements and
@@ -34,6 +48,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"compress/gzip"
@@ -43,11 +58,12 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"log"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -59,7 +75,12 @@ import (
 const (
 	ec2InfoModule    = "github.com/LeanerCloud/ec2-instances-info"
 	karpenterModule  = "github.com/aws/karpenter-provider-aws"
-	karpenterVersion = "v1.13.1"
+	karpenterVersion = "v1.15.2"
+	// sdkModule lists, in its InstanceType enum, every type name EC2 knew at
+	// its release; the generator only counts the names no source gives a
+	// shape or a price for.
+	sdkModule  = "github.com/aws/aws-sdk-go-v2/service/ec2"
+	sdkVersion = "v1.349.0"
 
 	// defaultZones are the zone suffixes of a region for which the source
 	// lists no availability zones. Every such region in the data set has (at
@@ -77,23 +98,49 @@ var regionRE = regexp.MustCompile(`^[a-z]{2}(-gov)?-[a-z]+-[0-9]+$`)
 func main() {
 	out := flag.String("out", "../../pkg/cloud/catalog/catalog.tsv.gz", "output file")
 	outliers := flag.String("outliers", "", "file to list every spot outlier raised in, one a line")
+	doc := flag.String("karpenter-doc", "", "Karpenter's website/content/en/preview/reference/instance-types.md to refresh "+factsFile+" from (with -karpenter-doc-provenance and -karpenter-doc-date)")
+	docProv := flag.String("karpenter-doc-provenance", "", "where the -karpenter-doc page comes from: repository, path, commit")
+	docDate := flag.String("karpenter-doc-date", "", "the commit date of the -karpenter-doc page, YYYY-MM-DD")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("gencatalog: ")
 
+	if *doc != "" {
+		if *docProv == "" || len(*docDate) != len("2006-01-02") {
+			log.Fatal("-karpenter-doc needs -karpenter-doc-provenance and -karpenter-doc-date YYYY-MM-DD")
+		}
+		types := readKarpenterDoc(*doc)
+		writeFacts(factsFile, types, *docProv, *docDate)
+		log.Printf("wrote %s: %d types from %s", factsFile, len(types), *doc)
+	}
+
 	ec2Mod := download(ec2InfoModule, "")
 	karpMod := download(karpenterModule, karpenterVersion)
+	sdkMod := download(sdkModule, sdkVersion)
 
-	insts := readEC2Info(filepath.Join(ec2Mod.Dir, "data", "instances.json"))
-	kpPrices, kpDates := readKarpenterPrices(filepath.Join(karpMod.Dir, "pkg", "providers", "pricing"))
-	kpLimits := readKarpenterVPCLimits(filepath.Join(karpMod.Dir, "pkg", "providers", "instancetype", "zz_generated.vpclimits.go"))
+	insts := readEC2Info(ec2Mod.read("data/instances.json"))
+	kpPrices, kpDates := readKarpenterPrices(karpMod)
+	kpLimits := readKarpenterVPCLimits(karpMod.path("pkg/providers/instancetype/zz_generated.vpclimits.go"), karpMod.read("pkg/providers/instancetype/zz_generated.vpclimits.go"))
+	kpBandwidth := readKarpenterBandwidth(karpMod.path("pkg/providers/instancetype/zz_generated.bandwidth.go"), karpMod.read("pkg/providers/instancetype/zz_generated.bandwidth.go"))
+	fs := readFacts(factsFile)
+	sdkNames := readSDKInstanceTypes(sdkMod.path("types/enums.go"), sdkMod.read("types/enums.go"))
 
-	kpBandwidth := readKarpenterBandwidth(filepath.Join(karpMod.Dir, "pkg", "providers", "instancetype", "zz_generated.bandwidth.go"))
-	cat := build(insts, kpPrices, kpLimits, kpBandwidth)
-	cat.source = fmt.Sprintf("AWS EC2 catalog: %s %s (instances.vantage.sh data, MIT, %s); %s %s on-demand price tables (Apache-2.0, %s)",
-		"github.com/cristim/ec2-instances-info", ec2Mod.Version, ec2Mod.date(), karpenterModule, karpenterVersion, kpDates)
+	cat := build(insts, ec2Mod.date(), kpPrices, kpDates, kpLimits, kpBandwidth, fs, sdkNames)
+	var tableDates []string
+	for _, d := range kpDates {
+		tableDates = append(tableDates, d)
+	}
+	slices.Sort(tableDates)
+	tableDates = slices.Compact(tableDates)
+	cat.source = fmt.Sprintf("AWS EC2 catalog: shapes, zones, spot prices and other regions' on-demand prices from %s %s (instances.vantage.sh data, MIT, %s); "+
+		"shapes of newer types from %s (Apache-2.0, %s); on-demand prices of %s from %s %s (Apache-2.0, tables of %s)",
+		"github.com/cristim/ec2-instances-info", ec2Mod.Version, ec2Mod.date(), fs.provenance, fs.date,
+		strings.Join(slices.Sorted(maps.Keys(kpDates)), ", "), karpenterModule, karpenterVersion, strings.Join(tableDates, ", "))
 
-	cat.date = ec2Mod.date()
+	// The catalog's date is that of its newest data: a column older than
+	// that (spot prices, other regions' on-demand prices) says so on its
+	// region's R line and in the source line.
+	cat.date = slices.Max(append(tableDates, ec2Mod.date(), fs.date))
 	if *outliers != "" {
 		if err := os.WriteFile(*outliers, []byte(strings.Join(cat.raised, "\n")+"\n"), 0o644); err != nil {
 			log.Fatal(err)
@@ -116,14 +163,14 @@ func main() {
 	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("wrote %s: %d bytes (%d uncompressed), %d types, %d regions, %d priced (region, type) pairs",
-		*out, buf.Len(), len(data), len(cat.types), len(cat.zones), len(cat.prices))
+	log.Printf("wrote %s: %d bytes (%d uncompressed), %d types, %d regions, %d priced (region, type) pairs, dated %s",
+		*out, buf.Len(), len(data), len(cat.types), len(cat.zones), len(cat.prices), cat.date)
 }
 
 // module is what `go mod download -json` reports.
 type module struct {
-	Path, Version, Dir, Error string
-	Time                      string
+	Path, Version, Dir, Zip, Error string
+	Time                           string
 }
 
 // date is the data date of a module version: the commit date of a
@@ -140,6 +187,47 @@ func (m module) date() string {
 	return "unknown date"
 }
 
+// path names a file of the module in messages.
+func (m module) path(rel string) string { return m.Path + "@" + m.Version + "/" + rel }
+
+// read returns a file of the module, from the module's zip in the module
+// cache: the zip is there even when the go command refuses to extract a
+// module that needs a newer Go than this machine's (karpenter-provider-aws
+// v1.15.2 wants go 1.26.11), and the generator only reads data files.
+func (m module) read(rel string) []byte {
+	zr, err := zip.OpenReader(m.Zip)
+	if err != nil {
+		log.Fatalf("%s: %v", m.Path, err)
+	}
+	defer zr.Close()
+	f, err := zr.Open(m.Path + "@" + m.Version + "/" + rel)
+	if err != nil && m.Path != m.realPath() {
+		f, err = zr.Open(m.realPath() + "@" + m.Version + "/" + rel)
+	}
+	if err != nil {
+		log.Fatalf("%s: %v", m.path(rel), err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		log.Fatalf("%s: %v", m.path(rel), err)
+	}
+	return b
+}
+
+// realPath is the path the module's zip is stored under: that of the
+// replacement for a replaced module (the zip's file names carry it).
+func (m module) realPath() string {
+	if m.Path == ec2InfoModule {
+		return "github.com/cristim/ec2-instances-info"
+	}
+	return m.Path
+}
+
+// toolchainErr matches the go command's refusal of a module that declares a
+// newer Go; the module is downloaded all the same.
+var toolchainErr = regexp.MustCompile(`requires go >= [0-9.]+ \(running go`)
+
 // download fetches a module into the module cache and returns where it is. An
 // empty version means the version in this module's go.mod (with its replace).
 func download(path, version string) module {
@@ -148,43 +236,31 @@ func download(path, version string) module {
 		arg += "@" + version
 	}
 	cmd := exec.Command("go", "mod", "download", "-json", arg)
+	// GOTOOLCHAIN=local: a module that declares a newer Go must not make
+	// the go command fetch another toolchain; its zip is all the generator
+	// needs (see module.read).
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
 	cmd.Stderr = os.Stderr
 	outb, err := cmd.Output()
 	var m module
-	if jerr := json.Unmarshal(outb, &m); jerr != nil || err != nil || m.Error != "" || m.Dir == "" {
+	jerr := json.Unmarshal(outb, &m)
+	if m.Error != "" && toolchainErr.MatchString(m.Error) {
+		m.Error, err = "", nil // go mod download exits 1 for it
+	}
+	if jerr != nil || err != nil || m.Error != "" || m.Zip == "" {
 		log.Fatalf("go mod download %s: %v %v %s", arg, err, jerr, m.Error)
 	}
 	if m.Time == "" {
 		// go mod download -json does not always report Time; the .info file has it.
-		if b, err := os.ReadFile(filepath.Join(goEnv("GOMODCACHE"), "cache", "download", escapePath(m.Path), "@v", m.Version+".info")); err == nil {
-			var info struct{ Time string }
-			if json.Unmarshal(b, &info) == nil {
-				m.Time = info.Time
+		info := strings.TrimSuffix(m.Zip, ".zip") + ".info"
+		if b, err := os.ReadFile(info); err == nil {
+			var i struct{ Time string }
+			if json.Unmarshal(b, &i) == nil {
+				m.Time = i.Time
 			}
 		}
 	}
 	return m
-}
-
-func goEnv(name string) string {
-	b, err := exec.Command("go", "env", name).Output()
-	if err != nil {
-		log.Fatalf("go env %s: %v", name, err)
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// escapePath applies the module cache's case encoding (A → !a).
-func escapePath(p string) string {
-	var b strings.Builder
-	for _, r := range p {
-		if 'A' <= r && r <= 'Z' {
-			b.WriteByte('!')
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // num is a number the data set writes either as a JSON number or as a string;
@@ -233,33 +309,29 @@ type rawInstance struct {
 	} `json:"pricing"`
 }
 
-func readEC2Info(path string) []rawInstance {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		log.Fatal(err)
-	}
+func readEC2Info(b []byte) []rawInstance {
 	var insts []rawInstance
 	if err := json.Unmarshal(b, &insts); err != nil {
-		log.Fatalf("%s: %v", path, err)
+		log.Fatalf("ec2-instances-info data/instances.json: %v", err)
 	}
 	return insts
 }
 
 // readKarpenterPrices parses the InitialOnDemandPrices* maps of the AWS and
 // AWS GovCloud partitions (the China table is in CNY and is not used). It
-// returns region → type → USD/hour and the tables' generation dates.
-func readKarpenterPrices(dir string) (map[string]map[string]float64, string) {
+// returns region → type → USD/hour and region → the date its table was
+// generated at (each file says "generated at <time>").
+func readKarpenterPrices(m module) (map[string]map[string]float64, map[string]string) {
 	prices := map[string]map[string]float64{}
-	var dates []string
+	dates := map[string]string{}
 	dateRE := regexp.MustCompile(`generated at (\d{4}-\d{2}-\d{2})`)
 	for _, f := range []string{"zz_generated.pricing_aws.go", "zz_generated.pricing_aws_us_gov.go"} {
-		path := filepath.Join(dir, f)
-		src, err := os.ReadFile(path)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if m := dateRE.FindSubmatch(src); m != nil {
-			dates = append(dates, string(m[1]))
+		rel := "pkg/providers/pricing/" + f
+		path := m.path(rel)
+		src := m.read(rel)
+		dm := dateRE.FindSubmatch(src)
+		if dm == nil {
+			log.Fatalf("%s: no \"generated at\" date", path)
 		}
 		file, err := parser.ParseFile(token.NewFileSet(), path, src, 0)
 		if err != nil {
@@ -281,6 +353,7 @@ func readKarpenterPrices(dir string) (map[string]map[string]float64, string) {
 					if prices[region] == nil {
 						prices[region] = map[string]float64{}
 					}
+					dates[region] = string(dm[1])
 					for _, e := range kv.Value.(*ast.CompositeLit).Elts {
 						kv := e.(*ast.KeyValueExpr)
 						lit := kv.Value.(*ast.BasicLit)
@@ -295,16 +368,42 @@ func readKarpenterPrices(dir string) (map[string]map[string]float64, string) {
 			return false
 		})
 	}
-	slices.Sort(dates)
-	dates = slices.Compact(dates)
-	return prices, strings.Join(dates, ", ")
+	return prices, dates
+}
+
+// readSDKInstanceTypes returns the values of the SDK's InstanceType enum
+// (types/enums.go: const InstanceTypeXxx InstanceType = "x.y").
+func readSDKInstanceTypes(path string, src []byte) []string {
+	file, err := parser.ParseFile(token.NewFileSet(), path, src, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var names []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "InstanceType" {
+			return false
+		}
+		for _, v := range vs.Values {
+			names = append(names, unquote(v))
+		}
+		return false
+	})
+	if len(names) < 500 {
+		log.Fatalf("%s: %d InstanceType values, want hundreds", path, len(names))
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 type vpcLimits struct{ enis, ipv4 int }
 
 // readKarpenterVPCLimits parses the Limits map: type → Interface, IPv4PerInterface.
-func readKarpenterVPCLimits(path string) map[string]vpcLimits {
-	file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+func readKarpenterVPCLimits(path string, src []byte) map[string]vpcLimits {
+	file, err := parser.ParseFile(token.NewFileSet(), path, src, 0)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -378,7 +477,10 @@ type price struct {
 
 type catalog struct {
 	source string
-	date   string // of the price data, YYYY-MM-DD
+	date   string // of the newest data, YYYY-MM-DD
+	// regionDates holds, per region, the dates of its on-demand and of its
+	// spot prices (YYYY-MM-DD).
+	regionDates map[string][2]string
 	// raised lists the spot outliers raised (see raiseSpotOutliers).
 	raised []string
 	zones  map[string]string // region → zone suffixes, e.g. "abcdef"
@@ -386,8 +488,17 @@ type catalog struct {
 	prices []price
 }
 
-func build(insts []rawInstance, kpPrices map[string]map[string]float64, kpLimits map[string]vpcLimits, kpBandwidth map[string]int64) *catalog {
-	c := &catalog{zones: map[string]string{}}
+// build joins the sources. ec2-instances-info gives the shapes, zones,
+// spot prices and on-demand prices of the types it knows (as of ec2Date);
+// Karpenter's on-demand tables (kpPrices, dated per region in kpDates)
+// replace its on-demand prices where they have one, being newer; types
+// neither ec2-instances-info nor the Karpenter tables' regions had priced are
+// added from the Karpenter tables with their shapes from fs, and left out
+// (and counted) when fs has no shape for them. sdkNames, every type name
+// the EC2 SDK knows, are only counted.
+func build(insts []rawInstance, ec2Date string, kpPrices map[string]map[string]float64, kpDates map[string]string, kpLimits map[string]vpcLimits,
+	kpBandwidth map[string]int64, fs factsSet, sdkNames []string) *catalog {
+	c := &catalog{zones: map[string]string{}, regionDates: map[string][2]string{}}
 	sort.Slice(insts, func(i, j int) bool { return insts[i].InstanceType < insts[j].InstanceType })
 
 	// Zones: the union of the zone IDs listed for any type in a region, sorted
@@ -411,8 +522,8 @@ func build(insts []rawInstance, kpPrices map[string]map[string]float64, kpLimits
 		c.zones[r] = string(s)
 	}
 
-	var skippedPrev, skippedMac, skippedShape, filledENI, eniDiff, kpFilled, kpDiff, noPrice int
-	var kpDiffs []string
+	var skippedPrev, skippedMac, skippedShape, filledENI, eniDiff, kpFilled, kpDiff, noPrice, spotAboveOD int
+	var kpDiffs, shapeDiffs []string
 	inSource := map[string]bool{}
 	for _, in := range insts {
 		inSource[in.InstanceType] = true
@@ -450,6 +561,9 @@ func build(insts []rawInstance, kpPrices map[string]map[string]float64, kpLimits
 			}
 		}
 		t.gpu, t.gpuMfr, t.gpuName = gpu(in)
+		if f, ok := fs.types[name]; ok && (f.vcpu != t.vcpu || f.memMiB != t.memMiB || f.arch != t.arch || f.gpu != t.gpu || f.gpuName != t.gpuName) {
+			shapeDiffs = append(shapeDiffs, fmt.Sprintf("%s %d/%d/%s/%d%s→%d/%d/%s/%d%s", name, t.vcpu, t.memMiB, t.arch, t.gpu, t.gpuName, f.vcpu, f.memMiB, f.arch, f.gpu, f.gpuName))
+		}
 		if t.gpu > 0 && in.GPUMemory > 0 {
 			t.gpuMemMiB = int64(math.Round(float64(in.GPUMemory) * 1024 / float64(t.gpu)))
 		}
@@ -497,13 +611,20 @@ func build(insts []rawInstance, kpPrices map[string]map[string]float64, kpLimits
 					p.spot = float64(lin.SpotAvg)
 				}
 			}
+			// Karpenter's table is newer than ec2-instances-info: its
+			// on-demand price wins. The spot price is a market price and is
+			// kept.
 			if kp, ok := kpPrices[r][name]; ok && kp > 0 {
-				if p.od <= 0 {
-					p.od = kp
+				switch {
+				case p.od <= 0:
 					kpFilled++
-				} else if math.Abs(kp-p.od)/p.od > 0.005 {
+				case math.Abs(kp-p.od)/p.od > 0.005:
 					kpDiff++
 					kpDiffs = append(kpDiffs, fmt.Sprintf("%s/%s %g→%g", r, name, p.od, kp))
+				}
+				p.od = kp
+				if p.spot >= p.od {
+					spotAboveOD++
 				}
 			}
 			if p.od <= 0 && p.spot <= 0 {
@@ -547,18 +668,102 @@ func build(insts []rawInstance, kpPrices map[string]map[string]float64, kpLimits
 	log.Printf("spot outliers: %d of %d spot prices below half their family's median spot/on-demand ratio in the region, raised to that median (all with -outliers FILE): %s",
 		len(c.raised), countSpot(c.prices), abbreviate(c.raised, 12))
 
-	var kpOnly []string
-	for n := range kpPrices["us-east-1"] {
-		if !inSource[n] {
-			kpOnly = append(kpOnly, n)
+	log.Printf("skipped: %d previous-generation, %d Mac, %d without shape, %d without any Linux price", skippedPrev, skippedMac, skippedShape, noPrice)
+	log.Printf("karpenter %s: filled %d on-demand prices, replaced %d that differ by > 0.5%% (%d of them now at or below their spot price); filled ENI limits of %d types, %d differ (ec2-instances-info kept)",
+		karpenterVersion, kpFilled, kpDiff, spotAboveOD, filledENI, eniDiff)
+	log.Printf("karpenter price differences (ec2-instances-info → karpenter): %s", abbreviate(kpDiffs, 8))
+	log.Printf("shapes: %d types of ec2-instances-info have another vCPU/MiB/arch/GPU in %s (ec2-instances-info kept): %s", len(shapeDiffs), factsFile, abbreviate(shapeDiffs, 8))
+	c.addNewTypes(inSource, kpPrices, kpLimits, kpBandwidth, fs, sdkNames)
+	sort.Slice(c.types, func(i, j int) bool { return c.types[i].name < c.types[j].name })
+	sort.Slice(c.prices, func(i, j int) bool {
+		a, b := c.prices[i], c.prices[j]
+		if a.region != b.region {
+			return a.region < b.region
+		}
+		return a.typ < b.typ
+	})
+	for r := range c.zones {
+		od := ec2Date
+		if d, ok := kpDates[r]; ok {
+			od = d
+		}
+		c.regionDates[r] = [2]string{od, ec2Date}
+	}
+	return c
+}
+
+// addNewTypes adds the types ec2-instances-info does not know (inSource)
+// that a Karpenter on-demand table prices and fs gives the shape of: with
+// ENI limits from Karpenter's VPC limits, network bandwidth from its
+// bandwidth table (else fs's), offered on demand in every zone of each
+// region the table prices them in, without spot prices (no source here has
+// spot prices newer than ec2-instances-info). It logs what it leaves out:
+// Mac hosts, types without a shape, and the names the SDK knows that no
+// source prices.
+func (c *catalog) addNewTypes(inSource map[string]bool, kpPrices map[string]map[string]float64, kpLimits map[string]vpcLimits,
+	kpBandwidth map[string]int64, fs factsSet, sdkNames []string) {
+	isMac := func(n string) bool { return strings.HasPrefix(n, "mac") }
+	priced := map[string]bool{}
+	for r, ps := range kpPrices {
+		if !regionRE.MatchString(r) {
+			continue
+		}
+		for n, p := range ps {
+			if p > 0 && !inSource[n] {
+				priced[n] = true
+			}
 		}
 	}
-	slices.Sort(kpOnly)
-	log.Printf("skipped: %d previous-generation, %d Mac, %d without shape, %d without any Linux price", skippedPrev, skippedMac, skippedShape, noPrice)
-	log.Printf("karpenter: filled %d on-demand prices, %d differ by > 0.5%% (ec2-instances-info kept); filled ENI limits of %d types, %d differ (ec2-instances-info kept)", kpFilled, kpDiff, filledENI, eniDiff)
-	log.Printf("karpenter price differences: %s", abbreviate(kpDiffs, 8))
-	log.Printf("karpenter prices %d us-east-1 types that ec2-instances-info lacks (left out: no shape data): %s", len(kpOnly), abbreviate(kpOnly, 12))
-	return c
+	var added, mac, noShape, noENI []string
+	families := map[string]bool{}
+	for _, n := range slices.Sorted(maps.Keys(priced)) {
+		f, ok := fs.types[n]
+		switch {
+		case isMac(n):
+			mac = append(mac, n)
+			continue
+		case !ok:
+			noShape = append(noShape, n)
+			continue
+		}
+		t := f
+		if l, ok := kpLimits[n]; ok {
+			t.enis, t.ipv4 = l.enis, l.ipv4
+		} else {
+			noENI = append(noENI, n)
+		}
+		if bw, ok := kpBandwidth[n]; ok {
+			t.netMbps = bw
+		}
+		for _, r := range slices.Sorted(maps.Keys(kpPrices)) {
+			if p := kpPrices[r][n]; p > 0 && regionRE.MatchString(r) {
+				c.prices = append(c.prices, price{region: r, typ: n, od: round(p)})
+				if _, ok := c.zones[r]; !ok {
+					c.zones[r] = defaultZones
+				}
+			}
+		}
+		c.types = append(c.types, t)
+		added = append(added, n)
+		fam, _, _ := strings.Cut(n, ".")
+		families[fam] = true
+	}
+	log.Printf("new types: added %d in %d families (%s) with shapes from %s and on-demand prices from %s %s; %d of them without ENI limits",
+		len(added), len(families), strings.Join(slices.Sorted(maps.Keys(families)), " "), factsFile, karpenterModule, karpenterVersion, len(noENI))
+	log.Printf("new types left out: %d Mac hosts (%s), %d without a shape in any source (%s)", len(mac), abbreviate(mac, 8), len(noShape), abbreviate(noShape, 12))
+	var unpriced, unknown []string
+	for _, n := range sdkNames {
+		if inSource[n] || priced[n] || isMac(n) {
+			continue
+		}
+		if _, ok := fs.types[n]; ok {
+			unpriced = append(unpriced, n)
+		} else {
+			unknown = append(unknown, n)
+		}
+	}
+	log.Printf("%s %s names %d more types that no source prices: %d with a shape in %s (%s), %d without any shape (%s)",
+		sdkModule, sdkVersion, len(unpriced)+len(unknown), len(unpriced), factsFile, abbreviate(unpriced, 8), len(unknown), abbreviate(unknown, 12))
 }
 
 // outlierFactor: a spot price whose spot/on-demand ratio is below
@@ -701,8 +906,8 @@ func num0(n int64) string {
 }
 
 // readKarpenterBandwidth parses InstanceTypeBandwidthMegabits: type → Mbps.
-func readKarpenterBandwidth(path string) map[string]int64 {
-	file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+func readKarpenterBandwidth(path string, src []byte) map[string]int64 {
+	file, err := parser.ParseFile(token.NewFileSet(), path, src, 0)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -760,7 +965,7 @@ func fmtPrice(f float64) string {
 func (c *catalog) encode() []byte {
 	var b bytes.Buffer
 	w := bufio.NewWriter(&b)
-	fmt.Fprintln(w, "# kubectl-rightsize AWS instance-type catalog v2; generated by hack/gencatalog, do not edit")
+	fmt.Fprintln(w, "# kubectl-rightsize AWS instance-type catalog v3; generated by hack/gencatalog, do not edit")
 	fmt.Fprintf(w, "S\t%s\n", c.source)
 	fmt.Fprintf(w, "D\t%s\n", c.date)
 	regions := make([]string, 0, len(c.zones))
@@ -779,7 +984,8 @@ func (c *catalog) encode() []byte {
 	for _, p := range c.prices {
 		if p.region != region {
 			region = p.region
-			fmt.Fprintf(w, "R\t%s\n", region)
+			d := c.regionDates[region]
+			fmt.Fprintf(w, "R\t%s\t%s\t%s\n", region, d[0], d[1])
 		}
 		fmt.Fprintf(w, "P\t%s\t%s\t%s\t%s\n", p.typ, fmtPrice(p.od), fmtPrice(p.spot), p.zones)
 	}

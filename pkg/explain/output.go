@@ -70,12 +70,13 @@ type ResultSource struct {
 	Origin string `json:"origin"`
 	// Region is the embedded catalog's region.
 	Region string `json:"region,omitempty"`
-	// Date is the date of the embedded catalog's prices, YYYY-MM-DD.
+	// Date is the date of the embedded catalog's on-demand prices in the
+	// region, YYYY-MM-DD (spot prices may be older: Description says so).
 	Date string `json:"date,omitempty"`
 	// File is the --instance-types file.
 	File string `json:"file,omitempty"`
 	// Description says the same in one line, as the human output does:
-	// "embedded AWS catalog of 2025-05-28, region us-east-1".
+	// "embedded AWS catalog of 2026-07-20, region us-east-1 (spot 2025-05-28)".
 	Description string `json:"description"`
 }
 

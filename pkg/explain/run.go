@@ -157,7 +157,7 @@ func (o *Options) instanceTypes() ([]solver.InstanceType, ResultSource, error) {
 	if src.File == "" {
 		src = ResultSource{Origin: "embedded", Region: o.Catalog.Region, Description: desc}
 		if cat, err := catalog.Load(); err == nil { // loaded already: cannot fail here
-			src.Date = cat.Date()
+			src.Date, _ = cat.PriceDates(o.Catalog.Region)
 		}
 	}
 	return types, src, nil

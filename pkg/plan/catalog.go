@@ -29,7 +29,8 @@ type Catalog struct {
 // burstable types priced for sustained use (cloud.PriceSustained), or
 // InstanceTypesFile, whose prices are kept) and converts it for the solver. It also returns a
 // one-line description of where the data came from, e.g. "embedded AWS
-// catalog of 2025-05-28, region us-east-1".
+// catalog of 2026-07-20, region us-east-1 (spot 2025-05-28)" (see
+// EmbeddedDescription).
 func (c *Catalog) InstanceTypes() ([]solver.InstanceType, string, error) {
 	types, source, region, err := c.load()
 	if err != nil {
@@ -67,7 +68,21 @@ func (c *Catalog) load() ([]cloud.InstanceType, string, string, error) {
 	for i := range types {
 		cloud.PriceSustained(&types[i])
 	}
-	return types, fmt.Sprintf("embedded AWS catalog of %s, region %s", cat.Date(), c.Region), c.Region, nil
+	return types, EmbeddedDescription(cat, c.Region), c.Region, nil
+}
+
+// EmbeddedDescription says in one line where the embedded catalog's prices
+// of region come from and how old they are: the date of the region's
+// on-demand prices, and that of its spot prices when they are older
+// ("embedded AWS catalog of 2026-07-20, region us-east-1 (spot 2025-05-28)").
+// It fits an 80-column line after "prices: " for every region.
+func EmbeddedDescription(cat *catalog.Catalog, region string) string {
+	od, spot := cat.PriceDates(region)
+	s := fmt.Sprintf("embedded AWS catalog of %s, region %s", od, region)
+	if spot != "" && spot != od {
+		s += fmt.Sprintf(" (spot %s)", spot)
+	}
+	return s
 }
 
 // ApplyNodeClasses gives every pool of p whose node class changes what a

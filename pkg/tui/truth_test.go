@@ -12,6 +12,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
@@ -175,7 +176,15 @@ func TestTheScreenSaysWhereItsPricesComeFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	embedded := func(region string) string {
-		return "prices: embedded AWS catalog of " + cat.Date() + ", region " + region
+		return "prices: " + plan.EmbeddedDescription(cat, region)
+	}
+	// The dates are the region's: us-east-1's on-demand prices are newer
+	// than its spot prices, eu-west-1's are all of one date.
+	if got, want := embedded("us-east-1"), "prices: embedded AWS catalog of 2026-07-20, region us-east-1 (spot 2025-05-28)"; got != want {
+		t.Fatalf("embedded(us-east-1) = %q, want %q", got, want)
+	}
+	if got, want := embedded("eu-west-1"), "prices: embedded AWS catalog of 2025-05-28, region eu-west-1"; got != want {
+		t.Fatalf("embedded(eu-west-1) = %q, want %q", got, want)
 	}
 	// 80 columns: the line is whole on the narrowest terminal the e2e
 	// drives, in every view.

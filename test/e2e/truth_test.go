@@ -68,7 +68,7 @@ func TestAnswersTellTheTruth(t *testing.T) {
 	}{
 		{"an unknown instance family is named, with what was meant",
 			[]string{"explain", "-f", in("web.yaml"), "--instance-family", "m7x"}, 1,
-			nil, []string{`error: --instance-family "m7x": no such instance family in the embedded AWS catalog of 2025-05-28, region us-east-1; did you mean m7a, m7g, m7i?`}},
+			nil, []string{`error: --instance-family "m7x": no such instance family in the embedded AWS catalog of 2026-07-20, region us-east-1 (spot 2025-05-28); did you mean m7a, m7g, m7i?`}},
 		{"a family nothing is near is named",
 			[]string{"explain", "-f", in("web.yaml"), "--instance-family", "foo"}, 1,
 			nil, []string{`error: --instance-family "foo": no such instance family in the embedded AWS catalog`}},
@@ -138,7 +138,7 @@ func TestAnswersTellTheTruth(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := got.Source
-		if s.Origin != "embedded" || s.Region != "us-east-1" || s.Date != "2025-05-28" || s.Description != "embedded AWS catalog of 2025-05-28, region us-east-1" {
+		if s.Origin != "embedded" || s.Region != "us-east-1" || s.Date != "2026-07-20" || s.Description != "embedded AWS catalog of 2026-07-20, region us-east-1 (spot 2025-05-28)" {
 			t.Errorf("source = %+v", s)
 		}
 		if got.Optimal <= 0 || got.Optimal > got.Total+1e-9 {

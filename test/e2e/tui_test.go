@@ -641,7 +641,7 @@ func TestTUIOfflineTellsTheTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	term := startTerminal(t, "/nonexistent", 100, 30, "tui", "-f", manifest)
-	screen := term.waitFor(60*time.Second, "6 pods │ plan $", "prices: embedded AWS catalog of 2025-05-28, region us-east-1")
+	screen := term.waitFor(60*time.Second, "6 pods │ plan $", "prices: embedded AWS catalog of 2026-07-20, region us-east-1 (spot 2025-05-28)")
 	term.keep("offline-pending", screen)
 	// The pending badge counts pods, as the summary and the header do.
 	if !strings.Contains(screen, " 1 Pending 6 ") {
@@ -656,7 +656,7 @@ func TestTUIOfflineTellsTheTruth(t *testing.T) {
 		}
 	}
 	term.keys("Escape", "2")
-	screen = term.waitFor(10*time.Second, " 2 Proposed ", "prices: embedded AWS catalog of 2025-05-28, region us-east-1")
+	screen = term.waitFor(10*time.Second, " 2 Proposed ", "prices: embedded AWS catalog of 2026-07-20, region us-east-1 (spot 2025-05-28)")
 	term.keys("Enter")
 	screen = term.waitFor(10*time.Second, "Allowed types: ", "more (explain -o json lists them all)")
 	term.keep("offline-proposed-detail", screen)
@@ -673,7 +673,7 @@ func TestTUIOfflineTellsTheTruth(t *testing.T) {
 	term.keys("Enter")
 	screen = term.waitFor(30*time.Second, "re-planning failed, showing the last plan: ", "unknown AWS region", "e.g.")
 	term.keep("offline-whatif-failed", screen)
-	if !strings.Contains(screen, "prices: embedded AWS catalog of 2025-05-28, region us-east-1") || strings.Contains(screen, "region xx-nowhere-1") {
+	if !strings.Contains(screen, "prices: embedded AWS catalog of 2026-07-20, region us-east-1 (spot 2025-05-28)") || strings.Contains(screen, "region xx-nowhere-1") {
 		t.Errorf("after the failed what-if the prices line does not name the plan on screen's region:\n%s", screen)
 	}
 	term.keys("q")

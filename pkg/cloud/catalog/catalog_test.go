@@ -281,8 +281,81 @@ func TestSpotPricesAreNotOutliers(t *testing.T) {
 }
 
 func TestDate(t *testing.T) {
-	if d := mustLoad(t).Date(); d != "2025-05-28" {
-		t.Errorf("Date() = %q, want the price data's date 2025-05-28", d)
+	c := mustLoad(t)
+	// The newest data: Karpenter v1.15.2's GovCloud on-demand table.
+	if d := c.Date(); d != "2026-08-24" {
+		t.Errorf("Date() = %q, want the newest data's date 2026-08-24", d)
+	}
+	for _, tt := range []struct{ region, od, spot string }{
+		// Karpenter's us-east-1 table; spot prices only from ec2-instances-info.
+		{"us-east-1", "2026-07-20", "2025-05-28"},
+		{"eu-west-1", "2025-05-28", "2025-05-28"},
+		{"us-west-2", "2025-05-28", "2025-05-28"},
+		// GovCloud: no spot prices in any source.
+		{"us-gov-west-1", "2026-08-24", ""},
+		{"nowhere-1", "", ""},
+	} {
+		if od, spot := c.PriceDates(tt.region); od != tt.od || spot != tt.spot {
+			t.Errorf("PriceDates(%s) = %q, %q; want %q, %q", tt.region, od, spot, tt.od, tt.spot)
+		}
+	}
+}
+
+// TestTypesLaunchedSinceTheOldSnapshot checks types ec2-instances-info
+// (2025-05-28) does not know: their shapes (from Karpenter's reference page),
+// their us-east-1 on-demand prices (Karpenter v1.15.2's table), no spot
+// price (no source has one), every zone, and no offering outside the
+// regions Karpenter's tables price.
+func TestTypesLaunchedSinceTheOldSnapshot(t *testing.T) {
+	c := mustLoad(t)
+	tests := []struct {
+		name                 string
+		vcpu, memGiB         int64
+		arch                 string
+		gpu                  int64
+		gpuName, gpuMfr, cpu string
+		od                   float64 // us-east-1, USD/h
+	}{
+		{name: "c8i.large", vcpu: 2, memGiB: 4, arch: "amd64", cpu: "intel", od: 0.09371},
+		{name: "m8a.xlarge", vcpu: 4, memGiB: 16, arch: "amd64", cpu: "amd", od: 0.24344},
+		{name: "m9g.large", vcpu: 2, memGiB: 8, arch: "arm64", cpu: "aws", od: 0.09784},
+		{name: "g7e.2xlarge", vcpu: 8, memGiB: 64, arch: "amd64", gpu: 1, gpuName: "rtx-pro-server-6000", gpuMfr: "nvidia", cpu: "intel", od: 3.3631},
+		{name: "p6-b300.48xlarge", vcpu: 192, memGiB: 4096, arch: "amd64", gpu: 8, gpuName: "b300", gpuMfr: "nvidia", cpu: "intel", od: 142.42},
+	}
+	east, err := c.InstanceTypes("us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	west, err := c.InstanceTypes("eu-west-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := c.Lookup(tt.name)
+			if !ok {
+				t.Fatalf("Lookup(%q) not found", tt.name)
+			}
+			if got.CPU != tt.vcpu*1000 || got.Memory != tt.memGiB*gib || got.Architecture != tt.arch || got.GPU != tt.gpu ||
+				got.GPUName != tt.gpuName || got.GPUManufacturer != tt.gpuMfr || got.CPUManufacturer != tt.cpu || got.MaxENIs == 0 {
+				t.Errorf("Lookup(%q) = %+v", tt.name, got)
+			}
+			i := slices.IndexFunc(east, func(it cloud.InstanceType) bool { return it.Name == tt.name })
+			if i < 0 {
+				t.Fatalf("%s not on sale in us-east-1", tt.name)
+			}
+			if n := len(east[i].Offerings); n != len(c.Zones("us-east-1")) {
+				t.Errorf("%s: %d offerings in us-east-1, want on-demand in each of %d zones", tt.name, n, len(c.Zones("us-east-1")))
+			}
+			for _, o := range east[i].Offerings {
+				if o.CapacityType != cloud.CapacityTypeOnDemand || o.Price != tt.od {
+					t.Errorf("%s: offering %+v, want on-demand at %v", tt.name, o, tt.od)
+				}
+			}
+			if slices.ContainsFunc(west, func(it cloud.InstanceType) bool { return it.Name == tt.name }) {
+				t.Errorf("%s on sale in eu-west-1, which no source prices it in", tt.name)
+			}
+		})
 	}
 }
 
@@ -317,7 +390,7 @@ func TestUnknownRegion(t *testing.T) {
 
 func TestSource(t *testing.T) {
 	s := mustLoad(t).Source()
-	for _, want := range []string{"ec2-instances-info", "karpenter-provider-aws", "2025-"} {
+	for _, want := range []string{"ec2-instances-info", "2025-05-28", "karpenter-provider-aws v1.15.2", "2026-07-20", "2026-08-24", "instance-types.md", "2026-07-11"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("Source() = %q, want it to mention %q", s, want)
 		}
@@ -333,6 +406,24 @@ func gzipped(s string) []byte {
 	w.Write([]byte(s))
 	w.Close()
 	return b.Bytes()
+}
+
+func TestDecodePriceDates(t *testing.T) {
+	const v3 = "S\tsrc\nD\t2026-03-04\nZ\tr-1\tab\nZ\tr-2\tab\nT\tx.large\t2\t8192\tamd64\t3\t10\t0\t\t\n" +
+		"R\tr-1\t2026-03-04\t2025-01-02\nP\tx.large\t0.1\t0.03\t\nR\tr-2\nP\tx.large\t0.1\t\t\n"
+	c, err := decode(gzipped(v3))
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	for _, tt := range []struct{ region, od, spot string }{
+		{"r-1", "2026-03-04", "2025-01-02"},
+		{"r-2", "2026-03-04", ""}, // no dates: the D date; no spot price: no spot date
+		{"r-3", "", ""},
+	} {
+		if od, spot := c.PriceDates(tt.region); od != tt.od || spot != tt.spot {
+			t.Errorf("PriceDates(%s) = %q, %q; want %q, %q", tt.region, od, spot, tt.od, tt.spot)
+		}
+	}
 }
 
 func TestDecodeRejectsBadData(t *testing.T) {
@@ -357,6 +448,9 @@ func TestDecodeRejectsBadData(t *testing.T) {
 		"short T":       strings.Replace(good, "\t0\t\t\n", "\n", 1),
 		"P before R":    "S\tsrc\nZ\tr-1\tab\nT\tx.large\t2\t8192\tamd64\t3\t10\t0\t\t\nP\tx.large\t0.1\t0.03\tb\n",
 		"R without Z":   good + "R\tr-2\n",
+		"R one date":    strings.Replace(good, "R\tr-1\n", "R\tr-1\t2026-01-02\n", 1),
+		"R bad date":    strings.Replace(good, "R\tr-1\n", "R\tr-1\t2026-01-02\t2026-13-01\n", 1),
+		"bad D":         good + "D\t2026-1-2\n",
 		"empty catalog": "# nothing\n",
 	} {
 		data := gzipped(bad)
