@@ -129,6 +129,9 @@ func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time
 			return nil, fmt.Errorf("advice for %s: %w", w.What, err)
 		}
 		built.Problem.Options.Deadline = time.Now().Add(budget)
+		// Advice compares pools: the narrowed re-solves that keep a plan
+		// monotone in choice are the main plan's business.
+		built.Problem.Options.NoNarrowing = true
 		alt, err := solveCtx(ctx, built.Problem)
 		if err != nil {
 			return nil, fmt.Errorf("advice for %s: planning: %w", w.What, err)

@@ -34,6 +34,10 @@ type Result struct {
 	TotalPricePerHour      float64             `json:"totalPricePerHour"`
 	TotalPricePerMonth     float64             `json:"totalPricePerMonth"`
 	LowerBoundPricePerHour float64             `json:"lowerBoundPricePerHour"`
+	// LowerBoundApproximate is set when the bound's linear program stopped
+	// at its budget (time, pivots, --timeout): the bound is then a weaker
+	// one, still valid.
+	LowerBoundApproximate bool `json:"lowerBoundApproximate,omitempty"`
 	// BestEffortPods counts the planned pods that request no CPU and no
 	// memory: they are planned as taking none, so the plan is a floor.
 	BestEffortPods int `json:"bestEffortPods,omitempty"`
@@ -211,6 +215,7 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source ResultSource) *Resul
 		TotalPricePerHour:      plan.TotalPrice,
 		TotalPricePerMonth:     round2(plan.TotalPrice * HoursPerMonth),
 		LowerBoundPricePerHour: plan.LowerBound,
+		LowerBoundApproximate:  plan.BoundApproximate,
 	}
 	options := solver.LaunchInstanceTypes(p, plan, -1)
 	for i, n := range plan.NewNodes {
@@ -356,7 +361,11 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 	case r.OptimalPricePerHour > 0:
 		fmt.Fprintf(w, "\nThe optimum is $%.4f/h (exhaustive search); this plan costs %.3f× it.\n", r.OptimalPricePerHour, r.TotalPricePerHour/r.OptimalPricePerHour)
 	case r.LowerBoundPricePerHour > 0:
-		fmt.Fprintf(w, "\nLower bound: $%.4f/h; this plan costs %.3f× the bound.\n", r.LowerBoundPricePerHour, r.TotalPricePerHour/r.LowerBoundPricePerHour)
+		approx := ""
+		if r.LowerBoundApproximate {
+			approx = " (bound: approximate; its program stopped at its budget)"
+		}
+		fmt.Fprintf(w, "\nLower bound: $%.4f/h%s; this plan costs %.3f× the bound.\n", r.LowerBoundPricePerHour, approx, r.TotalPricePerHour/r.LowerBoundPricePerHour)
 	}
 	if r.StoppedEarly {
 		fmt.Fprintln(w, "\nThe search reached --timeout and stopped early; the plan may be dearer than one found with more time.")

@@ -200,13 +200,14 @@ func (o *Options) solve(ctx context.Context, p *solver.Problem) (*solver.Plan, e
 }
 
 // solveCtx is solver.Solve returning as soon as ctx ends. The solver is
-// pure and stops at p.Options.Deadline; on cancellation it is left to
-// finish in the background and its plan dropped: the command is exiting.
+// pure: it stops at p.Options.Deadline with its best plan, and returns
+// promptly when p.Options.Done (set here to ctx's) is closed.
 func solveCtx(ctx context.Context, p *solver.Problem) (*solver.Plan, error) {
 	type solved struct {
 		plan *solver.Plan
 		err  error
 	}
+	p.Options.Done = ctx.Done()
 	done := make(chan solved, 1)
 	go func() {
 		plan, err := solver.Solve(p)
