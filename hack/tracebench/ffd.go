@@ -117,6 +117,10 @@ func ffd(p *solver.Problem) packing {
 		// estimate, and is within a few percent of it on these inputs, so
 		// the cheapest packing is among them. Packing all of ~800 types
 		// would take minutes.
+		// A type is a candidate only if it holds every one of those pods.
+		cs = slices.DeleteFunc(cs, func(ci int) bool {
+			return slices.ContainsFunc(held, func(pi int) bool { return !need(&p.Pods[pi]).Fits(cands[ci].alloc) })
+		})
 		var total solver.Resources
 		for _, pi := range held {
 			total = total.Add(need(&p.Pods[pi]))

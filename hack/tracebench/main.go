@@ -154,6 +154,10 @@ func (r *result) markdown() string {
 		}
 		return fmt.Sprintf("%.3f", a/b)
 	}
+	ffdRatio := ratio(r.Price, r.FFD)
+	if r.FFDPlaced != r.Pods-r.Unplaced {
+		ffdRatio = fmt.Sprintf("- (FFD places %d, the plan %d)", r.FFDPlaced, r.Pods-r.Unplaced)
+	}
 	term := fmt.Sprintf("ended %.2f s", r.TermWall)
 	if r.TermFinished {
 		term = fmt.Sprintf("done at %.2f s", r.TermWall)
@@ -164,7 +168,7 @@ func (r *result) markdown() string {
 	}
 	return fmt.Sprintf("| %s | `%s` | %d | %d | %.2f | %.2f | %d | %.2f | %d | %s | %.2f | %s | %.2f (%s) | %s | %s |",
 		r.Name, strings.Join(r.Flags, " "), r.Pods, r.Runs, r.WallMax, r.CPU, r.RSS>>20, r.Price, r.Unplaced,
-		ratio(r.Price, r.Bound), r.Bound, ratio(r.Price, r.FFD), r.FFD, strings.Join(r.FFDTypes, ", "), to, term)
+		ratio(r.Price, r.Bound), r.Bound, ffdRatio, r.FFD, strings.Join(r.FFDTypes, ", "), to, term)
 }
 
 // problems lists the targets the row misses.
@@ -176,7 +180,7 @@ func (r *result) problems() []string {
 	if r.RSS > maxRSS {
 		out = append(out, fmt.Sprintf("peak RSS %d MiB > %d MiB", r.RSS>>20, maxRSS>>20))
 	}
-	if r.FFD > 0 && r.Pods-r.Unplaced >= r.FFDPlaced && r.Price > r.FFD*(1+1e-9) {
+	if r.FFD > 0 && r.Pods-r.Unplaced == r.FFDPlaced && r.Price > r.FFD*(1+1e-9) {
 		out = append(out, fmt.Sprintf("plan $%.2f/h dearer than the one-type FFD $%.2f/h", r.Price, r.FFD))
 	}
 	if r.Pods-r.Unplaced < r.FFDPlaced {
