@@ -108,6 +108,8 @@ func TestHelmTemplateEqualsOperatorInstall(t *testing.T) {
 			[]string{"--cloud", "sim", "--cluster-name", "e2e", "--image", "registry.local:5000/rightsize:dev"}},
 		{"an image by digest", []string{"--set", "cloud=sim,image.digest=sha256:" + strings.Repeat("ab", 32)},
 			[]string{"--cloud", "sim", "--image", config.ImageRepository + "@sha256:" + strings.Repeat("ab", 32)}},
+		{"into kube-system without the namespace", []string{"-n", "kube-system", "--set", "clusterName=prod,namespace.create=false"},
+			[]string{"-n", "kube-system", "--cluster-name", "prod", "--create-namespace=false"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,8 +147,14 @@ func TestHelmTemplateRefuses(t *testing.T) {
 		{"aws without a cluster name", nil, []string{}, "clusterName is required with cloud aws", "--cluster-name is required with --cloud aws"},
 		{"an interruption queue with sim", []string{"--set", "cloud=sim,interruptionQueue=q"}, []string{"--cloud", "sim", "--interruption-queue", "q"},
 			`an interruption queue is for cloud aws, not "sim"`, `an interruption queue is for --cloud aws, not "sim"`},
-		{"the default namespace", []string{"-n", "default", "--set", "cloud=sim"}, nil, "restricted Pod Security Standard", ""},
-		{"kube-system", []string{"-n", "kube-system", "--set", "cloud=sim"}, nil, "install with -n rightsize-system --create-namespace", ""},
+		// One rule for the namespace (config.SharedNamespace): default and
+		// kube-* are refused by both, each naming its own way out.
+		{"the default namespace", []string{"-n", "default", "--set", "cloud=sim"}, []string{"-n", "default", "--cloud", "sim"},
+			"namespace default is shared with the cluster's own workloads", "namespace default is shared with the cluster's own workloads"},
+		{"kube-system", []string{"-n", "kube-system", "--set", "cloud=sim"}, []string{"-n", "kube-system", "--cloud", "sim"},
+			"leave kube-system as it is with namespace.create=false", "leave kube-system as it is with --create-namespace=false"},
+		{"any kube-*", []string{"-n", "kube-node-lease", "--set", "cloud=sim"}, []string{"-n", "kube-node-lease", "--cloud", "sim"},
+			"restricted Pod Security Standard", "restricted Pod Security Standard"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
