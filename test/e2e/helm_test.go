@@ -30,6 +30,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/rightsize-dev/kubectl-rightsize/config"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
 
@@ -312,9 +313,11 @@ func TestHelmInstallOperatorAsItsServiceAccount(t *testing.T) {
 		want string
 	}{
 		{[]string{"create", "nodeclaims.rightsize.dev"}, "yes"},
-		{[]string{"create", "nodes"}, "yes"},
+		{[]string{"create", "nodes"}, "yes"}, // cloud=sim: the chart's sim-only ClusterRole
+		{[]string{"patch", "nodes", "--subresource", "status"}, "no"},
 		{[]string{"create", "pods", "--subresource", "eviction", "-A"}, "yes"},
-		{[]string{"update", "leases.coordination.k8s.io", "-n", ns}, "yes"},
+		{[]string{"update", "leases.coordination.k8s.io/" + v1alpha1.OperatorLeaseName, "-n", ns}, "yes"},
+		{[]string{"update", "leases.coordination.k8s.io/other", "-n", ns}, "no"},
 		{[]string{"get", "secrets", "-A"}, "no"},
 		{[]string{"create", "pods", "-A"}, "no"},
 	} {
