@@ -78,8 +78,9 @@ func NewCmdOperatorInstall(streams genericiooptions.IOStreams, cluster genericcl
 		Short: "Print, or apply with --apply, the operator's manifests for this version",
 		Long: `Print the manifests that run the operator in a cluster: its namespace, the
 CRDs, a ServiceAccount with least-privilege RBAC, and a Deployment of two
-replicas with leader election, probes, resource limits, a metrics Service, a
-PodDisruptionBudget and a PriorityClass. The image is the one released with
+replicas with leader election, probes, resource limits, one replica per node,
+the priority system-cluster-critical, a metrics Service and a
+PodDisruptionBudget. The image is the one released with
 this version of the plugin.
 
 With --apply they are installed with server-side apply into the cluster of the
@@ -145,7 +146,7 @@ func (o *OperatorInstallOptions) Validate() error {
 }
 
 // Run prints the rendered manifests or applies them.
-func (o *OperatorInstallOptions) Run(context.Context) error {
+func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 	manifests, err := config.Render(o.Manifests)
 	if err != nil {
 		return err
@@ -159,12 +160,12 @@ func (o *OperatorInstallOptions) Run(context.Context) error {
 		_, err = o.Out.Write(manifests)
 		return err
 	}
-	return o.apply(manifests)
+	return o.apply(ctx, manifests)
 }
 
 // apply sends every object with server-side apply, in the rendered order
 // (namespace and CRDs first), and reports each as kubectl does.
-func (o *OperatorInstallOptions) apply(manifests []byte) error {
+func (o *OperatorInstallOptions) apply(ctx context.Context, manifests []byte) error {
 	if o.Cluster == nil {
 		return errors.New("--apply needs a cluster: none is configured")
 	}
@@ -177,7 +178,7 @@ func (o *OperatorInstallOptions) apply(manifests []byte) error {
 	if err != nil {
 		return fmt.Errorf("cannot map the operator manifests to the cluster's API: %w; check the kubeconfig context", err)
 	}
-	if err := o.checkNamespace(infos); err != nil {
+	if err := o.checkNamespace(ctx, infos); err != nil {
 		return err
 	}
 	force := true
@@ -206,7 +207,7 @@ func (o *OperatorInstallOptions) apply(manifests []byte) error {
 // over its labels and put its other pods under the restricted Pod Security
 // Standard. Without a Namespace object (--create-namespace=false) the
 // namespace must exist.
-func (o *OperatorInstallOptions) checkNamespace(infos []*resource.Info) error {
+func (o *OperatorInstallOptions) checkNamespace(ctx context.Context, infos []*resource.Info) error {
 	ns := o.Manifests.Namespace
 	for _, info := range infos {
 		if info.Mapping.GroupVersionKind.Kind != "Namespace" {
@@ -235,7 +236,7 @@ func (o *OperatorInstallOptions) checkNamespace(infos []*resource.Info) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace %s does not exist, and --create-namespace=false leaves it out: create it first, or drop --create-namespace=false", ns)
 		}
