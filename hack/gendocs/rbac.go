@@ -94,8 +94,10 @@ func rbacPages(root string) (map[string][]byte, error) {
 	b.WriteString("controller-gen from the `+kubebuilder:rbac` markers of the controllers and of the cloud\n")
 	b.WriteString("providers they drive (`make generate`); \"asked for by\" names the packages whose markers\n")
 	b.WriteString("grant each rule. Per cloud: only the simulated cloud creates Node objects, so only a\n")
-	b.WriteString("`--cloud sim` install gets node `create`; no install may write `nodes/status`. The plugin\n")
-	b.WriteString("itself (`explain`, `tui`) needs only read access: see\n")
+	b.WriteString("`--cloud sim` install gets node `create`; no install may write `nodes/status`. Besides\n")
+	b.WriteString("these, like every authenticated identity, it has the API server's default RBAC: discovery\n")
+	b.WriteString("URLs, reviews of its own access, and reading ClusterTrustBundles (public CA certificates).\n")
+	b.WriteString("The plugin itself (`explain`, `tui`) needs only read access: see\n")
 	b.WriteString("[Planning](../concepts/planning.md#permissions-the-plugin-needs).\n")
 	for _, rf := range roleFiles {
 		data, err := os.ReadFile(filepath.Join(root, rf.file))
