@@ -196,8 +196,21 @@ func value(s *string) string {
 	return *s
 }
 
-// Complete loads the kubeconfig and builds the logger.
+// Complete defaults the cluster name (sim only), loads the kubeconfig and
+// builds the logger. A missing cluster name with aws is refused first,
+// before a missing kubeconfig.
 func (o *OperatorOptions) Complete() error {
+	if o.ClusterName == "" {
+		if o.Cloud == "aws" {
+			// A shared default would let two clusters in one account each
+			// garbage-collect the other's instances as their own.
+			return errors.New("--cluster-name is required with --cloud aws: the operator tags the instances it launches with it " +
+				"and terminates instances carrying that tag that no NodeClaim owns, so two clusters sharing a name in one account " +
+				"would terminate each other's nodes; pass the EKS cluster's name")
+		}
+		// Nothing outside the cluster is tagged by the simulated cloud.
+		o.ClusterName = defaultSimClusterName
+	}
 	if o.LeaderElectionNamespace == "" {
 		o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	}
@@ -255,17 +268,6 @@ func (o *OperatorOptions) Validate() error {
 	}
 	if o.BatchIdle <= 0 || o.BatchMax < o.BatchIdle {
 		return fmt.Errorf("--batch-idle (%s) must be positive and at most --batch-max (%s)", o.BatchIdle, o.BatchMax)
-	}
-	if o.ClusterName == "" {
-		if o.Cloud == "aws" {
-			// A shared default would let two clusters in one account each
-			// garbage-collect the other's instances as their own.
-			return errors.New("--cluster-name is required with --cloud aws: the operator tags the instances it launches with it " +
-				"and terminates instances carrying that tag that no NodeClaim owns, so two clusters sharing a name in one account " +
-				"would terminate each other's nodes; pass the EKS cluster's name")
-		}
-		// Nothing outside the cluster is tagged by the simulated cloud.
-		o.ClusterName = defaultSimClusterName
 	}
 	if o.LeaderElect {
 		if err := validateLease(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {

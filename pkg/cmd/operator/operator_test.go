@@ -25,6 +25,8 @@ func TestNewCmdOperatorParsesIntoOptions(t *testing.T) {
 		{"an explicit region", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "aws", "--cluster-name", "prod", "--region", "eu-west-1"}, true, "", [3]time.Duration{}},
 		{"aws without a cluster name", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "aws", "--region", "eu-west-1"}, true,
 			"--cluster-name is required with --cloud aws", [3]time.Duration{}},
+		{"aws without a cluster name is told before a missing kubeconfig", []string{"--kubeconfig", "../testdata/missing", "--cloud", "aws"}, false,
+			"--cluster-name is required with --cloud aws", [3]time.Duration{}},
 		{"aws with an empty cluster name", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "aws", "--cluster-name="}, false,
 			"--cluster-name is required with --cloud aws", [3]time.Duration{}},
 		{"the interruption queue is for aws", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "sim", "--interruption-queue", "q"}, false,
