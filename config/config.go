@@ -22,12 +22,15 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// The CRDs come from pkg/apis/v1alpha1's own go:generate; this one writes the
-// ClusterRole from the +kubebuilder:rbac markers of the operator's controllers
-// and of the cloud providers they drive.
-//go:generate go tool controller-gen rbac:roleName=rightsize-operator paths=../pkg/operator/... paths=../pkg/cloud/... output:rbac:artifacts:config=rbac
+// The CRDs come from pkg/apis/v1alpha1's own go:generate; these write the
+// ClusterRoles from the +kubebuilder:rbac markers: rbac/role.yaml from the
+// operator's controllers and the AWS provider (every install), sim/role.yaml
+// from the simulated cloud, which only `--cloud sim` installs get (it creates
+// Node objects; on AWS the kubelet does).
+//go:generate go tool controller-gen rbac:roleName=rightsize-operator paths=../pkg/operator/... paths=../pkg/cloud/aws/... output:rbac:artifacts:config=rbac
+//go:generate go tool controller-gen rbac:roleName=rightsize-operator-sim paths=../pkg/cloud/sim/... output:rbac:artifacts:config=sim
 
-//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml default/*.yaml
+//go:embed crd/*.yaml rbac/*.yaml manager/*.yaml default/*.yaml sim/*.yaml
 var bases embed.FS
 
 // Defaults of the rendered manifests.
@@ -66,7 +69,33 @@ type Options struct {
 	// InterruptionQueue, when set, becomes the operator's
 	// --interruption-queue flag (aws only).
 	InterruptionQueue string
+	// ExistingNamespace leaves the Namespace object out: the operator goes
+	// into a namespace that exists already and is not its own, whose labels
+	// (the Pod Security Standard its other pods run under) the manifests
+	// must not change. A shared namespace (SharedNamespace) requires it.
+	ExistingNamespace bool
 }
+
+// SharedNamespace reports whether ns belongs to the cluster itself or to
+// everyone — default and every kube-* namespace (kube-system, kube-public,
+// kube-node-lease) — rather than to the operator. The manifests label their
+// namespace with the restricted Pod Security Standard, which in such a
+// namespace would refuse the pods of aws-node, kube-proxy and CSI drivers,
+// so `operator install` and the Helm chart render no Namespace for one
+// (ExistingNamespace, the chart's namespace.create=false) and refuse to
+// otherwise. The chart's checkNamespace template applies the same rule
+// (hack/genchart writes it from SharedNamespacePrefix and
+// SharedNamespaceNames).
+func SharedNamespace(ns string) bool {
+	return slices.Contains(SharedNamespaceNames, ns) || strings.HasPrefix(ns, SharedNamespacePrefix)
+}
+
+// SharedNamespacePrefix and SharedNamespaceNames define SharedNamespace.
+const SharedNamespacePrefix = "kube-"
+
+// SharedNamespaceNames are the shared namespaces SharedNamespacePrefix does
+// not cover.
+var SharedNamespaceNames = []string{"default"}
 
 // Validate reports the first option that cannot be rendered, as a sentence
 // naming the flag to fix.
@@ -76,6 +105,11 @@ func (o Options) Validate() error {
 	}
 	if o.Namespace != "" && !dnsLabel.MatchString(o.Namespace) {
 		return fmt.Errorf("namespace %q is not a valid DNS label: use lower-case letters, digits and '-'", o.Namespace)
+	}
+	if SharedNamespace(o.Namespace) && !o.ExistingNamespace {
+		return fmt.Errorf("namespace %s is shared with the cluster's own workloads: the manifests would label it with the restricted Pod Security Standard, "+
+			"which refuses new pods of aws-node, kube-proxy and CSI drivers there; install into a namespace of the operator's own (default %s), "+
+			"or leave %s as it is with --create-namespace=false (Helm: namespace.create=false)", o.Namespace, DefaultNamespace, o.Namespace)
 	}
 	if o.ClusterName != "" && !clusterName.MatchString(o.ClusterName) {
 		return fmt.Errorf("cluster name %q: use letters, digits, '-' and '_' (it tags cloud instances)", o.ClusterName)
@@ -143,6 +177,15 @@ func Render(o Options) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendering the operator manifests: %w", err)
 	}
+	if o.ExistingNamespace {
+		for _, r := range res.Resources() {
+			if r.GetKind() == "Namespace" {
+				if err := res.Remove(r.CurId()); err != nil {
+					return nil, fmt.Errorf("leaving the namespace out: %w", err)
+				}
+			}
+		}
+	}
 	return res.AsYaml()
 }
 
@@ -151,6 +194,11 @@ func Render(o Options) ([]byte, error) {
 func overlay(o Options) string {
 	var b strings.Builder
 	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../default\n")
+	if o.Cloud == "sim" {
+		// The simulated cloud creates the Node objects of its instances;
+		// on a real cloud the kubelet does, so only sim gets this role.
+		b.WriteString("components:\n- ../sim\n")
+	}
 	if o.Namespace != "" {
 		fmt.Fprintf(&b, "namespace: %q\n", o.Namespace)
 	}

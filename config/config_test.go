@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 )
 
 func TestRenderedManifestsPassLint(t *testing.T) {
@@ -201,6 +203,21 @@ func TestLintFindsViolations(t *testing.T) {
 		{"one replica", func(o []runtime.Object) { deployment(o).Spec.Replicas = ptr.To[int32](1) }, "fewer than 2 replicas"},
 		{"no leader election", func(o []runtime.Object) { container(o).Args = container(o).Args[1:] }, "without --leader-elect"},
 		{"no zone spread", func(o []runtime.Object) { deployment(o).Spec.Template.Spec.TopologySpreadConstraints = nil }, "across zones"},
+		{"soft node spread", func(o []runtime.Object) {
+			for i := range deployment(o).Spec.Template.Spec.TopologySpreadConstraints {
+				deployment(o).Spec.Template.Spec.TopologySpreadConstraints[i].WhenUnsatisfiable = corev1.ScheduleAnyway
+			}
+		}, "replicas may share a node"},
+		{"nodes/status", func(o []runtime.Object) {
+			clusterRole(o).Rules = append(clusterRole(o).Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}})
+		}, "grants nodes/status"},
+		{"any Lease", func(o []runtime.Object) {
+			for _, x := range o {
+				if r, ok := x.(*rbacv1.Role); ok {
+					r.Rules[0].ResourceNames = nil
+				}
+			}
+		}, "may get, update, patch any Lease"},
 		{"unknown priority class", func(o []runtime.Object) { deployment(o).Spec.Template.Spec.PriorityClassName = "x" }, "priority class"},
 		{"no PDB", func(o []runtime.Object) { deployment(o).Spec.Template.Labels = map[string]string{"a": "b"} }, "PodDisruptionBudget"},
 	}
@@ -216,28 +233,182 @@ func TestLintFindsViolations(t *testing.T) {
 	}
 }
 
-// TestGeneratedRoleIsCurrent fails when role.yaml lacks a permission that a
+// TestGeneratedRoleIsCurrent fails when role.yaml (or sim/role.yaml, for
+// the markers of the simulated cloud) lacks a permission that a
 // +kubebuilder:rbac marker under pkg/ asks for: run `make generate`.
 func TestGeneratedRoleIsCurrent(t *testing.T) {
-	role := readRole(t)
-	// Every package with markers (the operator's controllers, and the
-	// cloud providers' own, such as AWS interruption handling), as
-	// controller-gen reads them; none at all means the scan is broken.
-	markers := rbacMarkers(t, filepath.Join("..", "pkg"))
-	if len(markers) == 0 {
-		t.Fatal("no +kubebuilder:rbac markers found under pkg/: the scan or the markers are broken")
-	}
-	for _, m := range markers {
-		for _, g := range m.APIGroups {
-			for _, r := range m.Resources {
-				for _, v := range m.Verbs {
-					if !allows(role.Rules, g, r, v) {
-						t.Errorf("config/rbac/role.yaml does not grant %s %s in group %q, which a marker asks for: run `make generate`", v, r, g)
+	simDir := filepath.Join("..", "pkg", "cloud", "sim")
+	for _, tc := range []struct {
+		file string
+		dirs []string
+		skip string
+	}{
+		// Every package with markers (the operator's controllers, and
+		// the AWS provider's own, such as interruption handling), as
+		// controller-gen reads them; none at all means the scan is broken.
+		{filepath.Join("rbac", "role.yaml"), []string{filepath.Join("..", "pkg")}, simDir},
+		{filepath.Join("sim", "role.yaml"), []string{simDir}, ""},
+	} {
+		role := readRole(t, tc.file)
+		var markers []rbacv1.PolicyRule
+		for _, d := range tc.dirs {
+			markers = append(markers, rbacMarkers(t, d, tc.skip)...)
+		}
+		if len(markers) == 0 {
+			t.Fatalf("no +kubebuilder:rbac markers found for %s: the scan or the markers are broken", tc.file)
+		}
+		for _, m := range markers {
+			for _, g := range m.APIGroups {
+				for _, r := range m.Resources {
+					for _, v := range m.Verbs {
+						if !allows(role.Rules, g, r, v) {
+							t.Errorf("config/%s does not grant %s %s in group %q, which a marker asks for: run `make generate`", tc.file, v, r, g)
+						}
 					}
 				}
 			}
 		}
 	}
+}
+
+// TestRBACPerCloud checks that only the simulated cloud's install may create
+// Node objects, that no install may write node status, and that pods/status
+// is granted only as the lifecycle controller's nominations need it.
+func TestRBACPerCloud(t *testing.T) {
+	for _, tc := range []struct {
+		o          Options
+		nodeCreate bool
+	}{
+		{Options{}, false},
+		{Options{Cloud: "aws", ClusterName: "prod"}, false},
+		{Options{Cloud: "sim", Namespace: "ops"}, true},
+	} {
+		objs := render(t, tc.o)
+		var roles []string
+		creators := 0
+		for _, o := range objs {
+			switch x := o.(type) {
+			case *rbacv1.ClusterRole:
+				roles = append(roles, x.Name)
+				if allows(x.Rules, "", "nodes", "create") {
+					creators++
+				}
+				for _, sub := range []string{"nodes/status", "nodes/proxy", "pods/exec", "pods/attach", "serviceaccounts/token"} {
+					if slices.ContainsFunc(x.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, sub) }) {
+						t.Errorf("cloud %q: ClusterRole %s grants %s", tc.o.Cloud, x.Name, sub)
+					}
+				}
+				if got := grantedVerbs(x.Rules, "", "pods/status"); len(got) > 0 && !slices.Equal(got, []string{"patch"}) {
+					t.Errorf("cloud %q: pods/status %v, want only patch", tc.o.Cloud, got)
+				}
+			case *rbacv1.ClusterRoleBinding:
+				want := tc.o.Namespace
+				if want == "" {
+					want = DefaultNamespace
+				}
+				if x.Subjects[0].Namespace != want || x.Subjects[0].Name != ServiceAccount {
+					t.Errorf("cloud %q: ClusterRoleBinding %s binds %s/%s, want %s/%s", tc.o.Cloud, x.Name, x.Subjects[0].Namespace, x.Subjects[0].Name, want, ServiceAccount)
+				}
+			}
+		}
+		want := 0
+		if tc.nodeCreate {
+			want = 1
+		}
+		if creators != want {
+			t.Errorf("cloud %q: %d of ClusterRoles %v grant node create, want %d", tc.o.Cloud, creators, roles, want)
+		}
+	}
+}
+
+// TestLeaderElectionRoleTouchesOnlyItsLease checks the Role: every Lease
+// verb names the operator's Lease, but create, which RBAC cannot limit by
+// name; no list, watch or delete of Leases at all.
+func TestLeaderElectionRoleTouchesOnlyItsLease(t *testing.T) {
+	var role *rbacv1.Role
+	for _, o := range render(t, Options{Namespace: "ops"}) {
+		if r, ok := o.(*rbacv1.Role); ok {
+			role = r
+		}
+	}
+	if role == nil || role.Namespace != "ops" {
+		t.Fatalf("no leader-election Role in namespace ops: %+v", role)
+	}
+	var named, unnamed []string
+	for _, r := range role.Rules {
+		if !slices.Contains(r.Resources, "leases") {
+			continue
+		}
+		if len(r.ResourceNames) == 0 {
+			unnamed = append(unnamed, r.Verbs...)
+			continue
+		}
+		if !slices.Equal(r.ResourceNames, []string{v1alpha1.OperatorLeaseName}) {
+			t.Errorf("Lease rule names %v, want only %s", r.ResourceNames, v1alpha1.OperatorLeaseName)
+		}
+		named = append(named, r.Verbs...)
+	}
+	slices.Sort(named)
+	if !slices.Equal(named, []string{"get", "patch", "update"}) || !slices.Equal(unnamed, []string{"create"}) {
+		t.Errorf("Lease verbs: %v by name, %v on any, want [get patch update] and [create]", named, unnamed)
+	}
+}
+
+// TestSharedNamespaces checks one rule for the namespace: a shared one
+// (default, kube-*) is refused unless the Namespace is left out, and then
+// nothing in the output labels it.
+func TestSharedNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		o       Options
+		wantErr string
+	}{
+		{Options{Namespace: "kube-system"}, "namespace kube-system is shared with the cluster's own workloads"},
+		{Options{Namespace: "default", Cloud: "sim"}, "namespace default is shared"},
+		{Options{Namespace: "kube-public"}, "--create-namespace=false"},
+		{Options{Namespace: "kube-node-lease"}, "namespace.create=false"},
+		{Options{Namespace: "kube-system", ExistingNamespace: true}, ""},
+		{Options{Namespace: "default", ExistingNamespace: true, Cloud: "sim"}, ""},
+		{Options{Namespace: "ops", ExistingNamespace: true}, ""},
+		{Options{Namespace: "kubeflow"}, ""},
+	} {
+		b, err := Render(tc.o)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("Render(%+v): error %v, want one line with %q", tc.o, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Render(%+v): %v", tc.o, err)
+			continue
+		}
+		if err := Lint(b); err != nil {
+			t.Errorf("Render(%+v) fails the lint: %v", tc.o, err)
+		}
+		hasNS := strings.Contains(string(b), "\nkind: Namespace\n")
+		hasPSS := strings.Contains(string(b), "pod-security.kubernetes.io")
+		if tc.o.ExistingNamespace && (hasNS || hasPSS) {
+			t.Errorf("Render(%+v): Namespace %t, Pod Security labels %t; want neither", tc.o, hasNS, hasPSS)
+		}
+		if !tc.o.ExistingNamespace && (!hasNS || !hasPSS) {
+			t.Errorf("Render(%+v): Namespace %t, Pod Security labels %t; want both", tc.o, hasNS, hasPSS)
+		}
+		if ns := "namespace: " + tc.o.Namespace + "\n"; !strings.Contains(string(b), ns) {
+			t.Errorf("Render(%+v): nothing in namespace %s", tc.o, tc.o.Namespace)
+		}
+	}
+}
+
+// grantedVerbs lists the verbs rules grant on resource in group.
+func grantedVerbs(rules []rbacv1.PolicyRule, group, resource string) []string {
+	var verbs []string
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) {
+			verbs = append(verbs, r.Verbs...)
+		}
+	}
+	slices.Sort(verbs)
+	return slices.Compact(verbs)
 }
 
 func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
@@ -246,24 +417,28 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 	})
 }
 
-func readRole(t *testing.T) *rbacv1.ClusterRole {
+func readRole(t *testing.T, file string) *rbacv1.ClusterRole {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("rbac", "role.yaml"))
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	objs, err := decodeAll(b)
 	if err != nil || len(objs) != 1 {
-		t.Fatalf("rbac/role.yaml: %d objects, %v", len(objs), err)
+		t.Fatalf("%s: %d objects, %v", file, len(objs), err)
 	}
 	return objs[0].(*rbacv1.ClusterRole)
 }
 
-// rbacMarkers parses the +kubebuilder:rbac markers under dir.
-func rbacMarkers(t *testing.T, dir string) []rbacv1.PolicyRule {
+// rbacMarkers parses the +kubebuilder:rbac markers under dir, but not
+// under skip.
+func rbacMarkers(t *testing.T, dir, skip string) []rbacv1.PolicyRule {
 	t.Helper()
 	var rules []rbacv1.PolicyRule
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && skip != "" && p == skip {
+			return filepath.SkipDir
+		}
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return err
 		}

@@ -34,10 +34,12 @@ import (
 //     requests and limits;
 //   - no RBAC rule has a wildcard verb, resource or API group, reads secrets,
 //     or grants escalate, bind or impersonate; nothing is bound to the
-//     built-in cluster-admin, admin or edit roles;
+//     built-in cluster-admin, admin or edit roles; no rule grants the status
+//     of nodes, or any Lease verb but create without naming the Lease;
 //   - the Deployment runs two replicas with leader election, spread across
-//     zones, under a PriorityClass and a PodDisruptionBudget of the same set,
-//     as a ServiceAccount the set binds.
+//     zones and, hard, across nodes, under a PriorityClass (of the set, or a
+//     built-in system-* one) and a PodDisruptionBudget of the same set, as a
+//     ServiceAccount the set binds.
 func Lint(manifests []byte) error {
 	objs, err := decodeAll(manifests)
 	if err != nil {
@@ -92,6 +94,11 @@ func Lint(manifests []byte) error {
 			return t.TopologyKey == corev1.LabelTopologyZone
 		}) {
 			fail("%s: no topology spread across zones", name)
+		}
+		if !slices.ContainsFunc(spec.TopologySpreadConstraints, func(t corev1.TopologySpreadConstraint) bool {
+			return t.TopologyKey == corev1.LabelHostname && t.WhenUnsatisfiable == corev1.DoNotSchedule && t.MaxSkew == 1
+		}) {
+			fail("%s: replicas may share a node (no DoNotSchedule topology spread with maxSkew 1 across %s)", name, corev1.LabelHostname)
 		}
 		if spec.PriorityClassName == "" || !priorityClasses[spec.PriorityClassName] && !strings.HasPrefix(spec.PriorityClassName, "system-") {
 			fail("%s: priority class %q is not in the manifests", name, spec.PriorityClassName)
@@ -197,6 +204,13 @@ func lintRules(name string, rules []rbacv1.PolicyRule, fail func(string, ...any)
 		}
 		if slices.Contains(r.Resources, "secrets") {
 			fail("%s: grants access to secrets", rn)
+		}
+		if slices.Contains(r.Resources, "nodes/status") {
+			fail("%s: grants nodes/status, which kubelets write", rn)
+		}
+		if slices.Contains(r.APIGroups, "coordination.k8s.io") && slices.Contains(r.Resources, "leases") && len(r.ResourceNames) == 0 &&
+			slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "create" }) {
+			fail("%s: may %s any Lease (name the operator's own in resourceNames; only create cannot be limited so)", rn, strings.Join(r.Verbs, ", "))
 		}
 		for _, v := range escalatingVerbs {
 			if slices.Contains(r.Verbs, v) {

@@ -69,13 +69,42 @@ func Generate() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	objs, err := split(rendered)
+	if err != nil {
+		return nil, err
+	}
+	// What only the simulated cloud's install has (its ClusterRole for
+	// Node objects, config/sim): templates the chart renders for cloud sim.
+	simRendered, err := config.Render(config.Options{Cloud: "sim"})
+	if err != nil {
+		return nil, err
+	}
+	simObjs, err := split(simRendered)
+	if err != nil {
+		return nil, err
+	}
+	inDefault := map[string]bool{}
+	for _, obj := range objs {
+		inDefault[key(obj)] = true
+	}
 	files := map[string][]byte{}
-	d := defaults{}
-	for i, doc := range strings.Split(string(rendered), "\n---\n") {
-		var obj map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			return nil, fmt.Errorf("object %d of the rendered manifests: %w", i+1, err)
+	for _, obj := range simObjs {
+		if kind, _ := obj["kind"].(string); inDefault[key(obj)] || kind == "ConfigMap" {
+			continue
 		}
+		templatizeNamespace(obj)
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		path := "templates/sim-" + strings.ToLower(obj["kind"].(string)) + ".yaml"
+		if _, dup := files[path]; dup {
+			return nil, fmt.Errorf("two %s objects only for sim: the chart keeps one template per kind", obj["kind"])
+		}
+		files[path] = []byte(header + "{{- if eq .Values.cloud \"sim\" }}\n" + fill(string(b)) + "{{- end }}\n")
+	}
+	d := defaults{}
+	for _, obj := range objs {
 		kind, _ := obj["kind"].(string)
 		name, _ := get(obj, "metadata", "name").(string)
 		if kind == "CustomResourceDefinition" {
@@ -136,16 +165,7 @@ type defaults map[string]any
 func (d defaults) templatize(obj map[string]any) (wrap func(string) string, err error) {
 	kind, _ := obj["kind"].(string)
 	meta, _ := obj["metadata"].(map[string]any)
-	if meta["namespace"] == config.DefaultNamespace {
-		meta["namespace"] = placeholder("namespace")
-	}
-	if subjects, ok := obj["subjects"].([]any); ok {
-		for _, s := range subjects {
-			if s, ok := s.(map[string]any); ok && s["namespace"] == config.DefaultNamespace {
-				s["namespace"] = placeholder("namespace")
-			}
-		}
-	}
+	templatizeNamespace(obj)
 	switch kind {
 	case "Namespace":
 		meta["name"] = placeholder("namespace")
@@ -173,6 +193,42 @@ func (d defaults) templatize(obj map[string]any) (wrap func(string) string, err 
 		return nil, d.templatizeDeployment(obj)
 	}
 	return nil, nil
+}
+
+// templatizeNamespace puts the release's namespace where obj has the
+// operator's: its own metadata, and the subjects of a binding.
+func templatizeNamespace(obj map[string]any) {
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta["namespace"] == config.DefaultNamespace {
+		meta["namespace"] = placeholder("namespace")
+	}
+	if subjects, ok := obj["subjects"].([]any); ok {
+		for _, s := range subjects {
+			if s, ok := s.(map[string]any); ok && s["namespace"] == config.DefaultNamespace {
+				s["namespace"] = placeholder("namespace")
+			}
+		}
+	}
+}
+
+// split decodes rendered multi-document YAML into objects.
+func split(rendered []byte) ([]map[string]any, error) {
+	var objs []map[string]any
+	for i, doc := range strings.Split(string(rendered), "\n---\n") {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			return nil, fmt.Errorf("object %d of the rendered manifests: %w", i+1, err)
+		}
+		objs = append(objs, obj)
+	}
+	return objs, nil
+}
+
+// key identifies an object by kind and name.
+func key(obj map[string]any) string {
+	kind, _ := obj["kind"].(string)
+	name, _ := get(obj, "metadata", "name").(string)
+	return kind + "/" + name
 }
 
 func (d defaults) templatizeDeployment(obj map[string]any) error {

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // TestChartIsCurrent fails when charts/kubectl-rightsize is not what
@@ -65,6 +68,10 @@ func TestGenerateLeavesNoPlaceholder(t *testing.T) {
 		{"templates/serviceaccount.yaml", []string{"with .Values.serviceAccount.annotations"}},
 		{"templates/namespace.yaml", []string{"if .Values.namespace.create", "name: {{ .Release.Namespace }}", "pod-security.kubernetes.io/enforce: restricted"}},
 		{"templates/clusterrolebinding.yaml", []string{"namespace: {{ .Release.Namespace }}"}},
+		// Node create only for the simulated cloud.
+		{"templates/sim-clusterrole.yaml", []string{`{{- if eq .Values.cloud "sim" }}`, "name: rightsize-operator-sim", "- create"}},
+		{"templates/sim-clusterrolebinding.yaml", []string{`{{- if eq .Values.cloud "sim" }}`, "namespace: {{ .Release.Namespace }}"}},
+		{"templates/_helpers.tpl", []string{`(has .Release.Namespace (list "default"))`, `(hasPrefix "kube-" .Release.Namespace)`}},
 		{"crds/nodepools.rightsize.dev.yaml", []string{"kind: CustomResourceDefinition"}},
 	}
 	for _, tc := range tests {
@@ -77,5 +84,20 @@ func TestGenerateLeavesNoPlaceholder(t *testing.T) {
 	}
 	if strings.Contains(string(files["templates/clusterrole.yaml"]), "{{") {
 		t.Errorf("the ClusterRole reads values; it should be config/rbac/role.yaml as rendered")
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(files["templates/clusterrole.yaml"], &role); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range role.Rules {
+		if slices.Contains(r.APIGroups, "") && slices.Contains(r.Resources, "nodes") && slices.Contains(r.Verbs, "create") {
+			t.Errorf("the ClusterRole of every cloud grants node create: %+v", r)
+		}
+	}
+	if len(role.Rules) == 0 {
+		t.Errorf("templates/clusterrole.yaml has no rules")
+	}
+	if _, ok := files["templates/priorityclass.yaml"]; ok {
+		t.Errorf("the chart makes a PriorityClass; the operator runs as system-cluster-critical")
 	}
 }

@@ -20,6 +20,49 @@ const rbacDir = "config/rbac"
 // config/config.go's go:generate passes controller-gen).
 var markerDirs = []string{"pkg/operator", "pkg/cloud"}
 
+// roleFiles are the roles the page describes, in its order, with what
+// installs get each.
+// and the packages whose markers it is generated from (under, but not
+// under skip; none for a role written by hand). A reason in why keyed
+// group/resource@tag is the role's own, and is taken before the plain one.
+var roleFiles = []struct{ file, scope, under, skip, tag string }{
+	{"config/rbac/role.yaml", "cluster-wide, every install", "pkg/", "pkg/cloud/sim", ""},
+	{"config/sim/role.yaml", "cluster-wide, only `--cloud sim` installs (the `config/sim` component; the chart's `cloud: sim`)", "pkg/cloud/sim", "", "sim"},
+	{"config/rbac/leader_election_role.yaml", "in the operator's own namespace (`rightsize-system`; `operator install -n` changes it)", "", "", "leader"},
+}
+
+// why says, for each group/resource a role grants, what the operator does
+// with it. A rule without an entry fails the generator: every grant has a
+// reason on the page.
+var why = map[string]string{
+	"/events":                            "the disruption controller reads the Warning events of a replacement NodeClaim, to say why its launch failed (list only)",
+	"/nodes@sim":                         "the simulated cloud creates the Node object of each instance it launches (a real cloud's kubelet registers its own), and deletes it on termination",
+	"/nodes":                             "watches nodes; cordons, taints and labels the nodes it manages (update, patch); deletes the Node of a terminated instance; no create: on a real cloud the kubelet registers the Node",
+	"/persistentvolumeclaims":            "plans pods where their volumes are (zone of a bound volume, storage class topology)",
+	"/persistentvolumes":                 "plans pods where their volumes are (zone of a bound volume, storage class topology)",
+	"/pods":                              "sees pending and running pods; deletes the pods a drain cannot evict once their node's termination grace period is over",
+	"/pods/eviction":                     "drains nodes through the Eviction API, which honours PodDisruptionBudgets",
+	"/pods/status":                       "patch only, by the lifecycle controller (`pkg/operator/nodeclaim/lifecycle`, `setNominated`): the pods a decision planned onto a new node get `status.nominatedNodeName`, as kube-scheduler sets it after preemption, so that the scheduler keeps their room on that node for them; nothing else in a pod's status is written",
+	"apps/daemonsets":                    "daemon set pods that every new node will run are planned onto it",
+	"apps/replicasets":                   "finds a pending pod's owner, to plan its replicas together",
+	"apps/statefulsets":                  "finds a pending pod's owner, to plan its replicas together",
+	"batch/jobs":                         "finds a pending pod's owner, to plan its replicas together",
+	"events.k8s.io/events":               "records what it decided on pods, nodes and NodeClaims (`kubectl describe`)",
+	"karpenter.sh/nodeoverlays":          "reads Karpenter NodeOverlays (prices, capacity) when their CRD is installed",
+	"policy/poddisruptionbudgets":        "plans disruption within every PodDisruptionBudget",
+	"rightsize.dev/ec2nodeclasses":       "reads the node classes the NodePools point at",
+	"rightsize.dev/nodepools":            "reads the NodePools it provisions for",
+	"rightsize.dev/simnodeclasses":       "reads the node classes the NodePools point at",
+	"rightsize.dev/nodeclaims":           "creates, follows and deletes the NodeClaims it launches",
+	"rightsize.dev/nodeclaims/status":    "writes what was launched and its conditions",
+	"rightsize.dev/nodepools/status":     "writes each NodePool's node count and resources",
+	"rightsize.dev/nodepools/finalizers": "sets owner references with blockOwnerDeletion from NodeClaims to their NodePool",
+	"storage.k8s.io/csinodes":            "counts volume attach limits per node",
+	"storage.k8s.io/storageclasses":      "plans pods with unbound volumes by their storage class's topology",
+	"coordination.k8s.io/leases":         "leader election: reads and renews only its own Lease, `rightsize-operator` (`--leader-election-id`; another id is refused); create cannot be limited by name, so it is granted on any Lease, and a Lease created under another name can then be neither read nor updated",
+	"/events@leader":                     "leader election records its transitions as events in its namespace",
+}
+
 // role is a Role or ClusterRole.
 type role struct {
 	Kind     string `json:"kind"`
@@ -35,43 +78,60 @@ type role struct {
 	} `json:"rules"`
 }
 
-// rbacPages renders docs/reference/rbac.md from the roles in config/rbac,
-// naming for each rule the packages whose markers ask for it.
+// rbacPages renders docs/reference/rbac.md from the roles in config/,
+// naming for each rule the packages whose markers ask for it and why.
 func rbacPages(root string) (map[string][]byte, error) {
 	askers, err := rbacMarkers(root)
 	if err != nil {
 		return nil, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, generatedHeader, "config/rbac and the +kubebuilder:rbac markers in "+strings.Join(markerDirs, " and "))
+	fmt.Fprintf(&b, generatedHeader, "config/rbac, config/sim and the +kubebuilder:rbac markers in "+strings.Join(markerDirs, " and "))
 	b.WriteString("# RBAC reference\n\n")
-	b.WriteString("What the operator's ServiceAccount, `rightsize-operator`, may do. The ClusterRole is\n")
-	b.WriteString("generated by controller-gen from the `+kubebuilder:rbac` markers of the controllers and of\n")
-	b.WriteString("the cloud providers they drive (`make generate`); \"asked for by\" names the packages whose\n")
-	b.WriteString("markers grant each rule. The plugin itself (`explain`, `tui`) needs only read access: see\n")
+	b.WriteString("Every verb the operator's ServiceAccount, `rightsize-operator`, is granted, and why; it\n")
+	b.WriteString("is granted nothing else (the e2e test `TestOperatorRBAC` compares `kubectl auth can-i\n")
+	b.WriteString("--list` as that ServiceAccount with this page). The ClusterRoles are generated by\n")
+	b.WriteString("controller-gen from the `+kubebuilder:rbac` markers of the controllers and of the cloud\n")
+	b.WriteString("providers they drive (`make generate`); \"asked for by\" names the packages whose markers\n")
+	b.WriteString("grant each rule. Per cloud: only the simulated cloud creates Node objects, so only a\n")
+	b.WriteString("`--cloud sim` install gets node `create`; no install may write `nodes/status`. Besides\n")
+	b.WriteString("these, like every authenticated identity, it has the API server's default RBAC: discovery\n")
+	b.WriteString("URLs, reviews of its own access, and reading ClusterTrustBundles (public CA certificates).\n")
+	b.WriteString("The plugin itself (`explain`, `tui`) needs only read access: see\n")
 	b.WriteString("[Planning](../concepts/planning.md#permissions-the-plugin-needs).\n")
-	for _, file := range []string{"role.yaml", "leader_election_role.yaml"} {
-		data, err := os.ReadFile(filepath.Join(root, rbacDir, file))
+	for _, rf := range roleFiles {
+		data, err := os.ReadFile(filepath.Join(root, rf.file))
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", file, err)
+			return nil, fmt.Errorf("reading %s: %w", rf.file, err)
 		}
 		var r role
 		if err := yaml.Unmarshal(data, &r); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		scope := "cluster-wide"
-		if r.Kind == "Role" {
-			scope = "in the namespace `" + r.Metadata.Namespace + "` (the operator's own; `operator install -n` changes it)"
+			return nil, fmt.Errorf("%s: %w", rf.file, err)
 		}
 		fmt.Fprintf(&b, "\n## %s `%s`\n\n", r.Kind, r.Metadata.Name)
-		fmt.Fprintf(&b, "From [`%s/%s`](../../%s/%s), %s.\n\n", rbacDir, file, rbacDir, file, scope)
-		b.WriteString("| API group | resources | verbs | asked for by |\n|---|---|---|---|\n")
+		fmt.Fprintf(&b, "From [`%s`](../../%s), %s.\n\n", rf.file, rf.file, rf.scope)
+		b.WriteString("| API group | resources | verbs | why | asked for by |\n|---|---|---|---|---|\n")
 		for _, rule := range r.Rules {
-			var by []string
+			var by, reasons []string
 			for _, g := range rule.APIGroups {
 				for _, res := range rule.Resources {
 					for _, v := range rule.Verbs {
-						by = append(by, askers[g+"/"+res+"/"+v]...)
+						for _, pkg := range askers[g+"/"+res+"/"+v] {
+							if rf.under != "" && strings.HasPrefix(pkg, rf.under) && (rf.skip == "" || !strings.HasPrefix(pkg, rf.skip)) {
+								by = append(by, pkg)
+							}
+						}
+					}
+					k := g + "/" + res
+					reason, ok := why[k+"@"+rf.tag]
+					if !ok {
+						reason, ok = why[k]
+					}
+					if !ok {
+						return nil, fmt.Errorf("%s grants %s with no reason: add one to why in hack/gendocs/rbac.go", rf.file, k)
+					}
+					if !slices.Contains(reasons, reason) {
+						reasons = append(reasons, reason)
 					}
 				}
 			}
@@ -92,7 +152,7 @@ func rbacPages(root string) (map[string][]byte, error) {
 			if len(rule.ResourceNames) > 0 {
 				res += " (only `" + strings.Join(rule.ResourceNames, "`, `") + "`)"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", strings.Join(groups, ", "), res, strings.Join(rule.Verbs, ", "), asked)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", strings.Join(groups, ", "), res, strings.Join(rule.Verbs, ", "), strings.Join(reasons, "; "), asked)
 		}
 	}
 	return map[string][]byte{referenceDir + "/rbac.md": []byte(b.String())}, nil

@@ -371,14 +371,51 @@ func TestOperatorManifestsOnTheControlPlane(t *testing.T) {
 	nodes := map[string]bool{}
 	for _, p := range pods.Items {
 		nodes[p.Spec.NodeName] = true
-		if p.Spec.Priority == nil || *p.Spec.Priority <= 0 {
-			t.Errorf("pod %s has priority %v", p.Name, p.Spec.Priority)
+		if p.Spec.PriorityClassName != "system-cluster-critical" || p.Spec.Priority == nil || *p.Spec.Priority < 2000000000 {
+			t.Errorf("pod %s has priority class %q, priority %v; want system-cluster-critical", p.Name, p.Spec.PriorityClassName, p.Spec.Priority)
 		}
 		if p.Spec.NodeName == "provisioned" {
 			t.Errorf("pod %s runs on a node the operator provisioned", p.Name)
 		}
 	}
 	t.Logf("operator pods: %d on nodes %v", len(pods.Items), slices.Sorted(maps.Keys(nodes)))
+	// Two eligible nodes: the hard spread puts one replica on each.
+	if len(pods.Items) != 2 || len(nodes) != 2 {
+		t.Errorf("%d operator pods on %d nodes, want 2 on 2 (DoNotSchedule across kubernetes.io/hostname)", len(pods.Items), len(nodes))
+	}
+
+	// A namespace the install does not own is refused before anything is
+	// applied: a shared one outright, an existing one with --apply.
+	foreign := "e2e-foreign"
+	if r := kubectl(t, env, "create", "namespace", foreign); r.err != nil {
+		t.Fatalf("kubectl create namespace: %v\n%s", r.err, r.stderr)
+	}
+	t.Cleanup(func() { kubectl(t, env, "delete", "namespace", foreign, "--wait=false") })
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "kube-system", "--apply"}, "namespace kube-system is shared with the cluster's own workloads"},
+		{[]string{"-n", foreign, "--apply"}, "namespace " + foreign + " exists and was not created by operator install"},
+		{[]string{"-n", "e2e-missing", "--create-namespace=false", "--apply"}, "namespace e2e-missing does not exist"},
+	} {
+		args := append([]string{"rightsize", "operator", "install", "--cloud", "sim", "--image", "v0.0.0-e2e"}, tc.args...)
+		r := kubectl(t, env, args...)
+		if r.err == nil || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stdout, "serverside-applied") {
+			t.Errorf("kubectl %s: %v, want a refusal with %q before anything is applied\n%s%s", strings.Join(args, " "), r.err, tc.want, r.stdout, r.stderr)
+		}
+	}
+	for _, name := range []string{"kube-system", foreign} {
+		got, err := env.Client().CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range got.Labels {
+			if strings.HasPrefix(k, "pod-security.kubernetes.io/") {
+				t.Errorf("namespace %s got label %s=%s", name, k, got.Labels[k])
+			}
+		}
+	}
 
 	// Re-applying changes nothing, and the plugin's own --apply takes over.
 	if r := kubectl(t, env, "apply", "--server-side", "-f", manifests); r.err != nil || strings.Contains(r.stdout, "configured") {
@@ -407,18 +444,22 @@ func TestOperatorRBAC(t *testing.T) {
 		r := kubectlAs(t, env, kc, append([]string{"auth", "can-i"}, args...)...)
 		return strings.TrimSpace(r.stdout) == "yes"
 	}
-	role, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "rbac", "role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cr struct {
-		Rules []struct{ APIGroups, Resources, Verbs []string } `json:"rules"`
-	}
-	if err := yaml.Unmarshal(role, &cr); err != nil {
-		t.Fatal(err)
+	var rules []struct{ APIGroups, Resources, Verbs []string }
+	for _, file := range []string{"rbac", "sim"} { // the identity is a --cloud sim install's
+		role, err := os.ReadFile(filepath.Join(repoRoot(t), "config", file, "role.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cr struct {
+			Rules []struct{ APIGroups, Resources, Verbs []string } `json:"rules"`
+		}
+		if err := yaml.Unmarshal(role, &cr); err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, cr.Rules...)
 	}
 	checks := 0
-	for _, rule := range cr.Rules {
+	for _, rule := range rules {
 		for _, g := range rule.APIGroups {
 			for _, res := range rule.Resources {
 				for _, v := range rule.Verbs {
@@ -441,7 +482,8 @@ func TestOperatorRBAC(t *testing.T) {
 	ns := config.DefaultNamespace
 	for _, allowed := range [][]string{
 		{"create", "leases.coordination.k8s.io", "-n", ns},
-		{"update", "leases.coordination.k8s.io", "-n", ns},
+		{"update", "leases.coordination.k8s.io/" + v1alpha1.OperatorLeaseName, "-n", ns},
+		{"get", "leases.coordination.k8s.io/" + v1alpha1.OperatorLeaseName, "-n", ns},
 		{"create", "events", "-n", ns},
 	} {
 		if !canI(allowed...) {
@@ -455,6 +497,13 @@ func TestOperatorRBAC(t *testing.T) {
 		{"update", "deployments.apps", "-A"},
 		{"delete", "namespaces"},
 		{"create", "leases.coordination.k8s.io", "-n", "kube-system"},
+		// Only its own Lease, by name (the Role's resourceNames).
+		{"update", "leases.coordination.k8s.io", "-n", ns},
+		{"update", "leases.coordination.k8s.io/kube-scheduler", "-n", ns},
+		{"get", "leases.coordination.k8s.io/other", "-n", ns},
+		{"delete", "leases.coordination.k8s.io/" + v1alpha1.OperatorLeaseName, "-n", ns},
+		{"list", "leases.coordination.k8s.io", "-n", ns},
+		{"patch", "nodes", "--subresource", "status"},
 		{"create", "clusterrolebindings.rbac.authorization.k8s.io"},
 		{"impersonate", "serviceaccounts", "-A"},
 		{"*", "*", "-A"},
@@ -464,6 +513,11 @@ func TestOperatorRBAC(t *testing.T) {
 		}
 	}
 	t.Logf("%d permissions from role.yaml granted, the rest denied", checks)
+
+	// What the server says it grants is what docs/reference/rbac.md says,
+	// and a Lease other than its own cannot be touched
+	// (rbac_least_test.go).
+	checkGrantsAsDocumented(t, env, kc, ns)
 
 	// The token works for real: it lists nodes and is refused secrets.
 	if r := kubectlAs(t, env, kc, "get", "nodes"); r.err != nil {
@@ -519,7 +573,9 @@ func (e *opEnv) jobAs(t *testing.T, kc, name string) error {
 	pool := "sa-" + name
 	e.nodePool(t, pool, 0, nil)
 	ns := e.namespace(t, "sa-"+name)
-	leaseID := "e2e-sa-" + name
+	// The Role names one Lease: the operator's default id, which each job
+	// takes in turn (a stopped operator releases it).
+	leaseID := v1alpha1.OperatorLeaseName
 	op := e.startOperator(t, "operator-"+name, nil, "--kubeconfig", kc,
 		"--leader-election-namespace", config.DefaultNamespace, "--leader-election-id", leaseID)
 	t.Cleanup(func() {
@@ -666,6 +722,7 @@ func operatorIdentity(t *testing.T, env *testenv.Env, revoke ...revocation) stri
 	}
 	keep := []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 	var docs []string
+	revoked := make([]bool, len(revoke)) // by some ClusterRole (the main one or the sim one)
 	for _, doc := range strings.Split(string(all), "\n---\n") {
 		var obj struct{ Kind string }
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
@@ -679,11 +736,9 @@ func operatorIdentity(t *testing.T, env *testenv.Env, revoke ...revocation) stri
 			if err := yaml.Unmarshal([]byte(doc), &cr); err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range revoke {
+			for i, r := range revoke {
 				rules, ok := r.from(cr.Rules)
-				if !ok {
-					t.Fatalf("the ClusterRole does not grant %s, so it cannot be revoked", r)
-				}
+				revoked[i] = revoked[i] || ok
 				cr.Rules = rules
 			}
 			b, err := yaml.Marshal(&cr)
@@ -693,6 +748,11 @@ func operatorIdentity(t *testing.T, env *testenv.Env, revoke ...revocation) stri
 			doc = string(b)
 		}
 		docs = append(docs, doc)
+	}
+	for i, r := range revoke {
+		if !revoked[i] {
+			t.Fatalf("no ClusterRole grants %s, so it cannot be revoked", r)
+		}
 	}
 	path := filepath.Join(t.TempDir(), "identity.yaml")
 	if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {

@@ -30,6 +30,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/rightsize-dev/kubectl-rightsize/config"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
 
@@ -108,6 +109,8 @@ func TestHelmTemplateEqualsOperatorInstall(t *testing.T) {
 			[]string{"--cloud", "sim", "--cluster-name", "e2e", "--image", "registry.local:5000/rightsize:dev"}},
 		{"an image by digest", []string{"--set", "cloud=sim,image.digest=sha256:" + strings.Repeat("ab", 32)},
 			[]string{"--cloud", "sim", "--image", config.ImageRepository + "@sha256:" + strings.Repeat("ab", 32)}},
+		{"into kube-system without the namespace", []string{"-n", "kube-system", "--set", "clusterName=prod,namespace.create=false"},
+			[]string{"-n", "kube-system", "--cluster-name", "prod", "--create-namespace=false"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,8 +148,14 @@ func TestHelmTemplateRefuses(t *testing.T) {
 		{"aws without a cluster name", nil, []string{}, "clusterName is required with cloud aws", "--cluster-name is required with --cloud aws"},
 		{"an interruption queue with sim", []string{"--set", "cloud=sim,interruptionQueue=q"}, []string{"--cloud", "sim", "--interruption-queue", "q"},
 			`an interruption queue is for cloud aws, not "sim"`, `an interruption queue is for --cloud aws, not "sim"`},
-		{"the default namespace", []string{"-n", "default", "--set", "cloud=sim"}, nil, "restricted Pod Security Standard", ""},
-		{"kube-system", []string{"-n", "kube-system", "--set", "cloud=sim"}, nil, "install with -n rightsize-system --create-namespace", ""},
+		// One rule for the namespace (config.SharedNamespace): default and
+		// kube-* are refused by both, each naming its own way out.
+		{"the default namespace", []string{"-n", "default", "--set", "cloud=sim"}, []string{"-n", "default", "--cloud", "sim"},
+			"namespace default is shared with the cluster's own workloads", "namespace default is shared with the cluster's own workloads"},
+		{"kube-system", []string{"-n", "kube-system", "--set", "cloud=sim"}, []string{"-n", "kube-system", "--cloud", "sim"},
+			"leave kube-system as it is with namespace.create=false", "leave kube-system as it is with --create-namespace=false"},
+		{"any kube-*", []string{"-n", "kube-node-lease", "--set", "cloud=sim"}, []string{"-n", "kube-node-lease", "--cloud", "sim"},
+			"restricted Pod Security Standard", "restricted Pod Security Standard"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -304,9 +313,11 @@ func TestHelmInstallOperatorAsItsServiceAccount(t *testing.T) {
 		want string
 	}{
 		{[]string{"create", "nodeclaims.rightsize.dev"}, "yes"},
-		{[]string{"create", "nodes"}, "yes"},
+		{[]string{"create", "nodes"}, "yes"}, // cloud=sim: the chart's sim-only ClusterRole
+		{[]string{"patch", "nodes", "--subresource", "status"}, "no"},
 		{[]string{"create", "pods", "--subresource", "eviction", "-A"}, "yes"},
-		{[]string{"update", "leases.coordination.k8s.io", "-n", ns}, "yes"},
+		{[]string{"update", "leases.coordination.k8s.io/" + v1alpha1.OperatorLeaseName, "-n", ns}, "yes"},
+		{[]string{"update", "leases.coordination.k8s.io/other", "-n", ns}, "no"},
 		{[]string{"get", "secrets", "-A"}, "no"},
 		{[]string{"create", "pods", "-A"}, "no"},
 	} {

@@ -40,10 +40,11 @@ rightsize-operator-config-{{ $hash | replace "0" "g" | replace "1" "h" | replace
 
 {{/*
 The chart labels its namespace with the restricted Pod Security Standard:
-never one of the cluster's own.
+never one shared with the cluster's own workloads (default and kube-*), the
+rule of operator install (config.SharedNamespace).
 */}}
 {{- define "kubectl-rightsize.checkNamespace" -}}
-{{- if has .Release.Namespace (list "default" "kube-system" "kube-public" "kube-node-lease") }}
-{{- fail (printf "namespace.create would put %s, where other workloads run, under the restricted Pod Security Standard: install with -n rightsize-system --create-namespace, or set namespace.create=false" .Release.Namespace) }}
+{{- if or (has .Release.Namespace (list "default")) (hasPrefix "kube-" .Release.Namespace) }}
+{{- fail (printf "namespace %s is shared with the cluster's own workloads: namespace.create would label it with the restricted Pod Security Standard, which refuses new pods of aws-node, kube-proxy and CSI drivers there; install with -n rightsize-system --create-namespace, or leave %s as it is with namespace.create=false (operator install: --create-namespace=false)" .Release.Namespace .Release.Namespace) }}
 {{- end }}
 {{- end }}

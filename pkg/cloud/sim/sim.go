@@ -78,6 +78,14 @@ type Options struct {
 	NodeAnnotations map[string]string
 }
 
+// RBAC of the simulated cloud: it creates and deletes the Node objects of its
+// instances itself (a real cloud's kubelet registers its own Node), so only a
+// sim install grants node create: config/sim's ClusterRole, generated from
+// these markers, which config.Render adds for --cloud sim.
+//
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=rightsize.dev,resources=simnodeclasses,verbs=get;list;watch
+
 // Provider is the simulated cloud. It implements cloud.CloudProvider.
 type Provider struct {
 	opts Options

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/module"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/rightsize-dev/kubectl-rightsize/config"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
@@ -36,7 +38,10 @@ const operatorInstallExample = `  # Print the manifests of this version for an E
   kubectl rightsize operator install --cluster-name prod --iam-role-arn arn:aws:iam::111122223333:role/rightsize --apply
 
   # The simulated cloud, where kwok plays the kubelets of launched nodes
-  kubectl rightsize operator install --cloud sim --apply`
+  kubectl rightsize operator install --cloud sim --apply
+
+  # Into kube-system, as Karpenter is, leaving its labels as they are (no Namespace object)
+  kubectl rightsize operator install --cluster-name prod -n kube-system --create-namespace=false`
 
 // defaultSimClusterName names the cluster for clouds where the name only
 // labels simulated instances.
@@ -56,6 +61,9 @@ type OperatorInstallOptions struct {
 	Apply bool
 	// Version is the plugin's version; it picks the default image tag.
 	Version string
+	// CreateNamespace includes the Namespace object (config.Options'
+	// ExistingNamespace is its negation).
+	CreateNamespace bool
 }
 
 // NewCmdOperatorInstall builds `kubectl rightsize operator install`, meant to
@@ -70,12 +78,21 @@ func NewCmdOperatorInstall(streams genericiooptions.IOStreams, cluster genericcl
 		Short: "Print, or apply with --apply, the operator's manifests for this version",
 		Long: `Print the manifests that run the operator in a cluster: its namespace, the
 CRDs, a ServiceAccount with least-privilege RBAC, and a Deployment of two
-replicas with leader election, probes, resource limits, a metrics Service, a
-PodDisruptionBudget and a PriorityClass. The image is the one released with
+replicas with leader election, probes, resource limits, one replica per node,
+the priority system-cluster-critical, a metrics Service and a
+PodDisruptionBudget. The image is the one released with
 this version of the plugin.
 
 With --apply they are installed with server-side apply into the cluster of the
-current kubeconfig context (-n chooses the namespace, default ` + config.DefaultNamespace + `).`,
+current kubeconfig context (-n chooses the namespace, default ` + config.DefaultNamespace + `).
+
+The namespace is the operator's own: the manifests create it with the
+restricted Pod Security Standard's labels. A namespace shared with other
+workloads (default, kube-system and every kube-*) is refused, since those
+labels would refuse the pods of aws-node, kube-proxy and CSI drivers there;
+--create-namespace=false installs into an existing namespace without the
+Namespace object, so its labels are left as they are. --apply also refuses
+to take over an existing namespace that an earlier install did not create.`,
 		Example: operatorInstallExample,
 		Args:    cobra.NoArgs,
 		RunE:    flags.RunE(o, runF),
@@ -90,6 +107,7 @@ current kubeconfig context (-n chooses the namespace, default ` + config.Default
 	f.StringVar(&o.Manifests.InterruptionQueue, "interruption-queue", "", "SQS queue EventBridge sends EC2 interruption events to; the operator drains and replaces interrupted nodes (aws; see docs/aws.md)")
 	f.StringVar(&o.Manifests.IAMRoleARN, "iam-role-arn", "", "IAM role for the operator's ServiceAccount (EKS IAM roles for service accounts)")
 	f.BoolVar(&o.Apply, "apply", false, "install into the cluster with server-side apply instead of printing")
+	f.BoolVar(&o.CreateNamespace, "create-namespace", true, "include the Namespace, labelled with the restricted Pod Security Standard; false installs into an existing namespace and leaves its labels alone (required for default and kube-*)")
 	return cmd
 }
 
@@ -107,6 +125,7 @@ func (o *OperatorInstallOptions) Complete([]string) error {
 	if o.Manifests.Namespace == "" {
 		o.Manifests.Namespace = config.DefaultNamespace
 	}
+	o.Manifests.ExistingNamespace = !o.CreateNamespace
 	if o.Manifests.Image == "" {
 		o.Manifests.Image = imageTag(o.Version)
 	}
@@ -127,7 +146,7 @@ func (o *OperatorInstallOptions) Validate() error {
 }
 
 // Run prints the rendered manifests or applies them.
-func (o *OperatorInstallOptions) Run(context.Context) error {
+func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 	manifests, err := config.Render(o.Manifests)
 	if err != nil {
 		return err
@@ -141,12 +160,12 @@ func (o *OperatorInstallOptions) Run(context.Context) error {
 		_, err = o.Out.Write(manifests)
 		return err
 	}
-	return o.apply(manifests)
+	return o.apply(ctx, manifests)
 }
 
 // apply sends every object with server-side apply, in the rendered order
 // (namespace and CRDs first), and reports each as kubectl does.
-func (o *OperatorInstallOptions) apply(manifests []byte) error {
+func (o *OperatorInstallOptions) apply(ctx context.Context, manifests []byte) error {
 	if o.Cluster == nil {
 		return errors.New("--apply needs a cluster: none is configured")
 	}
@@ -158,6 +177,9 @@ func (o *OperatorInstallOptions) apply(manifests []byte) error {
 		Infos()
 	if err != nil {
 		return fmt.Errorf("cannot map the operator manifests to the cluster's API: %w; check the kubeconfig context", err)
+	}
+	if err := o.checkNamespace(ctx, infos); err != nil {
+		return err
 	}
 	force := true
 	for _, info := range infos {
@@ -178,6 +200,57 @@ func (o *OperatorInstallOptions) apply(manifests []byte) error {
 		o.Manifests.Namespace, config.Deployment)
 	return nil
 }
+
+// checkNamespace refuses to apply a Namespace object over an existing
+// namespace that an earlier install did not make (it carries the manifests'
+// app.kubernetes.io/part-of label): server-side apply with force would take
+// over its labels and put its other pods under the restricted Pod Security
+// Standard. Without a Namespace object (--create-namespace=false) the
+// namespace must exist.
+func (o *OperatorInstallOptions) checkNamespace(ctx context.Context, infos []*resource.Info) error {
+	ns := o.Manifests.Namespace
+	for _, info := range infos {
+		if info.Mapping.GroupVersionKind.Kind != "Namespace" {
+			continue
+		}
+		obj, err := resource.NewHelper(info.Client, info.Mapping).Get("", info.Name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading namespace %s: %w", ns, err)
+		}
+		current, ok := obj.(metav1.Object)
+		if !ok || current.GetLabels()[partOfLabel] != partOfValue {
+			return fmt.Errorf("namespace %s exists and was not created by operator install: applying would label it with the restricted Pod Security Standard, "+
+				"which its other pods may not meet; pass --create-namespace=false to install into it as it is, or choose another with -n", ns)
+		}
+		return nil
+	}
+	// No Namespace object: the namespace must exist already.
+	client, err := o.Cluster.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("--create-namespace=false: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(client)
+	if err != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace %s does not exist, and --create-namespace=false leaves it out: create it first, or drop --create-namespace=false", ns)
+		}
+		return fmt.Errorf("reading namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// The label config/default puts on every object it makes, the Namespace
+// included: a namespace carrying it was made by an install.
+const (
+	partOfLabel = "app.kubernetes.io/part-of"
+	partOfValue = "kubectl-rightsize"
+)
 
 // kindResource names an object's kind as kubectl's apply output does
 // ("deployment.apps").

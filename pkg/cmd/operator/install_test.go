@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,14 @@ func TestOperatorInstall(t *testing.T) {
 		{"no interruption queue with sim", []string{"--cloud", "sim", "--interruption-queue", "q"}, nil, "an interruption queue is for --cloud aws"},
 		{"aws needs a cluster name", nil, nil, "--cluster-name is required with --cloud aws"},
 		{"unknown cloud", []string{"--cloud", "gcp"}, nil, `cloud "gcp" is not supported`},
+		{"kube-system is refused", []string{"--cluster-name", "prod", "-n", "kube-system"}, nil,
+			"namespace kube-system is shared with the cluster's own workloads: the manifests would label it with the restricted Pod Security Standard"},
+		{"default is refused", []string{"--cloud", "sim", "-n", "default"}, nil, "or leave default as it is with --create-namespace=false"},
+		{"kube-public is refused", []string{"--cloud", "sim", "-n", "kube-public"}, nil, "namespace kube-public is shared"},
+		{"kube-system without the Namespace", []string{"--cluster-name", "prod", "-n", "kube-system", "--create-namespace=false"},
+			[]string{"namespace: kube-system", "name: rightsize-operator\n  namespace: kube-system"}, ""},
+		{"apply into default without the Namespace needs a cluster", []string{"--cloud", "sim", "-n", "default", "--create-namespace=false",
+			"--apply", "--kubeconfig", "../testdata/kubeconfig", "--request-timeout", "5s"}, nil, "cannot map the operator manifests"},
 		{"apply needs a cluster", []string{"--cloud", "sim", "--apply", "--kubeconfig", "../testdata/kubeconfig", "--request-timeout", "5s"}, nil, "cannot map the operator manifests"},
 	}
 	for _, tc := range tests {
@@ -47,6 +56,13 @@ func TestOperatorInstall(t *testing.T) {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("output lacks %q", w)
 				}
+			}
+			// The Namespace, and its Pod Security labels, only with
+			// --create-namespace (the default).
+			ns := strings.Contains(out.String(), "\nkind: Namespace\n")
+			pss := strings.Contains(out.String(), "pod-security.kubernetes.io/enforce: restricted")
+			if want := !slices.Contains(tc.args, "--create-namespace=false"); ns != want || pss != want {
+				t.Errorf("Namespace printed %t, Pod Security labels %t; want %t", ns, pss, want)
 			}
 			if err := config.Lint(out.Bytes()); err != nil {
 				t.Errorf("printed manifests fail the lint: %v", err)

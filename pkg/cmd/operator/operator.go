@@ -164,7 +164,7 @@ playground.`,
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address to serve /healthz and /readyz on; 0 disables it")
 	f.DurationVar(&o.BatchIdle, "batch-idle", time.Second, "close a batch of pending pods once none arrived for this long (the gap grows, up to 4 times, with the gaps between arrivals)")
 	f.DurationVar(&o.BatchMax, "batch-max", 2*time.Minute, "close a batch of pending pods after this long regardless: a ramp up to this long is one decision")
-	f.StringVar(&o.ClusterName, "cluster-name", "rightsize", "name of this cluster; instances are tagged with it and garbage collection touches only its own")
+	f.StringVar(&o.ClusterName, "cluster-name", "", "name of this cluster; instances are tagged with it and garbage collection touches only its own (required with --cloud aws; default "+defaultSimClusterName+" with sim)")
 	f.StringVar(&o.Region, "region", sim.DefaultRegion, "region whose instance types and prices to use (aws: default AWS_REGION or the shared config)")
 	f.StringVar(&o.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join (aws; default: the kubeconfig's server)")
 	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version, e.g. 1.33, for AMI aliases (aws; default: the API server's)")
@@ -196,8 +196,21 @@ func value(s *string) string {
 	return *s
 }
 
-// Complete loads the kubeconfig and builds the logger.
+// Complete defaults the cluster name (sim only), loads the kubeconfig and
+// builds the logger. A missing cluster name with aws is refused first,
+// before a missing kubeconfig.
 func (o *OperatorOptions) Complete() error {
+	if o.ClusterName == "" {
+		if o.Cloud == "aws" {
+			// A shared default would let two clusters in one account each
+			// garbage-collect the other's instances as their own.
+			return errors.New("--cluster-name is required with --cloud aws: the operator tags the instances it launches with it " +
+				"and terminates instances carrying that tag that no NodeClaim owns, so two clusters sharing a name in one account " +
+				"would terminate each other's nodes; pass the EKS cluster's name")
+		}
+		// Nothing outside the cluster is tagged by the simulated cloud.
+		o.ClusterName = defaultSimClusterName
+	}
 	if o.LeaderElectionNamespace == "" {
 		o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	}
@@ -255,9 +268,6 @@ func (o *OperatorOptions) Validate() error {
 	}
 	if o.BatchIdle <= 0 || o.BatchMax < o.BatchIdle {
 		return fmt.Errorf("--batch-idle (%s) must be positive and at most --batch-max (%s)", o.BatchIdle, o.BatchMax)
-	}
-	if o.ClusterName == "" {
-		return errors.New("--cluster-name must not be empty")
 	}
 	if o.LeaderElect {
 		if err := validateLease(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {

@@ -22,7 +22,13 @@ func TestNewCmdOperatorParsesIntoOptions(t *testing.T) {
 		wantLease [3]time.Duration
 	}{
 		{"the root's kubeconfig flags", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "sim"}, false, "", [3]time.Duration{}},
-		{"an explicit region", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "aws", "--region", "eu-west-1"}, true, "", [3]time.Duration{}},
+		{"an explicit region", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "aws", "--cluster-name", "prod", "--region", "eu-west-1"}, true, "", [3]time.Duration{}},
+		{"aws without a cluster name", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "aws", "--region", "eu-west-1"}, true,
+			"--cluster-name is required with --cloud aws", [3]time.Duration{}},
+		{"aws without a cluster name is told before a missing kubeconfig", []string{"--kubeconfig", "../testdata/missing", "--cloud", "aws"}, false,
+			"--cluster-name is required with --cloud aws", [3]time.Duration{}},
+		{"aws with an empty cluster name", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "aws", "--cluster-name="}, false,
+			"--cluster-name is required with --cloud aws", [3]time.Duration{}},
 		{"the interruption queue is for aws", []string{"--kubeconfig", "../testdata/kubeconfig", "--cloud", "sim", "--interruption-queue", "q"}, false,
 			"--interruption-queue is for --cloud aws", [3]time.Duration{}},
 		{"a missing kubeconfig", []string{"--kubeconfig", "../testdata/missing"}, false, "loading the kubeconfig: ", [3]time.Duration{}},
@@ -58,6 +64,13 @@ func TestNewCmdOperatorParsesIntoOptions(t *testing.T) {
 			}
 			if lease := [3]time.Duration{got.LeaseDuration, got.RenewDeadline, got.RetryPeriod}; lease != want {
 				t.Errorf("lease timings %v, want %v", lease, want)
+			}
+			wantCluster := "rightsize"
+			if got.Cloud == "aws" {
+				wantCluster = "prod"
+			}
+			if got.ClusterName != wantCluster {
+				t.Errorf("cluster name %q, want %q", got.ClusterName, wantCluster)
 			}
 			if got.Kubeconfig != "../testdata/kubeconfig" || got.restConfig == nil || got.restConfig.Host != "https://127.0.0.1:1" || got.RegionSet != tc.wantRegionSet {
 				t.Errorf("parsed %+v", got)

@@ -146,13 +146,17 @@ func New(c client.Client, kube kubernetes.Interface, cp cloud.CloudProvider, rec
 		usable: map[string]time.Time{}, opened: map[string]time.Time{}}
 }
 
-// RBAC of the lifecycle controller.
+// RBAC of the lifecycle controller. pods/status patch is for the
+// nominations (initialization.go, setNominated): the pods a decision planned
+// onto a node get status.nominatedNodeName, as kube-scheduler sets it after
+// preemption, so the scheduler keeps their room on the new node for them.
+// It needs no nodes/status: kubelets (kwok on the simulated cloud) write
+// node status, and the simulated cloud creates a Node with its status.
 //
 // +kubebuilder:rbac:groups=rightsize.dev,resources=nodeclaims,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=rightsize.dev,resources=nodeclaims/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=rightsize.dev,resources=simnodeclasses;ec2nodeclasses,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
