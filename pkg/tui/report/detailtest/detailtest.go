@@ -76,6 +76,8 @@ func SentenceVerdict(reason, pool string) string {
 		{NoType, `NodePool ` + q + ` (allows no instance type|requires )`},
 		{Selector, `allowed by NodePool ` + q + ` matches the pod's`},
 		{TooSmall, `allowed by NodePool ` + q + ` (\([^)]*\) )?ha(s|ve) room for`},
+		// Too small in a resource none of the types has at all (a GPU).
+		{TooSmall, `allowed by NodePool ` + q + ` has \S+( or \S+)*, which the pod requests`},
 	} {
 		if regexp.MustCompile(c.pattern).MatchString(reason) {
 			return c.verdict
