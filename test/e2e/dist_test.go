@@ -485,6 +485,7 @@ func TestOperatorRBAC(t *testing.T) {
 // same job with `create nodeclaims` revoked from the ClusterRole must fail:
 // the test can tell.
 func TestOperatorAsItsServiceAccount(t *testing.T) {
+	t.Parallel() // a plane of its own: the manifests install the CRDs and RBAC their own way
 	env := testenv.Start(t)
 	e := newOpEnv(t, env)
 	kc := operatorIdentity(t, env)
