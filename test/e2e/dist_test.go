@@ -807,7 +807,7 @@ func kubectlAs(t *testing.T, env *testenv.Env, kc string, args ...string) result
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(env.BinDir, "kubectl"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kc)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kc, "KUBECACHEDIR="+env.KubectlCacheDir())
 	return runCmd(cmd)
 }
 

@@ -404,7 +404,15 @@ func (s *sharedCluster) reset() error {
 	if err != nil && len(left) > 0 {
 		return fmt.Errorf("%w; still there: %s", err, strings.Join(left, ", "))
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// kubectl's discovery cache may name the CRDs a test installed and
+	// reset removed: the next test's kubectl discovers the API afresh.
+	if err := os.RemoveAll(s.env.KubectlCacheDir()); err != nil {
+		return fmt.Errorf("removing kubectl's discovery cache: %w", err)
+	}
+	return nil
 }
 
 // remove strips o's finalizers and deletes it, unless it is going already.
