@@ -31,12 +31,37 @@ demo: build ## Plan nodes offline for the bundled flash-sale example.
 testenv: ## Build (once) the local test control plane into ~/.cache/kubectl-rightsize/testenv/v1.37.2 (~16-25 min cold, <1 s warm).
 	hack/testenv/build.sh
 
-test: vet testenv tools ## Vet, build the test control plane and release tools if missing, run every test (the dist ones too), then a short run of each fuzz target.
-	$(TEST_ENV) $(GO) test -tags dist -timeout 60m ./...
-	$(TEST_ENV) GOWORK=off $(GO) -C hack/image test ./...
-	$(TEST_ENV) GOWORK=off $(GO) -C hack/karpenterbench test ./...
-	$(TEST_ENV) GOWORK=off $(GO) -C hack/gencatalog test ./...
-	$(MAKE) fuzz
+# make test runs in named steps (hack/step.sh stamps each into
+# bin/steps.tsv); each go test records its -json into bin/test-<step>.json
+# (hack/gotest.sh, read by hack/testtime). At the end, pass or fail, the 30
+# slowest tests, the packages' times, the step table and the
+# "tests: N passed, N failed, N skipped" line are printed (also kept in
+# bin/test-report.md). The control plane is built before the tests, the
+# release tools only before the distribution tests, which alone need them.
+STEP        := hack/step.sh
+GOTEST      := hack/gotest.sh
+# The distribution tests (-tags dist; the tools and a goreleaser snapshot):
+# run as their own step, the rest of test/e2e as "e2e".
+E2E_DIST    := Krew|OperatorManifests|OperatorRBAC|OperatorAsItsServiceAccount|OperatorImage|Kustomize|Helm
+E2E_PKG     := ./test/e2e
+TEST_REPORT := { bin/testtime -q bin/test-*.json | tee bin/test-report.md; bin/testtime -steps bin/steps.tsv | tee -a bin/test-report.md; }
+TEST_FAILED := { $(TEST_REPORT); echo "make test: step failed"; exit 1; }
+
+test: ## Vet, build the test control plane and release tools if missing, run every test (the dist ones too), then a short run of each fuzz target; prints the slowest tests and each step's time.
+	@mkdir -p bin && rm -f bin/steps.tsv bin/test-*.json bin/test-*.md
+	@GOFLAGS= $(GO) build -o bin/testtime ./hack/testtime
+	@$(STEP) vet $(MAKE) --no-print-directory vet || $(TEST_FAILED)
+	@$(STEP) testenv hack/testenv/build.sh || $(TEST_FAILED)
+	@$(STEP) compile env $(TEST_ENV) $(GO) build -tags dist ./... || $(TEST_FAILED)
+	@$(STEP) unit sh -c '$(TEST_ENV) $(GOTEST) unit -tags dist -timeout 30m $$($(GO) list -tags dist ./... | grep -v /test/e2e$$) && \
+	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/image unit-image ./... && \
+	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/karpenterbench unit-karpenterbench ./... && \
+	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/gencatalog unit-gencatalog ./...' || $(TEST_FAILED)
+	@$(STEP) e2e env $(TEST_ENV) $(GOTEST) e2e -tags dist -timeout 60m -skip '$(E2E_DIST)' $(E2E_PKG) || $(TEST_FAILED)
+	@$(STEP) tools $(MAKE) --no-print-directory tools || $(TEST_FAILED)
+	@$(STEP) dist env $(TEST_ENV) $(GOTEST) dist -tags dist -timeout 45m -run '$(E2E_DIST)' $(E2E_PKG) || $(TEST_FAILED)
+	@$(STEP) fuzz $(MAKE) --no-print-directory fuzz || $(TEST_FAILED)
+	@$(TEST_REPORT)
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -105,4 +130,4 @@ chart-push: ## Push the packaged Helm chart CHART (bin/chart/kubectl-rightsize-<
 	hack/tools/helm.sh push $(CHART) $(CHART_REGISTRY)
 
 test-dist: testenv tools ## Only the distribution tests (krew round trip, manifests, the Helm chart, the operator as its ServiceAccount, the image); make test runs them too.
-	$(TEST_ENV) $(GO) test -tags dist -timeout 45m -v ./test/e2e -run 'Krew|OperatorManifests|OperatorRBAC|OperatorAsItsServiceAccount|OperatorImage|Kustomize|Helm'
+	$(TEST_ENV) $(GO) test -tags dist -timeout 45m -v ./test/e2e -run '$(E2E_DIST)'

@@ -30,6 +30,7 @@ import (
 // direct launch, whose NodePool never exists, is left running and reported
 // once; an operator-style orphan (no marker) is terminated as before.
 func TestOperatorAdoptsNodesTheTUILaunchedWithoutIt(t *testing.T) {
+	t.Parallel() // a plane of its own, without the CRDs
 	start := time.Now()
 	env := testenv.Start(t)
 	upAt := time.Since(start)

@@ -539,6 +539,7 @@ func TestOperatorRBAC(t *testing.T) {
 // same job with `create nodeclaims` revoked from the ClusterRole must fail:
 // the test can tell.
 func TestOperatorAsItsServiceAccount(t *testing.T) {
+	t.Parallel() // a plane of its own: the manifests install the CRDs and RBAC their own way
 	env := testenv.Start(t)
 	e := newOpEnv(t, env)
 	kc := operatorIdentity(t, env)
@@ -866,7 +867,7 @@ func kubectlAs(t *testing.T, env *testenv.Env, kc string, args ...string) result
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(env.BinDir, "kubectl"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kc)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kc, "KUBECACHEDIR="+env.KubectlCacheDir())
 	return runCmd(cmd)
 }
 

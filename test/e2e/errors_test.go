@@ -118,7 +118,7 @@ func silentServer(t *testing.T) string {
 // the cluster cannot be read: one line on stderr naming what is missing,
 // exit status 1, within the request timeout, no stack trace.
 func TestClusterErrorsAreOneLineWithTheNextStep(t *testing.T) {
-	env := testenv.Start(t)
+	env := sharedEnv(t).Env
 	ca := env.RESTConfig().CAData
 	tests := []struct {
 		name       string

@@ -6,20 +6,25 @@
 // # Which tests share a control plane
 //
 // Starting a plane and installing the CRDs takes 10-30 s on a loaded
-// 2-core machine, and stopping it a few more, so the tests that run no
-// operator share one plane: [sharedEnv] starts it for the first of them
-// and TestMain stops it. They take it one at a time, and after each the
-// plane is put back as it was started ([sharedCluster.reset]): what the
-// test created — namespaces, workloads, nodes, volumes, NodePools and
-// NodeClaims, priority classes, RBAC, CRDs — is deleted, so the next test
-// finds an empty cluster with the rightsize.dev CRDs. The tests that need
-// no plane at all, and only read the repository, run in parallel
-// (t.Parallel).
+// 2-core machine, and stopping it a few more, so one plane serves every
+// test that does not need its own: [sharedEnv] starts it for the first of
+// them and TestMain stops it. The tests take it one at a time, and after
+// each the plane is put back as it was started ([sharedCluster.reset]):
+// what the test created — namespaces, workloads, nodes, volumes, NodePools
+// and NodeClaims, priority classes, RBAC, CRDs, leader-election Leases,
+// events — is deleted, so the next test finds an empty cluster with the
+// rightsize.dev CRDs. A test that runs an operator ([startOpEnv]) has the
+// plane to itself as well: the operator process is stopped by the test's
+// cleanups, which run before the reset, so no operator outlives its test.
+// The tests that need no plane at all, and only read the repository, run in
+// parallel (t.Parallel).
 //
-// A test keeps a plane of its own ([startOpEnv], [testenv.Start]) when it
-// runs an operator (the operator acts on every pending pod and NodePool of
-// the cluster, and may not stop on the dot), stops or pauses the API server,
-// or needs a cluster without the rightsize.dev CRDs.
+// A test keeps a plane of its own ([ownOpEnv], [testenv.Start]) only when
+// it stops or pauses the API server, needs a cluster without the
+// rightsize.dev CRDs, or installs them (or RBAC for them) its own way, as
+// helm does. Those tests call t.Parallel, so that they run side by side
+// once the tests on the shared plane are done (go test runs parallel tests
+// after the sequential ones).
 package e2e
 
 import (
@@ -147,9 +152,17 @@ type opEnv struct {
 	c client.Client
 }
 
-// startOpEnv starts a control plane of the test's own with the
-// rightsize.dev CRDs installed.
+// startOpEnv gives a test that runs an operator the shared control plane
+// (sharedEnv): the operators it starts are stopped by cleanups registered
+// after sharedEnv's, which therefore run first, before the reset.
 func startOpEnv(t *testing.T) *opEnv {
+	t.Helper()
+	return sharedEnv(t)
+}
+
+// ownOpEnv starts a control plane of the test's own with the rightsize.dev
+// CRDs installed, for a test that stops or pauses the API server.
+func ownOpEnv(t *testing.T) *opEnv {
 	t.Helper()
 	env := testenv.Start(t)
 	installCRDs(t, env)
@@ -302,6 +315,9 @@ var resetTargets = []schema.GroupVersionResource{
 	{Version: "v1", Resource: "persistentvolumeclaims"},
 	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+	{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
+	{Version: "v1", Resource: "events"},
+	{Version: "v1", Resource: "serviceaccounts"},
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
 	{Version: "v1", Resource: "nodes"},
 	{Version: "v1", Resource: "persistentvolumes"},
@@ -313,6 +329,24 @@ var resetTargets = []schema.GroupVersionResource{
 	v1alpha1.SchemeGroupVersion.WithResource("nodepools"),
 	v1alpha1.SchemeGroupVersion.WithResource("simnodeclasses"),
 	v1alpha1.SchemeGroupVersion.WithResource("ec2nodeclasses"),
+}
+
+// namespaces is the reset target of namespaces.
+var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// keep reports whether reset leaves o alone although the plane did not
+// hold it when it started: what the control plane's own components create
+// and would create again (their leader-election and identity Leases, each
+// namespace's default ServiceAccount), so that reset does not chase them.
+func keep(gvr schema.GroupVersionResource, o *unstructured.Unstructured) bool {
+	switch gvr.Resource {
+	case "leases":
+		name := o.GetName()
+		return o.GetNamespace() == "kube-system" && (strings.HasPrefix(name, "kube-") || strings.HasPrefix(name, "apiserver-"))
+	case "serviceaccounts":
+		return o.GetName() == "default"
+	}
+	return false
 }
 
 // inventory lists the objects of every reset target, by namespace/name.
@@ -353,8 +387,11 @@ func (s *sharedCluster) reset() error {
 				return false, fmt.Errorf("listing %s: %w", gvr.Resource, err)
 			}
 			for _, o := range list.Items {
-				if s.base[gvr][objectKey(&o)] {
+				if s.base[gvr][objectKey(&o)] || keep(gvr, &o) {
 					continue
+				}
+				if gvr.Resource == "events" && !s.base[namespaces]["/"+o.GetNamespace()] {
+					continue // goes with its namespace, and there may be thousands
 				}
 				left = append(left, gvr.Resource+" "+strings.TrimPrefix(objectKey(&o), "/"))
 				if err := s.remove(ctx, gvr, &o); err != nil {
@@ -367,7 +404,15 @@ func (s *sharedCluster) reset() error {
 	if err != nil && len(left) > 0 {
 		return fmt.Errorf("%w; still there: %s", err, strings.Join(left, ", "))
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// kubectl's discovery cache may name the CRDs a test installed and
+	// reset removed: the next test's kubectl discovers the API afresh.
+	if err := os.RemoveAll(s.env.KubectlCacheDir()); err != nil {
+		return fmt.Errorf("removing kubectl's discovery cache: %w", err)
+	}
+	return nil
 }
 
 // remove strips o's finalizers and deletes it, unless it is going already.

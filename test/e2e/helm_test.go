@@ -276,6 +276,7 @@ func TestHelmValuesChangeTheDeployment(t *testing.T) {
 // then removes the release but keeps the namespace, and installing again
 // works.
 func TestHelmInstallOperatorAsItsServiceAccount(t *testing.T) {
+	t.Parallel() // a plane of its own: helm installs the CRDs, and owns them
 	env := testenv.Start(t)
 	ctx := context.Background()
 	if _, err := env.AddNode(ctx, testenv.Node{Name: "system-0", Labels: map[string]string{corev1.LabelTopologyZone: "zone-a"}}); err != nil {

@@ -23,7 +23,8 @@ import (
 // operator started again (as its Deployment would) must finish the burst
 // with no duplicate NodeClaim, no orphan instance and no pod lost.
 func TestOperatorSurvivesAPIServerOutage(t *testing.T) {
-	e := startOpEnv(t)
+	t.Parallel() // a plane of its own: it pauses the API server
+	e := ownOpEnv(t)
 	ns := e.namespace(t, "outage")
 	e.nodePool(t, "outage", 0, nil, req(v1alpha1.LabelCapacityType, "on-demand"), req("karpenter.k8s.aws/instance-family", "c6i", "m6i", "r6i"))
 	args := []string{"--leader-election-id", "e2e-outage", "--disruption=false",

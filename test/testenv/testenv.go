@@ -370,11 +370,20 @@ func (e *Env) RESTConfig() *rest.Config { return rest.CopyConfig(e.restConfig) }
 func (e *Env) Client() kubernetes.Interface { return e.client }
 
 // Kubectl returns a command running the cached kubectl against this plane.
+// Its discovery cache is the plane's own ([Env.KubectlCacheDir]), not the
+// user's ~/.kube/cache: a plane reused by several tests, each installing
+// and removing CRDs, must not resolve a resource through an earlier
+// test's CRD.
 func (e *Env) Kubectl(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, filepath.Join(e.BinDir, "kubectl"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.Kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.Kubeconfig, "KUBECACHEDIR="+e.KubectlCacheDir())
 	return cmd
 }
+
+// KubectlCacheDir is the kubectl discovery and HTTP cache of this plane's
+// kubectl commands (KUBECACHEDIR); removing it makes kubectl discover the
+// API again.
+func (e *Env) KubectlCacheDir() string { return filepath.Join(e.Dir, "kubectl-cache") }
 
 // Stop terminates every component (SIGTERM, then SIGKILL after a grace
 // period), waits for them and removes Dir unless RIGHTSIZE_TESTENV_KEEP is
