@@ -115,7 +115,7 @@ region and show the cost difference. Press ? for every key.`,
 	o.Input.AddFlags(f, "a file or a directory")
 	f.BoolVar(&o.ReadOnly, "read-only", false, "show only: no selecting or launching")
 	f.StringVar(&o.Cloud, "cloud", "", "launch through this cloud provider directly when no operator runs: sim (kwok nodes) or aws")
-	f.StringVar(&o.ClusterName, "cluster-name", "rightsize", "with --cloud: the cluster name instances are tagged with; the operator's --cluster-name, so that it adopts them")
+	f.StringVar(&o.ClusterName, "cluster-name", "", "with --cloud: the cluster name instances are tagged with; the operator's --cluster-name, so that it adopts them (required with --cloud aws; rightsize with sim)")
 	o.Planning.AddFlags(f)
 	f.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "stop improving each re-plan after this long and show the best found")
 	return cmd
@@ -146,13 +146,18 @@ func (o *TUIOptions) Validate() error {
 			return fmt.Errorf("--cloud %s launches into a cluster, and -f works offline on manifests with nothing to launch into; drop one of them", o.Cloud)
 		case o.ReadOnly:
 			return fmt.Errorf("--cloud %s is for launching, which --read-only turns off; drop one of them", o.Cloud)
-		case o.ClusterName == "":
-			return fmt.Errorf("--cluster-name must not be empty with --cloud %s: it tags the instances, as the operator's --cluster-name does", o.Cloud)
+		case o.ClusterName == "" && o.Cloud == "aws":
+			// No default on AWS: two clusters left on one default in an
+			// account would adopt and collect each other's instances.
+			return errors.New("--cluster-name is required with --cloud aws: it tags the instances, as the operator's --cluster-name does, so that the operator adopts them")
 		case o.NewCloud == nil:
 			return fmt.Errorf("--cloud %s: no cloud provider constructor wired", o.Cloud)
 		}
 	default:
 		return fmt.Errorf("--cloud %q: must be sim or aws", o.Cloud)
+	}
+	if o.Cloud == "sim" && o.ClusterName == "" {
+		o.ClusterName = "rightsize"
 	}
 	if !o.Input.Given() && o.cluster == nil {
 		return flags.NoInputError(o.clusterErr)

@@ -35,7 +35,7 @@ func TestNewCmdTUIParsesIntoOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !o.ReadOnly || o.Planning.Catalog.Region != "eu-west-1" || o.Planning.Default.CapacityTypes[0] != "spot" ||
-		o.Planning.Catalog.Model.MaxPods != 58 || o.Timeout != DefaultTimeout || o.ClusterName != "rightsize" || o.NewCloud == nil {
+		o.Planning.Catalog.Model.MaxPods != 58 || o.Timeout != DefaultTimeout || o.ClusterName != "" || o.NewCloud == nil {
 		t.Errorf("parsed %+v", o)
 	}
 }
@@ -87,7 +87,7 @@ func TestCommandRejectsCloudWithOfflineReadOnlyOrUnknownClouds(t *testing.T) {
 	}{
 		{"-f", TUIOptions{Cloud: "sim", Input: flags.Input{Input: snapshot.Input{Filenames: []string{"x.yaml"}}}, ClusterName: "c", NewCloud: newCloud}, "--cloud sim launches into a cluster, and -f works offline"},
 		{"--read-only", TUIOptions{Cloud: "aws", ReadOnly: true, ClusterName: "c", NewCloud: newCloud, cluster: live}, "--cloud aws is for launching, which --read-only turns off"},
-		{"no cluster name", TUIOptions{Cloud: "sim", NewCloud: newCloud, cluster: live}, "--cluster-name must not be empty"},
+		{"no cluster name on aws", TUIOptions{Cloud: "aws", NewCloud: newCloud, cluster: live}, "--cluster-name is required with --cloud aws"},
 		{"unknown", TUIOptions{Cloud: "gcp", cluster: live}, `--cloud "gcp": must be sim or aws`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,5 +107,20 @@ func TestTUIAcceptsCloudOnALiveCluster(t *testing.T) {
 	o.Planning.Catalog.Model.VMMemoryOverheadPercent = 0.075
 	if err := o.Validate(); err != nil {
 		t.Errorf("Validate() = %v", err)
+	}
+}
+
+// TestClusterNameDefaultsOnlyForSim: the simulated cloud keeps the
+// operator's default cluster name; AWS has none (see the aws case above).
+func TestClusterNameDefaultsOnlyForSim(t *testing.T) {
+	newCloud := func(context.Context, string, *rest.Config, client.Client) (cloud.CloudProvider, error) {
+		return nil, nil
+	}
+	o := TUIOptions{Cloud: "sim", NewCloud: newCloud, cluster: &flags.Cluster{RESTConfig: &rest.Config{}}}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o.ClusterName != "rightsize" {
+		t.Errorf("cluster name %q, want rightsize with --cloud sim", o.ClusterName)
 	}
 }
