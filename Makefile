@@ -18,7 +18,7 @@ CHART_REGISTRY  ?= oci://ghcr.io/rightsize-dev/charts
 # compile instead of two).
 TEST_ENV        := CGO_ENABLED=0 GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) -trimpath)"
 
-.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image chart-push test-dist conformance bench-karpenter
+.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image chart-push test-dist conformance bench-karpenter bench-live
 
 all: build
 
@@ -35,6 +35,7 @@ test: vet testenv tools ## Vet, build the test control plane and release tools i
 	$(TEST_ENV) $(GO) test -tags dist -timeout 60m ./...
 	$(TEST_ENV) GOWORK=off $(GO) -C hack/image test ./...
 	$(TEST_ENV) GOWORK=off $(GO) -C hack/karpenterbench test ./...
+	$(TEST_ENV) GOWORK=off $(GO) -C hack/karpenterlive test -timeout 15m ./...
 	$(MAKE) fuzz
 
 vet:
@@ -61,6 +62,12 @@ bench: ## Run the solver suites against the baselines and print one table, then 
 KARPENTER_SIZES ?= 1000,5000
 bench-karpenter: ## Karpenter v1.14.1's scheduler (from the module proxy) and ours on Karpenter's benchmark mix, KARPENTER_SIZES pods; one table from one run.
 	$(TEST_ENV) GOWORK=off $(GO) -C hack/karpenterbench run . -sizes $(KARPENTER_SIZES)
+
+TRACE          ?=
+BENCH_LIVE_OUT ?= $(CURDIR)/bin/bench-live
+bench-live: testenv ## Karpenter v1.14.1's kwok controller and our operator live, each on its own test control plane, on the same catalog and workloads (ramp, TRACE=openb_pod_list_default.csv replay, diurnal); tables in bin/bench-live.{md,json}. Tens of minutes.
+	@mkdir -p $(dir $(BENCH_LIVE_OUT))
+	$(TEST_ENV) GOWORK=off nice $(GO) -C hack/karpenterlive run . -trace "$(TRACE)" -out $(BENCH_LIVE_OUT) $(BENCH_LIVE_FLAGS)
 
 generate: ## Regenerate the embedded catalog, pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod), the operator's ClusterRole, the Helm chart in charts/ from config/, then the reference pages in docs/reference.
 	rm -f config/crd/rightsize.dev_*.yaml
