@@ -18,7 +18,7 @@ CHART_REGISTRY  ?= oci://ghcr.io/rightsize-dev/charts
 # compile instead of two).
 TEST_ENV        := CGO_ENABLED=0 GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) -trimpath)"
 
-.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image chart-push test-dist conformance bench-karpenter bench-traces
+.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image chart-push test-dist conformance bench-karpenter bench-traces bench-live
 
 all: build
 
@@ -57,6 +57,7 @@ test: ## Vet, build the test control plane and release tools if missing, run eve
 	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/image unit-image ./... && \
 	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/karpenterbench unit-karpenterbench ./... && \
 	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/gencatalog unit-gencatalog ./...' || $(TEST_FAILED)
+	@$(STEP) karpenterlive env $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/karpenterlive karpenterlive -timeout 15m ./... || $(TEST_FAILED)
 	@$(STEP) e2e env $(TEST_ENV) $(GOTEST) e2e -tags dist -timeout 60m -skip '$(E2E_DIST)' $(E2E_PKG) || $(TEST_FAILED)
 	@$(STEP) tools $(MAKE) --no-print-directory tools || $(TEST_FAILED)
 	@$(STEP) dist env $(TEST_ENV) $(GOTEST) dist -tags dist -timeout 45m -run '$(E2E_DIST)' $(E2E_PKG) || $(TEST_FAILED)
@@ -95,6 +96,12 @@ bench-traces: build ## The whole explain command on Alibaba's production traces 
 KARPENTER_SIZES ?= 1000,5000
 bench-karpenter: ## Karpenter v1.14.1's scheduler (from the module proxy) and ours on Karpenter's benchmark mix, KARPENTER_SIZES pods; one table from one run.
 	$(TEST_ENV) GOWORK=off $(GO) -C hack/karpenterbench run . -sizes $(KARPENTER_SIZES)
+
+TRACE          ?=
+BENCH_LIVE_OUT ?= $(CURDIR)/bin/bench-live
+bench-live: testenv ## Karpenter v1.14.1's kwok controller and our operator live, each on its own test control plane, on the same catalog and workloads (ramp, TRACE=openb_pod_list_default.csv replay, diurnal); tables in bin/bench-live.{md,json}. Tens of minutes.
+	@mkdir -p $(dir $(BENCH_LIVE_OUT))
+	$(TEST_ENV) GOWORK=off nice $(GO) -C hack/karpenterlive run . -trace "$(TRACE)" -out $(BENCH_LIVE_OUT) $(BENCH_LIVE_FLAGS)
 
 generate: ## Regenerate the embedded catalog, pkg/apis deepcopy + the CRDs in config/crd (controller-gen pinned in go.mod), the operator's ClusterRole, the Helm chart in charts/ from config/, then the reference pages in docs/reference.
 	rm -f config/crd/rightsize.dev_*.yaml

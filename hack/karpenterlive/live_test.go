@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBothSystemsReadTheSameCatalog writes the shared subset for both
+// systems and reads it back with each one's own reader: same types,
+// offerings, prices, capacity and allocatable; and a price changed in
+// Karpenter's file is caught.
+func TestBothSystemsReadTheSameCatalog(t *testing.T) {
+	sc, err := newSharedCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ours, karp, err := sc.writeFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := checkFiles(ours, karp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d instance types, both readers agree", n)
+	if n != len(sc.Types) || n < 40 {
+		t.Errorf("checked %d types, the subset has %d (want at least 40)", n, len(sc.Types))
+	}
+	if p, ok := sc.Price("m6i.large", "us-east-1a", "on-demand"); !ok || p <= 0 {
+		t.Errorf("m6i.large on-demand in us-east-1a: $%g/h, found %t", p, ok)
+	}
+	data, err := os.ReadFile(karp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nudge the first price of Karpenter's file.
+	s := string(data)
+	i := strings.Index(s, `"Price": `) + len(`"Price": `)
+	if err := os.WriteFile(karp, []byte(s[:i]+"9"+s[i:]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkFiles(ours, karp); err == nil || !strings.Contains(err.Error(), "offering") {
+		t.Errorf("a changed price: got %v, want an error naming the offering", err)
+	}
+}
+
+// TestTraceParseAndCompress reads a synthetic trace and checks the
+// compression: every pod created and deleted once, within the window
+// plus the minimum lifetime, each living at least that long.
+func TestTraceParseAndCompress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.csv")
+	if err := syntheticTrace(path, 120); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := readTrace(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, evs := compress(pods, 2*time.Minute, 30*time.Second, 2)
+	if len(kept) != 60 || len(evs) != 120 {
+		t.Fatalf("kept %d pods, %d events; want 60 and 120", len(kept), len(evs))
+	}
+	created := map[int]time.Duration{}
+	for i, ev := range evs {
+		if i > 0 && ev.At < evs[i-1].At {
+			t.Fatalf("event %d at %s before the one before it (%s)", i, ev.At, evs[i-1].At)
+		}
+		if ev.Create {
+			created[ev.Pod] = ev.At
+		} else if life := ev.At - created[ev.Pod]; life < 30*time.Second {
+			t.Errorf("pod %d lives %s, want at least 30s", ev.Pod, life)
+		}
+		if ev.At > 2*time.Minute+30*time.Second {
+			t.Errorf("event at %s, after the window and the minimum lifetime", ev.At)
+		}
+	}
+}
+
+// TestTraceErrors: bad input is a one-line error naming file and line.
+func TestTraceErrors(t *testing.T) {
+	for _, tc := range []struct{ name, csv, want string }{
+		{"missing column", "name,cpu_milli\nx,1\n", `no "memory_mib" column`},
+		{"bad number", "name,cpu_milli,memory_mib,num_gpu,creation_time,deletion_time\nx,abc,1,0,0,1\n", `t.csv:2: cpu_milli "abc"`},
+		{"deleted first", "name,cpu_milli,memory_mib,num_gpu,creation_time,deletion_time\nx,1,1,0,5,1\n", "deleted (1) before it is created (5)"},
+		{"no pods", "name,cpu_milli,memory_mib,num_gpu,creation_time,deletion_time\n", "no pods"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseTrace("t.csv", strings.NewReader(tc.csv))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("got %v, want one line containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestLiveSideBySide is the ≤200-pod version of `make bench-live`: a
+// small ramp (about 100 pods of TestLiveEqualsPlan's shapes, then a
+// quarter of them) run on Karpenter's kwok controller and on our
+// operator, both planes at once to keep it short. It asserts the harness
+// measured both systems — nodes launched and priced, pods Running,
+// controller CPU time — not who wins.
+func TestLiveSideBySide(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two control planes and builds Karpenter; not in -short")
+	}
+	cfg, err := parseFlags([]string{"-workloads", "ramp", "-scale", "0.05", "-ramp-up", "75s", "-ramp-down", "30s", "-parallel"}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := runBench(context.Background(), cfg, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Workloads) != 1 || len(rep.Workloads[0].Rows) != 2 {
+		t.Fatalf("report: %+v", rep)
+	}
+	for _, b := range rep.Builds {
+		t.Logf("build %s: %.1f s wall, %.1f s CPU", b.Name, b.WallSeconds, b.CPUSeconds)
+	}
+	w := rep.Workloads[0]
+	for _, r := range w.Rows {
+		if r.NodesCreated == 0 || r.CostHours <= 0 || r.PeakNodes == 0 {
+			t.Errorf("%s: %d nodes created, peak %d, cost-hours %.4f: want nodes launched and priced", r.System, r.NodesCreated, r.PeakNodes, r.CostHours)
+		}
+		if r.Pods < 90 || r.PodsRan < r.Pods*9/10 {
+			t.Errorf("%s: %d of %d pods ran: want at least 90 %%", r.System, r.PodsRan, r.Pods)
+		}
+		if r.PendingP95 <= 0 || r.PendingMax < r.PendingP95 {
+			t.Errorf("%s: pending p95 %.1f s, max %.1f s: want measured", r.System, r.PendingP95, r.PendingMax)
+		}
+		if r.ControllerCPU <= 0 || r.ControllerRSSMB <= 0 {
+			t.Errorf("%s: controller CPU %.2f s, RSS %.0f MiB: want measured", r.System, r.ControllerCPU, r.ControllerRSSMB)
+		}
+	}
+	line := w.line()
+	if !strings.HasPrefix(line, "bench-live ramp: cost-hours ours/karpenter ") {
+		t.Errorf("summary line %q", line)
+	}
+	t.Log(line)
+}
