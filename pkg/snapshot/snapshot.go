@@ -15,6 +15,7 @@ package snapshot
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,7 +121,9 @@ const stdinName = "<stdin>"
 // readInputs calls read with the name and contents of every input: each
 // file of each path (a file, a directory's *.yaml, *.yml and *.json files in
 // lexical order, its subdirectories' too when recursive), or stdin for "-".
-func readInputs(paths []string, stdin io.Reader, recursive bool, read func(name string, data []byte) error) error {
+// Each input is read through limit (DefaultMaxInputSize when 0) and stops
+// when ctx ends.
+func readInputs(ctx context.Context, paths []string, stdin io.Reader, recursive bool, limit int64, read func(name string, data []byte) error) error {
 	if len(paths) == 0 {
 		return errors.New("no input files")
 	}
@@ -137,12 +140,12 @@ func readInputs(paths []string, stdin io.Reader, recursive bool, read func(name 
 				if stdin == nil {
 					return errors.New("cannot read -: no stdin")
 				}
-				data, err = io.ReadAll(stdin)
+				data, err = ReadAll(ctx, name, stdin, limit)
 			} else {
-				data, err = os.ReadFile(f)
+				data, err = ReadFile(ctx, f, limit)
 			}
 			if err != nil {
-				return fmt.Errorf("reading %s: %w", name, err)
+				return err
 			}
 			if err := read(name, data); err != nil {
 				return err
@@ -220,9 +223,24 @@ func expand(p string, recursive bool) ([]string, error) {
 		}
 		switch strings.ToLower(filepath.Ext(path)) {
 		case ".yaml", ".yml", ".json":
-			if !d.IsDir() {
-				files = append(files, path)
+			if d.IsDir() {
+				return nil
 			}
+			// A FIFO would block the read forever and a device (or a
+			// symlink to /dev/zero) never end: only regular files are
+			// read from a directory; named on their own they are read
+			// through the size limit.
+			info, err := os.Stat(path)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, unwrapPath(err))
+			}
+			if info.IsDir() {
+				return nil // a symlink to a directory
+			}
+			if !info.Mode().IsRegular() {
+				return fmt.Errorf("%s: %s, not a regular file: only regular files are read from a directory (name it with -f on its own to read it)", path, fileKind(info.Mode()))
+			}
+			files = append(files, path)
 		}
 		return nil
 	})
