@@ -309,7 +309,7 @@ func splitJSON(data []byte) ([]document, error) {
 		dec := json.NewDecoder(bytes.NewReader(data[start:]))
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			if len(docs) == 0 {
+			if len(docs) == 0 && !isDepthError(err) {
 				return nil, err
 			}
 			// Hand the rest to toJSON, which reports the syntax error.
@@ -400,6 +400,9 @@ func (doc document) toJSON() ([]byte, error) {
 			var v any
 			err := json.Unmarshal(doc.data, &v)
 			var se *json.SyntaxError
+			if isDepthError(err) {
+				return nil, errTooDeep
+			}
 			if errors.As(err, &se) {
 				line := doc.first + bytes.Count(doc.data[:min(int(se.Offset), len(doc.data))], []byte("\n"))
 				return nil, fmt.Errorf("invalid JSON: line %d: %v", line, se)
@@ -409,6 +412,9 @@ func (doc document) toJSON() ([]byte, error) {
 		return doc.data, nil
 	}
 	j, err := yaml.YAMLToJSONStrict(doc.data)
+	if err != nil && isDepthError(err) {
+		return nil, errTooDeep
+	}
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 		msg = strings.Join(strings.Fields(strings.Replace(msg, "unmarshal errors:\n", "", 1)), " ")
@@ -424,7 +430,19 @@ func (doc document) toJSON() ([]byte, error) {
 	return j, nil
 }
 
-// toJSONAll converts the documents to JSON (doc.toJSON), in parallel on
+// convert converts a document to JSON: YAML of the plain subset the fast
+// way (fastYAMLToJSON, linear in the document's size), anything else with
+// toJSON.
+func (doc document) convert() ([]byte, error) {
+	if !doc.json {
+		if j, ok := fastYAMLToJSON(doc.data); ok {
+			return j, nil
+		}
+	}
+	return doc.toJSON()
+}
+
+// toJSONAll converts the documents to JSON (doc.convert), in parallel on
 // the CPUs there are: parsing YAML is most of reading a large manifest.
 // errs[i] is document i's conversion error.
 func toJSONAll(docs []document) (js [][]byte, errs []error) {
@@ -434,7 +452,7 @@ func toJSONAll(docs []document) (js [][]byte, errs []error) {
 	for range min(runtime.GOMAXPROCS(0), len(docs)) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(docs); i = int(next.Add(1)) - 1 {
-				js[i], errs[i] = docs[i].toJSON()
+				js[i], errs[i] = docs[i].convert()
 			}
 		})
 	}
@@ -558,9 +576,25 @@ func (p *predecoding) stop() {
 func decodeGeneric(j []byte) (any, error) {
 	var generic any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &generic); err != nil {
+		if isDepthError(err) {
+			return nil, errTooDeep
+		}
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	return generic, nil
+}
+
+// maxDepth is how deep the JSON and YAML decoders (encoding/json,
+// go.yaml.in/yaml) let a document nest, as the API server's do.
+const maxDepth = 10000
+
+// errTooDeep is a document nested deeper than maxDepth, named the same
+// whether it was written as YAML or JSON.
+var errTooDeep = fmt.Errorf("nested deeper than %d levels, the most the Kubernetes decoders accept", maxDepth)
+
+// isDepthError reports whether err is a decoder's nesting limit.
+func isDepthError(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "exceeded max depth")
 }
 
 // decodeDocument decodes one document, given as predecoded, and adds what
