@@ -179,6 +179,8 @@ func (m *Manifests) finish(names []string) (*Manifests, error) {
 		msg := "no pods or workloads found in " + strings.Join(shown, ", ")
 		if m.documents == 0 {
 			msg += ": the input is empty"
+		} else if len(m.skipped.kinds) > 0 {
+			msg += "; skipped: " + m.skipped.list()
 		}
 		return nil, errors.New(msg)
 	}

@@ -133,6 +133,7 @@ func TestHostileInputThroughTheBinary(t *testing.T) {
 	deepYAML := write(t, dir, "deep.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: "+strings.Repeat("[", 100_000)+strings.Repeat("]", 100_000)+"\n")
 	deepJSON := write(t, dir, "deep.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":`+strings.Repeat("[", 100_000)+strings.Repeat("]", 100_000)+`}}`)
 	good := write(t, dir, "good.yaml", pod)
+	crds := write(t, dir, "crds.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: a\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: b\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: s\n")
 	big := write(t, dir, "big.yaml", pod+"---\n"+strings.Repeat("# padding\n", 200_000))
 
 	// A server that accepts and never answers, for remote -k.
@@ -204,6 +205,7 @@ func TestHostileInputThroughTheBinary(t *testing.T) {
 		{"SIGTERM while stdin is silent", []string{"import", "-f", "-"}, silentStdin, time.Second, 143, "interrupted by SIGTERM while reading <stdin>"},
 		{"SIGTERM while fetching a remote base", []string{"explain", "-k", remote, "--allow-remote-bases"}, nil, time.Second, 143, "interrupted by SIGTERM"},
 		{"a directory without manifests", []string{"explain", "-f", filepath.Join(dir, "fifo", "..", "remote-overlay")}, nil, 0, 1, "no pods or workloads found"},
+		{"only CRDs and a Service", []string{"explain", "-f", crds}, nil, 0, 1, "crds.yaml; skipped: 2 CustomResourceDefinition, 1 Service"},
 		{"a valid file", []string{"explain", "-f", good}, nil, 0, 0, ""},
 	}
 	for _, tc := range tests {
