@@ -71,6 +71,7 @@ vet:
 
 fuzz: ## Run each fuzz target for FUZZTIME.
 	$(TEST_ENV) $(GO) test ./pkg/snapshot -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(TEST_ENV) $(GO) test ./pkg/snapshot -run '^$$' -fuzz '^FuzzFastYAMLToJSON$$' -fuzztime $(FUZZTIME)
 	$(TEST_ENV) $(GO) test ./pkg/cloud -run '^$$' -fuzz '^FuzzReadInstanceTypes$$' -fuzztime $(FUZZTIME)
 	$(TEST_ENV) $(GO) test ./pkg/solver -run '^$$' -fuzz '^FuzzSolve$$' -fuzztime $(FUZZTIME)
 	$(TEST_ENV) $(GO) test ./pkg/solver -run '^$$' -fuzz '^FuzzConsolidate$$' -fuzztime $(FUZZTIME)

@@ -71,8 +71,8 @@ func TestASignalEndsExplainWithAClearError(t *testing.T) {
 			if took := time.Since(start); took > 10*time.Second {
 				t.Errorf("explain took %s to end after %s", took, sig)
 			}
-			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
-				t.Errorf("exit %v, want code 1; stderr:\n%s", err, stderr.String())
+			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 128+int(sig) {
+				t.Errorf("exit %v, want code %d; stderr:\n%s", err, 128+int(sig), stderr.String())
 			}
 			if want := "error: interrupted before the report was ready, nothing printed: "; !strings.HasPrefix(stderr.String(), want) {
 				t.Errorf("stderr %q, want it to start with %q", stderr.String(), want)

@@ -109,7 +109,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return o.runLive(ctx)
 	}
-	m, err := o.Input.Read(o.In)
+	m, err := o.Input.ReadContext(ctx, o.In)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@
 package importer
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +47,14 @@ type Result struct {
 // Karpenter kinds, values that cannot be converted) and when the input holds
 // no Karpenter object.
 func Import(paths []string, stdin io.Reader) (*Result, error) {
-	docs, err := snapshot.ReadDocuments(paths, stdin, false)
+	return ImportInput(context.Background(), snapshot.Input{Filenames: paths}, stdin)
+}
+
+// ImportInput is Import reading in's files (-f) through its size limit and
+// stopping once ctx ends.
+func ImportInput(ctx context.Context, in snapshot.Input, stdin io.Reader) (*Result, error) {
+	paths := in.Filenames
+	docs, err := in.Documents(ctx, stdin)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,8 @@
 package plan
 
 import (
+	"context"
 	"fmt"
-	"os"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
@@ -21,6 +21,9 @@ type Catalog struct {
 	Region string
 	// InstanceTypesFile, when set, replaces the embedded catalog.
 	InstanceTypesFile string
+	// MaxInputSize bounds InstanceTypesFile (--max-input-size); 0 is
+	// snapshot.DefaultMaxInputSize.
+	MaxInputSize int64
 	// Model is the allocatable model applied to every type.
 	Model cloud.NodeModel
 }
@@ -47,9 +50,9 @@ func (c *Catalog) InstanceTypes() ([]solver.InstanceType, string, error) {
 // came from and the region their labels name ("" for a file).
 func (c *Catalog) load() ([]cloud.InstanceType, string, string, error) {
 	if c.InstanceTypesFile != "" {
-		data, err := os.ReadFile(c.InstanceTypesFile)
+		data, err := snapshot.ReadFile(context.Background(), c.InstanceTypesFile, c.MaxInputSize)
 		if err != nil {
-			return nil, "", "", fmt.Errorf("reading --instance-types: %w", err)
+			return nil, "", "", fmt.Errorf("--instance-types: %w", err)
 		}
 		types, err := cloud.ReadInstanceTypes(c.InstanceTypesFile, data)
 		if err != nil {

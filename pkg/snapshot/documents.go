@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 
@@ -31,8 +32,14 @@ func (d *Document) Errorf(err error) error {
 // JSON, without interpreting them. A document that is not valid YAML or JSON
 // is a *DocumentError.
 func ReadDocuments(paths []string, stdin io.Reader, recursive bool) ([]Document, error) {
+	return readDocuments(context.Background(), paths, stdin, recursive, 0)
+}
+
+// readDocuments is ReadDocuments reading each input through limit and
+// stopping once ctx ends.
+func readDocuments(ctx context.Context, paths []string, stdin io.Reader, recursive bool, limit int64) ([]Document, error) {
 	var out []Document
-	err := readInputs(paths, stdin, recursive, func(name string, data []byte) error {
+	err := readInputs(ctx, paths, stdin, recursive, limit, func(name string, data []byte) error {
 		data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 		docs, err := splitJSON(data)
 		if err != nil {

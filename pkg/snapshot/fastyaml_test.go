@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -156,4 +157,54 @@ func FuzzFastYAMLToJSON(f *testing.F) {
 		}
 		checkFastYAML(t, data)
 	})
+}
+
+// manyKeys is a ConfigMap of n keys, and a Pod, as YAML.
+func manyKeys(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  k%07d: v\n", i)
+	}
+	return b.Bytes()
+}
+
+// deepFlow is a Pod whose annotations nest n flow sequences deep.
+func deepFlow(n int) []byte {
+	return []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: " + strings.Repeat("[", n) + strings.Repeat("]", n) + "\n")
+}
+
+// BenchmarkFastYAMLManyKeys times the fast path on a mapping of a million
+// keys: duplicate keys are found with a set, so it is linear (it was
+// quadratic: 100k keys took 27 s, 1M did not end in 11 minutes).
+func BenchmarkFastYAMLManyKeys(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		data := manyKeys(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := fastYAMLToJSON(data); !ok {
+					b.Fatal("fast path declined")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeHostile times Decode on a million keys and on 100,000
+// levels of nesting (refused at the decoders' 10,000).
+func BenchmarkDecodeHostile(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{{"1M keys", manyKeys(1_000_000)}, {"100k deep", deepFlow(100_000)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Decode("in.yaml", tc.data, &Manifests{})
+			}
+		})
+	}
 }

@@ -39,6 +39,17 @@ func setOf(names ...string) map[string]bool {
 type skipped struct {
 	inert    map[string]int // kind -> objects
 	operated []string       // `Kind "name"` of each custom resource that runs pods
+	kinds    map[string]int // kind -> objects, of every skipped kind
+}
+
+// list names the skipped objects by kind, "3 CustomResourceDefinition,
+// 1 Service", for an input that holds nothing to plan.
+func (s *skipped) list() string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(s.kinds)) {
+		parts = append(parts, fmt.Sprintf("%d %s", s.kinds[k], k))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // skip records an object of a kind that is not read: inert kinds are
@@ -46,6 +57,10 @@ type skipped struct {
 // later in one line, and any other kind is warned about now, since it
 // might have scheduled pods.
 func (m *Manifests) skip(where, kind, label string) {
+	if m.skipped.kinds == nil {
+		m.skipped.kinds = map[string]int{}
+	}
+	m.skipped.kinds[kind]++
 	switch {
 	case inertKinds[kind]:
 		if m.skipped.inert == nil {

@@ -15,6 +15,7 @@ package snapshot
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,7 +121,9 @@ const stdinName = "<stdin>"
 // readInputs calls read with the name and contents of every input: each
 // file of each path (a file, a directory's *.yaml, *.yml and *.json files in
 // lexical order, its subdirectories' too when recursive), or stdin for "-".
-func readInputs(paths []string, stdin io.Reader, recursive bool, read func(name string, data []byte) error) error {
+// Each input is read through limit (DefaultMaxInputSize when 0) and stops
+// when ctx ends.
+func readInputs(ctx context.Context, paths []string, stdin io.Reader, recursive bool, limit int64, read func(name string, data []byte) error) error {
 	if len(paths) == 0 {
 		return errors.New("no input files")
 	}
@@ -137,12 +140,12 @@ func readInputs(paths []string, stdin io.Reader, recursive bool, read func(name 
 				if stdin == nil {
 					return errors.New("cannot read -: no stdin")
 				}
-				data, err = io.ReadAll(stdin)
+				data, err = ReadAll(ctx, name, stdin, limit)
 			} else {
-				data, err = os.ReadFile(f)
+				data, err = ReadFile(ctx, f, limit)
 			}
 			if err != nil {
-				return fmt.Errorf("reading %s: %w", name, err)
+				return err
 			}
 			if err := read(name, data); err != nil {
 				return err
@@ -176,6 +179,8 @@ func (m *Manifests) finish(names []string) (*Manifests, error) {
 		msg := "no pods or workloads found in " + strings.Join(shown, ", ")
 		if m.documents == 0 {
 			msg += ": the input is empty"
+		} else if len(m.skipped.kinds) > 0 {
+			msg += "; skipped: " + m.skipped.list()
 		}
 		return nil, errors.New(msg)
 	}
@@ -220,9 +225,24 @@ func expand(p string, recursive bool) ([]string, error) {
 		}
 		switch strings.ToLower(filepath.Ext(path)) {
 		case ".yaml", ".yml", ".json":
-			if !d.IsDir() {
-				files = append(files, path)
+			if d.IsDir() {
+				return nil
 			}
+			// A FIFO would block the read forever and a device (or a
+			// symlink to /dev/zero) never end: only regular files are
+			// read from a directory; named on their own they are read
+			// through the size limit.
+			info, err := os.Stat(path)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, unwrapPath(err))
+			}
+			if info.IsDir() {
+				return nil // a symlink to a directory
+			}
+			if !info.Mode().IsRegular() {
+				return fmt.Errorf("%s: %s, not a regular file: only regular files are read from a directory (name it with -f on its own to read it)", path, fileKind(info.Mode()))
+			}
+			files = append(files, path)
 		}
 		return nil
 	})
@@ -291,7 +311,7 @@ func splitJSON(data []byte) ([]document, error) {
 		dec := json.NewDecoder(bytes.NewReader(data[start:]))
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			if len(docs) == 0 {
+			if len(docs) == 0 && !isDepthError(err) {
 				return nil, err
 			}
 			// Hand the rest to toJSON, which reports the syntax error.
@@ -382,6 +402,9 @@ func (doc document) toJSON() ([]byte, error) {
 			var v any
 			err := json.Unmarshal(doc.data, &v)
 			var se *json.SyntaxError
+			if isDepthError(err) {
+				return nil, errTooDeep
+			}
 			if errors.As(err, &se) {
 				line := doc.first + bytes.Count(doc.data[:min(int(se.Offset), len(doc.data))], []byte("\n"))
 				return nil, fmt.Errorf("invalid JSON: line %d: %v", line, se)
@@ -391,6 +414,9 @@ func (doc document) toJSON() ([]byte, error) {
 		return doc.data, nil
 	}
 	j, err := yaml.YAMLToJSONStrict(doc.data)
+	if err != nil && isDepthError(err) {
+		return nil, errTooDeep
+	}
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 		msg = strings.Join(strings.Fields(strings.Replace(msg, "unmarshal errors:\n", "", 1)), " ")
@@ -406,7 +432,19 @@ func (doc document) toJSON() ([]byte, error) {
 	return j, nil
 }
 
-// toJSONAll converts the documents to JSON (doc.toJSON), in parallel on
+// convert converts a document to JSON: YAML of the plain subset the fast
+// way (fastYAMLToJSON, linear in the document's size), anything else with
+// toJSON.
+func (doc document) convert() ([]byte, error) {
+	if !doc.json {
+		if j, ok := fastYAMLToJSON(doc.data); ok {
+			return j, nil
+		}
+	}
+	return doc.toJSON()
+}
+
+// toJSONAll converts the documents to JSON (doc.convert), in parallel on
 // the CPUs there are: parsing YAML is most of reading a large manifest.
 // errs[i] is document i's conversion error.
 func toJSONAll(docs []document) (js [][]byte, errs []error) {
@@ -416,7 +454,7 @@ func toJSONAll(docs []document) (js [][]byte, errs []error) {
 	for range min(runtime.GOMAXPROCS(0), len(docs)) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(docs); i = int(next.Add(1)) - 1 {
-				js[i], errs[i] = docs[i].toJSON()
+				js[i], errs[i] = docs[i].convert()
 			}
 		})
 	}
@@ -540,9 +578,25 @@ func (p *predecoding) stop() {
 func decodeGeneric(j []byte) (any, error) {
 	var generic any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &generic); err != nil {
+		if isDepthError(err) {
+			return nil, errTooDeep
+		}
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	return generic, nil
+}
+
+// maxDepth is how deep the JSON and YAML decoders (encoding/json,
+// go.yaml.in/yaml) let a document nest, as the API server's do.
+const maxDepth = 10000
+
+// errTooDeep is a document nested deeper than maxDepth, named the same
+// whether it was written as YAML or JSON.
+var errTooDeep = fmt.Errorf("nested deeper than %d levels, the most the Kubernetes decoders accept", maxDepth)
+
+// isDepthError reports whether err is a decoder's nesting limit.
+func isDepthError(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "exceeded max depth")
 }
 
 // decodeDocument decodes one document, given as predecoded, and adds what

@@ -156,6 +156,10 @@ func (o *ExplainOptions) Validate() error {
 // When ctx ends first (Ctrl-C), it returns promptly with an error that
 // says so, and prints no report.
 func (o *ExplainOptions) Run(ctx context.Context) error {
+	// One --max-input-size bounds the manifests and --instance-types; a
+	// kustomization's remote bases (--allow-remote-bases) get --timeout.
+	o.Planning.Catalog.MaxInputSize = o.Input.MaxInputSize
+	o.Input.RemoteTimeout = o.Timeout
 	r := report.Options{
 		Input: o.Input.Input, Output: o.Output, Catalog: o.Planning.Catalog, Default: o.Planning.Default,
 		Timeout: o.Timeout, AllNamespaces: o.AllNamespaces, Consolidation: o.Consolidation, Workload: o.Workload,

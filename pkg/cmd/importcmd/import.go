@@ -14,6 +14,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/importer"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 )
 
 const importExample = `  # Convert Karpenter manifests to rightsize's and apply them
@@ -29,6 +30,8 @@ type ImportOptions struct {
 	Filenames []string
 	// Output is yaml (the default) or json.
 	Output string
+	// MaxInputSize bounds each input (--max-input-size).
+	MaxInputSize int64
 }
 
 // NewCmdImport builds `kubectl rightsize import`. The command only parses:
@@ -58,6 +61,7 @@ pool with karpenter.sh/nodepool: <pool name> as well as rightsize.dev/nodepool.`
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.Filenames, "filename", "f", nil, "Karpenter manifests to convert: a file, a directory, or - for stdin (repeatable)")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml or json")
+	flags.AddMaxInputSize(f, &o.MaxInputSize)
 	return cmd
 }
 
@@ -84,8 +88,8 @@ func (o *ImportOptions) Validate() error {
 
 // Run converts the manifests, prints the objects on Out and the warnings on
 // ErrOut.
-func (o *ImportOptions) Run(context.Context) error {
-	res, err := importer.Import(o.Filenames, o.In)
+func (o *ImportOptions) Run(ctx context.Context) error {
+	res, err := importer.ImportInput(ctx, snapshot.Input{Filenames: o.Filenames, MaxInputSize: o.MaxInputSize}, o.In)
 	if err != nil {
 		return err
 	}

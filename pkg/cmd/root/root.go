@@ -20,6 +20,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/tui"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/version"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/interrupt"
 )
 
 // NewCmdRoot builds the `kubectl rightsize` command tree. stamped is the
@@ -57,7 +58,9 @@ with an embedded AWS price catalog.`,
 
 // Execute runs the command line args (without the program name) until ctx
 // ends, printing an error as kubectl does, on one line of ErrOut. It
-// returns the process's exit code.
+// returns the process's exit code: 0, the command's (flags.ExitError), 1
+// for other errors, or interrupt.ExitCode of the signal that cancelled ctx
+// (130 for SIGINT, 143 for SIGTERM; see pkg/interrupt).
 func Execute(ctx context.Context, streams genericiooptions.IOStreams, stamped version.Info, args []string) int {
 	cmd := NewCmdRoot(streams, stamped)
 	cmd.SetArgs(args)
@@ -72,6 +75,11 @@ func Execute(ctx context.Context, streams genericiooptions.IOStreams, stamped ve
 		if exit.Err == nil {
 			return code
 		}
+	}
+	if sig := interrupt.FromContext(ctx); sig != nil {
+		// Stopped by a signal: the shell's code for it, whatever the
+		// command would have said (--exit-code's 2 included).
+		code = interrupt.ExitCode(sig.Sig)
 	}
 	fmt.Fprintf(streams.ErrOut, "error: %s\n", oneLine(err.Error()))
 	return code

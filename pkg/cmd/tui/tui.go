@@ -181,12 +181,14 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 	if f, ok := o.In.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
 		return errNoTerminal
 	}
+	o.Planning.Catalog.MaxInputSize = o.Input.MaxInputSize
+	o.Input.RemoteTimeout = o.Timeout
 	opts := program.Options{
 		Catalog: o.Planning.Catalog, Default: o.Planning.Default, Timeout: o.Timeout, ReadOnly: o.ReadOnly,
 		NoColor: os.Getenv("NO_COLOR") != "",
 	}
 	if o.Input.Given() {
-		m, err := o.Input.Read(nil)
+		m, err := o.Input.ReadContext(ctx, nil)
 		if err != nil {
 			return err
 		}
