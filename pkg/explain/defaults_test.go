@@ -1,14 +1,18 @@
 package explain
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"math"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 // TestExplainSaysWhatItPlannedForWithoutAPool: manifests with no NodePool
@@ -186,5 +190,54 @@ func TestDefaultsNoticesSayWhyNoPoolWasPlanned(t *testing.T) {
 				t.Errorf("got %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSkippedAdviceStillNamesTheFlagThatPlacesAPod: when the plan took
+// too long to plan the wider pools again, the pods it cannot place still
+// get the flag that would place them, found without a solve (issue 33:
+// slow plans left GPU pods with no hint at all).
+func TestSkippedAdviceStillNamesTheFlagThatPlacesAPod(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "in.yaml")
+	writeFile(t, f, `
+apiVersion: v1
+kind: Pod
+metadata: {name: batch}
+spec:
+  nodeSelector: {karpenter.sh/capacity-type: spot}
+  containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`)
+	m, err := snapshot.Read([]string{f}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := Catalog{Region: "us-east-1"}
+	types, _, err := cat.InstanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &DefaultPool{}}
+	built, err := plan.Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	solved, err := solver.Solve(built.Problem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	if err := setAdvice(context.Background(), &r, in, built.Problem, solved, 10*time.Second, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.AdviceSkipped, "not computed: the plan took 10.0 s") {
+		t.Errorf("advice skipped %q, want it said why", r.AdviceSkipped)
+	}
+	if len(r.Advice) != 1 || r.Advice[0].Allow != "spot" || r.Advice[0].PlacesPods != 1 || r.Advice[0].PricePerHour != 0 {
+		t.Fatalf("advice %+v, want spot placing the pod, not priced", r.Advice)
+	}
+	var out strings.Builder
+	printDefaults(&out, &r)
+	if want := "Advice: allowing spot (--capacity-type on-demand,spot) would place 1 of the pod(s) that cannot be placed (not planned: no time to price it)."; !strings.Contains(out.String(), want) {
+		t.Errorf("printed %q, want %q", out.String(), want)
 	}
 }
