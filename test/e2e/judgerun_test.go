@@ -381,7 +381,11 @@ func (r *judgeRun) judge(ctx context.Context, cases []*judgeCase, batchPods int)
 
 // batch runs cases side by side and cleans up after them.
 func (r *judgeRun) batch(ctx context.Context, id string, cases []*judgeCase) ([]judgeDisagreement, error) {
-	defer r.cleanup(id, cases)
+	began := time.Now()
+	phase := func(name string) {
+		r.t.Logf("judge: batch %s: %s after %s", id, name, time.Since(began).Round(time.Millisecond))
+	}
+	defer func() { r.cleanup(id, cases); phase("cleaned up") }()
 	// Namespaces, nodes and pods, all at once.
 	var errMu sync.Mutex
 	var firstErr error
@@ -420,9 +424,11 @@ func (r *judgeRun) batch(ctx context.Context, id string, cases []*judgeCase) ([]
 	for _, j := range nodeJobs {
 		want[j.c.nodeNames[j.i]] = judgeResourceList(j.c.p, j.c.plan.NewNodes[j.i].Allocatable)
 	}
+	phase("nodes created")
 	if err := r.waitNodesReady(ctx, id, want); err != nil {
 		return nil, err
 	}
+	phase("nodes ready")
 	type podJob struct {
 		c    *judgeCase
 		i    int
@@ -451,6 +457,7 @@ func (r *judgeRun) batch(ctx context.Context, id string, cases []*judgeCase) ([]
 		return nil, firstErr
 	}
 
+	phase("pods created")
 	board := newPodBoard(r.client, namespaces)
 	boardCtx, stopBoard := context.WithCancel(ctx)
 	defer stopBoard()
@@ -473,6 +480,7 @@ func (r *judgeRun) batch(ctx context.Context, id string, cases []*judgeCase) ([]
 		}()
 	}
 	wg.Wait()
+	phase("released and settled")
 	for _, c := range cases {
 		r.problems++
 		r.nodes += len(c.plan.NewNodes)

@@ -289,21 +289,38 @@ func (e *opEnv) createPods(t *testing.T, pods []*corev1.Pod) {
 func (e *opEnv) waitRunning(t *testing.T, ns string, n int, timeout time.Duration) {
 	t.Helper()
 	var last int
+	var waiting []string
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		pods, err := e.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
-		last = 0
+		last, waiting = 0, waiting[:0]
 		for _, p := range pods.Items {
 			if p.Status.Phase == corev1.PodRunning {
 				last++
+				continue
 			}
+			w := fmt.Sprintf("%s: %s on node %q", p.Name, p.Status.Phase, p.Spec.NodeName)
+			for _, c := range p.Status.Conditions {
+				if c.Status != corev1.ConditionTrue {
+					w += fmt.Sprintf(", %s %s: %s", c.Type, c.Reason, c.Message)
+				}
+			}
+			waiting = append(waiting, w)
 		}
 		return last >= n, nil
 	})
 	if err != nil {
-		t.Fatalf("%d of %d pods Running in %s after %s", last, n, ns, timeout)
+		// Say what the pods and the claims were waiting on.
+		for _, c := range e.claims(t, "") {
+			st := fmt.Sprintf("NodeClaim %s: providerID %q node %q", c.Name, c.Status.ProviderID, c.Status.NodeName)
+			for _, cond := range c.Status.Conditions {
+				st += fmt.Sprintf(", %s=%s %s", cond.Type, cond.Status, cond.Reason)
+			}
+			t.Log(st)
+		}
+		t.Fatalf("%d of %d pods Running in %s after %s; not Running: %s", last, n, ns, timeout, strings.Join(waiting, "; "))
 	}
 }
 

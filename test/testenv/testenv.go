@@ -91,6 +91,30 @@ func CheckBinaries() (string, error) {
 	return dir, nil
 }
 
+// controlPlaneQPS and controlPlaneBurst are the client rate limits of
+// kube-controller-manager and kube-scheduler in the test plane. The
+// defaults (20/30 and 50/100) throttle a plane that one test fills with
+// thousands of pods and hundreds of nodes at once: kube-scheduler binding
+// 5,000 pods at 50 requests a second (a bind and an event each) is minutes
+// of a test spent waiting on a client-side token bucket, not on the code
+// under test. Large production control planes raise them the same way.
+const (
+	controlPlaneQPS   = "500"
+	controlPlaneBurst = "1000"
+)
+
+// kwokOptionsYAML raises kwok's parallelism from its defaults (4 node and 4
+// pod stage workers, one pods-on-node syncer), which make a few hundred
+// nodes Ready at ~5 a second; the stages themselves stay kwok's.
+const kwokOptionsYAML = `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  nodePlayStageParallelism: 32
+  podPlayStageParallelism: 32
+  nodeLeaseParallelism: 16
+  podsOnNodeSyncParallelism: 8
+`
+
 // kwokConfigPath is the kwok configuration (its default stages) that
 // hack/testenv/build.sh writes next to bin/.
 func kwokConfigPath(binDir string) string {
@@ -308,6 +332,12 @@ func start(ctx context.Context, bin string, logf func(string, ...any)) (_ *Env, 
 		"--service-account-private-key-file="+saKey,
 		"--root-ca-file="+filepath.Join(dir, "ca.crt"),
 		"--cluster-name=rightsize-testenv",
+		// Client rate limits sized for a test plane that creates thousands
+		// of pods in seconds (the defaults, 20 QPS here and 50 in the
+		// scheduler, are for a shared production API server); see
+		// controlPlaneQPS.
+		"--kube-api-qps="+controlPlaneQPS, "--kube-api-burst="+controlPlaneBurst,
+		"--concurrent-replicaset-syncs=10",
 		"--profiling=false",
 		"--v=1",
 	); err != nil {
@@ -319,14 +349,20 @@ func start(ctx context.Context, bin string, logf func(string, ...any)) (_ *Env, 
 		"--authorization-kubeconfig="+kubeconfigs["scheduler"],
 		"--secure-port=0",
 		"--leader-elect=false",
+		"--kube-api-qps="+controlPlaneQPS, "--kube-api-burst="+controlPlaneBurst,
 		"--profiling=false",
 		"--v=1",
 	); err != nil {
 		return nil, err
 	}
+	kwokOptions := filepath.Join(dir, "kwok-options.yaml")
+	if err := os.WriteFile(kwokOptions, []byte(kwokOptionsYAML), 0o600); err != nil {
+		return nil, fmt.Errorf("testenv: write kwok options: %w", err)
+	}
 	if err := e.run("kwok",
 		"--kubeconfig="+kubeconfigs["kwok"],
 		"--config="+kwokConfigPath(bin),
+		"--config="+kwokOptions,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+NodeAnnotation+"=fake",
 		"--node-ip=127.0.0.1",
