@@ -90,6 +90,10 @@ func (c *Controller) execute(ctx context.Context, v *disruption.View, cand *disr
 			c.rollback(ctx, v, cand, tainted, nil, rollbackDrain, fmt.Sprintf("draining did not finish within %s: %s", c.opts.DrainTimeout, oneLine(err.Error())))
 			return nil
 		}
+		if err := c.drainLate(ctx, v, a.Nodes, evicted); err != nil {
+			c.rollback(ctx, v, cand, tainted, nil, rollbackDrain, fmt.Sprintf("a pod bound after the drain could not be moved: %s", oneLine(err.Error())))
+			return nil
+		}
 	}
 	// An expired node is not drained here, where a drain that does not
 	// finish in time is rolled back: expiry is forceful, so its NodeClaim
@@ -271,6 +275,31 @@ func (c *Controller) drain(ctx context.Context, v *disruption.View, nodes []stri
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// lateBindSettle is how long an action waits after its drain for binds the
+// scheduler began before the taint.
+const lateBindSettle = time.Second
+
+// drainLate drains the nodes once more after lateBindSettle. The taint
+// keeps the scheduler from choosing the nodes, but a pod it had already
+// assumed onto one (a node that looked empty to the planner because the
+// pod was still pending) is bound afterwards, possibly after the drain
+// listed the node's pods; deleting the node would then take the pod with
+// it (the NodeClaim's termination drains by force, and a bare pod is never
+// recreated). Pods found now are evicted as in the first drain, and a pod
+// the drain may not evict fails the action, which is rolled back.
+func (c *Controller) drainLate(ctx context.Context, v *disruption.View, nodes []string, evicted map[string]int64) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.clock.After(lateBindSettle):
+	}
+	again, err := c.drain(ctx, v, nodes)
+	for n, k := range again {
+		evicted[n] += k
+	}
+	return err
 }
 
 // deleteClaim records why and deletes a NodeClaim; the lifecycle finalizer
