@@ -65,6 +65,7 @@ type OperatorOptions struct {
 	MetricsBindAddress      string
 	HealthProbeBindAddress  string
 	BatchIdle, BatchMax     time.Duration
+	BatchHold               time.Duration
 	ClusterName             string
 	Region                  string
 	InstanceTypesFile       string
@@ -163,6 +164,7 @@ playground.`,
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address to serve /metrics on; 0 disables it")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address to serve /healthz and /readyz on; 0 disables it")
 	f.DurationVar(&o.BatchIdle, "batch-idle", time.Second, "close a batch of pending pods once none arrived for this long (the gap grows, up to 4 times, with the gaps between arrivals)")
+	f.DurationVar(&o.BatchHold, "batch-hold", 10*time.Second, "keep a batch open beyond --batch-idle, while a workload of its pods is still creating them or its arrivals pause, for at most this long after it opened (never past --batch-max)")
 	f.DurationVar(&o.BatchMax, "batch-max", 2*time.Minute, "close a batch of pending pods after this long regardless: a ramp up to this long is one decision")
 	f.StringVar(&o.ClusterName, "cluster-name", "", "name of this cluster; instances are tagged with it and garbage collection touches only its own (required with --cloud aws; default "+defaultSimClusterName+" with sim)")
 	f.StringVar(&o.Region, "region", sim.DefaultRegion, "region whose instance types and prices to use (aws: default AWS_REGION or the shared config)")
@@ -275,7 +277,7 @@ func (o *OperatorOptions) Validate() error {
 		}
 	}
 	for name, d := range map[string]time.Duration{"--consolidation-interval": o.ConsolidationInterval, "--disruption-validation-delay": o.ValidationDelay,
-		"--drain-timeout": o.DrainTimeout, "--replacement-timeout": o.ReplacementTimeout, "--gang-wait": o.GangWait} {
+		"--drain-timeout": o.DrainTimeout, "--replacement-timeout": o.ReplacementTimeout, "--gang-wait": o.GangWait, "--batch-hold": o.BatchHold} {
 		if d <= 0 {
 			return fmt.Errorf("%s (%s) must be positive", name, d)
 		}
@@ -339,7 +341,7 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 			return cloudprovider.New(ctx, o.cloudOptions(model), o.restConfig, c)
 		},
 	}
-	opts.Provisioning.BatchIdle, opts.Provisioning.BatchMax = o.BatchIdle, o.BatchMax
+	opts.Provisioning.BatchIdle, opts.Provisioning.BatchHold, opts.Provisioning.BatchMax = o.BatchIdle, o.BatchHold, o.BatchMax
 	opts.Provisioning.Region, opts.Provisioning.Model = o.Region, model
 	opts.Provisioning.LaunchPricePremium, opts.Provisioning.MinValuesPolicy = o.LaunchPricePremium, o.MinValuesPolicy
 	if o.Cloud == "aws" && !o.RegionSet {
