@@ -173,7 +173,7 @@ playground.`,
 	f.StringVar(&o.InterruptionQueue, "interruption-queue", "", "SQS queue that EventBridge sends EC2 spot interruption, rebalance, state-change and scheduled-change events to; interrupted nodes are drained and replaced (aws; empty: off)")
 	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog (sim)")
 	f.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
-	f.DurationVar(&o.GangWait, "gang-wait", 10*time.Second, "how long a ready node waits for the other nodes of its provisioning decision, so that they open to pods together as planned")
+	f.DurationVar(&o.GangWait, "gang-wait", 10*time.Second, "how long a ready node planned for pods with a hard topology spread or required pod affinity waits for the other such nodes of its provisioning decision, so that they open to pods together as planned; other nodes open as soon as they are ready")
 	f.DurationVar(&o.GCGracePeriod, "gc-grace-period", time.Minute, "how old an instance without a NodeClaim must be before it is terminated")
 	f.BoolVar(&o.NodeRepair, "node-repair", true, "replace nodes that stay unhealthy (Ready False or Unknown 30m, EKS node monitoring conditions 10-30m), unless over 20% of their NodePool is")
 	f.DurationVar(&o.NodeRepairToleration, "node-repair-toleration", 0, "how long any repair condition is tolerated before the node is replaced (0: each condition's own)")
