@@ -65,6 +65,7 @@ type OperatorOptions struct {
 	MetricsBindAddress      string
 	HealthProbeBindAddress  string
 	BatchIdle, BatchMax     time.Duration
+	BatchHold               time.Duration
 	ClusterName             string
 	Region                  string
 	InstanceTypesFile       string
@@ -163,6 +164,7 @@ playground.`,
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address to serve /metrics on; 0 disables it")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address to serve /healthz and /readyz on; 0 disables it")
 	f.DurationVar(&o.BatchIdle, "batch-idle", time.Second, "close a batch of pending pods once none arrived for this long (the gap grows, up to 4 times, with the gaps between arrivals)")
+	f.DurationVar(&o.BatchHold, "batch-hold", 10*time.Second, "keep a batch open beyond --batch-idle, while a workload of its pods is still creating them or its arrivals pause, for at most this long after it opened (never past --batch-max)")
 	f.DurationVar(&o.BatchMax, "batch-max", 2*time.Minute, "close a batch of pending pods after this long regardless: a ramp up to this long is one decision")
 	f.StringVar(&o.ClusterName, "cluster-name", "", "name of this cluster; instances are tagged with it and garbage collection touches only its own (required with --cloud aws; default "+defaultSimClusterName+" with sim)")
 	f.StringVar(&o.Region, "region", sim.DefaultRegion, "region whose instance types and prices to use (aws: default AWS_REGION or the shared config)")
@@ -171,7 +173,7 @@ playground.`,
 	f.StringVar(&o.InterruptionQueue, "interruption-queue", "", "SQS queue that EventBridge sends EC2 spot interruption, rebalance, state-change and scheduled-change events to; interrupted nodes are drained and replaced (aws; empty: off)")
 	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog (sim)")
 	f.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
-	f.DurationVar(&o.GangWait, "gang-wait", 10*time.Second, "how long a ready node waits for the other nodes of its provisioning decision, so that they open to pods together as planned")
+	f.DurationVar(&o.GangWait, "gang-wait", 10*time.Second, "how long a ready node planned for pods with a hard topology spread or required pod affinity waits for the other such nodes of its provisioning decision, so that they open to pods together as planned; other nodes open as soon as they are ready")
 	f.DurationVar(&o.GCGracePeriod, "gc-grace-period", time.Minute, "how old an instance without a NodeClaim must be before it is terminated")
 	f.BoolVar(&o.NodeRepair, "node-repair", true, "replace nodes that stay unhealthy (Ready False or Unknown 30m, EKS node monitoring conditions 10-30m), unless over 20% of their NodePool is")
 	f.DurationVar(&o.NodeRepairToleration, "node-repair-toleration", 0, "how long any repair condition is tolerated before the node is replaced (0: each condition's own)")
@@ -275,7 +277,7 @@ func (o *OperatorOptions) Validate() error {
 		}
 	}
 	for name, d := range map[string]time.Duration{"--consolidation-interval": o.ConsolidationInterval, "--disruption-validation-delay": o.ValidationDelay,
-		"--drain-timeout": o.DrainTimeout, "--replacement-timeout": o.ReplacementTimeout, "--gang-wait": o.GangWait} {
+		"--drain-timeout": o.DrainTimeout, "--replacement-timeout": o.ReplacementTimeout, "--gang-wait": o.GangWait, "--batch-hold": o.BatchHold} {
 		if d <= 0 {
 			return fmt.Errorf("%s (%s) must be positive", name, d)
 		}
@@ -339,7 +341,7 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 			return cloudprovider.New(ctx, o.cloudOptions(model), o.restConfig, c)
 		},
 	}
-	opts.Provisioning.BatchIdle, opts.Provisioning.BatchMax = o.BatchIdle, o.BatchMax
+	opts.Provisioning.BatchIdle, opts.Provisioning.BatchHold, opts.Provisioning.BatchMax = o.BatchIdle, o.BatchHold, o.BatchMax
 	opts.Provisioning.Region, opts.Provisioning.Model = o.Region, model
 	opts.Provisioning.LaunchPricePremium, opts.Provisioning.MinValuesPolicy = o.LaunchPricePremium, o.MinValuesPolicy
 	if o.Cloud == "aws" && !o.RegionSet {

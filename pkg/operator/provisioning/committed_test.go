@@ -154,43 +154,6 @@ func TestCommitRecordsTheNominationsOfTouchedClaims(t *testing.T) {
 	}
 }
 
-func TestWindowStaysOpenWhileArrivalsContinue(t *testing.T) {
-	t0 := time.Unix(0, 0)
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	tests := []struct {
-		name     string
-		arrivals []time.Duration
-		want     time.Duration // when the window closes, from its opening
-	}{
-		{name: "a lone pod waits the idle gap", want: time.Second},
-		{name: "a burst closes one idle gap after its last pod", arrivals: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, want: 1200 * time.Millisecond},
-		{name: "a pause longer than the idle gap closes the window", arrivals: []time.Duration{1500 * time.Millisecond}, want: time.Second},
-		{name: "pauses grow the idle gap to twice the longest", arrivals: []time.Duration{900 * time.Millisecond, 2500 * time.Millisecond}, want: 5700 * time.Millisecond},
-		{name: "the idle gap grows to 4× at most", arrivals: []time.Duration{900 * time.Millisecond, 2600 * time.Millisecond, 5800 * time.Millisecond}, want: 9800 * time.Millisecond},
-		{name: "a steady ramp is bounded by max", arrivals: func() []time.Duration {
-			var out []time.Duration
-			for d := 500 * time.Millisecond; d < 200*time.Second; d += 500 * time.Millisecond {
-				out = append(out, d)
-			}
-			return out
-		}(), want: 90 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := newWindow(t0, time.Second, 90*time.Second)
-			for _, d := range tt.arrivals {
-				if at(d).After(w.closesAt()) {
-					break // closed before this arrival
-				}
-				w.arrive(at(d))
-			}
-			if got := w.closesAt().Sub(t0); got != tt.want {
-				t.Errorf("closes after %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestNominatedPodsAreHeldWhileTheirNodeTakesThem(t *testing.T) {
 	pod := func(name, cpu string) *corev1.Pod {
 		p := testPod(name)

@@ -68,11 +68,15 @@ func TestWindowStaysOpenWhileTheWorkloadsOfItsPodsGrow(t *testing.T) {
 		// owner's other pods are created at completeAt (never if zero).
 		have       int
 		completeAt time.Duration
+		hold       time.Duration // --batch-hold; 20 s (past max) when zero
 		want       time.Duration // when the window closes, from its opening
 	}{
 		{name: "a lone pod whose ReplicaSet is complete waits the idle gap only", owner: rs("lone", 1), kind: "ReplicaSet", have: 1, want: time.Second},
 		{name: "a ReplicaSet still creating its pods holds the window until it has them", owner: rs("web", 3), kind: "ReplicaSet", have: 1, completeAt: 3 * time.Second, want: 3 * time.Second},
 		{name: "a ReplicaSet that never completes holds the window until max", owner: rs("web", 3), kind: "ReplicaSet", have: 1, want: 10 * time.Second},
+		{name: "a ReplicaSet that never completes holds the window until the hold ends", owner: rs("web", 3), kind: "ReplicaSet", have: 1, hold: 4 * time.Second, want: 4 * time.Second},
+		{name: "a ReplicaSet completing after the hold ended does not hold it that long", owner: rs("web", 3), kind: "ReplicaSet", have: 1, hold: 2500 * time.Millisecond, completeAt: 6 * time.Second, want: 2500 * time.Millisecond},
+		{name: "a hold shorter than the idle gap holds nothing", owner: rs("web", 3), kind: "ReplicaSet", have: 1, hold: 500 * time.Millisecond, completeAt: 3 * time.Second, want: time.Second},
 		{name: "a ReplicaSet whose pod creations fail does not hold it", owner: rs("quota", 3, failing), kind: "ReplicaSet", have: 1, want: time.Second},
 		{name: "an OrderedReady StatefulSet waits for this pod before its next: no hold", owner: sts("db", 3, appsv1.OrderedReadyPodManagement), kind: "StatefulSet", have: 1, want: time.Second},
 		{name: "a Parallel StatefulSet still creating its pods holds the window", owner: sts("kafka", 3, appsv1.ParallelPodManagement), kind: "StatefulSet", have: 1, completeAt: 4 * time.Second, want: 4 * time.Second},
@@ -88,7 +92,11 @@ func TestWindowStaysOpenWhileTheWorkloadsOfItsPodsGrow(t *testing.T) {
 				objs = append(objs, ownedPod(tt.owner, tt.kind, i, i == 0))
 			}
 			c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).Build()
-			p := New(c, nil, nil, logr.Discard(), nil, Options{Clock: clk, BatchIdle: time.Second, BatchMax: 10 * time.Second})
+			hold := tt.hold
+			if hold == 0 {
+				hold = 20 * time.Second
+			}
+			p := New(c, nil, nil, logr.Discard(), nil, Options{Clock: clk, BatchIdle: time.Second, BatchHold: hold, BatchMax: 10 * time.Second})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			closed := make(chan *window, 1)

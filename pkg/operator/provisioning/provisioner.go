@@ -37,6 +37,11 @@ type Options struct {
 	// this long (a gap that grows with the gaps between arrivals, see
 	// window); BatchMax closes it regardless.
 	BatchIdle, BatchMax time.Duration
+	// BatchHold bounds, from a batch's opening, how long it is kept open
+	// beyond BatchIdle: by an idle gap grown with the gaps between
+	// arrivals, or by a workload of its pods that still creates pods
+	// (10 s when zero; never past BatchMax).
+	BatchHold time.Duration
 	// Region labels instance types as the cloud provider labels its nodes.
 	Region string
 	// Model turns instance types into allocatable capacity.
@@ -122,6 +127,9 @@ func New(c client.Client, cp cloud.CloudProvider, recorder events.EventRecorder,
 	if opts.BatchMax < opts.BatchIdle {
 		opts.BatchMax = max(2*time.Minute, opts.BatchIdle)
 	}
+	if opts.BatchHold <= 0 {
+		opts.BatchHold = 10 * time.Second
+	}
 	if opts.SolveTimeout <= 0 {
 		opts.SolveTimeout = 10 * time.Second
 	}
@@ -156,7 +164,7 @@ func (p *Provisioner) NeedLeaderElection() bool { return true }
 
 // Start runs the batching loop until ctx ends.
 func (p *Provisioner) Start(ctx context.Context) error {
-	p.log.Info("provisioner started", "batchIdle", p.opts.BatchIdle.String(), "batchMax", p.opts.BatchMax.String())
+	p.log.Info("provisioner started", "batchIdle", p.opts.BatchIdle.String(), "batchHold", p.opts.BatchHold.String(), "batchMax", p.opts.BatchMax.String())
 	recheck := p.opts.Clock.NewTicker(p.opts.Recheck)
 	defer recheck.Stop()
 	p.Trigger() // pods may have been waiting before this replica led
@@ -175,8 +183,8 @@ func (p *Provisioner) Start(ctx context.Context) error {
 // await waits for a trigger (a tick of recheck is one), then for the
 // window it opens to close, and returns the window; ok is false once ctx
 // ends. A window whose idle gap passed stays open, rechecked every
-// --batch-idle up to its max, while a workload of its pending pods still
-// creates pods (see growing).
+// --batch-idle up to --batch-hold after it opened, while a workload of its
+// pending pods still creates pods (see growing and window.next).
 func (p *Provisioner) await(ctx context.Context, recheck <-chan time.Time) (w *window, ok bool) {
 	clk := p.opts.Clock
 	select {
@@ -185,7 +193,7 @@ func (p *Provisioner) await(ctx context.Context, recheck <-chan time.Time) (w *w
 	case <-recheck:
 	case <-p.trigger:
 	}
-	w = newWindow(clk.Now(), p.opts.BatchIdle, p.opts.BatchMax)
+	w = newWindow(clk.Now(), p.opts.BatchIdle, p.opts.BatchHold, p.opts.BatchMax)
 	timer := clk.NewTimer(w.closesAt().Sub(clk.Now()))
 	defer timer.Stop()
 	for {
@@ -198,27 +206,20 @@ func (p *Provisioner) await(ctx context.Context, recheck <-chan time.Time) (w *w
 			continue
 		case <-timer.C():
 		}
-		now := clk.Now()
-		if now.Before(w.closesAt()) {
-			timer.Reset(w.closesAt().Sub(now))
-			continue
-		}
-		limit := w.opened.Add(w.max)
-		if !now.Before(limit) {
+		wait, closes := w.next(clk.Now(), func() string {
+			why, err := p.growing(ctx)
+			if err != nil {
+				p.log.Error(err, "could not tell whether the pending pods' workloads are complete; closing the batch")
+			}
+			if why != "" && w.heldBy == "" {
+				p.log.V(1).Info("batch held open: a workload of its pods is still creating them", "workload", why)
+			}
+			return why
+		})
+		if closes {
 			break
 		}
-		why, err := p.growing(ctx)
-		if err != nil {
-			p.log.Error(err, "could not tell whether the pending pods' workloads are complete; closing the batch")
-		}
-		if why == "" {
-			break
-		}
-		if w.heldBy == "" {
-			p.log.V(1).Info("batch held open: a workload of its pods is still creating them", "workload", why)
-		}
-		w.heldBy = why
-		timer.Reset(min(p.opts.BatchIdle, limit.Sub(now)))
+		timer.Reset(wait)
 	}
 	w.closed = clk.Now()
 	return w, true

@@ -64,10 +64,12 @@ type Options struct {
 	// GangWait bounds how long a usable node waits for the other nodes of
 	// its provisioning decision (NodeClaims with the same
 	// v1alpha1.AnnotationBatch) before it opens without them (10 s when
-	// zero). Opening them together is what lets the scheduler place pods as
-	// the plan packed them: each node's opening makes the scheduler retry
-	// every pending pod, and a pod whose nominated node is still closed at
-	// that moment loses its nomination.
+	// zero). Only nodes planned for pods placed against pods on other nodes
+	// (a hard topology spread, required pod affinity) wait, and only for
+	// each other: opening those together is what lets the scheduler place
+	// such pods as the plan did, where one node opening first would take
+	// one pod of a spread and turn the rest away. Other nodes open on
+	// their own as soon as they are usable.
 	GangWait time.Duration
 	// KeepNominations is how long after opening nodes the controller puts
 	// back the nominations the scheduler dropped from pods still waiting for

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -149,46 +150,72 @@ func TestLivenessDeletesClaimsThatDoNotLaunchOrRegisterInTime(t *testing.T) {
 	}
 }
 
+// TestGangWaitOpensAUsableNodeWithoutTheRestOfItsDecisionInTheEnd: a
+// usable node planned for a hard-spread pod waits GangWait for the other
+// node of its decision, then opens alone; one planned for pods without
+// such constraints, or for none, opens at once.
 func TestGangWaitOpensAUsableNodeWithoutTheRestOfItsDecisionInTheEnd(t *testing.T) {
-	clk := clocktesting.NewFakeClock(epoch)
-	claim := batchClaim("a", "b1", "2", "a", v1alpha1.ConditionLaunched, v1alpha1.ConditionRegistered)
-	node := readyNode("a", cloud.UnregisteredTaint)
-	c := fakeClient(t, claim, node)
-	kube := kubefake.NewClientset(node.DeepCopy())
-	ctrl := New(c, kube, &stubCloud{}, events.NewFakeRecorder(10), state.NewUnavailable(time.Minute), Options{Clock: clk, GangWait: 10 * time.Second})
-	ctx := context.Background()
-	get := func() *v1alpha1.NodeClaim {
-		var got v1alpha1.NodeClaim
-		if err := c.Get(ctx, client.ObjectKey{Name: "a"}, &got); err != nil {
-			t.Fatal(err)
-		}
-		return &got
-	}
-	for _, step := range []struct {
+	type step struct {
 		advance     time.Duration
 		wantRequeue time.Duration
 		wantOpen    bool
+	}
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "pod-a"}}
+	for _, tc := range []struct {
+		name  string
+		pod   *corev1.Pod // planned onto the node; nil: none
+		steps []step
 	}{
-		{0, 10 * time.Second, false},
-		{4 * time.Second, 6 * time.Second, false},
-		{6 * time.Second, 0, true},
+		{name: "a hard spread waits for the decision", pod: spreadPod("pod-a"), steps: []step{
+			{0, 10 * time.Second, false},
+			{4 * time.Second, 6 * time.Second, false},
+			{6 * time.Second, 0, true},
+		}},
+		{name: "a pod without constraints opens at once", pod: plain, steps: []step{{0, 0, true}}},
+		{name: "no pod planned opens at once", steps: []step{{0, 0, true}}},
 	} {
-		clk.Step(step.advance)
-		res, err := ctrl.initialize(ctx, get())
-		if err != nil {
-			t.Fatal(err)
-		}
-		open := get().IsInitialized()
-		if res.RequeueAfter != step.wantRequeue || open != step.wantOpen {
-			t.Errorf("at +%s: requeue after %s, initialized %v; want %s, %v", clk.Since(epoch), res.RequeueAfter, open, step.wantRequeue, step.wantOpen)
-		}
-	}
-	n, err := kube.CoreV1().Nodes().Get(ctx, "a", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(n.Spec.Taints) != 0 {
-		t.Errorf("taints %v after opening, want none", n.Spec.Taints)
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(epoch)
+			claim := batchClaim("a", "b1", "2", "a", v1alpha1.ConditionLaunched, v1alpha1.ConditionRegistered)
+			node := readyNode("a", cloud.UnregisteredTaint)
+			objs := []client.Object{claim, node}
+			nominated := func(string) []types.NamespacedName { return nil }
+			if tc.pod != nil {
+				objs = append(objs, tc.pod)
+				nominated = func(string) []types.NamespacedName { return []types.NamespacedName{client.ObjectKeyFromObject(tc.pod)} }
+			}
+			c := fakeClient(t, objs...)
+			kube := kubefake.NewClientset(node.DeepCopy())
+			ctrl := New(c, kube, &stubCloud{}, events.NewFakeRecorder(10), state.NewUnavailable(time.Minute), Options{
+				Clock: clk, GangWait: 10 * time.Second, NominatedPods: nominated, KeepNominations: time.Millisecond, LateWait: time.Millisecond,
+			})
+			ctx := context.Background()
+			get := func() *v1alpha1.NodeClaim {
+				var got v1alpha1.NodeClaim
+				if err := c.Get(ctx, client.ObjectKey{Name: "a"}, &got); err != nil {
+					t.Fatal(err)
+				}
+				return &got
+			}
+			for _, step := range tc.steps {
+				clk.Step(step.advance)
+				res, err := ctrl.initialize(ctx, get())
+				if err != nil {
+					t.Fatal(err)
+				}
+				open := get().IsInitialized()
+				if res.RequeueAfter != step.wantRequeue || open != step.wantOpen {
+					t.Errorf("at +%s: requeue after %s, initialized %v; want %s, %v", clk.Since(epoch), res.RequeueAfter, open, step.wantRequeue, step.wantOpen)
+				}
+			}
+			n, err := kube.CoreV1().Nodes().Get(ctx, "a", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(n.Spec.Taints) != 0 {
+				t.Errorf("taints %v after opening, want none", n.Spec.Taints)
+			}
+		})
 	}
 }
 

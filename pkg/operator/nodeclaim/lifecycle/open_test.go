@@ -65,6 +65,53 @@ func TestUsableNodeWaitsForReadinessAndStartupTaints(t *testing.T) {
 	}
 }
 
+// spreadPod is a pending pod spread over zones with DoNotSchedule: its
+// node opens with the others of its decision.
+func spreadPod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: name}, Spec: corev1.PodSpec{
+		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule}},
+	}}
+}
+
+// nominatedTo returns an Options.NominatedPods that plans one pod, named
+// after its claim, onto each of the claims named.
+func nominatedTo(claims ...string) func(string) []types.NamespacedName {
+	return func(claim string) []types.NamespacedName {
+		if slices.Contains(claims, claim) {
+			return []types.NamespacedName{{Namespace: "d", Name: "pod-" + claim}}
+		}
+		return nil
+	}
+}
+
+func TestPlacedAgainstOthers(t *testing.T) {
+	spread := func(when corev1.UnsatisfiableConstraintAction) *corev1.Pod {
+		p := spreadPod("p")
+		p.Spec.TopologySpreadConstraints[0].WhenUnsatisfiable = when
+		return p
+	}
+	term := corev1.PodAffinityTerm{TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}
+	withAffinity := func(a *corev1.Affinity) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Affinity: a}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"no constraints", &corev1.Pod{}, false},
+		{"a hard topology spread", spread(corev1.DoNotSchedule), true},
+		{"a soft topology spread", spread(corev1.ScheduleAnyway), false},
+		{"required pod affinity", withAffinity(&corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}}), true},
+		{"preferred pod affinity", withAffinity(&corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term}}}}), false},
+		{"required pod anti-affinity", withAffinity(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}}), false},
+	} {
+		if got := placedAgainstOthers(tc.pod); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestGangCountsTheDecisionsClaimsNotUsableYet(t *testing.T) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -83,8 +130,12 @@ func TestGangCountsTheDecisionsClaimsNotUsableYet(t *testing.T) {
 		readyNode("a", cloud.UnregisteredTaint), readyNode("b", cloud.UnregisteredTaint),
 		readyNode("c", cloud.UnregisteredTaint, corev1.Taint{Key: "example.com/agent", Effect: corev1.TaintEffectNoSchedule}),
 		readyNode("d"), readyNode("x", cloud.UnregisteredTaint),
+		batchClaim("e", "b1", "4", "e", v1alpha1.ConditionRegistered), // opens on its own: no spread pod
+		readyNode("e", cloud.UnregisteredTaint),
+		spreadPod("pod-a"), spreadPod("pod-b"), spreadPod("pod-c"), spreadPod("pod-d"), spreadPod("pod-x"),
 	}
-	c := New(fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(), nil, nil, nil, nil, Options{})
+	self.Annotations[v1alpha1.AnnotationBatchSize] = "5"
+	c := New(fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(), nil, nil, nil, nil, Options{NominatedPods: nominatedTo("a", "b", "c", "d", "x")})
 	ctx := context.Background()
 	node := readyNode("a", cloud.UnregisteredTaint)
 
@@ -101,9 +152,9 @@ func TestGangCountsTheDecisionsClaimsNotUsableYet(t *testing.T) {
 	}
 
 	// A claim of the decision not in the cache yet is waited for too.
-	self.Annotations[v1alpha1.AnnotationBatchSize] = "5"
+	self.Annotations[v1alpha1.AnnotationBatchSize] = "6"
 	if _, waiting, _ = c.gang(ctx, self, node, "b1"); waiting != 2 {
-		t.Errorf("waiting %d with one claim of five unseen; want 2", waiting)
+		t.Errorf("waiting %d with one claim of six unseen; want 2", waiting)
 	}
 
 	// Opened by this process but not Initialized in the cache: not a member.
