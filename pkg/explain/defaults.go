@@ -100,13 +100,19 @@ func setAdvice(ctx context.Context, r *Result, in plan.Input, orig *solver.Probl
 	}
 	if skipped == "" {
 		var err error
-		r.Advice, err = advise(ctx, in, solved, budget)
-		return err
+		if r.Advice, err = advise(ctx, in, solved, budget); err != nil {
+			return err
+		}
+		return nameFlagsNotDiagnosed(ctx, r, in, orig, solved)
 	}
 	r.AdviceSkipped = skipped
-	placing, err := placeableBy(ctx, in, orig, solved)
+	placing, by, err := placeableBy(ctx, in, orig, solved)
+	if err != nil {
+		return err
+	}
 	r.Advice = placing
-	return err
+	namePlacing(r, by)
+	return nil
 }
 
 // advise re-plans the input with each of the default pool's widenings
@@ -154,57 +160,71 @@ func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time
 }
 
 // placeableBy returns, without planning, the widenings under which some of
-// the pods the plan cannot place would fit a new node (solver.Diagnose),
+// the pods the plan cannot place would fit a new node (solver.Placeable),
 // with how many: advice that needs no solve, for when there is no time for
-// one. PricePerHour is 0: not planned.
-func placeableBy(ctx context.Context, in plan.Input, orig *solver.Problem, solved *solver.Plan) ([]ResultAdvice, error) {
+// one. PricePerHour is 0: not planned. It also returns, by index in
+// solved.Unschedulable, the first widening that places each such pod.
+func placeableBy(ctx context.Context, in plan.Input, orig *solver.Problem, solved *solver.Plan) ([]ResultAdvice, map[int]*plan.Widening, error) {
 	if in.Default == nil || len(solved.Unschedulable) == 0 {
-		return nil, nil
+		return nil, nil, nil
+	}
+	// Pods of one shape and the same selectors get the same verdict: the
+	// keys are the same under every widening (only the pools differ).
+	keys := make([]string, len(solved.Unschedulable))
+	shapes := map[string]string{}
+	for k, u := range solved.Unschedulable {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("advice: %w", err)
+		}
+		pod := &orig.Pods[u.Pod]
+		keys[k] = shapeKey(pod)
+		if _, ok := shapes[keys[k]]; !ok {
+			shapes[keys[k]] = pod.Key()
+		}
 	}
 	var out []ResultAdvice
-	for _, w := range in.Default.Widenings(in.InstanceTypes) {
+	by := map[int]*plan.Widening{}
+	widenings := in.Default.Widenings(in.InstanceTypes)
+	for wi := range widenings {
+		w := &widenings[wi]
 		wide := in
 		wide.Default = &w.Pool
 		built, err := plan.Build(wide)
 		if err != nil {
-			return nil, fmt.Errorf("advice for %s: %w", w.What, err)
+			return nil, nil, fmt.Errorf("advice for %s: %w", w.What, err)
 		}
 		p := built.Problem
 		index := make(map[string]int, len(p.Pods))
 		for i := range p.Pods {
 			index[p.Pods[i].Key()] = i
 		}
-		// Pods of one shape and the same selectors get the same verdict.
-		verdicts := map[string]bool{}
-		placed := 0
-		for _, u := range solved.Unschedulable {
+		verdicts := make(map[string]bool, len(shapes))
+		for key, pod := range shapes {
 			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("advice: %w", err)
+				return nil, nil, fmt.Errorf("advice: %w", err)
 			}
-			i, ok := index[orig.Pods[u.Pod].Key()]
-			if !ok {
-				continue
+			if i, ok := index[pod]; ok {
+				verdicts[key] = solver.Placeable(p, i)
 			}
-			key := shapeKey(&p.Pods[i])
-			fits, seen := verdicts[key]
-			if !seen {
-				d := solver.Diagnose(p, i)
-				fits = slices.ContainsFunc(d.Pools, func(pd solver.PoolDiagnosis) bool { return pd.Verdict() == "fits" })
-				verdicts[key] = fits
-			}
-			if fits {
+		}
+		placed := 0
+		for k := range solved.Unschedulable {
+			if verdicts[keys[k]] {
 				placed++
+				if by[k] == nil {
+					by[k] = w
+				}
 			}
 		}
 		if placed > 0 {
 			out = append(out, ResultAdvice{Allow: w.What, Flags: w.Flags, PlacesPods: placed})
 		}
 	}
-	return out, nil
+	return out, by, nil
 }
 
-// shapeKey identifies what Diagnose reads of a pod: its requests, node
-// selector, affinity and tolerations.
+// shapeKey identifies what solver.Placeable reads of a pod: its requests,
+// node selector, affinity and tolerations.
 func shapeKey(p *solver.Pod) string {
 	b, _ := json.Marshal(struct {
 		R solver.Resources
@@ -213,6 +233,31 @@ func shapeKey(p *solver.Pod) string {
 		T []solver.Toleration
 	}{p.Requests, p.NodeSelector, p.Affinity, p.Tolerations})
 	return string(b)
+}
+
+// nameFlagsNotDiagnosed completes the reason of each pod the solver did not
+// diagnose (solver.NotDiagnosed: the deadline passed) with the widening
+// that would place it, known without a solve (placeableBy), when one does.
+func nameFlagsNotDiagnosed(ctx context.Context, r *Result, in plan.Input, orig *solver.Problem, solved *solver.Plan) error {
+	if !slices.ContainsFunc(r.Unschedulable, func(u ResultUnscheduled) bool { return u.Reason == solver.NotDiagnosed }) {
+		return nil
+	}
+	_, by, err := placeableBy(ctx, in, orig, solved)
+	if err != nil {
+		return err
+	}
+	namePlacing(r, by)
+	return nil
+}
+
+// namePlacing adds to the reason of each pod not diagnosed the widening
+// by (by index in r.Unschedulable) says places it.
+func namePlacing(r *Result, by map[int]*plan.Widening) {
+	for k := range r.Unschedulable {
+		if u := &r.Unschedulable[k]; u.Reason == solver.NotDiagnosed && by[k] != nil {
+			u.Reason += fmt.Sprintf("; allowing %s (%s) would place it", by[k].What, by[k].Flags)
+		}
+	}
 }
 
 func round6(x float64) float64 { return float64(int64(x*1e6+0.5)) / 1e6 }

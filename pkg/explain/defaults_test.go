@@ -241,3 +241,63 @@ spec:
 		t.Errorf("printed %q, want %q", out.String(), want)
 	}
 }
+
+// TestPodsNotDiagnosedStillGetTheFlagThatPlacesThem: when the deadline
+// passed before the solver diagnosed the pods it cannot place, each says
+// so, and names the flag that would place it when a wider pool does
+// (solver.Placeable, no solve), whether the advice was planned or not.
+func TestPodsNotDiagnosedStillGetTheFlagThatPlacesThem(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "in.yaml")
+	writeFile(t, f, `
+apiVersion: v1
+kind: Pod
+metadata: {name: batch}
+spec:
+  nodeSelector: {karpenter.sh/capacity-type: spot}
+  containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: giant}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "5000", memory: 1Gi}}}]
+`)
+	m, err := snapshot.Read([]string{f}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := Catalog{Region: "us-east-1"}
+	types, _, err := cat.InstanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &DefaultPool{}}
+	want := map[string]string{
+		"default/batch": solver.NotDiagnosed + "; allowing spot (--capacity-type on-demand,spot) would place it",
+		"default/giant": solver.NotDiagnosed,
+	}
+	for _, took := range []time.Duration{10 * time.Millisecond, 10 * time.Second} {
+		t.Run(took.String(), func(t *testing.T) {
+			built, err := plan.Build(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			built.Problem.Options.Deadline = time.Now().Add(-time.Second)
+			solved, err := solver.Solve(built.Problem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewResult(built.Problem, solved, ResultSource{})
+			if err := setAdvice(context.Background(), r, in, built.Problem, solved, took, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, u := range r.Unschedulable {
+				got[u.Pod] = u.Reason
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("reasons\n%q\nwant\n%q", got, want)
+			}
+		})
+	}
+}

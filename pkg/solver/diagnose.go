@@ -118,6 +118,50 @@ func Diagnose(p *Problem, pod int) Diagnosis {
 	return p.diagnosis(pd, req)
 }
 
+// Placeable reports whether some NodePool could launch a new node for pod
+// (an index in p.Pods): whether Diagnose would give some pool the verdict
+// "fits". It stops at the first offering that fits, and names nothing:
+// the cheap test for callers that only ask whether a pool (a wider one,
+// say) places the pod, without solving.
+func Placeable(p *Problem, pod int) bool {
+	pd := &p.Pods[pod]
+	req := pd.Requests
+	req[Pods] = max(req[Pods], 1)
+	if len(p.Pools) == 0 || p.unanswerableKey(pd) != "" {
+		return false
+	}
+	for _, pi := range p.poolOrder() {
+		pool := &p.Pools[pi]
+		if untolerated(pd.Tolerations, pool.Taints) != nil {
+			continue
+		}
+		pl := poolLabelsFor(pool, pd)
+		if p.poolFits(pd, req, pi, pl) && p.minValuesShortOf(pi, pl, req, []*Pod{pd}) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// poolFits reports whether some offering of pool pi that its requirements
+// allow matches pod's selectors and has room for req once the DaemonSets
+// there are counted; pl are the pool's labels for the pod.
+func (p *Problem) poolFits(pod *Pod, req Resources, pi int, pl map[string]string) bool {
+	pool := &p.Pools[pi]
+	types := p.PoolTypes(pi)
+	for ti := range types {
+		it := &types[ti]
+		for _, o := range it.Offerings {
+			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+			if allMatch(pool.Requirements, labels) && matchesAffinity(pod.NodeSelector, pod.Affinity, labels) &&
+				req.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (p *Problem) diagnosis(pod *Pod, req Resources) Diagnosis {
 	d := Diagnosis{Requests: req, p: p}
 	if len(p.Pools) == 0 {

@@ -68,10 +68,20 @@ func (p *Problem) describeOnly(r Resources, which []int) string {
 	return p.describe(sel)
 }
 
+// NotDiagnosed is the reason of a pod no candidate node can take when the
+// solve's deadline passed before the solver examined why: the diagnosis
+// is skipped, not the pod.
+const NotDiagnosed = "not diagnosed: the time limit ran out before the solver examined why no NodePool can launch a node for it"
+
 // explainInfeasible records, for every class no candidate node can take, a
-// sentence saying which constraint ruled out which instance types.
+// sentence saying which constraint ruled out which instance types. Classes
+// alike in what the diagnosis reads (their pods' node constraints and
+// requests) are diagnosed once; past the deadline, the classes not yet
+// diagnosed get NotDiagnosed.
 func (s *state) explainInfeasible() {
 	s.reasons = map[int]string{}
+	diagnosed := map[string]string{}
+	stop := s.p.Options.stopAt()
 	for ci, c := range s.classes {
 		if s.rem[ci] == 0 || len(c.kinds) > 0 {
 			continue
@@ -82,7 +92,17 @@ func (s *state) explainInfeasible() {
 		case s.hasTopology && s.onlyExisting(c):
 			s.reasons[ci] = "its required pod affinity on " + LabelHostname + " needs a node already running a matching pod, and none of those has room"
 		default:
-			s.reasons[ci] = s.diagnose(c)
+			key := nodeConstraintKey(s.groups[c.group].rep) + "\x01" + fmt.Sprint(c.req)
+			reason, ok := diagnosed[key]
+			switch {
+			case ok:
+			case expired(stop):
+				reason = NotDiagnosed
+			default:
+				reason = s.diagnose(c)
+				diagnosed[key] = reason
+			}
+			s.reasons[ci] = reason
 		}
 	}
 }

@@ -77,6 +77,8 @@ func TestWideningNeverDearer(t *testing.T) {
 			{widenedPool([]string{"amd64"}, []string{"on-demand"}), widenedPool([]string{"amd64", "arm64"}, []string{"on-demand"})},
 			{widenedPool([]string{"arm64"}, []string{"on-demand"}), widenedPool([]string{"amd64", "arm64"}, []string{"on-demand"})},
 			{widenedPool([]string{"amd64"}, []string{"on-demand"}), widenedPool([]string{"amd64"}, []string{"on-demand", "spot"})},
+			{widenedPool([]string{"amd64"}, []string{"on-demand"}), widenedPool([]string{"amd64", "arm64"}, []string{"on-demand", "spot"})},
+			{widenedPool([]string{"arm64"}, []string{"spot"}), widenedPool([]string{"amd64", "arm64"}, []string{"on-demand", "spot"})},
 		}
 		for j, w := range widen {
 			price := make([]float64, 2)
@@ -287,4 +289,49 @@ func FuzzBound(f *testing.F) {
 			t.Errorf("bound %v above the plan's %v", plan.LowerBound, plan.TotalPrice)
 		}
 	})
+}
+
+// TestWideningFamiliesNeverDearer: widening a pool by instance categories
+// (--all-instance-types beside the default pool's c, m and r), alone or
+// with architectures and capacity types, on small random problems, is
+// never dearer.
+func TestWideningFamiliesNeverDearer(t *testing.T) {
+	categories := func(pool Pool, values ...string) Pool {
+		pool.Requirements = append(slices.Clone(pool.Requirements), Requirement{Key: "karpenter.k8s.aws/instance-category", Operator: OpIn, Values: values})
+		return pool
+	}
+	amd := widenedPool([]string{"amd64"}, []string{"on-demand"})
+	all := widenedPool([]string{"amd64", "arm64"}, []string{"on-demand", "spot"})
+	widen := []struct {
+		name         string
+		narrow, wide Pool
+	}{
+		{"c to all categories", categories(amd, "c"), amd},
+		{"m to all categories", categories(amd, "m"), amd},
+		{"c and r to all categories", categories(amd, "c", "r"), amd},
+		{"c on amd64 to everything", categories(amd, "c"), all},
+	}
+	rng := rand.New(rand.NewPCG(33, 7))
+	for i := range 20 {
+		types := append(testTypes(), armTypes(rng)...)
+		ps := tracePods(rng, 5+rng.IntN(60), 1+rng.IntN(4))
+		for _, w := range widen {
+			var price [2]float64
+			var left [2]int
+			for x, pool := range []Pool{w.narrow, w.wide} {
+				p := &Problem{Pods: ps, Pools: []Pool{pool}, InstanceTypes: types}
+				plan, err := Solve(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := check.Plan(p, plan); err != nil {
+					t.Fatalf("problem %d, %s: invalid plan: %v", i, w.name, err)
+				}
+				price[x], left[x] = plan.TotalPrice, len(plan.Unschedulable)
+			}
+			if left[1] > left[0] || (left[1] == left[0] && price[1] > price[0]+1e-6) {
+				t.Errorf("problem %d, %s: wider pool $%.4f/h with %d pods left, narrower $%.4f/h with %d", i, w.name, price[1], left[1], price[0], left[0])
+			}
+		}
+	}
 }

@@ -58,7 +58,11 @@ type LaunchOption struct {
 // then the others by price (ties in the problem's order of instance
 // types and their offerings).
 func LaunchOptions(p *Problem, plan *Plan, maxPremium float64) [][]LaunchOption {
-	return launchOptionsOf(p, plan, maxPremium, false)
+	out := launchOptionsOf(p, plan, maxPremium, false)
+	for i := range out {
+		out[i] = slices.Clone(out[i]) // alike nodes share one list: each caller's own
+	}
+	return out
 }
 
 // LaunchInstanceTypes returns, for each node of plan, InstanceTypeNames
@@ -68,14 +72,24 @@ func LaunchOptions(p *Problem, plan *Plan, maxPremium float64) [][]LaunchOption 
 func LaunchInstanceTypes(p *Problem, plan *Plan, maxPremium float64) [][]string {
 	opts := launchOptionsOf(p, plan, maxPremium, true)
 	out := make([][]string, len(opts))
+	named := map[*LaunchOption][]string{} // alike nodes share one list
 	for i, o := range opts {
-		out[i] = InstanceTypeNames(o)
+		if len(o) == 0 {
+			continue
+		}
+		names, ok := named[&o[0]]
+		if !ok {
+			names = InstanceTypeNames(o)
+			named[&o[0]] = names
+		}
+		out[i] = slices.Clone(names)
 	}
 	return out
 }
 
 // launchOptionsOf is LaunchOptions; with truncate, each node's list ends
-// at its MaxLaunchInstanceTypes-th distinct type.
+// at its MaxLaunchInstanceTypes-th distinct type. Nodes alike share one
+// list: the lists are read-only.
 func launchOptionsOf(p *Problem, plan *Plan, maxPremium float64, truncate bool) [][]LaunchOption {
 	q := p.normalized()
 	terms := topologyTerms(q)
@@ -98,7 +112,7 @@ func launchOptionsOf(p *Problem, plan *Plan, maxPremium float64, truncate bool) 
 	// Nodes alike in what holds checks of labels share its answers (see
 	// labelChecks).
 	out := make([][]LaunchOption, len(plan.NewNodes))
-	checks := &labelChecks{seen: map[string][]bool{}}
+	checks := &labelChecks{seen: map[string][]bool{}, lists: map[string][]LaunchOption{}, types: map[typeOfPool]int{}}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(plan.NewNodes)) {
@@ -137,9 +151,42 @@ func newOfferList(offerings []offered, key string) *offerList {
 // topology values, the preferred terms and the pods' node affinity and
 // DaemonSet ports. Only requests then differ from node to node. The
 // nodes are shared out among goroutines, hence the lock.
+//
+// lists remembers whole answers: nodes alike in those checks that also
+// have the same planned offering and the same requests get the same
+// options (a plan of thousands of nodes has a few hundred distinct ones).
+// types remembers where in its pool's types a planned type is.
 type labelChecks struct {
-	mu   sync.Mutex
-	seen map[string][]bool
+	mu    sync.Mutex
+	seen  map[string][]bool
+	lists map[string][]LaunchOption
+	types map[typeOfPool]int
+}
+
+// typeOfPool names an instance type of a pool.
+type typeOfPool struct {
+	pool int
+	name string
+}
+
+// typeIndex returns the index of the type named name among types, the
+// types of pool pi (-1: none), remembered in checks when not nil.
+func (checks *labelChecks) typeIndex(pi int, name string, types []InstanceType) int {
+	find := func() int { return slices.IndexFunc(types, func(t InstanceType) bool { return t.Name == name }) }
+	if checks == nil {
+		return find()
+	}
+	key := typeOfPool{pi, name}
+	checks.mu.Lock()
+	ti, ok := checks.types[key]
+	checks.mu.Unlock()
+	if !ok {
+		ti = find()
+		checks.mu.Lock()
+		checks.types[key] = ti
+		checks.mu.Unlock()
+	}
+	return ti
 }
 
 // offered is an offering of a pool's node with some labels: the pool's
@@ -286,16 +333,17 @@ func (p *Problem) launchOptions(n *NewNode, pi int, offerings []offered, terms [
 // in checks (when not nil) which offerings pass holds' checks of labels
 // for nodes alike in them: the same list of offerings, the same values of
 // the pinned keys, the same preferred terms and pods with the same node
-// constraints. With truncate, the list ends at its
-// MaxLaunchInstanceTypes-th distinct type.
-func (p *Problem) launchOptionsWith(n *NewNode, pi int, list *offerList, terms []topologyTerm, maxPremium float64, checks *labelChecks, truncate bool) []LaunchOption {
+// constraints, and the whole answer for nodes alike in those that also
+// have the same planned offering and requests. With truncate, the list
+// ends at its MaxLaunchInstanceTypes-th distinct type.
+func (p *Problem) launchOptionsWith(n *NewNode, pi int, list *offerList, terms []topologyTerm, maxPremium float64, checks *labelChecks, truncate bool) (out []LaunchOption) {
 	offerings := list.offered
 	pool := &p.Pools[pi]
 	pl := poolLabels(pool)
 	maps.Copy(pl, n.Labels)
 	planned := &candidateLabels{zone: n.Zone, capacityType: n.CapacityType, pool: pl}
 	types := p.PoolTypes(pi)
-	if ti := slices.IndexFunc(types, func(t InstanceType) bool { return t.Name == n.InstanceType }); ti >= 0 {
+	if ti := checks.typeIndex(pi, n.InstanceType, types); ti >= 0 {
 		planned.typ = types[ti].Labels
 	}
 	pinned := p.pinnedKeys(n, terms)
@@ -335,8 +383,31 @@ func (p *Problem) launchOptionsWith(n *NewNode, pi int, list *offerList, terms [
 		for _, pod := range reps {
 			add(nodeConstraintKey(pod))
 		}
+		labelSig := string(sig)
+		// The answer depends on the node beyond sig only through its
+		// planned offering and its requests.
+		add("planned")
+		add(n.InstanceType)
+		add(n.Zone)
+		add(n.CapacityType)
+		add(strconv.FormatFloat(n.Price, 'g', -1, 64))
+		for _, q := range n.Requested {
+			sig = strconv.AppendInt(sig, q, 10)
+			sig = append(sig, ',')
+		}
 		checks.mu.Lock()
-		ok = checks.seen[string(sig)]
+		done, have := checks.lists[string(sig)]
+		checks.mu.Unlock()
+		if have {
+			return done
+		}
+		defer func() {
+			checks.mu.Lock()
+			checks.lists[string(sig)] = out
+			checks.mu.Unlock()
+		}()
+		checks.mu.Lock()
+		ok = checks.seen[labelSig]
 		checks.mu.Unlock()
 		if ok == nil {
 			ok = make([]bool, len(offerings))
@@ -344,13 +415,13 @@ func (p *Problem) launchOptionsWith(n *NewNode, pi int, list *offerList, terms [
 				ok[i] = p.holdsLabels(reps, pool, &offerings[i], planned, pinned, preferred)
 			}
 			checks.mu.Lock()
-			checks.seen[string(sig)] = ok
+			checks.seen[labelSig] = ok
 			checks.mu.Unlock()
 		}
 	}
 	// The planned offering, then the others by price (ties in the
 	// problem's order of types and offerings): the list's order.
-	out := []LaunchOption{{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType, Price: n.Price}}
+	out = []LaunchOption{{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType, Price: n.Price}}
 	names := []string{n.InstanceType} // with truncate: the distinct types so far
 	for _, i := range list.byPrice {
 		c := &offerings[i]

@@ -1,6 +1,8 @@
 package solver_test
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -174,4 +176,69 @@ func typeNamed(types []InstanceType, name string) *InstanceType {
 		}
 	}
 	return nil
+}
+
+func TestLaunchOptionsOfAlikeNodesEqualEachNodeAlone(t *testing.T) {
+	// LaunchOptions remembers the answers of nodes alike (same pool and
+	// labels, planned offering, requests and pods' constraints): every
+	// node's options must be those it gets planned alone, with no node
+	// to share with.
+	selecting := func(p *Problem) {
+		for i := range p.Pods {
+			if i%5 == 0 {
+				p.Pods[i].NodeSelector = map[string]string{"karpenter.k8s.aws/instance-category": "m"}
+			}
+		}
+	}
+	tests := []struct {
+		name string
+		pods []Pod
+		edit func(*Problem)
+		// plan, when set, is the plan instead of Solve's: nodes alike
+		// but for their requests.
+		plan func(*Problem) *Plan
+	}{
+		{"many full nodes and a partial one", pods("web", 61, res(3000, 6*gi)), nil, nil},
+		{"two shapes", append(pods("web", 40, res(3000, 6*gi)), pods("api", 23, res(1500, 12*gi))...), nil, nil},
+		{"some pods select a category", append(pods("web", 40, res(3000, 6*gi)), pods("api", 23, res(1500, 12*gi))...), selecting, nil},
+		{"microservices", randomPods(rand.New(rand.NewPCG(33, 1)), 400), nil, nil},
+		{"microservices, some selecting a category", randomPods(rand.New(rand.NewPCG(33, 2)), 400), selecting, nil},
+		{"one offering, different requests", append(pods("small", 2, res(1000, 2*gi)), pods("big", 2, res(6000, 40*gi))...), nil, func(p *Problem) *Plan {
+			node := func(pod int) NewNode {
+				return NewNode{Pool: "default", InstanceType: "r6.2xlarge", Zone: "zone-a", CapacityType: "on-demand", Price: 8 * 0.063,
+					Pods: []int{pod}, Requested: p.Pods[pod].Requests}
+			}
+			return &Plan{NewNodes: []NewNode{node(0), node(2), node(1), node(3)}}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Problem{Pods: tc.pods, Pools: []Pool{onDemandPool("default")}, InstanceTypes: testTypes()}
+			if tc.edit != nil {
+				tc.edit(p)
+			}
+			plan, err := Solve(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.plan != nil {
+				plan = tc.plan(p)
+			}
+			if len(plan.NewNodes) < 3 {
+				t.Fatalf("%d nodes planned, want several to share answers", len(plan.NewNodes))
+			}
+			all := LaunchOptions(p, plan, -1)
+			names := LaunchInstanceTypes(p, plan, -1)
+			for i, n := range plan.NewNodes {
+				alone := &Plan{NewNodes: []NewNode{n}}
+				want := LaunchOptions(p, alone, -1)[0]
+				if !slices.Equal(all[i], want) {
+					t.Errorf("node %d (%s, %v): %d options among the plan's nodes, %d alone:\n%v\n%v", i, n.InstanceType, n.Requested, len(all[i]), len(want), all[i], want)
+				}
+				if wantNames := LaunchInstanceTypes(p, alone, -1)[0]; !slices.Equal(names[i], wantNames) {
+					t.Errorf("node %d: types %v among the plan's nodes, %v alone", i, names[i], wantNames)
+				}
+			}
+		})
+	}
 }
