@@ -180,8 +180,9 @@ type consolidator struct {
 // removable; then multi-node merges (see merge), growing the set while
 // every added node pays at least the minimum saving; then single-node
 // replacements. An action that launches nodes must also save
-// DefaultMinReplaceFraction of the price it removes and launch no node as
-// dear as a removed one of its type and zone (see replaceRefusal). Each
+// DefaultMinReplaceFraction of the price it removes, and a merge launching
+// one node may not launch it as dear as a removed one of its type and zone
+// (see replaceRefusal). Each
 // action is applied to a working copy before the next is
 // sought, and a node that receives pods is never removed by a later action.
 // When that plan saves less than fallbackCapture of the gap between the

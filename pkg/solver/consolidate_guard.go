@@ -138,11 +138,14 @@ func (cons *Consolidation) defaultMinimum() bool {
 //   - when one of the nodes' pools keeps the default minimum and the action
 //     evicts pods, it must save DefaultMinReplaceFraction of the removed
 //     nodes' price;
-//   - no new node may be of the instance type and zone of a removed node
-//     and cost as much as it or more: that node could stay and take the
-//     others' pods itself, and deleting them would save as much while
-//     moving fewer pods. Karpenter's multi-node consolidation filters its
-//     replacement's types the same way (filterOutSameInstanceType).
+//   - a merge launching one node may not launch it of the instance type
+//     and zone of a removed node for as much as that node costs or more:
+//     that node could stay and take all the others' pods itself, and
+//     deleting them would save as much while moving fewer pods. Karpenter's
+//     multi-node consolidation, which launches at most one node, filters
+//     its replacement's types the same way (filterOutSameInstanceType).
+//     A merge launching several nodes is not held to it: keeping the node
+//     would still need the others replaced, which the search may not find.
 func (c *consolidator) replaceRefusal(set []*consNode, launched []NewNode, saving float64) string {
 	if len(launched) == 0 {
 		return ""
@@ -150,6 +153,9 @@ func (c *consolidator) replaceRefusal(set []*consNode, launched []NewNode, savin
 	if floor, price := c.replaceFloor(set); saving < floor {
 		return fmt.Sprintf("launching a replacement saves %s, %.1f%% of the %s it removes, below the %.0f%% a replacement must save",
 			formatDollars(saving), 100*saving/price, formatDollars(price), 100*DefaultMinReplaceFraction)
+	}
+	if len(launched) > 1 || len(set) < 2 {
+		return ""
 	}
 	for _, nn := range launched {
 		for _, n := range set {
