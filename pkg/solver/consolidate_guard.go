@@ -101,7 +101,8 @@ func (c *consolidator) budgetExceeded(set []*consNode) string {
 // the strictest of their pools' thresholds, the default (DefaultMinSaving
 // plus DefaultMinSavingPerPod per evicted pod) for a pool that sets none;
 // a pool that sets zero (MinSavingSet) has no minimum. Actions that evict
-// no pod need only save something.
+// no pod need only save something. Actions that launch nodes must also
+// pass replaceRefusal.
 func (c *consolidator) minSaving(set []*consNode) float64 {
 	price, evicted := 0.0, 0
 	for _, n := range set {
@@ -114,13 +115,74 @@ func (c *consolidator) minSaving(set []*consNode) float64 {
 	floor := 0.0
 	for _, n := range set {
 		cons := &c.p.Pools[n.pool].Consolidation
-		if !cons.MinSavingSet && cons.MinSaving == 0 && cons.MinSavingFraction == 0 {
+		if cons.defaultMinimum() {
 			floor = max(floor, DefaultMinSaving+DefaultMinSavingPerPod*float64(evicted))
 			continue
 		}
 		floor = max(floor, cons.MinSaving, cons.MinSavingFraction*price)
 	}
 	return max(floor, 1e-9)
+}
+
+// defaultMinimum reports whether the pool leaves its minimum saving to the
+// defaults (DefaultMinSaving, DefaultMinSavingPerPod and, for actions
+// launching nodes, DefaultMinReplaceFraction).
+func (cons *Consolidation) defaultMinimum() bool {
+	return !cons.MinSavingSet && cons.MinSaving == 0 && cons.MinSavingFraction == 0
+}
+
+// replaceRefusal says why an action that removes the nodes and launches
+// new ones for the saving is not worth its churn although it meets the
+// minimum saving, or "" (and always "" when it launches nothing):
+//
+//   - when one of the nodes' pools keeps the default minimum and the action
+//     evicts pods, it must save DefaultMinReplaceFraction of the removed
+//     nodes' price;
+//   - a merge launching one node may not launch it of the instance type
+//     and zone of a removed node for as much as that node costs or more:
+//     that node could stay and take all the others' pods itself, and
+//     deleting them would save as much while moving fewer pods. Karpenter's
+//     multi-node consolidation, which launches at most one node, filters
+//     its replacement's types the same way (filterOutSameInstanceType).
+//     A merge launching several nodes is not held to it: keeping the node
+//     would still need the others replaced, which the search may not find.
+func (c *consolidator) replaceRefusal(set []*consNode, launched []NewNode, saving float64) string {
+	if len(launched) == 0 {
+		return ""
+	}
+	if floor, price := c.replaceFloor(set); saving < floor {
+		return fmt.Sprintf("launching a replacement saves %s, %.1f%% of the %s it removes, below the %.0f%% a replacement must save",
+			formatDollars(saving), 100*saving/price, formatDollars(price), 100*DefaultMinReplaceFraction)
+	}
+	if len(launched) > 1 || len(set) < 2 {
+		return ""
+	}
+	for _, nn := range launched {
+		for _, n := range set {
+			if nn.InstanceType == n.InstanceType && nn.Zone == n.Zone && nn.Price >= n.Price {
+				return fmt.Sprintf("it would launch a %s in %s for %s, as dear as %s: keeping %s and deleting the others moves fewer pods",
+					nn.InstanceType, nn.Zone, formatDollars(nn.Price), n.Name, n.Name)
+			}
+		}
+	}
+	return ""
+}
+
+// replaceFloor is the least saving DefaultMinReplaceFraction asks of an
+// action launching nodes that removes the set (zero when every pool of the
+// set sets its own minimum, or when the nodes run no pod to evict), and
+// the set's price.
+func (c *consolidator) replaceFloor(set []*consNode) (floor, price float64) {
+	defaults, evicted := false, 0
+	for _, n := range set {
+		price += n.Price
+		evicted += n.evictions()
+		defaults = defaults || c.p.Pools[n.pool].Consolidation.defaultMinimum()
+	}
+	if !defaults || evicted == 0 {
+		return 0, price
+	}
+	return DefaultMinReplaceFraction * price, price
 }
 
 // expired reports whether Options.Deadline has passed: the search then

@@ -44,12 +44,15 @@ func (c *consolidator) merge(goal mergeGoal) error {
 			cands = removeNode(cands, group[0])
 			continue
 		}
-		best, k, err := c.bestMerge(group, goal)
+		best, k, why, err := c.bestMerge(group, goal)
 		if err != nil {
 			return err
 		}
 		if best == nil {
 			group[0].replaceWhy = "merging it with the next candidate nodes saves less than the minimum"
+			if why != "" {
+				group[0].replaceWhy = "merging it with the next candidate nodes: " + why
+			}
 			cands = removeNode(cands, group[0])
 			failures++
 			continue
@@ -106,8 +109,10 @@ func (c *consolidator) mergeGroup(cands []*consNode) []*consNode {
 }
 
 // bestMerge finds the size k of the group whose merge of its first k nodes
-// the goal keeps, and that merge's simulation; nil when no size pays.
-func (c *consolidator) bestMerge(group []*consNode, goal mergeGoal) (*simulation, int, error) {
+// the goal keeps, and that merge's simulation; nil when no size pays, with
+// why the last size tried was refused when a guard beyond the minimum
+// saving refused it.
+func (c *consolidator) bestMerge(group []*consNode, goal mergeGoal) (*simulation, int, string, error) {
 	s := &mergeSearch{c: c, group: group, goal: goal}
 	// Double the size while it pays, then bisect between the last size
 	// that paid and the first that did not. mergeWhole wants the largest
@@ -116,7 +121,7 @@ func (c *consolidator) bestMerge(group []*consNode, goal mergeGoal) (*simulation
 	if goal == mergeWhole {
 		pays, err := s.try(len(group))
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, "", err
 		}
 		if !pays {
 			failed = len(group)
@@ -125,7 +130,7 @@ func (c *consolidator) bestMerge(group []*consNode, goal mergeGoal) (*simulation
 	for k := 2; k != failed && !(goal == mergeWhole && s.best != nil); k = min(2*k, len(group)) {
 		pays, err := s.try(k)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, "", err
 		}
 		if !pays && s.best != nil {
 			failed = k
@@ -139,13 +144,13 @@ func (c *consolidator) bestMerge(group []*consNode, goal mergeGoal) (*simulation
 		mid := (s.bestK + failed) / 2
 		pays, err := s.try(mid)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, "", err
 		}
 		if !pays {
 			failed = mid
 		}
 	}
-	return s.best, s.bestK, nil
+	return s.best, s.bestK, s.why, nil
 }
 
 // mergeSearch is the state of bestMerge: the best merge of the group's
@@ -157,6 +162,8 @@ type mergeSearch struct {
 	best       *simulation
 	bestK      int
 	bestSaving float64
+	// why is why replaceRefusal refused the last size tried, if it did.
+	why string
 }
 
 // try simulates merging the first k nodes of the group and keeps it when it
@@ -181,7 +188,13 @@ func (s *mergeSearch) try(k int) (bool, error) {
 		}
 		saving = price - sim.plan.TotalPrice
 	}
-	pays := saving >= s.c.minSaving(set) && s.c.crossPoolRefusal(set, len(sim.plan.NewNodes), saving) == "" && s.c.balancedRefusal(set, saving) == ""
+	s.why = ""
+	pays := saving >= s.c.minSaving(set)
+	if pays {
+		s.why = s.c.replaceRefusal(set, sim.plan.NewNodes, saving)
+		pays = s.why == ""
+	}
+	pays = pays && s.c.crossPoolRefusal(set, len(sim.plan.NewNodes), saving) == "" && s.c.balancedRefusal(set, saving) == ""
 	if s.goal == mergeMarginal && s.best != nil && k > s.bestK {
 		// The nodes added must pay their way.
 		pays = pays && saving-s.bestSaving >= s.c.minSaving(s.group[s.bestK:k])

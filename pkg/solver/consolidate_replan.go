@@ -109,7 +109,7 @@ func (c *consolidator) replan(names []string) (string, error) {
 			return c.unplacedReason(sim), nil
 		}
 	}
-	if why := c.worthIt(set, price-sim.plan.TotalPrice); why != "" {
+	if why := c.worthIt(set, sim.plan.NewNodes, price-sim.plan.TotalPrice); why != "" {
 		return why, nil
 	}
 	if len(set) == 1 && len(sim.plan.NewNodes) > 0 {
@@ -129,15 +129,20 @@ func emptyReason(nodes int, price float64) string {
 	return fmt.Sprintf("%d nodes run no pods; deleting them saves %s", nodes, formatDollars(price))
 }
 
-// worthIt says why an action removing the nodes for the saving is not
-// worth its disruption, or "": the saving is below the minimum (see
-// minSaving), or a Balanced pool's score refuses it (see balancedRefusal).
-func (c *consolidator) worthIt(set []*consNode, saving float64) string {
+// worthIt says why an action removing the nodes and launching the new
+// ones for the saving is not worth its disruption, or "": the saving is
+// below the minimum (see minSaving), a replacement's churn is not worth it
+// (see replaceRefusal), or a Balanced pool's score refuses it (see
+// balancedRefusal).
+func (c *consolidator) worthIt(set []*consNode, launched []NewNode, saving float64) string {
 	if saving <= 0 {
 		return "no cheaper placement holds their pods"
 	}
 	if floor := c.minSaving(set); saving < floor {
 		return fmt.Sprintf("it saves %s, below the %s minimum", formatDollars(saving), formatDollars(floor))
+	}
+	if why := c.replaceRefusal(set, launched, saving); why != "" {
+		return why
 	}
 	return c.balancedRefusal(set, saving)
 }

@@ -289,7 +289,8 @@ func (c *consolidator) replaceSingles() error {
 			n.replaceWhy = why
 			continue
 		}
-		floor := c.minSaving(set)
+		replaceFloor, _ := c.replaceFloor(set)
+		floor := max(c.minSaving(set), replaceFloor)
 		if bound := c.cheapestHolding(set); bound > n.Price-floor {
 			n.replaceWhy = fmt.Sprintf("no replacement saves the %s minimum: no instance type cheaper than %s has room for its pods", formatDollars(floor), formatDollars(bound))
 			continue
@@ -307,6 +308,9 @@ func (c *consolidator) replaceSingles() error {
 			continue
 		} else if saving < floor {
 			n.replaceWhy = fmt.Sprintf("the best replacement saves %s, below the %s minimum", formatDollars(saving), formatDollars(floor))
+			continue
+		} else if why := c.replaceRefusal(set, sim.plan.NewNodes, saving); why != "" {
+			n.replaceWhy = "replacing it: " + why
 			continue
 		} else if why := c.balancedRefusal(set, saving); why != "" {
 			n.replaceWhy = "replacing it: " + why

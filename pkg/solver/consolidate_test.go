@@ -728,6 +728,9 @@ func checkConsolidation(p *Problem, plan *ConsolidationPlan) error {
 				c := pools[nodes[name].Pool].Consolidation
 				if !c.MinSavingSet && c.MinSaving == 0 && c.MinSavingFraction == 0 {
 					floor = max(floor, DefaultMinSaving+DefaultMinSavingPerPod*float64(len(a.Moves)))
+					if len(a.Replacements) > 0 {
+						floor = max(floor, DefaultMinReplaceFraction*price)
+					}
 				}
 				floor = max(floor, c.MinSaving, c.MinSavingFraction*price)
 			}
@@ -864,4 +867,53 @@ func targetOf(p *Problem) *Problem {
 	}
 	t.Pods = append(t.Pods, p.Pods...)
 	return t
+}
+
+// TestConsolidateSmallSavingsDoNotChurn: through the whole search, a merge
+// or replacement that saves a small share of the price it removes is not
+// planned, one that saves much is, and a pool's own minimum replaces the
+// default share (issue 30: merges saving 3–5 % made us evict more pods
+// than Karpenter).
+func TestConsolidateSmallSavingsDoNotChurn(t *testing.T) {
+	flat := func(name string, cpu int64, price float64) InstanceType {
+		return InstanceType{Name: name, Labels: map[string]string{LabelInstanceType: name, "kubernetes.io/arch": "amd64"},
+			Capacity:  Resources{CPU: cpu * 1000, Memory: cpu * 4 * gi, Pods: 110, EphemeralStorage: 20 * gi},
+			Offerings: []Offering{{Zone: "zone-a", CapacityType: "on-demand", Price: price}}}
+	}
+	tests := []struct {
+		name string
+		// big is the price of the only type that holds both nodes' pods;
+		// each node is a $1/h "small" more than half full.
+		big      float64
+		pool     Consolidation
+		wantKind string // "" for no action
+	}{
+		{"a merge saving 5% and moving 15 pods is refused", 1.90, Consolidation{}, ""},
+		{"a merge saving half the price is taken", 1.00, Consolidation{}, ActionMerge},
+		{"a merge saving 12% is taken", 1.76, Consolidation{}, ActionMerge},
+		{"a pool's own minimum replaces the share", 1.90, Consolidation{MinSaving: 0.05, MinSavingSet: true}, ActionMerge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := unlimitedPool("default")
+			pool.Consolidation.MinSaving, pool.Consolidation.MinSavingSet = tt.pool.MinSaving, tt.pool.MinSavingSet
+			p := &Problem{Pools: []Pool{pool}, InstanceTypes: []InstanceType{flat("small", 4, 1), flat("big", 8, tt.big)}, Options: Options{Now: consNow}}
+			addNode(p, "a", "small", "default", "on-demand", controlled("x", 8, res(450, gi/2)))
+			addNode(p, "b", "small", "default", "on-demand", controlled("y", 7, res(450, gi/2)))
+			plan := consolidateChecked(t, p)
+			if tt.wantKind == "" {
+				if len(plan.Actions) != 0 {
+					t.Fatalf("actions %+v, want none", plan.Actions)
+				}
+				// A replacement of one node must save 10% of its $1/h.
+				if r := blockedReason(plan, "a"); !strings.Contains(r, "no replacement saves the $0.1/h minimum") {
+					t.Errorf("a's reason %q, want the share a replacement must save", r)
+				}
+				return
+			}
+			if len(plan.Actions) != 1 || plan.Actions[0].Kind != tt.wantKind || len(plan.Actions[0].Moves) != 15 {
+				t.Fatalf("actions %+v, want one %s moving 15 pods", plan.Actions, tt.wantKind)
+			}
+		})
+	}
 }
