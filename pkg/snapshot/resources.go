@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -119,8 +120,9 @@ func checkList(path string, list corev1.ResourceList, valid func(string) bool) e
 		if !valid(name) {
 			return fmt.Errorf("%s: unsupported resource %q", path, name)
 		}
-		if q := list[corev1.ResourceName(name)]; q.Sign() < 0 {
-			return fmt.Errorf("%s.%s: must not be negative (%s)", path, name, q.String())
+		q := list[corev1.ResourceName(name)]
+		if _, err := value(&q, name == string(corev1.ResourceCPU)); err != nil {
+			return fmt.Errorf("%s.%s: %w", path, name, err)
 		}
 	}
 	return nil
@@ -217,7 +219,12 @@ func value(q *resource.Quantity, milli bool) (int64, error) {
 		f *= 1000
 	}
 	if f > math.MaxInt64/2 {
-		return 0, fmt.Errorf("%s is too large", q.String())
+		if q.CmpInt64(math.MaxInt64) >= 0 {
+			// Parsing stopped at the largest quantity; the value
+			// written was larger still.
+			return 0, errors.New("too large: a quantity stops at 8Ei (9223372036854775807), and planning needs less than half of that")
+		}
+		return 0, fmt.Errorf("%s is too large: planning needs less than 4Ei (4611686018427387903)", q.String())
 	}
 	if milli {
 		return q.MilliValue(), nil

@@ -719,6 +719,8 @@ func TestDecodeErrors(t *testing.T) {
 			`Pod "p": spec.resources.requests.memory: 2Gi is above the limit of 1Gi`},
 		{"unsupported resource", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpus: 1}}\n",
 			`spec.containers[0].resources.requests: unsupported resource "cpus"`},
+		{"a quantity beyond the largest", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {memory: 999999999999Ei}}\n",
+			`Pod "p": spec.containers[0].resources.requests.memory: too large: a quantity stops at 8Ei`},
 		{"huge request", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: 1E}}\n", "too large"},
 		{"pod without containers", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n", `Pod "p": spec.containers: required; the API server refuses a pod without containers`},
 		{"deployment without containers", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {template: {spec: {containers: []}}}\n", `Deployment "web": spec.template.spec.containers: required`},
