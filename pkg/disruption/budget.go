@@ -10,7 +10,6 @@ package disruption
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -64,20 +63,22 @@ func (b *Budget) Validate() error {
 	return nil
 }
 
+// parseNodes and parseSchedule read a budget's fields with the rules the
+// API server and import apply (v1alpha1.ParseBudgetNodes,
+// ParseBudgetSchedule), so the operator never accepts what the CRD
+// refuses (@every) nor skips in silence what it lets through (six fields).
 func parseNodes(s string) (value int, percent bool, err error) {
-	n, percent := strings.CutSuffix(strings.TrimSpace(s), "%")
-	v, err := strconv.Atoi(n)
-	if err != nil || v < 0 || (percent && v > 100) {
-		return 0, false, fmt.Errorf("nodes %q: want a non-negative count or a percentage up to 100%%", s)
+	v, percent, err := v1alpha1.ParseBudgetNodes(s)
+	if err != nil {
+		return 0, false, fmt.Errorf("nodes: %w", err)
 	}
 	return v, percent, nil
 }
 
 func parseSchedule(s string) (cron.Schedule, error) {
-	// Karpenter accepts the standard five fields and the @daily-style macros.
-	sched, err := cron.ParseStandard(s)
+	sched, err := v1alpha1.ParseBudgetSchedule(s)
 	if err != nil {
-		return nil, fmt.Errorf("schedule %q: %w", s, err)
+		return nil, fmt.Errorf("schedule: %w", err)
 	}
 	return sched, nil
 }

@@ -55,6 +55,12 @@ func TestValidate(t *testing.T) {
 		{Budget{Nodes: "1", Schedule: "0 9 * * *"}, true},
 		{Budget{Nodes: "1", Schedule: "not cron", Duration: time.Hour}, true},
 		{Budget{Nodes: "1", Schedule: "0 9 * * *", Duration: time.Hour}, false},
+		{Budget{Nodes: "1", Schedule: "@daily", Duration: time.Hour}, false},
+		// The CRD refuses @every; six fields pass its pattern but are no
+		// five-field cron: both are refused rather than planned.
+		{Budget{Nodes: "1", Schedule: "@every 5m", Duration: time.Hour}, true},
+		{Budget{Nodes: "1", Schedule: "0 0 9 * * *", Duration: time.Hour}, true},
+		{Budget{Nodes: " 5"}, true},
 	}
 	for _, tc := range tests {
 		if err := tc.b.Validate(); (err != nil) != tc.wantErr {
@@ -79,7 +85,7 @@ func TestPoolBudgets(t *testing.T) {
 			[]Budget{{Nodes: "0", Schedule: sched, Duration: 8 * time.Hour}}, ""},
 		{"a duration without a schedule is left out", []v1alpha1.Budget{{Nodes: "0", Duration: &metav1.Duration{Duration: time.Hour}}, {Nodes: "20%"}},
 			[]Budget{{Nodes: "20%"}}, ""},
-		{"a bad count", []v1alpha1.Budget{{Nodes: "lots"}}, nil, "budgets[0]: nodes \"lots\""},
+		{"a bad count", []v1alpha1.Budget{{Nodes: "lots"}}, nil, "budgets[0]: nodes: \"lots\""},
 		{"a bad schedule", []v1alpha1.Budget{{Nodes: "1"}, {Nodes: "1", Schedule: &bad, Duration: &metav1.Duration{Duration: time.Hour}}}, nil, "budgets[1]: schedule"},
 	}
 	for _, tc := range tests {

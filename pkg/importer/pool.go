@@ -156,6 +156,12 @@ func (c *converter) pool(where, kind, apiVersion string, j []byte) error {
 	if err := c.disruption(where, apiVersion, provisioner, s, &np.Spec.Disruption); err != nil {
 		return err
 	}
+	// Nothing is printed that the API server would refuse (or the
+	// operator could not read); budget fields were checked above with
+	// their source paths, this catches the rest (spec.weight).
+	if err := np.Validate(); err != nil {
+		return err
+	}
 	return c.add(where, np, "NodePool", name)
 }
 
@@ -381,8 +387,14 @@ func (c *converter) disruption(where, apiVersion string, provisioner bool, s *ka
 			c.warnf(where, "%s dropped: %s, which Karpenter rejects", p, what)
 			continue
 		}
+		if _, _, err := v1alpha1.ParseBudgetNodes(b.Nodes); err != nil {
+			return fmt.Errorf("%s.nodes: %w", p, err)
+		}
 		nb := v1alpha1.Budget{Nodes: b.Nodes}
 		if hasSchedule {
+			if _, err := v1alpha1.ParseBudgetSchedule(*b.Schedule); err != nil {
+				return fmt.Errorf("%s.schedule: %w", p, err)
+			}
 			nb.Schedule = new(*b.Schedule)
 			v, err := normalizeDuration(p+".duration", b.Duration, false)
 			if err != nil {

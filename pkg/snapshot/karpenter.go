@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/karpenter"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -73,8 +72,8 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 	}
 	pool := solver.Pool{Name: name, Labels: map[string]string{}}
 	if s.Weight != nil {
-		if w := *s.Weight; w < 1 || w > 100 {
-			return fmt.Errorf("spec.weight: must be between 1 and 100 (%d)", w)
+		if err := v1alpha1.CheckWeight(*s.Weight); err != nil {
+			return fmt.Errorf("spec.weight: %w", err)
 		}
 		pool.Weight = *s.Weight
 	}
@@ -297,12 +296,18 @@ func (m *Manifests) checkDisruption(where string, d *poolDisruptionSpec) error {
 	}
 	for i, b := range d.Budgets {
 		p := fmt.Sprintf("spec.disruption.budgets[%d]", i)
-		n, isPercent := strings.CutSuffix(b.Nodes, "%")
-		if v, err := strconv.Atoi(n); err != nil || v < 0 || isPercent && v > 100 {
-			return fmt.Errorf("%s.nodes: want a count or a percentage, got %q", p, b.Nodes)
+		if _, _, err := v1alpha1.ParseBudgetNodes(b.Nodes); err != nil {
+			return fmt.Errorf("%s.nodes: %w", p, err)
 		}
-		if err := checkDuration(p+".duration", b.Duration); err != nil {
-			return err
+		if b.Schedule != nil {
+			if _, err := v1alpha1.ParseBudgetSchedule(*b.Schedule); err != nil {
+				return fmt.Errorf("%s.schedule: %w", p, err)
+			}
+		}
+		if b.Duration != "" {
+			if err := v1alpha1.CheckBudgetDuration(b.Duration); err != nil {
+				return fmt.Errorf("%s.duration: %w", p, err)
+			}
 		}
 		if b.Duration != "" && b.Schedule == nil {
 			m.warnf(where, "%s: duration without schedule; Karpenter rejects this budget", p)

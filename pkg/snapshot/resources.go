@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -53,6 +54,65 @@ func checkResources(path string, rr *corev1.ResourceRequirements, valid func(str
 	return nil
 }
 
+// checkPodSpec applies the API server's rules of a pod spec that planning
+// would otherwise pass over: containers are required, and extended
+// resources and hugepages are not overcommitted. Only manifests are
+// checked: what a cluster returns has passed them.
+func checkPodSpec(path string, spec *corev1.PodSpec) error {
+	if len(spec.Containers) == 0 {
+		return fmt.Errorf("%s.containers: required; the API server refuses a pod without containers", path)
+	}
+	for _, cs := range []struct {
+		field string
+		list  []corev1.Container
+	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
+		for i := range cs.list {
+			if err := checkNotOvercommitted(fmt.Sprintf("%s.%s[%d].resources", path, cs.field, i), &cs.list[i].Resources); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkNotOvercommitted applies the API server's rules for the resources
+// a node cannot overcommit, before requests are defaulted to limits: an
+// extended resource (a name with a domain other than kubernetes.io, such
+// as nvidia.com/gpu) is a whole number, and it and hugepages have a limit
+// and a request, if given, equal to it.
+func checkNotOvercommitted(path string, rr *corev1.ResourceRequirements) error {
+	for _, list := range []struct {
+		field string
+		list  corev1.ResourceList
+	}{{"limits", rr.Limits}, {"requests", rr.Requests}} {
+		for _, name := range sortedNames(list.list) {
+			if q := list.list[corev1.ResourceName(name)]; extendedResource(name) && q.MilliValue()%1000 != 0 {
+				return fmt.Errorf("%s.%s.%s: %s is not a whole number; the API server refuses a fraction of an extended resource", path, list.field, name, q.String())
+			}
+		}
+	}
+	for _, name := range sortedNames(rr.Requests) {
+		if !extendedResource(name) && !strings.HasPrefix(name, corev1.ResourceHugePagesPrefix) {
+			continue
+		}
+		request := rr.Requests[corev1.ResourceName(name)]
+		limit, ok := rr.Limits[corev1.ResourceName(name)]
+		switch {
+		case !ok:
+			return fmt.Errorf("%s.limits.%s: required, equal to the request of %s; the API server refuses %s requested without a limit", path, name, request.String(), name)
+		case request.Cmp(limit) != 0:
+			return fmt.Errorf("%s.requests.%s: %s differs from the limit of %s; the API server refuses %s whose request is not its limit", path, name, request.String(), limit.String(), name)
+		}
+	}
+	return nil
+}
+
+// extendedResource reports whether the API server takes name for an
+// extended resource: a name with a domain, not kubernetes.io's.
+func extendedResource(name string) bool {
+	return extended(name) && !strings.Contains(name, corev1.ResourceDefaultNamespacePrefix)
+}
+
 // checkList checks that every name in list is valid and every quantity is
 // not negative.
 func checkList(path string, list corev1.ResourceList, valid func(string) bool) error {
@@ -60,8 +120,9 @@ func checkList(path string, list corev1.ResourceList, valid func(string) bool) e
 		if !valid(name) {
 			return fmt.Errorf("%s: unsupported resource %q", path, name)
 		}
-		if q := list[corev1.ResourceName(name)]; q.Sign() < 0 {
-			return fmt.Errorf("%s.%s: must not be negative (%s)", path, name, q.String())
+		q := list[corev1.ResourceName(name)]
+		if _, err := value(&q, name == string(corev1.ResourceCPU)); err != nil {
+			return fmt.Errorf("%s.%s: %w", path, name, err)
 		}
 	}
 	return nil
@@ -158,7 +219,12 @@ func value(q *resource.Quantity, milli bool) (int64, error) {
 		f *= 1000
 	}
 	if f > math.MaxInt64/2 {
-		return 0, fmt.Errorf("%s is too large", q.String())
+		if q.CmpInt64(math.MaxInt64) >= 0 {
+			// Parsing stopped at the largest quantity; the value
+			// written was larger still.
+			return 0, errors.New("too large: a quantity stops at 8Ei (9223372036854775807), and planning needs less than half of that")
+		}
+		return 0, fmt.Errorf("%s is too large: planning needs less than 4Ei (4611686018427387903)", q.String())
 	}
 	if milli {
 		return q.MilliValue(), nil

@@ -79,9 +79,14 @@ type Manifests struct {
 	workloads   int          // pod and workload documents seen, even with 0 replicas
 	classRefs   []classRef   // nodeClassRefs to check once everything is read
 	kubelets    kubeletSources
-	volumes     volumeObjects // claims, volumes and classes pods' volumes are resolved against
-	volumeUsers []volumeUser  // pods with volumes, resolved at the end of Read
+	volumes     volumeObjects        // claims, volumes and classes pods' volumes are resolved against
+	volumeUsers []volumeUser         // pods with volumes, resolved at the end of Read
+	seen        map[objectKey]string // where each object read was, to refuse a second of the same name
 }
+
+// objectKey identifies an object as the API server stores it: one per
+// group, kind, namespace and name.
+type objectKey struct{ group, kind, namespace, name string }
 
 // classRef is a pool's reference to a node class, checked by Read.
 type classRef struct {
@@ -642,9 +647,10 @@ func (m *Manifests) decodeObject(where string, j []byte, inList bool, pre *prede
 	if err != nil {
 		return err
 	}
-	name := ""
+	name, namespace := "", ""
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		name, _ = md["name"].(string)
+		namespace, _ = md["namespace"].(string)
 	}
 	label := kind
 	if name != "" {
@@ -673,6 +679,27 @@ func (m *Manifests) decodeObject(where string, j []byte, inList bool, pre *prede
 	if !slices.Contains(want, apiVersion) {
 		m.warnf(where, "%s skipped: apiVersion %s is not supported (want %s)", label, apiVersion, strings.Join(want, " or "))
 		return nil
+	}
+	if name != "" {
+		// The API server keeps one object per kind, namespace and name:
+		// a second would replace the first (apply) or be refused
+		// (create), never be added, so planning both would be wrong.
+		group := "" // the core group of apiVersion v1
+		if g, _, ok := strings.Cut(apiVersion, "/"); ok {
+			group = g
+		}
+		key := objectKey{group, kind, namespace, name}
+		if prev, ok := m.seen[key]; ok {
+			shown := name
+			if namespace != "" {
+				shown = namespace + "/" + name
+			}
+			return fmt.Errorf("%s %s is also in %s; the API server keeps one object per kind, namespace and name: rename or remove one", kind, shown, prev)
+		}
+		if m.seen == nil {
+			m.seen = map[objectKey]string{}
+		}
+		m.seen[key] = where
 	}
 	outer := m.object
 	m.object = where + ": " + label

@@ -294,7 +294,7 @@ spec:
   - name: a
     resources: {requests: {cpu: 500m, memory: 2Gi, ephemeral-storage: 1Gi}}
   - name: b
-    resources: {requests: {cpu: 500m, memory: 2Gi, hugepages-2Mi: 2Mi}}
+    resources: {requests: {cpu: 500m, memory: 2Gi, hugepages-2Mi: 2Mi}, limits: {hugepages-2Mi: 2Mi}}
 `, pods: []pod{{"default/p", "Pod/p", res(2010, 5*gi+1<<20, solver.EphemeralStorage, gi)}}},
 		{name: "extended resources get indices", in: `
 apiVersion: v1
@@ -695,7 +695,7 @@ func TestDecodeErrors(t *testing.T) {
 		want string // the error is "in.yaml: document N (line L): " + want...
 	}{
 		{"malformed YAML", pod + "apiVersion: v1\nkind: Pod\n  bad: [\n", "document 2 (line 6): invalid YAML: yaml: line 8:"},
-		{"malformed JSON", `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": []}}` + "\n{\"kind\": ", "document 2 (line 2): invalid JSON"},
+		{"malformed JSON", `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}}` + "\n{\"kind\": ", "document 2 (line 2): invalid JSON"},
 		{"helm template", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: {{ .Values.replicaCount }}\n",
 			"document 1 (line 1): invalid YAML: yaml: invalid map key: map[interface {}]interface {}{\".Values.replicaCount\":interface {}(nil)}; this looks like a Helm template: render it first: helm template RELEASE CHART | kubectl rightsize explain -f -"},
 		{"helm template that parses", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: \"{{ .Values.cpu }}\"}}\n",
@@ -719,7 +719,26 @@ func TestDecodeErrors(t *testing.T) {
 			`Pod "p": spec.resources.requests.memory: 2Gi is above the limit of 1Gi`},
 		{"unsupported resource", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpus: 1}}\n",
 			`spec.containers[0].resources.requests: unsupported resource "cpus"`},
+		{"a quantity beyond the largest", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {memory: 999999999999Ei}}\n",
+			`Pod "p": spec.containers[0].resources.requests.memory: too large: a quantity stops at 8Ei`},
 		{"huge request", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: 1E}}\n", "too large"},
+		{"pod without containers", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n", `Pod "p": spec.containers: required; the API server refuses a pod without containers`},
+		{"deployment without containers", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {template: {spec: {containers: []}}}\n", `Deployment "web": spec.template.spec.containers: required`},
+		{"fraction of a GPU", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {limits: {nvidia.com/gpu: \"1.5\"}}\n",
+			`Pod "p": spec.containers[0].resources.limits.nvidia.com/gpu: 1500m is not a whole number`},
+		{"fraction of a GPU requested", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {nvidia.com/gpu: 500m}, limits: {nvidia.com/gpu: 500m}}\n",
+			`spec.containers[0].resources.limits.nvidia.com/gpu: 500m is not a whole number`},
+		{"no replicas, still a fraction of a GPU", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 0\n  template: {spec: {containers: [{name: c, resources: {limits: {amd.com/gpu: 0.5}}}]}}\n",
+			`Deployment "web": spec.template.spec.containers[0].resources.limits.amd.com/gpu: 500m is not a whole number`},
+		{"GPU requested without a limit", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {nvidia.com/gpu: 1}}\n",
+			`Pod "p": spec.containers[0].resources.limits.nvidia.com/gpu: required, equal to the request of 1`},
+		{"GPU request below its limit", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  initContainers:\n  - name: i\n    resources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 2}}\n  containers: [{name: c}]\n",
+			`Pod "p": spec.initContainers[0].resources.requests.nvidia.com/gpu: 1 differs from the limit of 2`},
+		{"hugepages request below its limit", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {hugepages-2Mi: 2Mi}, limits: {hugepages-2Mi: 4Mi}}\n",
+			`spec.containers[0].resources.requests.hugepages-2Mi: 2Mi differs from the limit of 4Mi`},
+		{"two pods of one name", pod + pod, `document 2 (line 6): Pod ok is also in in.yaml: document 1; the API server keeps one object per kind, namespace and name`},
+		{"two deployments of one namespace and name", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {template: {spec: {containers: [{name: c}]}}}\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: web, namespace: shop}\n  spec: {template: {spec: {containers: [{name: c}]}}}\n",
+			`document 2 (line 6): items[0]: Deployment shop/web is also in in.yaml: document 1`},
 		{"negative replicas", pod + "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: -3\n  template: {spec: {containers: [{name: c}]}}\n",
 			`document 2 (line 6): Deployment "web": spec.replicas: must not be negative (-3)`},
 		{"negative parallelism", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  parallelism: -1\n  template: {spec: {containers: [{name: c}]}}\n",
@@ -744,6 +763,11 @@ func TestDecodeErrors(t *testing.T) {
 			`spec.template.spec.taints[0].effect: unsupported value "Never"`},
 		{"bad weight", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {weight: 101}\n", "spec.weight: must be between 1 and 100"},
 		{"bad duration", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {disruption: {consolidateAfter: soon}}\n", `spec.disruption.consolidateAfter: want a duration`},
+		{"weight 0 of our NodePool", "apiVersion: rightsize.dev/v1alpha1\nkind: NodePool\nmetadata: {name: np}\nspec: {weight: 0, template: {spec: {nodeClassRef: {group: rightsize.dev, kind: SimNodeClass, name: c}}}}\n", `NodePool "np": spec.weight: must be between 1 and 100 (0)`},
+		{"budget nodes not a percentage", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {disruption: {budgets: [{nodes: \"abc%\"}]}}\n", `NodePool "np": spec.disruption.budgets[0].nodes: "abc%" is not a count`},
+		{"budget schedule @every", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {disruption: {budgets: [{nodes: \"1\", schedule: \"@every 5m\", duration: 1h}]}}\n", `NodePool "np": spec.disruption.budgets[0].schedule: "@every 5m" is not a cron expression of five fields`},
+		{"budget schedule of six fields", "apiVersion: rightsize.dev/v1alpha1\nkind: NodePool\nmetadata: {name: np}\nspec: {template: {spec: {nodeClassRef: {group: rightsize.dev, kind: SimNodeClass, name: c}}}, disruption: {budgets: [{nodes: \"1\", schedule: \"0 0 9 * * *\", duration: 1h}]}}\n", `NodePool "np": spec.disruption.budgets[0].schedule: "0 0 9 * * *" has 6 fields`},
+		{"budget duration in seconds", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {disruption: {budgets: [{nodes: \"1\", schedule: \"@daily\", duration: 90s}]}}\n", `NodePool "np": spec.disruption.budgets[0].duration: "90s" is not hours and minutes`},
 		{"unknown EC2NodeClass field", "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: c}\nspec: {subnetSelector: {a: b}}\n", `EC2NodeClass "c": unknown field "spec.subnetSelector"`},
 		{"wrong type", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: three\n", `Deployment "web": spec.replicas: expected a number, got string`},
 		{"too many pods", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2000000000\n  template: {spec: {containers: [{name: c}]}}\n", `document 1 (line 1): Deployment "web": 2000000000 pods would make 2000000000 in all, more than the 100000 supported`},
@@ -867,7 +891,7 @@ func TestUnknownFieldsWarn(t *testing.T) {
 }
 
 func TestTooManyExtendedResources(t *testing.T) {
-	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {a.com/x: 1, b.com/x: 1, c.com/x: 1, d.com/x: 1}}\n"
+	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {limits: {a.com/x: 1, b.com/x: 1, c.com/x: 1, d.com/x: 1}}\n"
 	err := Decode("in.yaml", []byte(in), &Manifests{})
 	if err == nil || !strings.Contains(err.Error(), `extended resource "d.com/x": at most 3`) {
 		t.Fatalf("err = %v", err)
@@ -991,6 +1015,38 @@ func TestDecodeManyDocumentsInOrder(t *testing.T) {
 			}
 			if !slices.Equal(m.Warnings, tt.warnings) {
 				t.Errorf("warnings %q\nwant %q", m.Warnings, tt.warnings)
+			}
+		})
+	}
+}
+
+// TestDecodeAcceptsWhatTheAPIServerAccepts: the API server's rules refuse
+// no more than it does.
+func TestDecodeAcceptsWhatTheAPIServerAccepts(t *testing.T) {
+	pod := func(name, ns, resources string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec:\n  containers:\n  - name: c\n    resources: " + resources + "\n---\n"
+	}
+	const ref = "  template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: c}}}\n"
+	tests := []struct {
+		name, in string
+		pods     int
+	}{
+		{"one name in two namespaces", pod("p", "a", "{}") + pod("p", "b", "{}"), 2},
+		{"one name for two kinds", pod("web", "a", "{}") + "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: a}\nspec: {replicas: 1, template: {spec: {containers: [{name: c}]}}}\n", 2},
+		{"one NodePool name in two groups", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n" + ref +
+			"---\napiVersion: rightsize.dev/v1alpha1\nkind: NodePool\nmetadata: {name: np}\nspec:\n  template: {spec: {nodeClassRef: {group: rightsize.dev, kind: EC2NodeClass, name: c}}}\n", 0},
+		{"a GPU as a limit", pod("p", "a", "{limits: {nvidia.com/gpu: 2}}"), 1},
+		{"a GPU requested at its limit", pod("p", "a", "{requests: {nvidia.com/gpu: \"1\"}, limits: {nvidia.com/gpu: 1}}"), 1},
+		{"half a core", pod("p", "a", "{requests: {cpu: 500m}}"), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &Manifests{Strict: true}
+			if err := Decode("in.yaml", []byte(tt.in), m); err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Pods) != tt.pods {
+				t.Errorf("%d pods, want %d", len(m.Pods), tt.pods)
 			}
 		})
 	}

@@ -137,6 +137,10 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any, pr
 			return err
 		}
 	}
+	// Even with no replicas: the API server refuses the object itself.
+	if err := checkPodSpec(w.specPath, w.spec); err != nil {
+		return err
+	}
 	if w.replicas == 0 {
 		return nil
 	}

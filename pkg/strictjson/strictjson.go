@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 
@@ -43,11 +44,42 @@ func DecodeFields(j []byte, v any) (fields []error, err error) {
 	var ute *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &ute) && ute.Field != "":
+		if msg, ok := numberError(ute); ok {
+			return nil, fmt.Errorf("%s: %s", ute.Field, msg)
+		}
 		return nil, fmt.Errorf("%s: expected %s, got %s", ute.Field, TypeName(ute.Type), ute.Value)
 	case err != nil:
 		return nil, &ValueError{err}
 	}
 	return strict, nil
+}
+
+// numberError phrases a number an integer field cannot hold: a fraction
+// or exponent, or a value outside the field's range (replicas is an
+// int32: 2147483648 is one too many).
+func numberError(ute *json.UnmarshalTypeError) (string, bool) {
+	literal, ok := strings.CutPrefix(ute.Value, "number ")
+	t := ute.Type
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if !ok || t == nil {
+		return "", false
+	}
+	bits := t.Bits()
+	var kind string
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		kind = fmt.Sprintf("an int%d holds -%d to %d", bits, uint64(1)<<(bits-1), uint64(1)<<(bits-1)-1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		kind = fmt.Sprintf("a uint%d holds 0 to %d", bits, uint64(math.MaxUint64)>>(64-bits))
+	default:
+		return "", false
+	}
+	if strings.ContainsAny(literal, ".eE") {
+		return fmt.Sprintf("%s is not a whole number", literal), true
+	}
+	return fmt.Sprintf("%s is out of range: %s", literal, kind), true
 }
 
 // TypeName describes a Go type in JSON terms ("a string", "a list", ...).

@@ -13,6 +13,8 @@ func TestDecode(t *testing.T) {
 		Name  string             `json:"name"`
 		Count int                `json:"count"`
 		CPU   *resource.Quantity `json:"cpu,omitempty"`
+		R     *int32             `json:"replicas,omitempty"`
+		U     uint8              `json:"u,omitempty"`
 	}
 	tests := []struct {
 		in, want string
@@ -23,6 +25,14 @@ func TestDecode(t *testing.T) {
 		{`{"name":"a","nmae":"b"}`, `unknown field "nmae"`, false},
 		{`{"name":"a","name":"b"}`, `duplicate field "name"`, false},
 		{`{"cpu":"2 cores"}`, "quantities must match", true},
+		{`{"replicas":2147483647}`, "", false},
+		{`{"replicas":2147483648}`, "replicas: 2147483648 is out of range: an int32 holds -2147483648 to 2147483647", false},
+		{`{"replicas":-2147483649}`, "replicas: -2147483649 is out of range: an int32 holds", false},
+		{`{"replicas":1.5}`, "replicas: 1.5 is not a whole number", false},
+		{`{"replicas":1e3}`, "replicas: 1e3 is not a whole number", false},
+		{`{"replicas":"3"}`, "replicas: expected a number, got string", false},
+		{`{"u":256}`, "u: 256 is out of range: a uint8 holds 0 to 255", false},
+		{`{"count":99999999999999999999}`, "count: 99999999999999999999 is out of range: an int64 holds -9223372036854775808 to 9223372036854775807", false},
 	}
 	for _, tc := range tests {
 		var o obj

@@ -135,6 +135,18 @@ func TestHostileInputThroughTheBinary(t *testing.T) {
 	good := write(t, dir, "good.yaml", pod)
 	crds := write(t, dir, "crds.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: a\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: b\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: s\n")
 	big := write(t, dir, "big.yaml", pod+"---\n"+strings.Repeat("# padding\n", 200_000))
+	// What the API server or the CRDs refuse (issue 28, items 5 and 6).
+	const np = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n  template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: c}}}\n"
+	weight101 := write(t, dir, "weight.yaml", np+"  weight: 101\n")
+	nodesABC := write(t, dir, "nodes.yaml", np+"  disruption: {budgets: [{nodes: 'abc%'}]}\n")
+	cron6 := write(t, dir, "cron6.yaml", np+"  disruption: {budgets: [{nodes: '0', schedule: '0 0 9 * * *', duration: 1h}]}\n")
+	every := write(t, dir, "every.yaml", np+"  disruption: {budgets: [{nodes: '0', schedule: '@every 5m', duration: 1h}]}\n")
+	gpuFraction := write(t, dir, "gpu.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: g}\nspec:\n  containers:\n  - name: c\n    resources: {limits: {nvidia.com/gpu: \"1.5\"}}\n")
+	gpuNoLimit := write(t, dir, "gpu-request.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: g}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {nvidia.com/gpu: 1}}\n")
+	noContainers := write(t, dir, "empty-pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: e}\nspec: {containers: []}\n")
+	twoPods := write(t, dir, "two.yaml", pod+"---\n"+pod)
+	replicas := write(t, dir, "replicas.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 2147483648\n  template: {spec: {containers: [{name: c}]}}\n")
+	hugeMemory := write(t, dir, "memory.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: m}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {memory: 999999999999Ei}}\n")
 
 	// A server that accepts and never answers, for remote -k.
 	stop := make(chan struct{})
@@ -206,6 +218,18 @@ func TestHostileInputThroughTheBinary(t *testing.T) {
 		{"SIGTERM while fetching a remote base", []string{"explain", "-k", remote, "--allow-remote-bases"}, nil, time.Second, 143, "interrupted by SIGTERM"},
 		{"a directory without manifests", []string{"explain", "-f", filepath.Join(dir, "fifo", "..", "remote-overlay")}, nil, 0, 1, "no pods or workloads found"},
 		{"only CRDs and a Service", []string{"explain", "-f", crds}, nil, 0, 1, "crds.yaml; skipped: 2 CustomResourceDefinition, 1 Service"},
+		{"import weight 101", []string{"import", "-f", weight101}, nil, 0, 1, `weight.yaml: document 1 (line 1): NodePool "np": spec.weight: must be between 1 and 100 (101)`},
+		{"import nodes abc%", []string{"import", "-f", nodesABC}, nil, 0, 1, `NodePool "np": spec.disruption.budgets[0].nodes: "abc%" is not a count`},
+		{"import a six-field cron", []string{"import", "-f", cron6}, nil, 0, 1, `NodePool "np": spec.disruption.budgets[0].schedule: "0 0 9 * * *" has 6 fields`},
+		{"explain a six-field cron", []string{"explain", "-f", cron6, "-f", good}, nil, 0, 1, `spec.disruption.budgets[0].schedule: "0 0 9 * * *" has 6 fields`},
+		{"import @every", []string{"import", "-f", every}, nil, 0, 1, `spec.disruption.budgets[0].schedule: "@every 5m" is not a cron expression of five fields`},
+		{"explain weight 101", []string{"explain", "-f", weight101, "-f", good}, nil, 0, 1, `NodePool "np": spec.weight: must be between 1 and 100 (101)`},
+		{"1.5 GPUs", []string{"explain", "-f", gpuFraction}, nil, 0, 1, `gpu.yaml: document 1 (line 1): Pod "g": spec.containers[0].resources.limits.nvidia.com/gpu: 1500m is not a whole number`},
+		{"a GPU requested without a limit", []string{"explain", "-f", gpuNoLimit}, nil, 0, 1, `Pod "g": spec.containers[0].resources.limits.nvidia.com/gpu: required, equal to the request of 1`},
+		{"a pod without containers", []string{"explain", "-f", noContainers}, nil, 0, 1, `Pod "e": spec.containers: required`},
+		{"two pods of one name, --strict", []string{"explain", "-f", twoPods, "--strict"}, nil, 0, 1, "two.yaml: document 2 (line 13): Pod p is also in " + twoPods + ": document 1"},
+		{"replicas 2147483648", []string{"explain", "-f", replicas}, nil, 0, 1, `Deployment "d": spec.replicas: 2147483648 is out of range: an int32 holds -2147483648 to 2147483647`},
+		{"memory 999999999999Ei", []string{"explain", "-f", hugeMemory}, nil, 0, 1, `Pod "m": spec.containers[0].resources.requests.memory: too large`},
 		{"a valid file", []string{"explain", "-f", good}, nil, 0, 0, ""},
 	}
 	for _, tc := range tests {
