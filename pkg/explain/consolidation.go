@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -153,12 +152,13 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]
 		karpenter = slices.ContainsFunc(p.Nodes, func(n solver.Node) bool { return owner(&n) == snapshot.OwnerKarpenter })
 	}
 	if karpenter {
-		kp := cloneProblem(p)
-		snapshot.NodesAllowed(kp.Pools, cl.Budgets, kp.Nodes, now)
-		kp.Options.Now = now
-		plan, err := solver.Consolidate(kp)
+		budgets, err := disruption.ReadBudgets(cl.Budgets)
 		if err != nil {
-			return nil, fmt.Errorf("planning consolidation: %w", err)
+			return nil, err
+		}
+		plan, err := disruption.PlannerConsolidate(cloneProblem(p), budgets, now)
+		if err != nil {
+			return nil, err
 		}
 		ours := func(n string) bool {
 			i := slices.IndexFunc(p.Nodes, func(sn solver.Node) bool { return sn.Name == n })
