@@ -10,12 +10,14 @@ package disruption
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/karpenter"
 )
 
 // Reasons a node may be disrupted for, as Karpenter names them.
@@ -180,6 +182,42 @@ func PoolBudgets(np *v1alpha1.NodePool) ([]Budget, error) {
 		}
 		if ok {
 			out = append(out, budget)
+		}
+	}
+	return out, nil
+}
+
+// ReadBudgets reads the disruption budgets of NodePools as written in their
+// manifests (snapshot.Manifests.Budgets), by pool name, as NewBudget reads
+// each. An error names the first pool, in name order, with a budget that
+// is not valid, and the field.
+func ReadBudgets(pools map[string][]karpenter.Budget) (map[string][]Budget, error) {
+	names := make([]string, 0, len(pools))
+	for name := range pools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := make(map[string][]Budget, len(pools))
+	for _, name := range names {
+		for i, b := range pools[name] {
+			var schedule string
+			if b.Schedule != nil {
+				schedule = *b.Schedule
+			}
+			var duration time.Duration
+			if b.Duration != "" {
+				var err error
+				if duration, err = time.ParseDuration(b.Duration); err != nil {
+					return nil, fmt.Errorf("NodePool %s: spec.disruption.budgets[%d].duration: %w", name, i, err)
+				}
+			}
+			budget, ok, err := NewBudget(b.Nodes, schedule, duration, b.Reasons)
+			if err != nil {
+				return nil, fmt.Errorf("NodePool %s: spec.disruption.budgets[%d]: %w", name, i, err)
+			}
+			if ok {
+				out[name] = append(out[name], budget)
+			}
 		}
 	}
 	return out, nil

@@ -61,5 +61,5 @@ func (v *View) Hold(actions []*Candidate) {
 			}
 		}
 	}
-	v.setNodesAllowed()
+	v.setNodesAllowed(v.problem.Pools)
 }

@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -61,13 +60,11 @@ type View struct {
 	snap    *Snapshot
 	problem *solver.Problem
 	nodes   map[string]*nodeInfo
-	budgets map[string][]Budget
-	// total and disrupting count each pool's nodes.
-	total, disrupting map[string]int
+	// budgetCount counts the pools' nodes against their budgets.
+	budgetCount
 	// blocked is why a node may not be disrupted at all, found by the
 	// controller rather than the planner; it overrides the planner's reason.
 	blocked map[string]string
-	now     time.Time
 	// held counts the actions chosen earlier that are not done yet;
 	// heldForced is set when one of them replaces a drifted or expired
 	// node (see Hold).
@@ -97,8 +94,8 @@ func NewView(in Input) (*View, error) {
 	if in.Snapshot == nil || in.Snapshot.Problem == nil {
 		return nil, fmt.Errorf("disruption: no snapshot to plan on")
 	}
-	v := &View{snap: in.Snapshot, problem: in.Snapshot.Problem, nodes: map[string]*nodeInfo{}, total: map[string]int{}, disrupting: map[string]int{},
-		blocked: map[string]string{}, now: in.Now}
+	v := &View{snap: in.Snapshot, problem: in.Snapshot.Problem, nodes: map[string]*nodeInfo{},
+		budgetCount: newBudgetCount(poolBudgets(in.Snapshot.Pools), in.Now), blocked: map[string]string{}}
 	byProviderID := map[string]*v1alpha1.NodeClaim{}
 	for i := range in.Claims {
 		if id := in.Claims[i].Status.ProviderID; id != "" {
@@ -177,18 +174,8 @@ func NewView(in Input) (*View, error) {
 			sn.DoNotDisrupt = true
 		}
 	}
-	v.budgets = poolBudgets(in.Snapshot.Pools)
-	v.setNodesAllowed()
+	v.setNodesAllowed(v.problem.Pools)
 	return v, nil
-}
-
-// setNodesAllowed tells the planner how many of each pool's nodes its
-// budgets let be disrupted now.
-func (v *View) setNodesAllowed() {
-	for i := range v.problem.Pools {
-		pool := &v.problem.Pools[i]
-		pool.Consolidation.NodesAllowed = min(max(v.allowed(pool.Name, ReasonEmpty), v.allowed(pool.Name, ReasonUnderutilized)), v.total[pool.Name])
-	}
 }
 
 // Problem is the problem prepared for consolidation, the one to plan on.
@@ -299,16 +286,6 @@ func poolBudgets(pools map[string]*v1alpha1.NodePool) map[string][]Budget {
 		out[name] = budgets
 	}
 	return out
-}
-
-// allowed is how many more of a pool's nodes its budgets let be disrupted
-// now for the reason.
-func (v *View) allowed(pool, reason string) int {
-	a := Allowed(v.budgets[pool], reason, v.total[pool], v.disrupting[pool], v.now)
-	if a == math.MaxInt {
-		return v.total[pool]
-	}
-	return a
 }
 
 // budgetRefusal says why disrupting the nodes for the reason would exceed

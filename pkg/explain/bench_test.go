@@ -49,7 +49,7 @@ func BenchmarkExplain(b *testing.B) {
 	} {
 		n := tc.n
 		b.Run(tc.name, func(b *testing.B) {
-			cat := Catalog{Region: "us-east-1"}
+			cat := plan.Catalog{Region: "us-east-1"}
 			types, _, err := cat.InstanceTypes()
 			if err != nil {
 				b.Fatal(err)
@@ -59,7 +59,7 @@ func BenchmarkExplain(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				def := &DefaultPool{InstanceFamilies: tc.families, AllInstanceTypes: tc.families == nil}
+				def := &plan.DefaultPool{InstanceFamilies: tc.families, AllInstanceTypes: tc.families == nil}
 				built, err := plan.Build(plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: def})
 				if err != nil {
 					b.Fatal(err)
@@ -96,7 +96,7 @@ func TestNoNodePoolAtScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plans 20,000 pods twice")
 	}
-	cat := Catalog{Region: "us-east-1"}
+	cat := plan.Catalog{Region: "us-east-1"}
 	types, _, err := cat.InstanceTypes()
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestNoNodePoolAtScale(t *testing.T) {
 		{"20000 pods of mixed shapes", microservices(1, 20000)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			built, err := plan.Build(plan.Input{Manifests: &snapshot.Manifests{Pods: tc.pods}, InstanceTypes: types, Catalog: &cat, Default: &DefaultPool{}})
+			built, err := plan.Build(plan.Input{Manifests: &snapshot.Manifests{Pods: tc.pods}, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}})
 			if err != nil {
 				t.Fatal(err)
 			}

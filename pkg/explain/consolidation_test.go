@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -76,22 +77,22 @@ func TestConsolidationOperatorGuards(t *testing.T) {
 	}}
 	cl := snapshot.FromObjects(&objs)
 	built := buildLive(t, cl)
-	rc, err := Consolidation(cl, built.Problem, built.Repriced, now)
+	rc, err := disruption.Consolidation(cl, built.Problem, built.Repriced, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rc.Guards != GuardsOperator {
-		t.Errorf("guards = %q, want %q", rc.Guards, GuardsOperator)
+	if rc.Guards != disruption.GuardsOperator {
+		t.Errorf("guards = %q, want %q", rc.Guards, disruption.GuardsOperator)
 	}
 	if rc.Next == nil || strings.Join(rc.Next.Nodes, ",") != "empty" || rc.Next.DisruptionReason != "Empty" || rc.Next.Saving != 0.2 {
 		t.Errorf("next = %+v, want the empty node deleted for $0.2/h", rc.Next)
 	}
 	want := map[string][2]string{
-		"empty":   {VerdictNext, "no pods"},
-		"guarded": {VerdictKept, "PDB default/db allows 0 disruptions"},
-		"pinned":  {VerdictKept, "do-not-disrupt"},
-		"foreign": {VerdictKept, "no rightsize NodeClaim owns it"},
-		"spare":   {VerdictNext, "its 1 pod fit on guarded"},
+		"empty":   {disruption.VerdictNext, "no pods"},
+		"guarded": {disruption.VerdictKept, "PDB default/db allows 0 disruptions"},
+		"pinned":  {disruption.VerdictKept, "do-not-disrupt"},
+		"foreign": {disruption.VerdictKept, "no rightsize NodeClaim owns it"},
+		"spare":   {disruption.VerdictNext, "its 1 pod fit on guarded"},
 	}
 	for _, v := range rc.Nodes {
 		w, ok := want[v.Node]
@@ -143,10 +144,10 @@ func TestConsolidationCountsFromLastPodEvent(t *testing.T) {
 		verdict string
 		reason  string
 	}{
-		{name: "no pod event recorded: the idle node goes", verdict: VerdictNext, reason: "no pods"},
-		{name: "a pod left 20s ago: the idle node waits for consolidateAfter", event: 20 * time.Second, verdict: VerdictKept,
+		{name: "no pod event recorded: the idle node goes", verdict: disruption.VerdictNext, reason: "no pods"},
+		{name: "a pod left 20s ago: the idle node waits for consolidateAfter", event: 20 * time.Second, verdict: disruption.VerdictKept,
 			reason: "pods changed 20s ago; consolidateAfter is 1m"},
-		{name: "a pod left 5m ago: the idle node goes", event: 5 * time.Minute, verdict: VerdictNext, reason: "no pods"},
+		{name: "a pod left 5m ago: the idle node goes", event: 5 * time.Minute, verdict: disruption.VerdictNext, reason: "no pods"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,11 +173,11 @@ func TestConsolidationCountsFromLastPodEvent(t *testing.T) {
 			objs.Pods = append(objs.Pods, appPod("busy", now))
 			cl := snapshot.FromObjects(&objs)
 			built := buildLive(t, cl)
-			rc, err := Consolidation(cl, built.Problem, built.Repriced, now)
+			rc, err := disruption.Consolidation(cl, built.Problem, built.Repriced, now)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got *ResultNodeVerdict
+			var got *disruption.NodeVerdict
 			for i := range rc.Nodes {
 				if rc.Nodes[i].Node == "idle" {
 					got = &rc.Nodes[i]
@@ -209,12 +210,12 @@ func webPool(consolidateAfter string) *v1alpha1.NodePool {
 // buildLive plans a cluster as live explain does, on the embedded catalog.
 func buildLive(t *testing.T, cl *snapshot.Cluster) *plan.Result {
 	t.Helper()
-	cat := Catalog{Region: "us-east-1"}
+	cat := plan.Catalog{Region: "us-east-1"}
 	types, _, err := cat.InstanceTypes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	built, err := plan.Build(plan.Input{Cluster: cl, InstanceTypes: types, Catalog: &cat, Default: &DefaultPool{}})
+	built, err := plan.Build(plan.Input{Cluster: cl, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestConsolidationPricesRepricedNodesAsTheOverlay(t *testing.T) {
 	if !built.Repriced["m7i.xlarge"] {
 		t.Fatalf("the overlay re-priced %v, want m7i.xlarge", built.Repriced)
 	}
-	rc, err := Consolidation(cl, built.Problem, built.Repriced, now)
+	rc, err := disruption.Consolidation(cl, built.Problem, built.Repriced, now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
@@ -48,38 +47,7 @@ const (
 // setDefaults records on r what the input lacked and was planned for: the
 // default pool and the EKS DaemonSets.
 func setDefaults(r *Result, built *plan.Result) {
-	r.DefaultPool, r.EKSDaemonSets = Defaults(built)
-}
-
-// Defaults returns what built was planned for that its input lacked: the
-// sentence saying what the default pool allows ("" when the input has a
-// pool) and the names of the EKS DaemonSets every node counts (none when
-// the input has DaemonSets or they were not added). The TUI shows them as
-// explain does (DefaultsNotices).
-func Defaults(built *plan.Result) (pool string, eksDaemonSets []string) {
-	if built.EKSDaemonSets {
-		for _, ds := range built.Problem.DaemonSets {
-			eksDaemonSets = append(eksDaemonSets, ds.Name)
-		}
-	}
-	return built.DefaultPool, eksDaemonSets
-}
-
-// DefaultsNotices are the lines explain prints for what Defaults returns,
-// one sentence each; unread are the NodePool resources a live cluster did
-// not let be listed, which is why no pool was in the input.
-func DefaultsNotices(pool string, eksDaemonSets []string, unread ...string) []string {
-	var out []string
-	switch {
-	case pool != "" && len(unread) > 0:
-		out = append(out, fmt.Sprintf("NodePool: none could be read (you may not list %s); planned with %s.", strings.Join(unread, " or "), pool))
-	case pool != "":
-		out = append(out, fmt.Sprintf("NodePool: none in the input; planned with %s.", pool))
-	}
-	if len(eksDaemonSets) > 0 {
-		out = append(out, fmt.Sprintf("DaemonSets: none in the input; every node counts the ones EKS runs on each node (%s); --no-eks-daemonsets leaves them out.", strings.Join(eksDaemonSets, ", ")))
-	}
-	return out
+	r.DefaultPool, r.EKSDaemonSets = built.Defaults()
 }
 
 // setAdvice sets r's advice for a plan that took took: the wider pools
@@ -278,7 +246,7 @@ func printDefaults(w io.Writer, r *Result) {
 	if r.LiveResult != nil {
 		unread = r.Scope.NodePoolsUnread
 	}
-	for _, n := range DefaultsNotices(r.DefaultPool, r.EKSDaemonSets, unread...) {
+	for _, n := range plan.DefaultsNotices(r.DefaultPool, r.EKSDaemonSets, unread...) {
 		fmt.Fprintln(w, n)
 	}
 	if r.AdviceSkipped != "" {

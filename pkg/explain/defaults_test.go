@@ -36,18 +36,18 @@ spec:
 	writeFile(t, f, deployment)
 	tests := []struct {
 		name          string
-		def           DefaultPool
+		def           plan.DefaultPool
 		want, notWant []string
 	}{
-		{"the defaults", DefaultPool{}, []string{
+		{"the defaults", plan.DefaultPool{}, []string{
 			"NodePool: none in the input; planned with Karpenter's recommended general-purpose NodePool (on-demand, amd64, linux, instance categories c/m/r, generation > 2)",
 			"DaemonSets: none in the input; every node counts the ones EKS runs on each node (aws-node, kube-proxy, eks-pod-identity-agent)",
 			"Advice: allowing arm64 (--arch amd64,arm64) would cost $",
 			"Advice: allowing spot (--capacity-type on-demand,spot) would cost $",
 		}, nil},
-		{"arm64 and spot already allowed", DefaultPool{Architectures: []string{"amd64", "arm64"}, CapacityTypes: []string{"spot"}, NoEKSDaemonSets: true},
+		{"arm64 and spot already allowed", plan.DefaultPool{Architectures: []string{"amd64", "arm64"}, CapacityTypes: []string{"spot"}, NoEKSDaemonSets: true},
 			[]string{"(spot, amd64/arm64, linux"}, []string{"allowing arm64", "allowing spot", "DaemonSets:"}},
-		{"every type: nothing to widen", DefaultPool{AllInstanceTypes: true}, []string{"every instance type (on-demand, every architecture; --all-instance-types)"}, []string{"Advice:"}},
+		{"every type: nothing to widen", plan.DefaultPool{AllInstanceTypes: true}, []string{"every instance type (on-demand, every architecture; --all-instance-types)"}, []string{"Advice:"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,7 +186,7 @@ func TestDefaultsNoticesSayWhyNoPoolWasPlanned(t *testing.T) {
 		{"pools read, some forbidden: no default pool, no line", "", []string{"nodepools.karpenter.sh"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := DefaultsNotices(tc.pool, nil, tc.unread...); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			if got := plan.DefaultsNotices(tc.pool, nil, tc.unread...); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("got %q\nwant %q", got, tc.want)
 			}
 		})
@@ -211,12 +211,12 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat := Catalog{Region: "us-east-1"}
+	cat := plan.Catalog{Region: "us-east-1"}
 	types, _, err := cat.InstanceTypes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &DefaultPool{}}
+	in := plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}}
 	built, err := plan.Build(in)
 	if err != nil {
 		t.Fatal(err)
@@ -266,12 +266,12 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat := Catalog{Region: "us-east-1"}
+	cat := plan.Catalog{Region: "us-east-1"}
 	types, _, err := cat.InstanceTypes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &DefaultPool{}}
+	in := plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}}
 	want := map[string]string{
 		"default/batch": solver.NotDiagnosed + "; allowing spot (--capacity-type on-demand,spot) would place it",
 		"default/giant": solver.NotDiagnosed,

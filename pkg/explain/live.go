@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -37,7 +38,7 @@ func (o *Options) runLive(ctx context.Context) error {
 	if o.Catalog.Region == "" {
 		o.Catalog.Region = cl.Region()
 		if o.Catalog.Region == "" {
-			o.Catalog.Region = DefaultRegion
+			o.Catalog.Region = plan.DefaultRegion
 		}
 	}
 	types, source, err := o.instanceTypes()
@@ -51,7 +52,7 @@ func (o *Options) runLive(ctx context.Context) error {
 		return err
 	}
 	p := built.Problem
-	o.warn(WindowsPools(p))
+	o.warn(plan.WindowsPools(p))
 	o.warn(built.Overlays)
 	solved, err := o.solve(ctx, p)
 	if err != nil {
@@ -68,7 +69,7 @@ func (o *Options) runLive(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("consolidation: %w", err)
 		}
-		if live.Consolidation, err = Consolidation(cl, p, built.Repriced, time.Now()); err != nil {
+		if live.Consolidation, err = disruption.Consolidation(cl, p, built.Repriced, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -136,16 +137,6 @@ func (w *workload) matches(name, owner string) bool {
 	return kind == w.Kind && ownerName == w.Name
 }
 
-// ExistingNodeNote is what every front end says of a pending pod the plan
-// puts on an existing node.
-const ExistingNodeNote = "the plan finds room on this existing node; the scheduler has not placed the pod yet, or something the plan cannot see keeps it off (a scheduling gate, another scheduler, the node's conditions)"
-
-// InFlightNote is what every front end says of a pending pod the plan puts
-// on the node of NodeClaim claim, launched but not registered yet.
-func InFlightNote(claim string) string {
-	return "the node launched for it (NodeClaim " + claim + ") is on its way"
-}
-
 // newLiveResult builds the live part of the report: pending pods in scope
 // with what the plan does for them, the existing nodes and their cost.
 func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan, namespace string, target *workload) (*LiveResult, error) {
@@ -178,17 +169,17 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 		case outcomes[pp.Index].NewNode >= 0:
 			ni := outcomes[pp.Index].NewNode
 			n := &solved.NewNodes[ni]
-			rp.Node, rp.NewNode = NewNodeName(ni), true
+			rp.Node, rp.NewNode = plan.NewNodeName(ni), true
 			rp.InstanceType, rp.CapacityType, rp.Zone, rp.PricePerHour = n.InstanceType, n.CapacityType, n.Zone, n.Price
 		case outcomes[pp.Index].Node != "" && slices.Contains(built.InFlight, outcomes[pp.Index].Node):
 			rp.Node = outcomes[pp.Index].Node
-			rp.Note = InFlightNote(rp.Node)
+			rp.Note = plan.InFlightNote(rp.Node)
 		case outcomes[pp.Index].Node != "":
 			rp.Node = outcomes[pp.Index].Node
-			rp.Note = ExistingNodeNote
+			rp.Note = plan.ExistingNodeNote
 			targetNodes[rp.Node] = true
 		default:
-			rp.Reason = UnplacedReason(&p.Pods[pp.Index], outcomes[pp.Index].Reason)
+			rp.Reason = plan.UnplacedReason(&p.Pods[pp.Index], outcomes[pp.Index].Reason)
 		}
 		live.Pending = append(live.Pending, rp)
 	}
@@ -233,13 +224,9 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 	}
 	sort.Slice(live.ExistingNodes, func(a, b int) bool { return live.ExistingNodes[a].Name < live.ExistingNodes[b].Name })
 	live.ClusterPricePerHour = round4(live.ClusterPricePerHour)
-	live.ClusterPricePerMonth = round2(live.ClusterPricePerHour * HoursPerMonth)
+	live.ClusterPricePerMonth = round2(live.ClusterPricePerHour * plan.HoursPerMonth)
 	live.ClusterNodes, live.PricedNodes = len(cl.Nodes), priced
 	return live, nil
 }
-
-// NewNodeName names the i-th (0-based) proposed node of a plan as the wide
-// table and JSON do: new-1, new-2, ...
-func NewNodeName(i int) string { return fmt.Sprintf("new-%d", i+1) }
 
 func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }

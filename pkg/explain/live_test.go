@@ -113,12 +113,12 @@ func TestLiveCountsInFlightClaimsAndPaidPrices(t *testing.T) {
 		NodeClaims: []*v1alpha1.NodeClaim{claim("web-busy", "sim://busy", true), claim("web-launching", "", false)},
 	}
 	cl := snapshot.FromObjects(&objs)
-	cat := Catalog{Region: "us-east-1"}
+	cat := plan.Catalog{Region: "us-east-1"}
 	types, _, err := cat.InstanceTypes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	built, err := plan.Build(plan.Input{Cluster: cl, InstanceTypes: types, Catalog: &cat, Default: &DefaultPool{}})
+	built, err := plan.Build(plan.Input{Cluster: cl, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,11 +17,9 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
-
-// HoursPerMonth converts hourly prices to monthly ones, as AWS does.
-const HoursPerMonth = 730
 
 // Result is the machine-readable answer of explain (-o json|yaml).
 type Result struct {
@@ -101,7 +99,7 @@ type LiveResult struct {
 	PricedNodes          int     `json:"pricedNodes"`
 	// Consolidation is what the consolidation planner would do now
 	// (--consolidation); nothing is changed.
-	Consolidation *ResultConsolidation `json:"consolidation,omitempty"`
+	Consolidation *disruption.Report `json:"consolidation,omitempty"`
 }
 
 // ResultScope says what the live report covers.
@@ -206,21 +204,21 @@ func (r *Result) DeepCopyObject() runtime.Object {
 }
 
 // NewResult renders a plan with pod names and readable quantities.
-func NewResult(p *solver.Problem, plan *solver.Plan, source ResultSource) *Result {
+func NewResult(p *solver.Problem, solved *solver.Plan, source ResultSource) *Result {
 	r := &Result{
 		TypeMeta:               metav1.TypeMeta{APIVersion: "rightsize.dev/v1alpha1", Kind: "Plan"},
 		Source:                 source,
 		Nodes:                  []ResultNode{},
 		Unschedulable:          []ResultUnscheduled{},
-		TotalPricePerHour:      plan.TotalPrice,
-		TotalPricePerMonth:     round2(plan.TotalPrice * HoursPerMonth),
-		LowerBoundPricePerHour: plan.LowerBound,
-		LowerBoundApproximate:  plan.BoundApproximate,
+		TotalPricePerHour:      solved.TotalPrice,
+		TotalPricePerMonth:     round2(solved.TotalPrice * plan.HoursPerMonth),
+		LowerBoundPricePerHour: solved.LowerBound,
+		LowerBoundApproximate:  solved.BoundApproximate,
 	}
-	options := solver.LaunchInstanceTypes(p, plan, -1)
-	for i, n := range plan.NewNodes {
+	options := solver.LaunchInstanceTypes(p, solved, -1)
+	for i, n := range solved.NewNodes {
 		node := ResultNode{
-			Name: NewNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
+			Name: plan.NewNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
 			PricePerHour: n.Price, Pods: make([]string, len(n.Pods)),
 			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested), Reason: n.Reason,
 			InstanceTypeOptions: options[i],
@@ -231,9 +229,9 @@ func NewResult(p *solver.Problem, plan *solver.Plan, source ResultSource) *Resul
 		}
 		r.Nodes = append(r.Nodes, node)
 	}
-	for _, u := range plan.Unschedulable {
+	for _, u := range solved.Unschedulable {
 		pod := &p.Pods[u.Pod]
-		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: pod.Key(), Owner: pod.Owner, Reason: UnplacedReason(pod, u.Reason)})
+		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: pod.Key(), Owner: pod.Owner, Reason: plan.UnplacedReason(pod, u.Reason)})
 	}
 	for i := range p.Pods {
 		if q := &p.Pods[i].Requests; q[solver.CPU] == 0 && q[solver.Memory] == 0 {
@@ -347,7 +345,7 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		fmt.Fprintln(tw, "NODEPOOL\tINSTANCE TYPE\tCAPACITY\tZONE\tNODES\tPODS\t$/HOUR\t$/MONTH")
 		for _, g := range groupNodes(r.Nodes) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.4f\t%.2f\n", g.NodePool, g.InstanceType, g.CapacityType, g.Zone,
-				g.count, g.pods, g.price, round2(g.price*HoursPerMonth)) // rounded as the TOTAL is: one node's row and the total agree
+				g.count, g.pods, g.price, round2(g.price*plan.HoursPerMonth)) // rounded as the TOTAL is: one node's row and the total agree
 		}
 		fmt.Fprintf(tw, "TOTAL\t\t\t\t%d\t%d\t%.4f\t%.2f\n", len(r.Nodes), countPods(r.Nodes), r.TotalPricePerHour, r.TotalPricePerMonth)
 	}
@@ -607,9 +605,9 @@ func countPods(nodes []ResultNode) int {
 // printConsolidation writes what consolidation would do now: the actions
 // with their saving, the action the operator would take next, and for
 // every node its verdict in one sentence.
-func printConsolidation(w io.Writer, c *ResultConsolidation) error {
+func printConsolidation(w io.Writer, c *disruption.Report) error {
 	guards := "the planner's guards, as Karpenter applies them"
-	if c.Guards == GuardsOperator {
+	if c.Guards == disruption.GuardsOperator {
 		guards = "the rightsize operator's guards"
 	}
 	fmt.Fprintf(w, "\nConsolidation (read-only: nothing is changed; %s): the cluster costs $%.4f/h; packed from scratch it would cost $%.4f/h.\n",
@@ -625,7 +623,7 @@ func printConsolidation(w io.Writer, c *ResultConsolidation) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "Saving available: $%.4f/h ($%.2f/month).\n", c.Saving, c.Saving*HoursPerMonth)
+		fmt.Fprintf(w, "Saving available: $%.4f/h ($%.2f/month).\n", c.Saving, c.Saving*plan.HoursPerMonth)
 	}
 	if n := c.Next; n != nil {
 		what := "delete " + strings.Join(n.Nodes, ", ")
@@ -636,7 +634,7 @@ func printConsolidation(w io.Writer, c *ResultConsolidation) error {
 		for _, t := range c.Together {
 			fmt.Fprintf(w, "  and at the same time %s (%s), saving $%.4f/h.\n", disruption.Describe(&t.Action), t.DisruptionReason, t.Saving)
 		}
-	} else if c.Guards == GuardsOperator {
+	} else if c.Guards == disruption.GuardsOperator {
 		fmt.Fprintln(w, "Next: the operator would do nothing now.")
 	}
 	if len(c.Launching) > 0 {
@@ -658,7 +656,7 @@ func printConsolidation(w io.Writer, c *ResultConsolidation) error {
 // printGap writes how far the cluster is above packed from scratch and
 // which guards keep that gap: "Gap: $1.2/h above packed from scratch
 // ($0.8/h in the actions above); kept: 3 nodes: PDB …".
-func printGap(w io.Writer, c *ResultConsolidation) {
+func printGap(w io.Writer, c *disruption.Report) {
 	fmt.Fprintf(w, "Gap: $%.4f/h above packed from scratch", c.Gap)
 	if c.Gap > 0 && c.Saving > 0 {
 		fmt.Fprintf(w, " ($%.4f/h of it in the actions above)", min(c.Saving, c.Gap))
@@ -673,7 +671,7 @@ func printGap(w io.Writer, c *ResultConsolidation) {
 			fmt.Fprintf(w, "  … and %d more guards (see the nodes below).\n", len(c.GapGuards)-i)
 			break
 		}
-		fmt.Fprintf(w, "  %s ($%.4f/h): %s.\n", disruption.Plural(len(g.Nodes), "node", "nodes"), g.PricePerHour, clause(g.Reason))
+		fmt.Fprintf(w, "  %s ($%.4f/h): %s.\n", disruption.Plural(len(g.Nodes), "node", "nodes"), g.PricePerHour, disruption.Clause(g.Reason))
 	}
 }
 

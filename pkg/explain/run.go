@@ -17,10 +17,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/baseline"
 )
 
-// DefaultRegion is the catalog region used when neither --region nor the
-// nodes' topology.kubernetes.io/region label says otherwise.
-const DefaultRegion = plan.DefaultRegion
-
 // Options are the inputs of one explain report. The explain command
 // (pkg/cmd/explain) fills them from its validated flags.
 type Options struct {
@@ -29,8 +25,8 @@ type Options struct {
 	Input snapshot.Input
 	// Output is "", "wide", "json" or "yaml".
 	Output  string
-	Catalog Catalog
-	Default DefaultPool
+	Catalog plan.Catalog
+	Default plan.DefaultPool
 	// Timeout bounds the whole run (reading, planning, the lower bound and
 	// advice); the best plan found by then is printed.
 	Timeout time.Duration
@@ -115,7 +111,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	o.warn(m.Warnings)
 	if o.Catalog.Region == "" {
-		o.Catalog.Region = DefaultRegion
+		o.Catalog.Region = plan.DefaultRegion
 	}
 	types, source, err := o.instanceTypes()
 	if err != nil {
@@ -128,7 +124,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	p := built.Problem
 	start := time.Now()
-	o.warn(WindowsPools(p))
+	o.warn(plan.WindowsPools(p))
 	o.warn(built.Overlays)
 	solved, err := o.solve(ctx, p)
 	if err != nil {
@@ -150,7 +146,7 @@ func (o *Options) instanceTypes() ([]solver.InstanceType, ResultSource, error) {
 	if err != nil {
 		return nil, ResultSource{}, err
 	}
-	if err := CheckFamilies(types, o.Default.InstanceFamilies, "--instance-family", desc); err != nil {
+	if err := plan.CheckFamilies(types, o.Default.InstanceFamilies, "--instance-family", desc); err != nil {
 		return nil, ResultSource{}, err
 	}
 	src := ResultSource{Origin: "file", File: o.Catalog.InstanceTypesFile, Description: desc}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
@@ -103,7 +104,7 @@ func TestExplainOutputs(t *testing.T) {
 		{"table", Options{Output: ""}, []string{"NODEPOOL", "INSTANCE TYPE", "$/MONTH", "TOTAL", "Lower bound"}, ""},
 		{"wide lists pods per node", Options{Output: "wide"}, []string{"NODE", "new-1", "shop/storefront-0"}, ""},
 		{"yaml", Options{Output: "yaml"}, []string{"kind: Plan", "totalPricePerHour:", "lowerBoundPricePerHour:"}, ""},
-		{"default pool and region flags", Options{Output: "", Catalog: Catalog{Region: "eu-west-1"}}, []string{"eu-west-1"}, ""},
+		{"default pool and region flags", Options{Output: "", Catalog: plan.Catalog{Region: "eu-west-1"}}, []string{"eu-west-1"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,7 +126,7 @@ func TestExplainDefaultPoolFlags(t *testing.T) {
 	dir := t.TempDir()
 	app := filepath.Join(dir, "app.yaml")
 	writeFile(t, app, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n    resources: {requests: {cpu: '1', memory: 1Gi}}\n")
-	out, _, err := run(t, Options{Input: snapshot.Input{Filenames: []string{app}}, Output: "json", Default: DefaultPool{CapacityTypes: []string{"spot"}, InstanceFamilies: []string{"m7i"}}})
+	out, _, err := run(t, Options{Input: snapshot.Input{Filenames: []string{app}}, Output: "json", Default: plan.DefaultPool{CapacityTypes: []string{"spot"}, InstanceFamilies: []string{"m7i"}}})
 	if err != nil {
 		t.Fatalf("explain: %v", err)
 	}
@@ -135,7 +136,7 @@ func TestExplainDefaultPoolFlags(t *testing.T) {
 }
 
 func TestExplainInstanceTypesFile(t *testing.T) {
-	out, _, err := run(t, Options{Input: snapshot.Input{Filenames: []string{"../../examples/flash-sale.yaml"}}, Output: "json", Catalog: Catalog{InstanceTypesFile: "../../examples/instance-types.yaml"}})
+	out, _, err := run(t, Options{Input: snapshot.Input{Filenames: []string{"../../examples/flash-sale.yaml"}}, Output: "json", Catalog: plan.Catalog{InstanceTypesFile: "../../examples/instance-types.yaml"}})
 	if err != nil {
 		t.Fatalf("explain: %v", err)
 	}
@@ -158,11 +159,11 @@ func TestExplainBadInput(t *testing.T) {
 		{"bad quantity names the file and line", Options{Input: snapshot.Input{Filenames: []string{bad}}}, "bad.yaml: document 1 (line 1)"},
 		{"missing file", Options{Input: snapshot.Input{Filenames: []string{filepath.Join(dir, "nope.yaml")}}}, "nope.yaml"},
 		{"empty input", Options{Input: snapshot.Input{Filenames: []string{empty}}}, "no pods or workloads found"},
-		{"unknown region", Options{Input: snapshot.Input{Filenames: []string{"../../examples/flash-sale.yaml"}}, Catalog: Catalog{Region: "mars-1"}}, `"mars-1"`},
-		{"bad capacity type", Options{Input: snapshot.Input{Filenames: []string{"../snapshot/testdata/seed/03-memory-hog.yaml"}}, Default: DefaultPool{CapacityTypes: []string{"reserved"}}}, `--capacity-type "reserved"`},
+		{"unknown region", Options{Input: snapshot.Input{Filenames: []string{"../../examples/flash-sale.yaml"}}, Catalog: plan.Catalog{Region: "mars-1"}}, `"mars-1"`},
+		{"bad capacity type", Options{Input: snapshot.Input{Filenames: []string{"../snapshot/testdata/seed/03-memory-hog.yaml"}}, Default: plan.DefaultPool{CapacityTypes: []string{"reserved"}}}, `--capacity-type "reserved"`},
 		{"neither manifests nor a cluster", Options{}, "neither manifests nor a cluster"},
 		{"bad workload", Options{Workload: "service/web", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}}, `unknown workload type "service"`},
-		{"missing instance-types file", Options{Input: snapshot.Input{Filenames: []string{"../snapshot/testdata/seed"}}, Catalog: Catalog{InstanceTypesFile: filepath.Join(dir, "types.yaml")}}, "types.yaml"},
+		{"missing instance-types file", Options{Input: snapshot.Input{Filenames: []string{"../snapshot/testdata/seed"}}, Catalog: plan.Catalog{InstanceTypesFile: filepath.Join(dir, "types.yaml")}}, "types.yaml"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,7 +182,7 @@ func TestExplainRunStopsWhenTheContextEnds(t *testing.T) {
 	streams, _, out, _ := genericiooptions.NewTestIOStreams()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	o := Options{Input: snapshot.Input{Filenames: []string{"../../examples/flash-sale.yaml"}}, Catalog: Catalog{Region: "us-east-1"}, IOStreams: streams}
+	o := Options{Input: snapshot.Input{Filenames: []string{"../../examples/flash-sale.yaml"}}, Catalog: plan.Catalog{Region: "us-east-1"}, IOStreams: streams}
 	err := o.Run(ctx)
 	// A context ended before the run stops it at its first step: reading.
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "reading ../../examples/flash-sale.yaml") {

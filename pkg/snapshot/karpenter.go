@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/karpenter"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -172,15 +171,16 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 		m.warnf(where, "%s: spec.replicas: %d makes a static NodePool: its operator keeps %d nodes, which pods may use as kept capacity, but the plan launches no node for it and consolidates none of its nodes", label, *s.Replicas, *s.Replicas)
 		return nil
 	}
-	var budgets []disruption.Budget
 	var err error
-	if pool.Consolidation, budgets, err = poolDisruption(s); err != nil {
+	if pool.Consolidation, err = poolDisruption(s); err != nil {
 		return err
 	}
-	if m.Budgets == nil {
-		m.Budgets = map[string][]disruption.Budget{}
+	if s.Disruption != nil && len(s.Disruption.Budgets) > 0 {
+		if m.Budgets == nil {
+			m.Budgets = map[string][]karpenter.Budget{}
+		}
+		m.Budgets[name] = s.Disruption.Budgets
 	}
-	m.Budgets[name] = budgets
 	m.Pools = append(m.Pools, pool)
 	return nil
 }

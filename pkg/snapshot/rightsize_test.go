@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -86,7 +85,7 @@ func TestRightsizePools(t *testing.T) {
 				if p.Consolidation != want {
 					t.Errorf("consolidation = %+v, want %+v", p.Consolidation, want)
 				}
-				if b := cl.Budgets["web"]; len(b) != 1 || b[0].Nodes != "1" || !slices.Equal(b[0].Reasons, []string{disruption.ReasonEmpty}) {
+				if b := cl.Budgets["web"]; len(b) != 1 || b[0].Nodes != "1" || !slices.Equal(b[0].Reasons, []string{string(v1alpha1.DisruptionReasonEmpty)}) {
 					t.Errorf("budgets = %+v", b)
 				}
 				if cl.PoolOwners["web"] != OwnerRightsize || cl.Rightsize.Pools["web"] == nil {

@@ -32,7 +32,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/karpenter"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/strictjson"
 	corev1 "k8s.io/api/core/v1"
@@ -49,8 +49,10 @@ type Manifests struct {
 	// Overlays come from Karpenter's NodeOverlay documents, in input order;
 	// pkg/plan applies them to the instance types.
 	Overlays []Overlay
-	// Budgets are each pool's disruption budgets, by pool name.
-	Budgets map[string][]disruption.Budget
+	// Budgets are each pool's disruption budgets as written (counts,
+	// percentages and durations checked, schedules not), by pool name;
+	// pkg/disruption reads and counts them (disruption.ReadBudgets).
+	Budgets map[string][]karpenter.Budget
 	// NodeClasses are the names of the EC2NodeClass documents seen.
 	NodeClasses []string
 	// Kubelets are the kubelet settings of the pools that have any, by pool

@@ -7,7 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
 
@@ -42,7 +42,7 @@ func bigCluster() watch.Batch {
 // view switches, a filter and the detail. It reports the re-plan time of
 // the same cluster too; that runs off the UI goroutine.
 func BenchmarkKeyPress(b *testing.B) {
-	opts := Options{Context: "bench", Catalog: explain.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond, Now: func() time.Time { return now }, Launcher: &recordingLauncher{}}
+	opts := Options{Context: "bench", Catalog: plan.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond, Now: func() time.Time { return now }, Launcher: &recordingLauncher{}}
 	m := New(opts)
 	start := time.Now()
 	drive(b, m, tea.WindowSizeMsg{Width: 160, Height: 50}, bigCluster(), watch.Synced{})

@@ -8,7 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
 
@@ -39,7 +39,7 @@ func TestConsolidationViewJudgesRightsizePoolsAsTheOperatorDoes(t *testing.T) {
 	}
 	add(watch.Pod, "default/db-0", pod("db-0", "db", "node-a", "500m", "1Gi"))
 
-	m := New(Options{Context: "test-ctx", Catalog: explain.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond,
+	m := New(Options{Context: "test-ctx", Catalog: plan.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond,
 		Now: func() time.Time { return now }, Launcher: &recordingLauncher{}})
 	drive(t, m, tea.WindowSizeMsg{Width: 160, Height: 30}, b, watch.Synced{})
 	if m.rep == nil || m.rep.Consolidation == nil {

@@ -25,7 +25,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
@@ -431,7 +431,7 @@ func TestHeldLeaseSaysAnOperatorRunsOnlyWhileItRenews(t *testing.T) {
 // in a real tea.Program with teatest.
 func TestProgramLaunchesDirectlyThroughTheRealEventLoop(t *testing.T) {
 	f := newDirectFixture(t, false)
-	m := New(Options{Launcher: f.launcher, Context: "teatest", Catalog: explain.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond, Now: func() time.Time { return now }, NoColor: true})
+	m := New(Options{Launcher: f.launcher, Context: "teatest", Catalog: plan.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond, Now: func() time.Time { return now }, NoColor: true})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30))
 	tm.Send(cluster())
 	tm.Send(watchSynced())

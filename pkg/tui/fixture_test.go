@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
@@ -101,7 +101,7 @@ func cluster() watch.Batch {
 func liveModel(t testing.TB, opts Options) *Model {
 	t.Helper()
 	opts.Context = "test-ctx"
-	opts.Catalog = explain.Catalog{Region: "us-east-1"}
+	opts.Catalog = plan.Catalog{Region: "us-east-1"}
 	opts.Debounce = time.Millisecond
 	opts.Now = func() time.Time { return now }
 	m := New(opts)

@@ -11,6 +11,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
@@ -362,7 +363,7 @@ func (m *Model) proposedDetail(r *row) (string, []string) {
 	}
 	lines := []string{
 		fmt.Sprintf("%s: %s in %s, %s, NodePool %s", p.Name, p.InstanceType, p.Zone, p.Capacity, p.Pool),
-		fmt.Sprintf("Price: $%.4f/h ($%.2f/month)", p.Price, p.Price*report.HoursPerMonth),
+		fmt.Sprintf("Price: $%.4f/h ($%.2f/month)", p.Price, p.Price*plan.HoursPerMonth),
 		fmt.Sprintf("Requested/allocatable: CPU %s/%s (%s), memory %s/%s (%s)",
 			solver.FormatQuantity(solver.CPU, p.Requested[solver.CPU]), solver.FormatQuantity(solver.CPU, p.Allocatable[solver.CPU]), pct(ratio(p.Requested[solver.CPU], p.Allocatable[solver.CPU])),
 			solver.FormatQuantity(solver.Memory, p.Requested[solver.Memory]), solver.FormatQuantity(solver.Memory, p.Allocatable[solver.Memory]), pct(ratio(p.Requested[solver.Memory], p.Allocatable[solver.Memory]))),
@@ -399,7 +400,7 @@ func allowedTypesLine(options []string) string {
 func (m *Model) nodeDetail(n *report.NodeRow) (string, []string) {
 	price := "not in the catalog"
 	if n.Price != nil {
-		price = fmt.Sprintf("$%.4f/h ($%.2f/month)", *n.Price, *n.Price*report.HoursPerMonth)
+		price = fmt.Sprintf("$%.4f/h ($%.2f/month)", *n.Price, *n.Price*plan.HoursPerMonth)
 	}
 	lines := []string{
 		fmt.Sprintf("%s: %s, %s, zone %s, NodePool %s", n.Name, dash(n.InstanceType), dash(n.Capacity), dash(n.Zone), dash(n.Pool)),
@@ -431,7 +432,7 @@ func (m *Model) actionDetail(a *report.ActionRow) (string, []string) {
 		return "Left alone: " + a.Nodes, []string{a.Nodes + " is not consolidated:", "  " + a.Reason}
 	}
 	lines := []string{
-		fmt.Sprintf("%s %s: saves $%.4f/h ($%.2f/month)", a.Kind, a.Nodes, a.Saving, a.Saving*report.HoursPerMonth),
+		fmt.Sprintf("%s %s: saves $%.4f/h ($%.2f/month)", a.Kind, a.Nodes, a.Saving, a.Saving*plan.HoursPerMonth),
 		"Why: " + a.Reason,
 	}
 	if a.Replacement != "" {

@@ -3,20 +3,18 @@ package tui
 import (
 	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
@@ -149,61 +147,16 @@ func (s *store) claimList() []report.Claim {
 	return out
 }
 
-// claimOf reads the fields of a NodeClaim the TUI shows.
+// claimOf reads a NodeClaim as planning does (plan.ClaimOf). One the
+// typed NodeClaim cannot hold (a field of the wrong type) keeps only its
+// name, pool and timestamps.
 func claimOf(u *unstructured.Unstructured) report.Claim {
-	c := report.Claim{Name: u.GetName(), Created: u.GetCreationTimestamp().Time, Deleting: u.GetDeletionTimestamp() != nil}
-	c.Pool = u.GetLabels()[v1alpha1.LabelNodePool]
-	c.InstanceType, _, _ = unstructured.NestedString(u.Object, "status", "instanceType")
-	c.Zone, _, _ = unstructured.NestedString(u.Object, "status", "zone")
-	c.CapacityType, _, _ = unstructured.NestedString(u.Object, "status", "capacityType")
-	c.NodeName, _, _ = unstructured.NestedString(u.Object, "status", "nodeName")
-	if p, _, _ := unstructured.NestedString(u.Object, "status", "pricePerHour"); p != "" {
-		c.Price, _ = strconv.ParseFloat(p, 64)
+	var nc v1alpha1.NodeClaim
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &nc); err != nil {
+		return report.Claim{Name: u.GetName(), Pool: u.GetLabels()[v1alpha1.LabelNodePool], Created: u.GetCreationTimestamp().Time,
+			Deleting: u.GetDeletionTimestamp() != nil}
 	}
-	reqs, _, _ := unstructured.NestedSlice(u.Object, "spec", "requirements")
-	for _, r := range reqs {
-		m, _ := r.(map[string]any)
-		key, _ := m["key"].(string)
-		vals, _ := m["values"].([]any)
-		if op, _ := m["operator"].(string); op != "In" || len(vals) == 0 {
-			continue
-		}
-		v, _ := vals[0].(string)
-		switch key {
-		case solver.LabelInstanceType:
-			c.InstanceType = cmpOr(c.InstanceType, v)
-		case solver.LabelZone:
-			c.Zone = cmpOr(c.Zone, v)
-		case solver.LabelCapacityType:
-			c.CapacityType = cmpOr(c.CapacityType, v)
-		case v1alpha1.LabelNodePool, solver.LabelNodePool:
-			c.Pool = cmpOr(c.Pool, v)
-		}
-	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, cd := range conds {
-		m, _ := cd.(map[string]any)
-		if st, _ := m["status"].(string); st == "True" {
-			t, _ := m["type"].(string)
-			c.Conditions = append(c.Conditions, t)
-		}
-	}
-	if reqs, ok, _ := unstructured.NestedStringMap(u.Object, "spec", "resources", "requests"); ok {
-		c.Requests = corev1.ResourceList{}
-		for k, v := range reqs {
-			if q, err := resource.ParseQuantity(v); err == nil {
-				c.Requests[corev1.ResourceName(k)] = q
-			}
-		}
-	}
-	return c
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return plan.ClaimOf(&nc)
 }
 
 // nodeOfClaim finds the node that registered for a claim: status.nodeName,

@@ -11,7 +11,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
@@ -55,7 +54,7 @@ func offlineModelOf(t *testing.T, manifest string, width int) *Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := New(Options{Manifests: ms, Catalog: explain.Catalog{Region: "us-east-1"}, Context: "offline", Now: func() time.Time { return now }})
+	m := New(Options{Manifests: ms, Catalog: plan.Catalog{Region: "us-east-1"}, Context: "offline", Now: func() time.Time { return now }})
 	drive(t, m, tea.WindowSizeMsg{Width: width, Height: 30}, m.Init()())
 	if m.rep == nil {
 		t.Fatalf("no offline report: %v", m.planErr)
@@ -115,7 +114,7 @@ func TestRePlanningIsMarkedWhileAPlanIsInFlight(t *testing.T) {
 func TestSortingPutsNoneLast(t *testing.T) {
 	b := cluster()
 	b.Events = append(b.Events, watch.Event{Kind: watch.Node, Key: "node-z", Obj: node("node-z", "x9.unknown", "2", "8Gi")})
-	m := New(Options{Context: "test-ctx", Catalog: explain.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond, Now: func() time.Time { return now }})
+	m := New(Options{Context: "test-ctx", Catalog: plan.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond, Now: func() time.Time { return now }})
 	drive(t, m, tea.WindowSizeMsg{Width: 160, Height: 30}, b, watch.Synced{})
 	tb := m.tables[viewNodes]
 	const priceCol = 3

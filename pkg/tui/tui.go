@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
@@ -74,8 +74,8 @@ type Options struct {
 	Context string
 	// Manifests, when set, make the program work offline on them.
 	Manifests *snapshot.Manifests
-	Catalog   explain.Catalog
-	Default   explain.DefaultPool
+	Catalog   plan.Catalog
+	Default   plan.DefaultPool
 	// Timeout bounds each solve.
 	Timeout time.Duration
 	// ReadOnly removes every action.

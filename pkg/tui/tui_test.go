@@ -13,7 +13,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
 
@@ -300,7 +300,7 @@ func TestWhatIfOfflineRePlansAndShowsTheCostDifference(t *testing.T) {
 // accepted, the program quit.
 func TestProgramLaunchesThroughTheRealEventLoop(t *testing.T) {
 	l := &recordingLauncher{}
-	m := New(Options{Launcher: l, Context: "teatest", Catalog: explain.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond, Now: func() time.Time { return now }, NoColor: true})
+	m := New(Options{Launcher: l, Context: "teatest", Catalog: plan.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond, Now: func() time.Time { return now }, NoColor: true})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
 	tm.Send(cluster())
 	tm.Send(watchSynced())
@@ -341,7 +341,7 @@ func TestLivePlanHonoursTheNodeClassKubeletSettings(t *testing.T) {
 		"spec": map[string]any{"kubelet": map[string]any{"maxPods": int64(4)}},
 	}}
 	nodesFor := func(withClass bool) int {
-		m := New(Options{Launcher: &recordingLauncher{}, Context: "test-ctx", Catalog: explain.Catalog{Region: "us-east-1"},
+		m := New(Options{Launcher: &recordingLauncher{}, Context: "test-ctx", Catalog: plan.Catalog{Region: "us-east-1"},
 			Debounce: time.Millisecond, Now: func() time.Time { return now }})
 		b := watch.Batch{Events: []watch.Event{{Kind: watch.KarpenterNodePool, Key: "tiny", Obj: pool}}}
 		if withClass {

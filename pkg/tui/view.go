@@ -9,8 +9,8 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 )
 
 // View draws the screen.
@@ -78,12 +78,12 @@ func (m *Model) headerLine() string {
 		parts = append(parts, "planning…")
 	case r.Live:
 		parts = append(parts,
-			fmt.Sprintf("$%.2f/h $%.0f/mo", r.ClusterPrice, r.ClusterPrice*report.HoursPerMonth),
+			fmt.Sprintf("$%.2f/h $%.0f/mo", r.ClusterPrice, r.ClusterPrice*plan.HoursPerMonth),
 			fmt.Sprintf("%d nodes", r.ClusterNodes),
 			fmt.Sprintf("%d pending", r.PendingPods),
 			fmt.Sprintf("save $%.2f/h", r.Saving()))
 	default:
-		parts = append(parts, fmt.Sprintf("%d pods", r.PendingPods), fmt.Sprintf("plan $%.2f/h $%.0f/mo", r.Plan.TotalPrice, r.Plan.TotalPrice*report.HoursPerMonth))
+		parts = append(parts, fmt.Sprintf("%d pods", r.PendingPods), fmt.Sprintf("plan $%.2f/h $%.0f/mo", r.Plan.TotalPrice, r.Plan.TotalPrice*plan.HoursPerMonth))
 	}
 	// What the input lacked and was planned for, as explain says; the
 	// detail view (enter) has explain's sentences.
@@ -193,7 +193,7 @@ func (m *Model) summaryLine() string {
 		}
 		s = fmt.Sprintf("%d pending pod(s) in %d group(s): %d go on new nodes, %d cannot be placed. enter: why", r.PendingPods, len(r.Pending), newN, cannot)
 	case viewProposed:
-		s = fmt.Sprintf("Plan: %d node(s) $%.4f/h ($%.2f/mo)", len(r.Proposed), r.Plan.TotalPrice, r.Plan.TotalPrice*report.HoursPerMonth)
+		s = fmt.Sprintf("Plan: %d node(s) $%.4f/h ($%.2f/mo)", len(r.Proposed), r.Plan.TotalPrice, r.Plan.TotalPrice*plan.HoursPerMonth)
 		if r.Plan.LowerBound > 0 && len(r.Proposed) > 0 {
 			s += fmt.Sprintf(", lower bound $%.4f/h (%.2f×)", r.Plan.LowerBound, r.Plan.TotalPrice/r.Plan.LowerBound)
 		}
@@ -214,7 +214,7 @@ func (m *Model) summaryLine() string {
 				inflight++
 			}
 		}
-		s = fmt.Sprintf("%d node(s) $%.4f/h ($%.2f/mo), %d NodeClaim(s) in flight", r.ClusterNodes, r.ClusterPrice, r.ClusterPrice*report.HoursPerMonth, inflight)
+		s = fmt.Sprintf("%d node(s) $%.4f/h ($%.2f/mo), %d NodeClaim(s) in flight", r.ClusterNodes, r.ClusterPrice, r.ClusterPrice*plan.HoursPerMonth, inflight)
 	case viewConsolidation:
 		if r.Consolidation == nil {
 			s = "offline (-f): consolidation needs a live cluster's nodes"
@@ -222,7 +222,7 @@ func (m *Model) summaryLine() string {
 		}
 		c := r.Consolidation
 		s = fmt.Sprintf("Saving available $%.4f/h ($%.2f/mo) in %d action(s); now $%.4f/h, packed from scratch $%.4f/h (read-only)",
-			c.Saving, c.Saving*report.HoursPerMonth, len(c.Actions), c.CurrentPrice, c.TargetPrice)
+			c.Saving, c.Saving*plan.HoursPerMonth, len(c.Actions), c.CurrentPrice, c.TargetPrice)
 	}
 	if t := m.tables[m.view]; t.filter != "" {
 		s += fmt.Sprintf(" · filter %q: %d of %d", t.filter, len(t.visible), len(t.rows))
@@ -401,7 +401,7 @@ func (m *Model) confirmLines() []string {
 		fmt.Fprintf(&b, "  %-7s %-14s %-11s %-9s $%.4f/h  %d pods  NodePool %s\n", r.Name, n.InstanceType, n.Zone, n.CapacityType, n.Price, len(r.Pods), n.Pool)
 		total += n.Price
 	}
-	fmt.Fprintf(&b, "\nTotal: $%.4f/h ($%.2f/month)\n\n[y] launch   [n/esc] cancel", total, total*report.HoursPerMonth)
+	fmt.Fprintf(&b, "\nTotal: $%.4f/h ($%.2f/month)\n\n[y] launch   [n/esc] cancel", total, total*plan.HoursPerMonth)
 	box := m.st.box.Render(b.String())
 	return strings.Split(lipgloss.NewStyle().MarginLeft(1).Render(box), "\n")
 }

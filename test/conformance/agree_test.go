@@ -18,6 +18,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
 	cmdtui "github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/tui"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	rsplan "github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
@@ -171,7 +172,7 @@ func bothVerdicts(sc *scenario, planner *report.Planner, dir string) (ex, tv map
 			tv[pod] = pv
 		}
 	}
-	if e, v := explain.DefaultsNotices(res.DefaultPool, res.EKSDaemonSets), r.Notices(); !slices.Equal(e, v) {
+	if e, v := rsplan.DefaultsNotices(res.DefaultPool, res.EKSDaemonSets), r.Notices(); !slices.Equal(e, v) {
 		return nil, nil, 0, fmt.Errorf("what the input lacked: explain says %q, the TUI %q", e, v)
 	}
 	return explainVerdicts(&res), tv, checked, nil

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 )
 
 // DefaultRequestTimeout bounds each request to a live cluster when
@@ -30,13 +30,13 @@ const defaultHost = "http://localhost:8080"
 // (--capacity-type, --instance-family, --arch, --all-instance-types) and
 // the EKS DaemonSets (--no-eks-daemonsets).
 type Planning struct {
-	Catalog explain.Catalog
-	Default explain.DefaultPool
+	Catalog plan.Catalog
+	Default plan.DefaultPool
 }
 
 // AddFlags registers the planning flags on fs.
 func (p *Planning) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&p.Catalog.Region, "region", "", "AWS region whose instance types and prices to use (default: the nodes' topology.kubernetes.io/region, else "+explain.DefaultRegion+")")
+	fs.StringVar(&p.Catalog.Region, "region", "", "AWS region whose instance types and prices to use (default: the nodes' topology.kubernetes.io/region, else "+plan.DefaultRegion+")")
 	fs.StringVar(&p.Catalog.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog")
 	fs.Float64Var(&p.Catalog.Model.VMMemoryOverheadPercent, "vm-memory-overhead-percent", 0.075, "share of advertised memory the hypervisor keeps")
 	fs.Int64Var(&p.Catalog.Model.MaxPods, "max-pods", 110, "cap on the ENI-limited pods per node")

@@ -16,14 +16,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
-
-// HoursPerMonth converts hourly prices to monthly ones, as explain does.
-const HoursPerMonth = explain.HoursPerMonth
 
 // WhatIf are the overrides the user toggles on screen (plan.WhatIf); the
 // zero value changes nothing.
@@ -79,7 +76,7 @@ type Report struct {
 	PendingPods  int
 	Warnings     []string
 	// DefaultPool and EKSDaemonSets are what the input lacked and was
-	// planned for (explain.Defaults); Notices says it as explain does.
+	// planned for (plan.Result.Defaults); Notices says it as explain does.
 	DefaultPool   string
 	EKSDaemonSets []string
 	// UnreadNodePools are the NodePool resources the user may not list,
@@ -205,7 +202,7 @@ func (p *Planner) Build(in Input) (*Report, error) {
 			base.Region = cl.Region()
 		}
 		if base.Region == "" {
-			base.Region = explain.DefaultRegion
+			base.Region = plan.DefaultRegion
 		}
 	}
 	cat := base
@@ -219,10 +216,10 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	r.Source, r.Region = source, cat.Region
 	// A family typed in the what-if prompt, or given with --instance-family,
 	// that the catalog lacks is a typo, not a plan of nothing.
-	if err := explain.CheckFamilies(types, in.Default.InstanceFamilies, "--instance-family", source); err != nil {
+	if err := plan.CheckFamilies(types, in.Default.InstanceFamilies, "--instance-family", source); err != nil {
 		return nil, err
 	}
-	if err := explain.CheckFamilies(types, in.WhatIf.Families, "what-if family", source); err != nil {
+	if err := plan.CheckFamilies(types, in.WhatIf.Families, "what-if family", source); err != nil {
 		return nil, err
 	}
 	built, err := plan.Build(plan.Input{Cluster: cl, Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &in.Default, Claims: in.Claims, WhatIf: in.WhatIf})
@@ -230,8 +227,8 @@ func (p *Planner) Build(in Input) (*Report, error) {
 		return nil, err
 	}
 	prob, prices := built.Problem, built.Prices
-	r.Warnings = append(r.Warnings, explain.WindowsPools(prob)...)
-	r.DefaultPool, r.EKSDaemonSets = explain.Defaults(built)
+	r.Warnings = append(r.Warnings, plan.WindowsPools(prob)...)
+	r.DefaultPool, r.EKSDaemonSets = built.Defaults()
 	if cl != nil {
 		r.UnreadNodePools = cl.UnreadNodePools
 	}
@@ -256,7 +253,7 @@ func (p *Planner) Build(in Input) (*Report, error) {
 		r.buildNodes(cl, in.Objects, in.Claims, prices)
 		// The operator's own guards for its pools' nodes, the planner's
 		// for Karpenter's: the verdicts explain --consolidation prints.
-		if c, err := explain.Consolidation(cl, prob, built.Repriced, in.Now); err == nil {
+		if c, err := disruption.Consolidation(cl, prob, built.Repriced, in.Now); err == nil {
 			r.Consolidation = c.ConsolidationPlan
 			r.buildActions()
 		} else {
@@ -291,12 +288,12 @@ func (p *Planner) baseline(in Input, m *snapshot.Manifests, cl *snapshot.Cluster
 }
 
 func (r *Report) buildProposed() {
-	p, plan := r.Problem, r.Plan
-	r.Proposed = make([]ProposedNode, len(plan.NewNodes))
-	options := solver.LaunchInstanceTypes(p, plan, -1)
-	for i, n := range plan.NewNodes {
+	p, solved := r.Problem, r.Plan
+	r.Proposed = make([]ProposedNode, len(solved.NewNodes))
+	options := solver.LaunchInstanceTypes(p, solved, -1)
+	for i, n := range solved.NewNodes {
 		pn := ProposedNode{
-			Index: i, Name: explain.NewNodeName(i), Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone, Capacity: n.CapacityType,
+			Index: i, Name: plan.NewNodeName(i), Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone, Capacity: n.CapacityType,
 			Price: n.Price, Pods: make([]string, len(n.Pods)), Requested: n.Requested, Allocatable: n.Allocatable, Reason: n.Reason,
 			CPU: ratio(n.Requested[solver.CPU], n.Allocatable[solver.CPU]), Memory: ratio(n.Requested[solver.Memory], n.Allocatable[solver.Memory]),
 		}
@@ -322,8 +319,8 @@ type outcome struct {
 }
 
 func (r *Report) outcomes() (func(index int) outcome, map[string]bool) {
-	plan := r.Plan
-	outcomes := plan.Outcomes(len(r.Problem.Pods))
+	solved := r.Plan
+	outcomes := solved.Outcomes(len(r.Problem.Pods))
 	inflight := map[string]bool{}
 	for i := range r.Existing {
 		if r.Existing[i].InFlight {
@@ -333,18 +330,18 @@ func (r *Report) outcomes() (func(index int) outcome, map[string]bool) {
 	return func(index int) outcome {
 		o := outcomes[index]
 		if ni := o.NewNode; ni >= 0 {
-			n := &plan.NewNodes[ni]
-			return outcome{kind: "new", node: explain.NewNodeName(ni) + " " + n.InstanceType, reason: n.Reason, newNode: ni}
+			n := &solved.NewNodes[ni]
+			return outcome{kind: "new", node: plan.NewNodeName(ni) + " " + n.InstanceType, reason: n.Reason, newNode: ni}
 		}
 		if node := o.Node; node != "" {
 			if inflight[node] {
-				return outcome{kind: "launching", node: node, reason: explain.InFlightNote(node), newNode: -1}
+				return outcome{kind: "launching", node: node, reason: plan.InFlightNote(node), newNode: -1}
 			}
-			return outcome{kind: "existing", node: node, reason: explain.ExistingNodeNote, newNode: -1}
+			return outcome{kind: "existing", node: node, reason: plan.ExistingNodeNote, newNode: -1}
 		}
 		// explain's sentence, which names an OS no catalog has where the
 		// solver's names the types it searched.
-		return outcome{kind: "unschedulable", reason: explain.UnplacedReason(&r.Problem.Pods[index], o.Reason), newNode: -1}
+		return outcome{kind: "unschedulable", reason: plan.UnplacedReason(&r.Problem.Pods[index], o.Reason), newNode: -1}
 	}, inflight
 }
 
@@ -560,7 +557,7 @@ func (r *Report) buildActions() {
 // Notices are the lines explain prints for what the input lacked and was
 // planned for: the default NodePool and the EKS DaemonSets.
 func (r *Report) Notices() []string {
-	return explain.DefaultsNotices(r.DefaultPool, r.EKSDaemonSets, r.UnreadNodePools...)
+	return plan.DefaultsNotices(r.DefaultPool, r.EKSDaemonSets, r.UnreadNodePools...)
 }
 
 // Delta is the what-if plan's cost minus the baseline's, $/h.

@@ -213,10 +213,10 @@ func TestLivePodOnAnExistingNodeSaysWhatExplainSays(t *testing.T) {
 		t.Fatalf("pending groups %+v, want one", r.Pending)
 	}
 	g := &r.Pending[0]
-	if g.Outcome != "existing" || g.Node != "roomy" || g.Reason != explain.ExistingNodeNote {
-		t.Errorf("pending: %s %s %q, want existing roomy %q", g.Outcome, g.Node, g.Reason, explain.ExistingNodeNote)
+	if g.Outcome != "existing" || g.Node != "roomy" || g.Reason != plan.ExistingNodeNote {
+		t.Errorf("pending: %s %s %q, want existing roomy %q", g.Outcome, g.Node, g.Reason, plan.ExistingNodeNote)
 	}
-	if want := "Plan:      fits on roomy — " + explain.ExistingNodeNote; !slices.Contains(r.Detail(g), want) {
+	if want := "Plan:      fits on roomy — " + plan.ExistingNodeNote; !slices.Contains(r.Detail(g), want) {
 		t.Errorf("the detail view lacks %q:\n%s", want, strings.Join(r.Detail(g), "\n"))
 	}
 }

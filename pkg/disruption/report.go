@@ -1,20 +1,18 @@
-package explain
+package disruption
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 // Whose guards a consolidation report applies, the values of
-// ResultConsolidation.Guards.
+// Report.Guards.
 const (
 	// GuardsOperator: the rightsize operator's disruption controller, for
 	// the nodes of rightsize.dev NodePools.
@@ -25,7 +23,7 @@ const (
 	GuardsPlanner = "planner"
 )
 
-// Verdicts on a node, the values of ResultNodeVerdict.Verdict.
+// Verdicts on a node, the values of NodeVerdict.Verdict.
 const (
 	// VerdictNext: the action the operator would carry out next removes it.
 	VerdictNext = "next"
@@ -36,10 +34,10 @@ const (
 	VerdictKept = "kept"
 )
 
-// ResultConsolidation is what consolidation would do now: the planner's
+// Report is what consolidation would do now: the planner's
 // actions with their savings, and for every node the verdict of the guards
 // that apply to it. Nothing is changed.
-type ResultConsolidation struct {
+type Report struct {
 	// ConsolidationPlan's actions are the planner's on the guarded
 	// problem; its blocked nodes carry the same reasons as Nodes.
 	*solver.ConsolidationPlan `json:",inline"`
@@ -48,42 +46,42 @@ type ResultConsolidation struct {
 	Guards string `json:"guards"`
 	// Next is the action the operator would carry out next (after its
 	// validation delay), if any passes every guard.
-	Next *ResultNextAction `json:"next,omitempty"`
+	Next *NextAction `json:"next,omitempty"`
 	// Together are the other actions the operator would carry out at the
 	// same time as Next, within the budgets and PDBs.
-	Together []ResultNextAction `json:"together,omitempty"`
+	Together []NextAction `json:"together,omitempty"`
 	// Gap is how much more than packed from scratch the cluster costs,
 	// $/h (never negative).
 	Gap float64 `json:"gapPerHour"`
 	// GapGuards are the guards that keep nodes no action removes, each with
 	// the nodes it keeps, most nodes first: why the gap stays.
-	GapGuards []ResultGapGuard `json:"gapGuards,omitempty"`
+	GapGuards []GapGuard `json:"gapGuards,omitempty"`
 	// Nodes has one verdict per existing node, by name.
-	Nodes []ResultNodeVerdict `json:"nodes"`
+	Nodes []NodeVerdict `json:"nodes"`
 	// Launching names the rightsize NodeClaims whose node has not
 	// registered yet ("name (pool)"): no pod is moved onto them.
 	Launching []string `json:"launching,omitempty"`
 }
 
-// ResultNextAction is the operator's next action and the disruption reason
+// NextAction is the operator's next action and the disruption reason
 // its pools' budgets count it under.
-type ResultNextAction struct {
+type NextAction struct {
 	solver.Action `json:",inline"`
 	// DisruptionReason is Empty, Underutilized, Drifted or Expired.
 	DisruptionReason string `json:"disruptionReason"`
 }
 
-// ResultGapGuard is one reason nodes are kept, and the nodes it keeps.
-type ResultGapGuard struct {
+// GapGuard is one reason nodes are kept, and the nodes it keeps.
+type GapGuard struct {
 	Reason string   `json:"reason"`
 	Nodes  []string `json:"nodes"`
 	// PricePerHour is the summed price of those nodes.
 	PricePerHour float64 `json:"pricePerHour"`
 }
 
-// ResultNodeVerdict is what consolidation does with one node, and why, in
+// NodeVerdict is what consolidation does with one node, and why, in
 // one sentence.
-type ResultNodeVerdict struct {
+type NodeVerdict struct {
 	Node     string `json:"node"`
 	NodePool string `json:"nodePool,omitempty"`
 	// Owner is karpenter.sh or rightsize.dev when a NodePool of theirs
@@ -97,7 +95,7 @@ type ResultNodeVerdict struct {
 // Consolidation plans consolidation for a live cluster read by
 // snapshot.ReadCluster (or FromObjects) and the problem explain built from
 // it, whose nodes carry their prices. The nodes of rightsize.dev NodePools
-// get the rightsize operator's verdicts (disruption.Decide, the function
+// get the rightsize operator's verdicts (Decide, the function
 // its controller runs); Karpenter's and other nodes get the planner's.
 // The problem is not modified. consolidateAfter counts, as the operator
 // counts it, from the later of the last pod arrival and the pod event the
@@ -106,16 +104,16 @@ type ResultNodeVerdict struct {
 // (plan.Result.Repriced): their nodes are priced as the problem prices
 // them, as the operator prices them, not at the price their NodeClaim
 // recorded, so that a replacement of the same type is not a saving.
-func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]bool, now time.Time) (*ResultConsolidation, error) {
+func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]bool, now time.Time) (*Report, error) {
 	owner := func(n *solver.Node) string { return cl.PoolOwners[n.Pool] }
-	rc := &ResultConsolidation{Guards: GuardsPlanner, Nodes: []ResultNodeVerdict{}}
-	verdicts := map[string]ResultNodeVerdict{}
+	rc := &Report{Guards: GuardsPlanner, Nodes: []NodeVerdict{}}
+	verdicts := map[string]NodeVerdict{}
 
 	karpenter := true
 	if len(cl.Rightsize.Pools) > 0 {
 		rc.Guards = GuardsOperator
-		d, err := disruption.Decide(disruption.Input{
-			Snapshot: &disruption.Snapshot{Problem: cloneProblem(p), Pools: cl.Rightsize.Pools, Repriced: repriced},
+		d, err := Decide(Input{
+			Snapshot: &Snapshot{Problem: cloneProblem(p), Pools: cl.Rightsize.Pools, Repriced: repriced},
 			Nodes:    cl.Rightsize.NodeObjects, Claims: cl.Rightsize.Claims, Now: now,
 		})
 		if err != nil {
@@ -124,18 +122,18 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]
 		rc.ConsolidationPlan = d.Plan
 		rc.Launching = cl.Rightsize.InFlightClaims()
 		for i, c := range d.Chosen {
-			next := ResultNextAction{Action: c.Action, DisruptionReason: c.Reason}
+			next := NextAction{Action: c.Action, DisruptionReason: c.Reason}
 			if i == 0 {
 				rc.Next = &next
 			} else {
 				rc.Together = append(rc.Together, next)
 			}
 			for _, n := range c.Action.Nodes {
-				verdicts[n] = ResultNodeVerdict{Verdict: VerdictNext, Reason: c.Action.Reason}
+				verdicts[n] = NodeVerdict{Verdict: VerdictNext, Reason: c.Action.Reason}
 			}
 		}
 		for n, why := range d.Refused {
-			v := ResultNodeVerdict{Verdict: VerdictKept, Reason: why.Reason}
+			v := NodeVerdict{Verdict: VerdictKept, Reason: why.Reason}
 			if why.Later {
 				v.Verdict = VerdictPlanned
 			}
@@ -145,7 +143,7 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]
 			a := &d.Plan.Actions[i]
 			for _, n := range a.Nodes {
 				if _, ok := verdicts[n]; !ok {
-					verdicts[n] = ResultNodeVerdict{Verdict: VerdictPlanned, Reason: a.Reason}
+					verdicts[n] = NodeVerdict{Verdict: VerdictPlanned, Reason: a.Reason}
 				}
 			}
 		}
@@ -153,12 +151,13 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]
 		karpenter = slices.ContainsFunc(p.Nodes, func(n solver.Node) bool { return owner(&n) == snapshot.OwnerKarpenter })
 	}
 	if karpenter {
-		kp := cloneProblem(p)
-		snapshot.NodesAllowed(kp.Pools, cl.Budgets, kp.Nodes, now)
-		kp.Options.Now = now
-		plan, err := solver.Consolidate(kp)
+		budgets, err := ReadBudgets(cl.Budgets)
 		if err != nil {
-			return nil, fmt.Errorf("planning consolidation: %w", err)
+			return nil, err
+		}
+		plan, err := PlannerConsolidate(cloneProblem(p), budgets, now)
+		if err != nil {
+			return nil, err
 		}
 		ours := func(n string) bool {
 			i := slices.IndexFunc(p.Nodes, func(sn solver.Node) bool { return sn.Name == n })
@@ -177,13 +176,13 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]
 		for _, a := range plan.Actions {
 			for _, n := range a.Nodes {
 				if !ours(n) {
-					verdicts[n] = ResultNodeVerdict{Verdict: VerdictPlanned, Reason: a.Reason}
+					verdicts[n] = NodeVerdict{Verdict: VerdictPlanned, Reason: a.Reason}
 				}
 			}
 		}
 		for _, b := range plan.Blocked {
 			if !ours(b.Node) {
-				verdicts[b.Node] = ResultNodeVerdict{Verdict: VerdictKept, Reason: b.Reason}
+				verdicts[b.Node] = NodeVerdict{Verdict: VerdictKept, Reason: b.Reason}
 			}
 		}
 	}
@@ -194,7 +193,7 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]
 		if !ok {
 			continue // an in-flight NodeClaim's node the planner does not judge
 		}
-		v.Node, v.NodePool, v.Owner, v.Reason = n.Name, n.Pool, owner(n), clause(v.Reason)
+		v.Node, v.NodePool, v.Owner, v.Reason = n.Name, n.Pool, owner(n), Clause(v.Reason)
 		rc.Nodes = append(rc.Nodes, v)
 		if v.Verdict == VerdictKept {
 			rc.Blocked = append(rc.Blocked, solver.NodeBlock{Node: n.Name, Reason: v.Reason})
@@ -217,7 +216,7 @@ var digits = regexp.MustCompile(`[0-9][0-9.]*`)
 // gapGuards groups the kept nodes by their guard: reasons that differ only
 // in their numbers, or in the node or pod they name, are one guard, shown
 // by its first reason. The guards keeping the most nodes come first.
-func gapGuards(blocked []solver.NodeBlock, p *solver.Problem) []ResultGapGuard {
+func gapGuards(blocked []solver.NodeBlock, p *solver.Problem) []GapGuard {
 	price := map[string]float64{}
 	names := map[string]bool{}
 	for i := range p.Nodes {
@@ -235,7 +234,7 @@ func gapGuards(blocked []solver.NodeBlock, p *solver.Problem) []ResultGapGuard {
 		}
 		return strings.Join(words, " ")
 	}
-	var out []ResultGapGuard
+	var out []GapGuard
 	index := map[string]int{}
 	for _, b := range blocked {
 		k := key(b.Reason)
@@ -243,7 +242,7 @@ func gapGuards(blocked []solver.NodeBlock, p *solver.Problem) []ResultGapGuard {
 		if !ok {
 			i = len(out)
 			index[k] = i
-			out = append(out, ResultGapGuard{Reason: b.Reason})
+			out = append(out, GapGuard{Reason: b.Reason})
 		}
 		out[i].Nodes = append(out[i].Nodes, b.Node)
 		out[i].PricePerHour += price[b.Node]
@@ -266,7 +265,7 @@ func cloneProblem(p *solver.Problem) *solver.Problem {
 
 // clause makes a reason one sentence without its full stop, for tables and
 // for "… is kept: <reason>".
-func clause(s string) string {
+func Clause(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	return strings.TrimSuffix(s, ".")
 }
