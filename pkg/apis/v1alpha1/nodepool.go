@@ -175,10 +175,11 @@ type Disruption struct {
 	Budgets []Budget `json:"budgets,omitempty"`
 	// MinSaving is how much a consolidation must save for it to be worth
 	// disrupting pods. This field is rightsize's own; Karpenter has none.
-	// Unset means $0.01/h plus $0.001/h per evicted pod, so that a
-	// replacement worth pennies never evicts pods; perHour "0" means any
-	// saving counts, as in Karpenter. Deleting an empty node is never held
-	// back by it.
+	// Unset means $0.01/h plus $0.001/h per evicted pod, and a replacement
+	// or merge that evicts pods must also save 10% of the price of the
+	// nodes it removes, so that a replacement worth pennies never evicts
+	// pods; perHour "0" means any saving counts, as in Karpenter. Deleting
+	// an empty node is never held back by it.
 	// +optional
 	MinSaving *MinSaving `json:"minSaving,omitempty"`
 }
