@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -45,7 +46,7 @@ func closest(s string, candidates []string) []string {
 	var best []string
 	bestD := max(len(s)/3, 1) + 1
 	for _, c := range candidates {
-		switch d := editDistance(s, c); {
+		switch d := snapshot.EditDistance(s, c); {
 		case d < bestD:
 			best, bestD = []string{c}, d
 		case d == bestD && len(best) > 0 && len(best) < 3:
@@ -53,27 +54,6 @@ func closest(s string, candidates []string) []string {
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // excludesLinux reports whether a requirement on kubernetes.io/os rules out

@@ -81,7 +81,7 @@ func misspelt(msg string) string {
 	}
 	best, bestDist := "", 3
 	for _, known := range slices.Sorted(maps.Keys(schedulingFields)) {
-		if d := editDistance(strings.ToLower(field), strings.ToLower(known)); d < bestDist && field != known {
+		if d := EditDistance(strings.ToLower(field), strings.ToLower(known)); d < bestDist && field != known {
 			best, bestDist = known, d
 		}
 	}
@@ -91,8 +91,9 @@ func misspelt(msg string) string {
 	return fmt.Sprintf("did you mean %s? %s", best, schedulingFields[best])
 }
 
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, which the
+// front ends use to suggest the name a user probably meant.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
