@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
@@ -59,8 +58,7 @@ type fileOffering struct {
 func ReadInstanceTypes(name string, data []byte) ([]InstanceType, error) {
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-		return nil, fmt.Errorf("%s: invalid YAML: %s", name, strictjson.OneLine(msg))
+		return nil, fmt.Errorf("%s: invalid YAML: %s", name, strictjson.YAMLError(err))
 	}
 	// Decode the list, then each entry, so that errors name the entry.
 	var f struct {

@@ -425,8 +425,7 @@ func (doc document) toJSON() ([]byte, error) {
 		return nil, errTooDeep
 	}
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-		msg = strings.Join(strings.Fields(strings.Replace(msg, "unmarshal errors:\n", "", 1)), " ")
+		msg := strings.Replace(strictjson.YAMLError(err), "unmarshal errors: ", "", 1)
 		msg = yamlLine.ReplaceAllStringFunc(msg, func(s string) string {
 			n, err := strconv.Atoi(s[len("line "):])
 			if err != nil {

@@ -104,3 +104,14 @@ func TypeName(t reflect.Type) string {
 func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// YAMLError phrases an error of converting YAML to JSON (sigs.k8s.io/yaml)
+// on one line, without the converter's prefix. A value JSON cannot hold,
+// YAML's .nan or .inf, is named as such rather than as the encoder's
+// "unsupported value".
+func YAMLError(err error) string {
+	if uv, ok := errors.AsType[*json.UnsupportedValueError](err); ok {
+		return fmt.Sprintf("%s is not a finite number: a price or quantity must be a finite number (YAML's .nan and .inf are not)", uv.Str)
+	}
+	return OneLine(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))
+}

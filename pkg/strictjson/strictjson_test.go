@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
 )
 
 func TestDecode(t *testing.T) {
@@ -47,5 +48,26 @@ func TestDecode(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.As(err, &ve) != tc.value {
 			t.Errorf("%s: error %v, want %q (value error %v)", tc.in, err, tc.want, tc.value)
 		}
+	}
+}
+
+func TestYAMLError(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"NaN", "price: .nan\n", "NaN is not a finite number: a price or quantity must be a finite number (YAML's .nan and .inf are not)"},
+		{"infinity", "cpu: -.inf\n", "-Inf is not a finite number: a price or quantity must be a finite number (YAML's .nan and .inf are not)"},
+		{"syntax", "a: [\n", "yaml: line 1: did not find expected node content"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := yaml.YAMLToJSONStrict([]byte(tc.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := YAMLError(err); got != tc.want {
+				t.Errorf("YAMLError = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -147,6 +147,8 @@ func TestHostileInputThroughTheBinary(t *testing.T) {
 	twoPods := write(t, dir, "two.yaml", pod+"---\n"+pod)
 	replicas := write(t, dir, "replicas.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 2147483648\n  template: {spec: {containers: [{name: c}]}}\n")
 	hugeMemory := write(t, dir, "memory.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: m}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {memory: 999999999999Ei}}\n")
+	nanPrice := write(t, dir, "nan-types.yaml", "instanceTypes:\n- name: a.large\n  cpu: \"2\"\n  memory: 8Gi\n  offerings:\n  - {zone: z1, capacityType: on-demand, price: .nan}\n")
+	infCPU := write(t, dir, "inf.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: i}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: .inf}}}]\n")
 
 	// A server that accepts and never answers, for remote -k.
 	stop := make(chan struct{})
@@ -230,6 +232,8 @@ func TestHostileInputThroughTheBinary(t *testing.T) {
 		{"two pods of one name, --strict", []string{"explain", "-f", twoPods, "--strict"}, nil, 0, 1, "two.yaml: document 2 (line 13): Pod p is also in " + twoPods + ": document 1"},
 		{"replicas 2147483648", []string{"explain", "-f", replicas}, nil, 0, 1, `Deployment "d": spec.replicas: 2147483648 is out of range: an int32 holds -2147483648 to 2147483647`},
 		{"memory 999999999999Ei", []string{"explain", "-f", hugeMemory}, nil, 0, 1, `Pod "m": spec.containers[0].resources.requests.memory: too large`},
+		{"a NaN price", []string{"explain", "-f", good, "--instance-types", nanPrice}, nil, 0, 1, "nan-types.yaml: invalid YAML: NaN is not a finite number"},
+		{"an infinite CPU request", []string{"explain", "-f", infCPU}, nil, 0, 1, "inf.yaml: document 1 (line 1): invalid YAML: +Inf is not a finite number"},
 		{"a valid file", []string{"explain", "-f", good}, nil, 0, 0, ""},
 	}
 	for _, tc := range tests {
