@@ -207,16 +207,7 @@ spec:
   nodeSelector: {karpenter.sh/capacity-type: spot}
   containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
 `)
-	m, err := snapshot.Read([]string{f}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := plan.Catalog{Region: "us-east-1"}
-	types, _, err := cat.InstanceTypes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}}
+	in := defaultPoolInput(t, f)
 	built, err := plan.Build(in)
 	if err != nil {
 		t.Fatal(err)
@@ -262,16 +253,7 @@ metadata: {name: giant}
 spec:
   containers: [{name: c, resources: {requests: {cpu: "5000", memory: 1Gi}}}]
 `)
-	m, err := snapshot.Read([]string{f}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := plan.Catalog{Region: "us-east-1"}
-	types, _, err := cat.InstanceTypes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}}
+	in := defaultPoolInput(t, f)
 	want := map[string]string{
 		"default/batch": solver.NotDiagnosed + "; allowing spot (--capacity-type on-demand,spot) would place it",
 		"default/giant": solver.NotDiagnosed,
@@ -300,4 +282,20 @@ spec:
 			}
 		})
 	}
+}
+
+// defaultPoolInput is the planning input of a manifest file under the
+// default pool and the embedded us-east-1 catalog, as explain -f builds it.
+func defaultPoolInput(t *testing.T, file string) plan.Input {
+	t.Helper()
+	m, err := snapshot.Read([]string{file}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := plan.Catalog{Region: "us-east-1"}
+	types, _, err := cat.InstanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}}
 }
