@@ -136,30 +136,38 @@ func Placeable(p *Problem, pod int) bool {
 			continue
 		}
 		pl := poolLabelsFor(pool, pd)
-		if p.poolFits(pd, req, pi, pl) && p.minValuesShortOf(pi, pl, req, []*Pod{pd}) == nil {
+		if p.fittingOffering(pd, req, pi, pl, pool.Requirements, true) != nil && p.minValuesShortOf(pi, pl, req, []*Pod{pd}) == nil {
 			return true
 		}
 	}
 	return false
 }
 
-// poolFits reports whether some offering of pool pi that its requirements
-// allow matches pod's selectors and has room for req once the DaemonSets
-// there are counted; pl are the pool's labels for the pod.
-func (p *Problem) poolFits(pod *Pod, req Resources, pi int, pl map[string]string) bool {
+// fittingOffering returns the cheapest offering (the first one found,
+// with first) among the types of pool pi whose labels, pl being the
+// pool's labels for the pod, match reqs and the pod's selectors, and have
+// room for req once the DaemonSets there are counted; nil when none does.
+func (p *Problem) fittingOffering(pod *Pod, req Resources, pi int, pl map[string]string, reqs []Requirement, first bool) *CheapestFit {
 	pool := &p.Pools[pi]
 	types := p.PoolTypes(pi)
+	var best *CheapestFit
 	for ti := range types {
 		it := &types[ti]
-		for _, o := range it.Offerings {
+		for oi, o := range it.Offerings {
 			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-			if allMatch(pool.Requirements, labels) && matchesAffinity(pod.NodeSelector, pod.Affinity, labels) &&
-				req.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
-				return true
+			if !allMatch(reqs, labels) || !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) ||
+				!req.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
+				continue
+			}
+			if best == nil || o.Price < types[best.Type].Offerings[best.Offering].Price {
+				best = &CheapestFit{Pool: pi, Type: ti, Offering: oi}
+				if first {
+					return best
+				}
 			}
 		}
 	}
-	return false
+	return best
 }
 
 func (p *Problem) diagnosis(pod *Pod, req Resources) Diagnosis {
@@ -347,7 +355,6 @@ func blockingSelector(pod *Pod, pool *Pool, pl map[string]string, types []Instan
 func (p *Problem) cheapestAnywhere(pod *Pod, req Resources) *CheapestFit {
 	first := p.poolOrder()[0]
 	pool := &p.Pools[first]
-	types := p.PoolTypes(first)
 	pl := poolLabelsFor(pool, pod)
 	var offeringReqs []Requirement
 	for _, r := range pool.Requirements {
@@ -356,23 +363,7 @@ func (p *Problem) cheapestAnywhere(pod *Pod, req Resources) *CheapestFit {
 		}
 	}
 	cheapest := func(reqs []Requirement) *CheapestFit {
-		var best *CheapestFit
-		for ti := range types {
-			it := &types[ti]
-			for oi, o := range it.Offerings {
-				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-				if !allMatch(reqs, labels) || !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
-					continue
-				}
-				if !req.Fits(it.Allocatable().Sub(p.daemonOverhead(labels, pool.Taints))) {
-					continue
-				}
-				if best == nil || o.Price < types[best.Type].Offerings[best.Offering].Price {
-					best = &CheapestFit{Pool: first, Type: ti, Offering: oi}
-				}
-			}
-		}
-		return best
+		return p.fittingOffering(pod, req, first, pl, reqs, false)
 	}
 	// The pool's architecture and OS first, so that the type named is one
 	// a wider choice of families would give (--all-instance-types), then
