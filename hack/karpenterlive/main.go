@@ -47,6 +47,8 @@ type config struct {
 	parallel   bool
 	out        string
 	keep       string
+	// oursArgs are extra flags for our operator (experiments).
+	oursArgs []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -69,9 +71,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.parallel, "parallel", false, "run both systems at once (two planes on the machine: faster, but CPU figures distorted); default one after the other")
 	fs.StringVar(&c.out, "out", "", "write the table as OUT.md and OUT.json too")
 	fs.StringVar(&c.keep, "keep", "", "keep the catalog files, binaries and controller logs in this directory")
+	oursArgs := fs.String("ours-args", "", "extra space-separated flags for our operator, after its defaults (for experiments, e.g. \"--batch-max 30s\")")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	c.oursArgs = strings.Fields(*oursArgs)
 	for _, w := range strings.Split(*workloads, ",") {
 		switch w = strings.TrimSpace(w); w {
 		case "ramp", "trace", "diurnal":
@@ -164,7 +168,7 @@ func runBench(ctx context.Context, cfg config, logf func(string, ...any)) (*repo
 	if err != nil {
 		return nil, err
 	}
-	b.systems = []system{karpenterSystem(karpBin, karpFile, modDir), oursSystem(oursBin, oursFile, root)}
+	b.systems = []system{karpenterSystem(karpBin, karpFile, modDir), oursSystem(oursBin, oursFile, root, cfg.oursArgs)}
 	for _, name := range cfg.workloads {
 		w, err := b.workload(name)
 		if err != nil {

@@ -138,7 +138,7 @@ func karpenterSystem(bin, typesFile, moduleDir string) system {
 // defaults (batching, consolidation interval, validation delay) but
 // generous leader-election timings, which only keep it from exiting when
 // a loaded machine's API server answers a renewal late.
-func oursSystem(bin, typesFile, repoRoot string) system {
+func oursSystem(bin, typesFile, repoRoot string, extra []string) system {
 	return system{
 		name: systemOurs, bin: bin, typesFile: typesFile,
 		crdArgs:  []string{"-k", filepath.Join(repoRoot, "config", "crd")},
@@ -151,10 +151,11 @@ func oursSystem(bin, typesFile, repoRoot string) system {
 			return strings.Join(docs, "---\n")
 		},
 		start: func(env *testenv.Env, logPath string) (*controller, error) {
-			return startController(systemOurs, bin, logPath, nil, "operator", "--cloud", "sim",
+			args := append([]string{"operator", "--cloud", "sim",
 				"--kubeconfig", env.Kubeconfig, "--instance-types", typesFile, "--cluster-name", "bench",
 				"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-				"--leader-elect-lease-duration", "150s", "--leader-elect-renew-deadline", "120s", "--leader-elect-retry-period", "10s")
+				"--leader-elect-lease-duration", "150s", "--leader-elect-renew-deadline", "120s", "--leader-elect-retry-period", "10s"}, extra...)
+			return startController(systemOurs, bin, logPath, nil, args...)
 		},
 		// The operator logs "provisioner started" once it leads and its
 		// caches have synced.
