@@ -37,6 +37,7 @@ type nodeRecord struct {
 	price            float64
 	priced           bool
 	everBound        bool
+	gpu              bool // of the GPU pool's family
 }
 
 type podRecord struct {
@@ -98,7 +99,7 @@ func (r *recorder) node(o any, deleted bool) {
 	if !rec.priced {
 		it, zone, ct := n.Labels[corev1.LabelInstanceTypeStable], n.Labels[corev1.LabelTopologyZone], n.Labels["karpenter.sh/capacity-type"]
 		if p, ok := r.cat.Price(it, zone, ct); ok {
-			rec.price, rec.priced = p, true
+			rec.price, rec.priced, rec.gpu = p, true, gpuFamily(it)
 			delete(r.unpriced, n.Name)
 		} else {
 			r.unpriced[n.Name] = fmt.Sprintf("%s/%s/%s", it, zone, ct)
@@ -156,7 +157,9 @@ type result struct {
 	Duration float64 `json:"durationSeconds"`
 	// CostHours is the integral over the run of the sum of the live
 	// nodes' prices, in dollars.
-	CostHours    float64 `json:"costHours"`
+	CostHours float64 `json:"costHours"`
+	// GPUCostHours is the part of CostHours spent on GPU nodes.
+	GPUCostHours float64 `json:"gpuCostHours"`
 	PeakNodes    int     `json:"peakNodes"`
 	NodesCreated int     `json:"nodesCreated"`
 	NodesDeleted int     `json:"nodesDeleted"`
@@ -194,6 +197,9 @@ func (r *recorder) result(system, workload string, start, end time.Time) result 
 		from := maxTime(start, n.created)
 		if to.After(from) {
 			res.CostHours += n.price * to.Sub(from).Hours()
+			if n.gpu {
+				res.GPUCostHours += n.price * to.Sub(from).Hours()
+			}
 		}
 		if !n.everBound {
 			res.WastedNodes++

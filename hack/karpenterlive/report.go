@@ -60,11 +60,11 @@ func (r *report) writeMarkdown(w io.Writer) error {
 	var b strings.Builder
 	for _, wl := range r.Workloads {
 		fmt.Fprintf(&b, "\n#### %s\n\n%s.\n\n", wl.Name, wl.Desc)
-		b.WriteString("| system | cost-hours $ | peak nodes | nodes created / deleted | never used | pods | ran | pending at end | deleted unrun | pending p50 / p95 / p99 / max s | evicted | controller CPU s | peak RSS MiB |\n")
+		b.WriteString("| system | cost-hours $ (GPU nodes) | peak nodes | nodes created / deleted | never used | pods | ran | pending at end | deleted unrun | pending p50 / p95 / p99 / max s | evicted | controller CPU s | peak RSS MiB |\n")
 		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, x := range wl.Rows {
-			fmt.Fprintf(&b, "| %s | %.3f | %d | %d / %d | %d | %d | %d | %d | %d | %.1f / %.1f / %.1f / %.1f | %d | %.1f | %.0f |\n",
-				x.System, x.CostHours, x.PeakNodes, x.NodesCreated, x.NodesDeleted, x.WastedNodes, x.Pods, x.PodsRan, x.PodsPendingEnd,
+			fmt.Fprintf(&b, "| %s | %.3f (%.3f) | %d | %d / %d | %d | %d | %d | %d | %d | %.1f / %.1f / %.1f / %.1f | %d | %.1f | %.0f |\n",
+				x.System, x.CostHours, x.GPUCostHours, x.PeakNodes, x.NodesCreated, x.NodesDeleted, x.WastedNodes, x.Pods, x.PodsRan, x.PodsPendingEnd,
 				x.PodsNeverRan, x.PendingP50, x.PendingP95, x.PendingP99, x.PendingMax, x.Evicted, x.ControllerCPU, x.ControllerRSSMB)
 		}
 	}

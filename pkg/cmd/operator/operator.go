@@ -64,17 +64,21 @@ type OperatorOptions struct {
 	RetryPeriod             time.Duration
 	MetricsBindAddress      string
 	HealthProbeBindAddress  string
-	BatchIdle, BatchMax     time.Duration
-	BatchHold               time.Duration
-	ClusterName             string
-	Region                  string
-	InstanceTypesFile       string
-	RegistrationDelay       time.Duration
-	GCGracePeriod           time.Duration
-	ClusterEndpoint         string
-	KubernetesVersion       string
-	InterruptionQueue       string
-	LogFormat, LogLevel     string
+	// KubeClientQPS and KubeClientBurst rate-limit the operator's API
+	// client (Karpenter's KUBE_CLIENT_QPS and KUBE_CLIENT_BURST).
+	KubeClientQPS       float32
+	KubeClientBurst     int
+	BatchIdle, BatchMax time.Duration
+	BatchHold           time.Duration
+	ClusterName         string
+	Region              string
+	InstanceTypesFile   string
+	RegistrationDelay   time.Duration
+	GCGracePeriod       time.Duration
+	ClusterEndpoint     string
+	KubernetesVersion   string
+	InterruptionQueue   string
+	LogFormat, LogLevel string
 	// Disruption flags.
 	Consolidation             bool
 	ConsolidationInterval     time.Duration
@@ -163,6 +167,8 @@ playground.`,
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", op.DefaultRetryPeriod, "how often replicas try to acquire or renew the Lease; controller-runtime's and Karpenter's default")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address to serve /metrics on; 0 disables it")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address to serve /healthz and /readyz on; 0 disables it")
+	f.Float32Var(&o.KubeClientQPS, "kube-client-qps", 200, "queries per second the operator may send the API server (Karpenter's KUBE_CLIENT_QPS default): a large batch's NodeClaims, nominations and events go through it")
+	f.IntVar(&o.KubeClientBurst, "kube-client-burst", 300, "queries the operator may send at once above --kube-client-qps (Karpenter's KUBE_CLIENT_BURST default)")
 	f.DurationVar(&o.BatchIdle, "batch-idle", time.Second, "close a batch of pending pods once none arrived for this long (the gap grows, up to 4 times, with the gaps between arrivals)")
 	f.DurationVar(&o.BatchHold, "batch-hold", 10*time.Second, "keep a batch open beyond --batch-idle, while a workload of its pods is still creating them or its arrivals pause, for at most this long after it opened (never past --batch-max)")
 	f.DurationVar(&o.BatchMax, "batch-max", 2*time.Minute, "close a batch of pending pods after this long regardless: a ramp up to this long is one decision")
@@ -250,6 +256,7 @@ func (o *OperatorOptions) Complete() error {
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w; pass --kubeconfig, set KUBECONFIG, or run in a pod", err)
 	}
+	cfg.QPS, cfg.Burst = o.KubeClientQPS, o.KubeClientBurst
 	o.restConfig = cfg
 	return nil
 }
@@ -267,6 +274,9 @@ func (o *OperatorOptions) Validate() error {
 	}
 	if o.InterruptionQueue != "" && o.Cloud != "aws" {
 		return fmt.Errorf("--interruption-queue is for --cloud aws: EC2 interruption events do not reach --cloud %s nodes", o.Cloud)
+	}
+	if o.KubeClientQPS <= 0 || o.KubeClientBurst < 1 {
+		return fmt.Errorf("--kube-client-qps (%g) and --kube-client-burst (%d) must be positive", o.KubeClientQPS, o.KubeClientBurst)
 	}
 	if o.BatchIdle <= 0 || o.BatchMax < o.BatchIdle {
 		return fmt.Errorf("--batch-idle (%s) must be positive and at most --batch-max (%s)", o.BatchIdle, o.BatchMax)

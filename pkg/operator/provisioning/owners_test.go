@@ -101,7 +101,7 @@ func TestWindowStaysOpenWhileTheWorkloadsOfItsPodsGrow(t *testing.T) {
 			defer cancel()
 			closed := make(chan *window, 1)
 			go func() {
-				w, _ := p.await(ctx, nil)
+				w, _ := p.await(ctx, nil, nil)
 				closed <- w
 			}()
 			// settle waits until the loop either closed its window or is

@@ -168,14 +168,19 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	recheck := p.opts.Clock.NewTicker(p.opts.Recheck)
 	defer recheck.Stop()
 	p.Trigger() // pods may have been waiting before this replica led
+	var open *window
 	for {
-		w, ok := p.await(ctx, recheck.C())
+		w, ok := p.await(ctx, recheck.C(), open)
 		if !ok {
 			return nil
 		}
 		if err := p.provision(ctx, w); err != nil && ctx.Err() == nil {
 			p.log.Error(err, "provisioning failed; retrying")
 			p.opts.Clock.AfterFunc(time.Second, p.Trigger)
+		}
+		open = nil
+		if w.early {
+			open = w
 		}
 	}
 }
@@ -184,17 +189,21 @@ func (p *Provisioner) Start(ctx context.Context) error {
 // window it opens to close, and returns the window; ok is false once ctx
 // ends. A window whose idle gap passed stays open, rechecked every
 // --batch-idle up to --batch-hold after it opened, while a workload of its
-// pending pods still creates pods (see growing and window.next).
-func (p *Provisioner) await(ctx context.Context, recheck <-chan time.Time) (w *window, ok bool) {
+// pending pods still creates pods (see growing and window.next). A window
+// that arrivals keep open is returned early (w.early) every --batch-hold,
+// and await is then called again with it (open) to go on waiting.
+func (p *Provisioner) await(ctx context.Context, recheck <-chan time.Time, open *window) (w *window, ok bool) {
 	clk := p.opts.Clock
-	select {
-	case <-ctx.Done():
-		return nil, false
-	case <-recheck:
-	case <-p.trigger:
+	if w = open; w == nil {
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-recheck:
+		case <-p.trigger:
+		}
+		w = newWindow(clk.Now(), p.opts.BatchIdle, p.opts.BatchHold, p.opts.BatchMax)
 	}
-	w = newWindow(clk.Now(), p.opts.BatchIdle, p.opts.BatchHold, p.opts.BatchMax)
-	timer := clk.NewTimer(w.closesAt().Sub(clk.Now()))
+	timer := clk.NewTimer(w.wakeAt().Sub(clk.Now()))
 	defer timer.Stop()
 	for {
 		select {
@@ -202,11 +211,12 @@ func (p *Provisioner) await(ctx context.Context, recheck <-chan time.Time) (w *w
 			return nil, false
 		case <-p.trigger:
 			w.arrive(clk.Now())
-			timer.Reset(w.closesAt().Sub(clk.Now()))
+			timer.Reset(w.wakeAt().Sub(clk.Now()))
 			continue
 		case <-timer.C():
 		}
-		wait, closes := w.next(clk.Now(), func() string {
+		now := clk.Now()
+		wait, d := w.decide(now, func() string {
 			why, err := p.growing(ctx)
 			if err != nil {
 				p.log.Error(err, "could not tell whether the pending pods' workloads are complete; closing the batch")
@@ -216,12 +226,16 @@ func (p *Provisioner) await(ctx context.Context, recheck <-chan time.Time) (w *w
 			}
 			return why
 		})
-		if closes {
+		if d == decideEarly {
+			w.closed, w.early = now, true
+			return w, true
+		}
+		if d == closeWindow {
 			break
 		}
 		timer.Reset(wait)
 	}
-	w.closed = clk.Now()
+	w.closed, w.early = clk.Now(), false
 	return w, true
 }
 
@@ -305,11 +319,20 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 
 	// Limits are checked in plan order, before anything is created, so that
 	// the NodeClaims of one decision can be created at once.
+	// An early decision launches only the nodes its plan fills; a plan
+	// with late pods is launched whole, as their wait follows the pods
+	// they depend on.
+	early := w.early && len(plan.Late) == 0
 	var launches []*launch
+	deferred := 0
 	for i := range plan.NewNodes {
 		n := &plan.NewNodes[i]
 		np := b.pools[n.Pool]
 		if np == nil {
+			continue
+		}
+		if early && fill(n) < earlyFill {
+			deferred += len(n.Pods)
 			continue
 		}
 		if why := p.overLimit(b, np, n); why != "" {
@@ -413,8 +436,26 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 	p.log.Info("batch planned", "pods", len(b.problem.Pods), "pending", b.pending, "leaving", len(b.moving), "nodeClaims", created,
 		"pricePerHour", launchedCost, "onInFlightNodes", len(plan.Existing), "unplaced", len(plan.Unschedulable),
 		"window", closed.Sub(opened).Round(time.Millisecond).String(), "heldBy", w.heldBy, "solve", solveTook.Round(time.Microsecond).String(),
-		"late", len(plan.Late), "decision", decided.Round(time.Microsecond).String())
+		"late", len(plan.Late), "decision", decided.Round(time.Microsecond).String(), "early", w.early, "deferred", deferred)
 	return nil
+}
+
+// earlyFill is how full a planned node must be for an early decision
+// (see window) to launch it: its most used resource at least this share
+// of its allocatable. The pods of the nodes less full are planned again
+// with the pods that come after them.
+const earlyFill = 0.8
+
+// fill is the largest share of its allocatable CPU, memory, pod slots or
+// GPUs that a planned node's pods request.
+func fill(n *solver.NewNode) float64 {
+	f := 0.0
+	for _, r := range []int{solver.CPU, solver.Memory, solver.Pods, solver.GPU} {
+		if a := n.Allocatable[r]; a > 0 {
+			f = max(f, float64(n.Requested[r])/float64(a))
+		}
+	}
+	return f
 }
 
 // wakeAt arranges for a batch at t (replacing the one arranged before);

@@ -25,13 +25,24 @@ import "time"
 // price of splitting a ramp longer than hold into several decisions;
 // triggers that keep coming within the configured idle gap still keep it
 // open, up to max.
+//
+// A window that arrivals keep open past its hold does not make every pod
+// of it wait for its close: each hold it stays open, an early decision
+// plans the pods so far and launches only the nodes the plan fills (see
+// earlyFill); the pods of the other nodes, the ones more pods would fill
+// better, stay for the next decision. The first pods of a long ramp then
+// wait about a hold for their nodes, as with Karpenter's 10 s batches,
+// while the ramp's tail is still planned with all of it.
 type window struct {
 	opened, last    time.Time
 	longestGap      time.Duration
 	idle, hold, max time.Duration
-	// closed is when the window closed; heldBy names the last workload
-	// that kept it open past its idle gap (see Provisioner.growing).
+	// closed is when the window closed, or made its last early decision
+	// (early is then true; the window stays open).
 	closed time.Time
+	early  bool
+	// heldBy names the last workload that kept it open past its idle gap
+	// (see Provisioner.growing).
 	heldBy string
 }
 
@@ -77,6 +88,30 @@ func (w *window) closesAt() time.Time {
 	return closes
 }
 
+// earlyAt is when the window, if still open, makes an early decision: a
+// hold after it opened or after its last early decision; never when the
+// hold is within the idle gap or reaches max.
+func (w *window) earlyAt() time.Time {
+	if w.hold <= w.idle || w.hold >= w.max {
+		return time.Time{}
+	}
+	from := w.opened
+	if w.early {
+		from = w.closed
+	}
+	return from.Add(w.hold)
+}
+
+// wakeAt is when the window's timer should next fire: when it closes, or
+// its early decision if that is before.
+func (w *window) wakeAt() time.Time {
+	at := w.closesAt()
+	if e := w.earlyAt(); !e.IsZero() && e.Before(at) {
+		return e
+	}
+	return at
+}
+
 // next decides, at now, whether the window closes: once its idle gap has
 // passed, it stays open only while growing (called then and only then)
 // names a workload still creating pods, and the hold has not ended. When
@@ -95,6 +130,32 @@ func (w *window) next(now time.Time, growing func() string) (wait time.Duration,
 	}
 	w.heldBy = why
 	return min(w.idle, end.Sub(now)), false
+}
+
+// decision is what the batching loop does when the window's timer fires.
+type decision int
+
+const (
+	waitMore decision = iota
+	closeWindow
+	decideEarly
+)
+
+// decide is next with early decisions: the window closes as next says;
+// while it stays open, it decides early once earlyAt has come, and the
+// timer is set no later than that.
+func (w *window) decide(now time.Time, growing func() string) (time.Duration, decision) {
+	wait, closes := w.next(now, growing)
+	if closes {
+		return 0, closeWindow
+	}
+	if e := w.earlyAt(); !e.IsZero() {
+		if !now.Before(e) {
+			return 0, decideEarly
+		}
+		wait = min(wait, e.Sub(now))
+	}
+	return wait, waitMore
 }
 
 // later returns the later of two times.
