@@ -150,7 +150,8 @@ func (c *Controller) isOpened(claim string) bool {
 }
 
 // open makes the members' nodes schedulable as the plan intended: it sets
-// status.nominatedNodeName on the pods planned for each node, waits until
+// status.nominatedNodeName on the pods planned for each node (but those
+// placedAgainstOthers, see above nominate), waits until
 // the nominations are visible (the scheduler then keeps room on each node
 // for its pods and tries that node first for them), removes the
 // unregistered taint of all the nodes at once and marks the claims
@@ -285,6 +286,18 @@ const (
 	maxKept = 3
 )
 
+// Pods placedAgainstOthers are never given a nominated node. kube-scheduler admits a pod onto a node twice, with and
+// without the pods nominated to that node added, and PodTopologySpread then
+// counts the other pods nominated to the same node in its domain but none
+// nominated to nodes of other domains: the pods of one spread planned onto
+// one node turn each other away as over the skew, and stay pending until
+// their nominations are dropped. Each dropped nomination also sends every
+// unschedulable pod back to the scheduler's queue (a nominated node
+// changed), a storm of retries that starved the scheduler in bench-live's
+// ramp: 433 pods pending on open nodes for minutes. Such pods are placed by
+// the scheduler against the room the others' nominations keep, as with
+// Karpenter, which nominates no pod.
+
 // nominate points the pods planned for the members' nodes at them and
 // waits until the cache (which the scheduler's watch keeps pace with)
 // shows every nomination. The scheduler drops the nomination of a pod it
@@ -294,6 +307,10 @@ func (c *Controller) nominate(ctx context.Context, members []member) []*plannedP
 	var pods []*plannedPod
 	for _, m := range members {
 		for _, key := range c.opts.NominatedPods(m.claim.Name) {
+			var pod corev1.Pod
+			if c.client.Get(ctx, key, &pod) == nil && placedAgainstOthers(&pod) {
+				continue // not nominated: see above nominate
+			}
 			pods = append(pods, &plannedPod{key: key, node: m.node.Name, waiting: c.opts.Waiting(key)})
 		}
 	}
