@@ -71,6 +71,9 @@ type Options struct {
 	// one pod of a spread and turn the rest away. Other nodes open on
 	// their own as soon as they are usable.
 	GangWait time.Duration
+	// NoNominations leaves status.nominatedNodeName to the scheduler, as
+	// Karpenter does: no pod is pointed at its planned node.
+	NoNominations bool
 	// KeepNominations is how long after opening nodes the controller puts
 	// back the nominations the scheduler dropped from pods still waiting for
 	// them (15 s when zero).

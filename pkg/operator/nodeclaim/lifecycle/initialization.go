@@ -304,6 +304,9 @@ const (
 // retries meanwhile, e.g. in the wave of retries that the nodes' arrival
 // started; such nominations are set again, for nominateFor at most.
 func (c *Controller) nominate(ctx context.Context, members []member) []*plannedPod {
+	if c.opts.NoNominations {
+		return nil
+	}
 	var pods []*plannedPod
 	for _, m := range members {
 		for _, key := range c.opts.NominatedPods(m.claim.Name) {
