@@ -79,7 +79,7 @@ func setAdvice(ctx context.Context, r *Result, in plan.Input, orig *solver.Probl
 		return err
 	}
 	r.Advice = placing
-	namePlacing(r, by)
+	namePlacing(r, solved, byPod(solved, by))
 	return nil
 }
 
@@ -207,25 +207,57 @@ func shapeKey(p *solver.Pod) string {
 // diagnose (solver.NotDiagnosed: the deadline passed) with the widening
 // that would place it, known without a solve (placeableBy), when one does.
 func nameFlagsNotDiagnosed(ctx context.Context, r *Result, in plan.Input, orig *solver.Problem, solved *solver.Plan) error {
-	if !slices.ContainsFunc(r.Unschedulable, func(u ResultUnscheduled) bool { return u.Reason == solver.NotDiagnosed }) {
-		return nil
-	}
-	_, by, err := placeableBy(ctx, in, orig, solved)
+	by, err := notDiagnosedFlags(ctx, in, orig, solved)
 	if err != nil {
 		return err
 	}
-	namePlacing(r, by)
+	namePlacing(r, solved, by)
 	return nil
 }
 
-// namePlacing adds to the reason of each pod not diagnosed the widening
-// by (by index in r.Unschedulable) says places it.
-func namePlacing(r *Result, by map[int]*plan.Widening) {
-	for k := range r.Unschedulable {
-		if u := &r.Unschedulable[k]; u.Reason == solver.NotDiagnosed && by[k] != nil {
-			u.Reason += fmt.Sprintf("; allowing %s (%s) would place it", by[k].What, by[k].Flags)
-		}
+// notDiagnosedFlags returns, by index in orig.Pods, the widening that
+// would place each pod the plan leaves undiagnosed (solver.NotDiagnosed),
+// known without a solve (placeableBy); nil when no pod is undiagnosed.
+// explain -f and explain against a cluster both name the flag from it
+// (withPlacingFlag).
+func notDiagnosedFlags(ctx context.Context, in plan.Input, orig *solver.Problem, solved *solver.Plan) (map[int]*plan.Widening, error) {
+	if !slices.ContainsFunc(solved.Unschedulable, func(u solver.Unschedulable) bool { return u.Reason == solver.NotDiagnosed }) {
+		return nil, nil
 	}
+	_, by, err := placeableBy(ctx, in, orig, solved)
+	if err != nil {
+		return nil, err
+	}
+	return byPod(solved, by), nil
+}
+
+// byPod re-keys by (by index in solved.Unschedulable) by pod index.
+func byPod(solved *solver.Plan, by map[int]*plan.Widening) map[int]*plan.Widening {
+	out := make(map[int]*plan.Widening, len(by))
+	for k, w := range by {
+		out[solved.Unschedulable[k].Pod] = w
+	}
+	return out
+}
+
+// namePlacing adds to the reason of each pod not diagnosed the widening
+// by (by pod index) says places it; r.Unschedulable follows
+// solved.Unschedulable.
+func namePlacing(r *Result, solved *solver.Plan, by map[int]*plan.Widening) {
+	for k := range r.Unschedulable {
+		u := &r.Unschedulable[k]
+		u.Reason = withPlacingFlag(u.Reason, by[solved.Unschedulable[k].Pod])
+	}
+}
+
+// withPlacingFlag is a pod's reason as shown: when the solver did not
+// diagnose the pod and a widening w would place it, the reason names w's
+// flags. Every front end words it here.
+func withPlacingFlag(reason string, w *plan.Widening) string {
+	if reason != solver.NotDiagnosed || w == nil {
+		return reason
+	}
+	return reason + fmt.Sprintf("; allowing %s (%s) would place it", w.What, w.Flags)
 }
 
 func round6(x float64) float64 { return float64(int64(x*1e6+0.5)) / 1e6 }
