@@ -12,7 +12,10 @@ import (
 // greedy as usual. On many pods of few large shapes (production traces:
 // thousands of 8–192 CPU pods of a few dozen shapes) the cheapest one-type
 // packing can beat the greedy's mix of kinds; with it in the portfolio, the
-// plan is never dearer than the best one-type packing tried.
+// plan is never dearer than the best one-type packing tried. One few-type
+// packing joins them (ffdPortfolio): first fit decreasing over the best
+// one-type kinds, each run of new nodes on the kind that packs it cheapest,
+// for pods of shapes that different kinds fit best.
 //
 // First fit places a pod on the earliest node with room; it knows nothing
 // of topology, so these packings are only tried when the problem has none:
@@ -20,7 +23,7 @@ import (
 // per-node caps, and no pool with minValues. Node requirements, taints and
 // tolerations, DaemonSet overhead, the pods-per-node limit, pool weights
 // (a pod goes only to its highest-weight pool with room) and pool limits
-// are kept: a pod is packed on the kind only when it may run there (the
+// are kept: a pod is packed on a kind only when it may run there (the
 // kind is among its class's), and nodes are opened only while the pool's
 // limits allow.
 
