@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
@@ -67,9 +68,14 @@ func setAdvice(ctx context.Context, r *Result, in plan.Input, orig *solver.Probl
 		budget = min(budget, time.Until(deadline)/time.Duration(max(1, len(in.Default.Widenings(in.InstanceTypes)))))
 	}
 	if skipped == "" {
+		var cut []string
 		var err error
-		if r.Advice, err = advise(ctx, in, solved, budget); err != nil {
+		if r.Advice, cut, err = advise(ctx, in, solved, budget); err != nil {
 			return err
+		}
+		if len(cut) > 0 {
+			r.AdviceSkipped = fmt.Sprintf("not computed for %s: each wider plan ran past its budget of %.1f s, and a plan cut short can cost more than the pool would",
+				strings.Join(cut, ", "), budget.Seconds())
 		}
 		return nameFlagsNotDiagnosed(ctx, r, in, orig, solved)
 	}
@@ -79,37 +85,42 @@ func setAdvice(ctx context.Context, r *Result, in plan.Input, orig *solver.Probl
 		return err
 	}
 	r.Advice = placing
-	namePlacing(r, by)
+	namePlacing(r, solved, byPod(solved, by))
 	return nil
 }
 
 // advise re-plans the input with each of the default pool's widenings
 // (plan.DefaultPool.Widenings) and returns those that place pods the plan
 // cannot, and those that place the pods the plan places for less. Each
-// re-plan is bounded by budget.
-func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time.Duration) ([]ResultAdvice, error) {
+// re-plan is bounded by budget; it also returns what the widenings whose
+// re-plan ran past it and gave no advice allow, with their flags ("arm64
+// (--arch amd64,arm64)"): their plans, cut short,
+// can cost far more than the pool would (several times, measured on
+// Karpenter's mix), so no advice is no evidence.
+func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time.Duration) (out []ResultAdvice, cut []string, err error) {
 	if in.Default == nil || (solved.TotalPrice <= 0 && len(solved.Unschedulable) == 0) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var out []ResultAdvice
 	for _, w := range in.Default.Widenings(in.InstanceTypes) {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("advice: %w", err)
+			return nil, nil, fmt.Errorf("advice: %w", err)
 		}
 		wide := in
 		wide.Default = &w.Pool
 		built, err := plan.Build(wide)
 		if err != nil {
-			return nil, fmt.Errorf("advice for %s: %w", w.What, err)
+			return nil, nil, fmt.Errorf("advice for %s: %w", w.What, err)
 		}
-		built.Problem.Options.Deadline = time.Now().Add(budget)
+		deadline := time.Now().Add(budget)
+		built.Problem.Options.Deadline = deadline
 		// Advice compares pools: the narrowed re-solves that keep a plan
 		// monotone in choice are the main plan's business.
 		built.Problem.Options.NoNarrowing = true
 		alt, err := solveCtx(ctx, built.Problem)
 		if err != nil {
-			return nil, fmt.Errorf("advice for %s: planning: %w", w.What, err)
+			return nil, nil, fmt.Errorf("advice for %s: planning: %w", w.What, err)
 		}
+		late := time.Now().After(deadline)
 		if placed := len(solved.Unschedulable) - len(alt.Unschedulable); placed > 0 {
 			out = append(out, ResultAdvice{Allow: w.What, Flags: w.Flags, PricePerHour: alt.TotalPrice, PlacesPods: placed})
 			continue
@@ -117,6 +128,9 @@ func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time
 		saving := solved.TotalPrice - alt.TotalPrice
 		// Less than a hundredth of a percent is noise, not advice.
 		if len(alt.Unschedulable) > len(solved.Unschedulable) || saving <= solved.TotalPrice*1e-4 {
+			if late {
+				cut = append(cut, fmt.Sprintf("%s (%s)", w.What, w.Flags))
+			}
 			continue
 		}
 		out = append(out, ResultAdvice{
@@ -124,7 +138,7 @@ func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time
 			SavingPerHour: round6(saving), SavingPercent: round2(100 * saving / solved.TotalPrice),
 		})
 	}
-	return out, nil
+	return out, cut, nil
 }
 
 // placeableBy returns, without planning, the widenings under which some of
@@ -207,25 +221,57 @@ func shapeKey(p *solver.Pod) string {
 // diagnose (solver.NotDiagnosed: the deadline passed) with the widening
 // that would place it, known without a solve (placeableBy), when one does.
 func nameFlagsNotDiagnosed(ctx context.Context, r *Result, in plan.Input, orig *solver.Problem, solved *solver.Plan) error {
-	if !slices.ContainsFunc(r.Unschedulable, func(u ResultUnscheduled) bool { return u.Reason == solver.NotDiagnosed }) {
-		return nil
-	}
-	_, by, err := placeableBy(ctx, in, orig, solved)
+	by, err := notDiagnosedFlags(ctx, in, orig, solved)
 	if err != nil {
 		return err
 	}
-	namePlacing(r, by)
+	namePlacing(r, solved, by)
 	return nil
 }
 
-// namePlacing adds to the reason of each pod not diagnosed the widening
-// by (by index in r.Unschedulable) says places it.
-func namePlacing(r *Result, by map[int]*plan.Widening) {
-	for k := range r.Unschedulable {
-		if u := &r.Unschedulable[k]; u.Reason == solver.NotDiagnosed && by[k] != nil {
-			u.Reason += fmt.Sprintf("; allowing %s (%s) would place it", by[k].What, by[k].Flags)
-		}
+// notDiagnosedFlags returns, by index in orig.Pods, the widening that
+// would place each pod the plan leaves undiagnosed (solver.NotDiagnosed),
+// known without a solve (placeableBy); nil when no pod is undiagnosed.
+// explain -f and explain against a cluster both name the flag from it
+// (withPlacingFlag).
+func notDiagnosedFlags(ctx context.Context, in plan.Input, orig *solver.Problem, solved *solver.Plan) (map[int]*plan.Widening, error) {
+	if !slices.ContainsFunc(solved.Unschedulable, func(u solver.Unschedulable) bool { return u.Reason == solver.NotDiagnosed }) {
+		return nil, nil
 	}
+	_, by, err := placeableBy(ctx, in, orig, solved)
+	if err != nil {
+		return nil, err
+	}
+	return byPod(solved, by), nil
+}
+
+// byPod re-keys by (by index in solved.Unschedulable) by pod index.
+func byPod(solved *solver.Plan, by map[int]*plan.Widening) map[int]*plan.Widening {
+	out := make(map[int]*plan.Widening, len(by))
+	for k, w := range by {
+		out[solved.Unschedulable[k].Pod] = w
+	}
+	return out
+}
+
+// namePlacing adds to the reason of each pod not diagnosed the widening
+// by (by pod index) says places it; r.Unschedulable follows
+// solved.Unschedulable.
+func namePlacing(r *Result, solved *solver.Plan, by map[int]*plan.Widening) {
+	for k := range r.Unschedulable {
+		u := &r.Unschedulable[k]
+		u.Reason = withPlacingFlag(u.Reason, by[solved.Unschedulable[k].Pod])
+	}
+}
+
+// withPlacingFlag is a pod's reason as shown: when the solver did not
+// diagnose the pod and a widening w would place it, the reason names w's
+// flags. Every front end words it here.
+func withPlacingFlag(reason string, w *plan.Widening) string {
+	if reason != solver.NotDiagnosed || w == nil {
+		return reason
+	}
+	return reason + fmt.Sprintf("; allowing %s (%s) would place it", w.What, w.Flags)
 }
 
 func round6(x float64) float64 { return float64(int64(x*1e6+0.5)) / 1e6 }

@@ -299,3 +299,61 @@ func defaultPoolInput(t *testing.T, file string) plan.Input {
 	}
 	return plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}}
 }
+
+// TestAdviceCutShortIsSaid: a wider pool whose plan ran past the advice
+// budget and gave no advice is named as not computed, never dropped
+// silently (a plan cut short can cost several times what the pool would);
+// with time enough, none is.
+func TestAdviceCutShortIsSaid(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "in.yaml")
+	writeFile(t, f, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 40
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}
+      containers: [{name: c, resources: {requests: {cpu: 300m, memory: 1Gi}}}]
+`)
+	in := defaultPoolInput(t, f)
+	built, err := plan.Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	solved, err := solver.Solve(built.Problem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	widenings := in.Default.Widenings(in.InstanceTypes)
+	for _, tc := range []struct {
+		budget  time.Duration
+		wantCut bool
+	}{{time.Nanosecond, true}, {time.Minute, false}} {
+		advice, cut, err := advise(context.Background(), in, solved, tc.budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		said := map[string]bool{}
+		for _, a := range advice {
+			said[a.Allow] = true
+		}
+		for _, c := range cut {
+			what, _, _ := strings.Cut(c, " (")
+			if said[what] {
+				t.Errorf("budget %v: %s both advised and cut", tc.budget, c)
+			}
+			said[what] = true
+		}
+		if tc.wantCut && len(said) != len(widenings) {
+			t.Errorf("budget %v: advice %+v, cut %q: want every one of the %d widenings advised or named as cut", tc.budget, advice, cut, len(widenings))
+		}
+		if !tc.wantCut && len(cut) > 0 {
+			t.Errorf("budget %v: cut %q, want none", tc.budget, cut)
+		}
+	}
+}

@@ -47,7 +47,8 @@ func (o *Options) runLive(ctx context.Context) error {
 	}
 	// In-flight NodeClaims are capacity already launching: the plan uses
 	// them first, as the TUI and the operator do.
-	built, err := plan.Build(plan.Input{Cluster: cl, InstanceTypes: types, Catalog: &o.Catalog, Default: &o.Default})
+	in := plan.Input{Cluster: cl, InstanceTypes: types, Catalog: &o.Catalog, Default: &o.Default}
+	built, err := plan.Build(in)
 	if err != nil {
 		return err
 	}
@@ -60,7 +61,15 @@ func (o *Options) runLive(ctx context.Context) error {
 	}
 	result := o.newResult(p, solved, source)
 	setDefaults(result, built)
-	live, err := newLiveResult(cl, built, solved, scope, o.target)
+	var flags map[int]*plan.Widening
+	if built.DefaultPool != "" {
+		// Pods left undiagnosed at the deadline still get the flag that
+		// would place them, as explain -f gives it.
+		if flags, err = notDiagnosedFlags(ctx, in, p, solved); err != nil {
+			return err
+		}
+	}
+	live, err := newLiveResult(cl, built, solved, flags, scope, o.target)
 	if err != nil {
 		return err
 	}
@@ -139,7 +148,9 @@ func (w *workload) matches(name, owner string) bool {
 
 // newLiveResult builds the live part of the report: pending pods in scope
 // with what the plan does for them, the existing nodes and their cost.
-func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan, namespace string, target *workload) (*LiveResult, error) {
+// flags (from notDiagnosedFlags, by pod index) names the widening that
+// would place a pod the solver did not diagnose.
+func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan, flags map[int]*plan.Widening, namespace string, target *workload) (*LiveResult, error) {
 	p := built.Problem
 	live := &LiveResult{
 		Scope: ResultScope{Namespace: namespace, PendingInCluster: len(cl.Pending), PodNamespace: cl.PodNamespace,
@@ -179,7 +190,7 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 			rp.Note = plan.ExistingNodeNote
 			targetNodes[rp.Node] = true
 		default:
-			rp.Reason = plan.UnplacedReason(&p.Pods[pp.Index], outcomes[pp.Index].Reason)
+			rp.Reason = withPlacingFlag(plan.UnplacedReason(&p.Pods[pp.Index], outcomes[pp.Index].Reason), flags[pp.Index])
 		}
 		live.Pending = append(live.Pending, rp)
 	}

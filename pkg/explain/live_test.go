@@ -1,6 +1,8 @@
 package explain
 
 import (
+	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -129,7 +131,7 @@ func TestLiveCountsInFlightClaimsAndPaidPrices(t *testing.T) {
 	if len(solved.NewNodes) != 0 {
 		t.Errorf("proposed %d new nodes; the launching NodeClaim has room", len(solved.NewNodes))
 	}
-	live, err := newLiveResult(cl, built, solved, "", nil)
+	live, err := newLiveResult(cl, built, solved, nil, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,5 +140,84 @@ func TestLiveCountsInFlightClaimsAndPaidPrices(t *testing.T) {
 	}
 	if live.ClusterPricePerHour != 0.15 || len(live.ExistingNodes) != 1 || live.ExistingNodes[0].PricePerHour == nil || *live.ExistingNodes[0].PricePerHour != 0.15 {
 		t.Errorf("cluster price %v, nodes %+v: want what the NodeClaim pays, 0.15", live.ClusterPricePerHour, live.ExistingNodes)
+	}
+}
+
+// TestLiveNotDiagnosedPodsGetTheFlagThatPlacesThem: explain against a
+// cluster without NodePools (the default pool applies) words a pod left
+// undiagnosed at the deadline as explain -f does, with the flag that would
+// place it when a wider pool does.
+func TestLiveNotDiagnosedPodsGetTheFlagThatPlacesThem(t *testing.T) {
+	pending := func(name, cpu string, selector map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeSelector: selector, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/0 nodes are available"}}}}
+	}
+	objs := snapshot.Objects{Pods: []*corev1.Pod{
+		pending("batch", "1", map[string]string{solver.LabelCapacityType: "spot"}),
+		pending("giant", "5000", nil),
+	}}
+	cl := snapshot.FromObjects(&objs)
+	cat := plan.Catalog{Region: "us-east-1"}
+	types, _, err := cat.InstanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := plan.Input{Cluster: cl, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}}
+	built, err := plan.Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if built.DefaultPool == "" {
+		t.Fatal("no default pool: the cluster has no NodePools")
+	}
+	built.Problem.Options.Deadline = time.Now().Add(-time.Second)
+	solved, err := solver.Solve(built.Problem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, err := notDiagnosedFlags(context.Background(), in, built.Problem, solved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := newLiveResult(cl, built, solved, flags, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range live.Pending {
+		got[p.Pod] = p.Reason
+	}
+	want := map[string]string{
+		"default/batch": solver.NotDiagnosed + "; allowing spot (--capacity-type on-demand,spot) would place it",
+		"default/giant": solver.NotDiagnosed,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("reasons\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestWithPlacingFlag: only a pod the solver did not diagnose gets the
+// widening's flags, and only when a widening places it.
+func TestWithPlacingFlag(t *testing.T) {
+	spot := &plan.Widening{What: "spot", Flags: "--capacity-type on-demand,spot"}
+	tests := []struct {
+		name, reason string
+		w            *plan.Widening
+		want         string
+	}{
+		{"not diagnosed, placed by a widening", solver.NotDiagnosed, spot, solver.NotDiagnosed + "; allowing spot (--capacity-type on-demand,spot) would place it"},
+		{"not diagnosed, placed by none", solver.NotDiagnosed, nil, solver.NotDiagnosed},
+		{"diagnosed: the reason says it already", "no instance type has 5000 CPU", spot, "no instance type has 5000 CPU"},
+		{"placed", "", spot, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := withPlacingFlag(tc.reason, tc.w); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -49,7 +49,9 @@ type Result struct {
 	// place, or plan the pods for less.
 	Advice []ResultAdvice `json:"advice,omitempty"`
 	// AdviceSkipped says why no wider pool was planned, when the plan took
-	// too long to plan it again.
+	// too long to plan it again, or which wider pools' plans ran past
+	// their budget and gave no advice (a cut plan can cost more than the
+	// pool would).
 	AdviceSkipped string `json:"adviceSkipped,omitempty"`
 	// StoppedEarly is set when --timeout ended the search before it
 	// finished: a plan found with more time may be cheaper.

@@ -12,7 +12,10 @@ import (
 // greedy as usual. On many pods of few large shapes (production traces:
 // thousands of 8–192 CPU pods of a few dozen shapes) the cheapest one-type
 // packing can beat the greedy's mix of kinds; with it in the portfolio, the
-// plan is never dearer than the best one-type packing tried.
+// plan is never dearer than the best one-type packing tried. One few-type
+// packing joins them (ffdPortfolio): first fit decreasing over the best
+// one-type kinds, each run of new nodes on the kind that packs it cheapest,
+// for pods of shapes that different kinds fit best.
 //
 // First fit places a pod on the earliest node with room; it knows nothing
 // of topology, so these packings are only tried when the problem has none:
@@ -20,7 +23,7 @@ import (
 // per-node caps, and no pool with minValues. Node requirements, taints and
 // tolerations, DaemonSet overhead, the pods-per-node limit, pool weights
 // (a pod goes only to its highest-weight pool with room) and pool limits
-// are kept: a pod is packed on the kind only when it may run there (the
+// are kept: a pod is packed on a kind only when it may run there (the
 // kind is among its class's), and nodes are opened only while the pool's
 // limits allow.
 
@@ -43,19 +46,20 @@ func (s *state) ffdEligible() bool {
 	return true
 }
 
-// ffdGroup is a run of identical nodes of a one-type packing.
+// ffdGroup is a run of identical nodes of a first-fit packing: x is the
+// index of their kind in the packing's list of kinds.
 type ffdGroup struct {
 	free  Resources
 	takes []take
 	count int
+	x     int
 }
 
-// ffdClasses returns, largest first on kind ki, the classes among on (the
-// classes that have ki among their kinds) with pods left that may run on
-// it: of a pool of the class's top weight (weights, from topWeight).
+// ffdClasses returns the classes among on (the classes that have ki among
+// their kinds) with pods left that may run on kind ki: of a pool of the
+// class's top weight (weights, from topWeight).
 func (s *state) ffdClasses(ki int, on []int, weights []int32) []int {
-	k := s.kinds[ki]
-	w := s.p.Pools[k.pool].Weight
+	w := s.p.Pools[s.kinds[ki].pool].Weight
 	var out []int
 	for _, ci := range on {
 		c := s.classes[ci]
@@ -64,27 +68,61 @@ func (s *state) ffdClasses(ki int, on []int, weights []int32) []int {
 		}
 		out = append(out, ci)
 	}
-	shares := make([]float64, len(s.classes))
-	for _, ci := range out {
-		shares[ci] = share(s.classes[ci].req, k.alloc)
-	}
-	slices.SortStableFunc(out, func(a, b int) int { return cmp.Compare(shares[b], shares[a]) })
 	return out
 }
 
-// packFFD packs, first fit decreasing, the classes ffdClasses gives onto
-// nodes of kind ki while the pool's limits allow, and adds the nodes to
-// the plan. It returns the price of the nodes and the value (see
-// valueClasses) of the pods they take.
-func (s *state) packFFD(ki int, on []int, weights []int32) (price, value float64) {
-	k := s.kinds[ki]
-	capacity := s.p.PoolTypes(k.pool)[k.typ].Capacity
+// ffdPacking is one first-fit-decreasing packing over a few kinds: order
+// lists the classes, largest first, and allowed[x][ci] whether class ci
+// may go on kinds[x].
+type ffdPacking struct {
+	kinds   []int
+	order   []int
+	allowed [][]bool
+}
+
+// newFFDPacking orders the classes that may run on any of the kinds
+// (ffdClasses) by their largest share of the kinds' allocatable taken
+// resource by resource at its largest (the one kind's, for one kind).
+func (s *state) newFFDPacking(kinds []int, on [][]int, weights []int32) *ffdPacking {
+	f := &ffdPacking{kinds: kinds, allowed: make([][]bool, len(kinds))}
+	var hull Resources
+	seen := make([]bool, len(s.classes))
+	for x, ki := range kinds {
+		hull = maxResources(hull, s.kinds[ki].alloc)
+		f.allowed[x] = make([]bool, len(s.classes))
+		for _, ci := range s.ffdClasses(ki, on[ki], weights) {
+			f.allowed[x][ci] = true
+			if !seen[ci] {
+				seen[ci] = true
+				f.order = append(f.order, ci)
+			}
+		}
+	}
+	shares := make([]float64, len(s.classes))
+	for _, ci := range f.order {
+		shares[ci] = share(s.classes[ci].req, hull)
+	}
+	slices.SortStableFunc(f.order, func(a, b int) int { return cmp.Compare(shares[b], shares[a]) })
+	return f
+}
+
+// packFFD packs, first fit decreasing, the classes that may run on the
+// kinds (see ffdClasses) onto nodes of them while the pools' limits allow,
+// and adds the nodes to the plan. With one kind it is a one-type packing;
+// with more, each run of new nodes takes the kind that packs its pods at
+// the lowest price per value (see ffdOpen). It returns the price of the
+// nodes and the value (see valueClasses) of the pods they take.
+func (s *state) packFFD(kinds []int, on [][]int, weights []int32) (price, value float64) {
+	f := s.newFFDPacking(kinds, on, weights)
 	var groups []ffdGroup
-	for _, ci := range s.ffdClasses(ki, on, weights) {
+	for pos, ci := range f.order {
 		req := s.classes[ci].req
 		n := s.rem[ci]
 		placed := 0
 		for g := 0; g < len(groups) && n > 0; g++ {
+			if !f.allowed[groups[g].x][ci] {
+				continue
+			}
 			m := min(fitCount(groups[g].free, req), n)
 			if m == 0 {
 				continue
@@ -105,17 +143,15 @@ func (s *state) packFFD(ki int, on []int, weights []int32) (price, value float64
 			placed += m * full
 		}
 		for n > 0 {
-			m := min(fitCount(k.alloc, req), n)
-			room := s.limitRoom(k)
-			if m == 0 || room == 0 {
+			x, m, room := s.ffdOpen(f, pos, n)
+			if x < 0 {
 				break
 			}
-			copies := min(n/m, room)
-			if copies == 0 {
-				copies = 1
-			}
+			k := s.kinds[kinds[x]]
+			capacity := s.p.PoolTypes(k.pool)[k.typ].Capacity
+			copies := max(min(n/m, room), 1)
 			s.used[k.pool] = s.used[k.pool].Add(capacity.Scale(int64(copies)))
-			groups = append(groups, ffdGroup{free: k.alloc.Sub(req.Scale(int64(m))), takes: []take{{ci, m}}, count: copies})
+			groups = append(groups, ffdGroup{free: k.alloc.Sub(req.Scale(int64(m))), takes: []take{{ci, m}}, count: copies, x: x})
 			n -= m * copies
 			placed += m * copies
 		}
@@ -123,10 +159,64 @@ func (s *state) packFFD(ki int, on []int, weights []int32) (price, value float64
 		value += float64(placed) * s.classes[ci].value
 	}
 	for _, g := range groups {
+		ki := kinds[g.x]
 		s.nodes = append(s.nodes, plannedNode{kind: ki, takes: g.takes, count: g.count})
-		price += float64(g.count) * k.price
+		price += float64(g.count) * s.kinds[ki].price
 	}
 	return price, value
+}
+
+// ffdLookahead is how many classes after the one a node is opened for
+// ffdOpen counts as filling the node's room: it bounds the packing's work
+// at classes × kinds × ffdLookahead.
+const ffdLookahead = 16
+
+// ffdOpen chooses the kind (its index in f.kinds, -1 for none) of the next
+// run of new nodes for n pods of the class at f.order[pos], with how many
+// pods of it one node takes and how many nodes its pool's limits allow.
+// Each kind that may take the class is scored by its price over the value
+// of a node of it filled first fit: m pods of the class, then the room
+// left filled by the pods left of the next classes in order. The lowest
+// score wins, ties going to the earlier kind.
+func (s *state) ffdOpen(f *ffdPacking, pos, n int) (x, m, room int) {
+	ci := f.order[pos]
+	req := s.classes[ci].req
+	x, best := -1, math.Inf(1)
+	for y, ki := range f.kinds {
+		if !f.allowed[y][ci] {
+			continue
+		}
+		k := s.kinds[ki]
+		my := min(fitCount(k.alloc, req), n)
+		if my == 0 {
+			continue
+		}
+		r := s.limitRoom(k)
+		if r == 0 {
+			continue
+		}
+		if len(f.kinds) == 1 {
+			return 0, my, r
+		}
+		free := k.alloc.Sub(req.Scale(int64(my)))
+		value := float64(my) * s.classes[ci].value
+		for seen, j := 0, pos+1; j < len(f.order) && seen < ffdLookahead; j++ {
+			cj := f.order[j]
+			if s.rem[cj] == 0 || !f.allowed[y][cj] {
+				continue
+			}
+			seen++
+			q := min(fitCount(free, s.classes[cj].req), s.rem[cj])
+			if q > 0 {
+				free = free.Sub(s.classes[cj].req.Scale(int64(q)))
+				value += float64(q) * s.classes[cj].value
+			}
+		}
+		if sc := k.price / value; sc < best {
+			x, m, room, best = y, my, r, sc
+		}
+	}
+	return x, m, room
 }
 
 // ffdScoreClasses bounds the problems whose every kind is scored for a
@@ -139,8 +229,9 @@ const ffdScoreCells = 200_000
 // kind other kinds beat per dollar can still pack tighter) and scored by
 // its price, extrapolated at its price per value placed when it cannot
 // take every pod first fit may pack. The cheapest kind that takes them
-// all is always kept, with the best scored others, ffdKinds in all.
-func (s *state) ffdCandidates(efficient []int) []int {
+// all is always kept, with the best scored others, ffdKinds in all. It
+// also returns every kind scored, best first.
+func (s *state) ffdCandidates(efficient []int) (kept, ranked []int) {
 	kinds := efficient
 	if len(s.classes)*len(s.kinds) <= ffdScoreCells {
 		kinds = make([]int, len(s.kinds))
@@ -166,7 +257,7 @@ func (s *state) ffdCandidates(efficient []int) []int {
 	var out []scored
 	for _, ki := range kinds {
 		if s.p.Options.stopAt().canceled() {
-			return nil
+			return nil, nil
 		}
 		if s.kinds[ki].reservation > 0 {
 			continue
@@ -174,7 +265,7 @@ func (s *state) ffdCandidates(efficient []int) []int {
 		copy(w.rem, s.rem)
 		copy(w.used, s.used)
 		w.nodes = w.nodes[:0]
-		price, value := w.packFFD(ki, on[ki], weights)
+		price, value := w.packFFD([]int{ki}, on, weights)
 		if value <= 0 || math.IsInf(value, 1) {
 			continue
 		}
@@ -185,7 +276,10 @@ func (s *state) ffdCandidates(efficient []int) []int {
 		out = append(out, sc)
 	}
 	slices.SortStableFunc(out, func(a, b scored) int { return cmp.Compare(a.score, b.score) })
-	kept := make([]int, 0, ffdKinds)
+	for _, sc := range out {
+		ranked = append(ranked, sc.kind)
+	}
+	kept = make([]int, 0, ffdKinds)
 	for i, sc := range out {
 		if sc.all {
 			kept = append(kept, sc.kind)
@@ -199,7 +293,30 @@ func (s *state) ffdCandidates(efficient []int) []int {
 		}
 		kept = append(kept, sc.kind)
 	}
-	return kept
+	return kept, ranked
+}
+
+// ffdMixKinds is how many of the best scored kinds the few-type packing
+// chooses among.
+const ffdMixKinds = 8
+
+// ffdPortfolio returns the kinds of the first-fit packings the portfolio
+// completes: one-type packings on each kind ffdCandidates keeps, then a
+// few-type packing over the ffdMixKinds best scored kinds, where each run
+// of new nodes takes the kind that packs it cheapest per value (see
+// ffdOpen). Mixing kinds wins where pods of different shapes fill
+// different kinds best (CPU-heavy pods on one family, memory-heavy on
+// another) and no one type packs them all well.
+func (s *state) ffdPortfolio(efficient []int) [][]int {
+	kept, ranked := s.ffdCandidates(efficient)
+	var out [][]int
+	for _, ki := range kept {
+		out = append(out, []int{ki})
+	}
+	if len(ranked) > 1 {
+		out = append(out, ranked[:min(len(ranked), ffdMixKinds)])
+	}
+	return out
 }
 
 // classesOnKinds lists, per kind, the classes that have it among theirs.

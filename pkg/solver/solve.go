@@ -915,7 +915,7 @@ func (s *state) bestPacking(bound func() *Resources64) {
 	type strategy struct {
 		priced bool // valued at the fluid optimum's prices
 		fill   fillMode
-		ffd    int // 1 + the kind of a one-type packing first (see ffd.go); 0 for none
+		ffd    []int // the kinds of a first-fit packing first (see ffd.go); nil for none
 	}
 	fills := []fillMode{fillWeighted, fillShape}
 	if len(s.p.Pods) <= denseFillPods {
@@ -937,8 +937,8 @@ func (s *state) bestPacking(bound func() *Resources64) {
 	// cheaper.
 	var on [][]int
 	if s.ffdEligible() {
-		for _, ki := range s.ffdCandidates(efficient) {
-			strategies = append(strategies, strategy{fill: fillShape, ffd: ki + 1})
+		for _, kinds := range s.ffdPortfolio(efficient) {
+			strategies = append(strategies, strategy{fill: fillShape, ffd: kinds})
 		}
 		on = s.classesOnKinds()
 	}
@@ -980,8 +980,8 @@ func (s *state) bestPacking(bound func() *Resources64) {
 			w := s.fork()
 			kinds := efficient
 			w.valueClasses(pr, kinds)
-			if ki := strategies[i].ffd - 1; ki >= 0 {
-				w.packFFD(ki, on[ki], w.topWeight())
+			if strategies[i].ffd != nil {
+				w.packFFD(strategies[i].ffd, on, w.topWeight())
 			}
 			w.greedy(kinds, strategies[i].fill)
 			w.downsize(deadline)
