@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -221,15 +220,6 @@ func (p *Provisioner) nodeOverlays(ctx context.Context) ([]json.RawMessage, erro
 		out = append(out, raw)
 	}
 	return out, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // describeTypes names up to n instance types, for logs.

@@ -27,8 +27,8 @@ func (p *Provisioner) addClaims(b *batch, cl *snapshot.Cluster, claims []*v1alph
 	nominated map[string][]*corev1.Pod, now time.Time) {
 	nodeIndex := indexNodes(cl.Nodes)
 	for _, c := range claims {
-		pool := nodeclaim.Pool(c)
-		capacity, alloc, typ := claimResources(c, cl.ExtendedResources, b.typesOf(pool))
+		pool, pc := nodeclaim.Pool(c), plan.ClaimOf(c)
+		capacity, alloc, typ := claimResources(c, &pc, cl.ExtendedResources, b.typesOf(pool))
 		b.usage[pool] = b.usage[pool].Add(capacity)
 		if c.DeletionTimestamp != nil {
 			continue // its node is leaving
@@ -37,7 +37,7 @@ func (p *Provisioner) addClaims(b *batch, cl *snapshot.Cluster, claims []*v1alph
 		if c.Status.ProviderID != "" {
 			node = nodeByProviderID[c.Status.ProviderID]
 		}
-		sn := claimNode(cl, nodeIndex, c, node, alloc, typ)
+		sn := claimNode(cl, nodeIndex, c, &pc, node, alloc, typ)
 		if sn == nil {
 			continue
 		}
@@ -61,9 +61,9 @@ func (p *Provisioner) addClaims(b *batch, cl *snapshot.Cluster, claims []*v1alph
 // nil when the snapshot has no such node. Before, it is a node added to
 // cl.Nodes (and nodeIndex) as every front end plans it (plan.InFlightNode)
 // under a name no Node has, inFlightPrefix and the claim's; nil when
-// nothing says how large it is. alloc is the claim's allocatable and typ
-// its instance type (see claimResources).
-func claimNode(cl *snapshot.Cluster, nodeIndex map[string]int, c *v1alpha1.NodeClaim, node *corev1.Node,
+// nothing says how large it is. pc is the claim as plan.ClaimOf reads it,
+// alloc its allocatable and typ its instance type (see claimResources).
+func claimNode(cl *snapshot.Cluster, nodeIndex map[string]int, c *v1alpha1.NodeClaim, pc *plan.Claim, node *corev1.Node,
 	alloc solver.Resources, typ *solver.InstanceType) *solver.Node {
 	if node != nil {
 		ni, ok := nodeIndex[node.Name]
@@ -76,8 +76,7 @@ func claimNode(cl *snapshot.Cluster, nodeIndex map[string]int, c *v1alpha1.NodeC
 		}
 		return sn
 	}
-	pc := plan.ClaimOf(c)
-	n, ok := plan.InFlightNode(&pc, typ, cl.ExtendedResources, cl.DaemonSets)
+	n, ok := plan.InFlightNode(pc, typ, cl.ExtendedResources, cl.DaemonSets)
 	if !ok {
 		return nil
 	}
@@ -166,13 +165,10 @@ func holdWhileFits(n *solver.Node, pods []*corev1.Pod, extended []string) (overf
 
 // claimResources returns a NodeClaim's capacity and allocatable in solver
 // units, from its status once launched, else from its instance type
-// (types, by name: the claim's status, else its planned requirement).
-func claimResources(c *v1alpha1.NodeClaim, extended []string, types map[string]*solver.InstanceType) (capacity, alloc solver.Resources, typ *solver.InstanceType) {
-	name := c.Status.InstanceType
-	if name == "" {
-		name = requirementValue(c, solver.LabelInstanceType)
-	}
-	typ = types[name]
+// (types[pc.InstanceType]: the status's, else the planned one, as
+// plan.ClaimOf reads it).
+func claimResources(c *v1alpha1.NodeClaim, pc *plan.Claim, extended []string, types map[string]*solver.InstanceType) (capacity, alloc solver.Resources, typ *solver.InstanceType) {
+	typ = types[pc.InstanceType]
 	if typ != nil {
 		capacity, alloc = typ.Capacity, typ.Allocatable()
 	}
@@ -183,17 +179,6 @@ func claimResources(c *v1alpha1.NodeClaim, extended []string, types map[string]*
 		alloc = plan.Resources(c.Status.Allocatable, extended)
 	}
 	return capacity, alloc, typ
-}
-
-// requirementValue returns the first value of the last In requirement on
-// key (the launch's, planned value first; see plan.ClaimOf), or "".
-func requirementValue(c *v1alpha1.NodeClaim, key string) string {
-	for _, r := range slices.Backward(c.Spec.Requirements) {
-		if r.Key == key && r.Operator == v1alpha1.NodeSelectorOpIn && len(r.Values) > 0 {
-			return r.Values[0]
-		}
-	}
-	return ""
 }
 
 // podRequests returns a pod's effective requests in solver units.

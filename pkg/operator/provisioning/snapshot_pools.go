@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
@@ -57,7 +58,7 @@ func partitionTypes(offers []poolOffer) typePartition {
 // sharedTypes returns the shared types in name order.
 func (part *typePartition) sharedTypes() []cloud.InstanceType {
 	out := make([]cloud.InstanceType, 0, len(part.shared))
-	for _, name := range sortedKeys(part.shared) {
+	for _, name := range slices.Sorted(maps.Keys(part.shared)) {
 		out = append(out, part.shared[name])
 	}
 	return out
