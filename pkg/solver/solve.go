@@ -128,11 +128,8 @@ type state struct {
 	// namespace, labels and zone (zonedAt numbers them by zonedKey).
 	zoned   []zonedPods
 	zonedAt map[string]int
-	// caps are the per-node cap groups; capCount and capCarrier are
-	// scratch space counting, while a node is filled, the pods counted by
-	// each cap group and its carriers; taken counts its pods per class.
-	caps                        []capGroup
-	capCount, capCarrier, taken []int
+	// caps are the per-node cap groups.
+	caps []capGroup
 	// zoneSpreads are the zonal DoNotSchedule spread constraints of the
 	// pending pods, with the matching pods counted per zone as pods are
 	// assigned to zones.
@@ -142,21 +139,8 @@ type state struct {
 	// selects.
 	zoneAntis []*zoneAnti
 	isTarget  map[int]bool
-	// cursors is scratch space for fillBalanced.
-	cursors []bucketCursor
-	// nearLast is scratch space for fillBalanced: true for the classes
-	// that conflict with the class its last batch took.
-	nearLast []bool
-	// fills counts the nodes the greedy compared kinds by, filled or
-	// remembered (see fillMemo).
-	fills int
-	// refill makes the greedy fill every kind's node anew after each
-	// launch, as before fillMemo: the reference of the tests that check
-	// remembered fills.
-	refill bool
-	// needs is fillBalanced's answer beside its takes: per take, the
-	// fewest pods left of its class for which it takes the same.
-	needs []int
+	// filler is the node filler's scratch space and counters.
+	filler
 	// fits is how many distinct class.fit there are; sigOf numbers, per
 	// group, its node constraints (see buildKinds).
 	fits  int
