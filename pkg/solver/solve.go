@@ -147,14 +147,8 @@ type state struct {
 	sigOf []int
 	// domains remembers domainsOf's answers (nil: not remembered).
 	domains *domainMemo
-	// reservedKinds are the kinds of offerings with a Count (capacity
-	// reservations), planned before packing (planReserved) and added to
-	// kinds after it; reservations are their nodes left, by reservation
-	// (named in reservationNames, numbered by reservationOf).
-	reservedKinds    []*kind
-	reservations     []int
-	reservationNames []string
-	reservationOf    map[string]int
+	// reserved are the capacity reservations and their kinds.
+	reserved reservations
 }
 
 type plannedNode struct {
@@ -215,7 +209,7 @@ func (p *Problem) solve() (*Plan, facetValues) {
 	}
 	s.dissolve(p.Options.stopAt())
 	s.nodes = append(s.nodes, bundles...)
-	s.kinds = append(s.kinds, s.reservedKinds...)
+	s.kinds = append(s.kinds, s.reserved.kinds...)
 	s.nodes = append(s.nodes, reserved...)
 	s.emit()
 	// The bound is that of the pods beyond the reservations' nodes.
@@ -867,7 +861,7 @@ func (s *state) limitRoom(k *kind) int {
 	capacity := s.p.PoolTypes(k.pool)[k.typ].Capacity
 	room := math.MaxInt
 	if k.reservation > 0 {
-		room = s.reservations[k.reservation-1]
+		room = s.reserved.left[k.reservation-1]
 	}
 	for r := range capacity {
 		if !pool.HasLimit[r] || capacity[r] == 0 {
