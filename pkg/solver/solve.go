@@ -121,24 +121,9 @@ type state struct {
 	start []int
 	// reasons explains, per class, why its pods cannot be placed.
 	reasons map[int]string
-	// hasTopology is set when any pod has spread, pod (anti-)affinity or
-	// preferences; the topology rules are skipped otherwise.
-	hasTopology bool
-	// zoned are the pending pods assigned to zones so far, counted by
-	// namespace, labels and zone (zonedAt numbers them by zonedKey).
-	zoned   []zonedPods
-	zonedAt map[string]int
-	// caps are the per-node cap groups.
-	caps []capGroup
-	// zoneSpreads are the zonal DoNotSchedule spread constraints of the
-	// pending pods, with the matching pods counted per zone as pods are
-	// assigned to zones.
-	zoneSpreads []*zoneSpread
-	// zoneAntis are the required zonal anti-affinity terms of pending and
-	// running pods; isTarget marks the groups other groups' zonal affinity
-	// selects.
-	zoneAntis []*zoneAnti
-	isTarget  map[int]bool
+	// topology is the bookkeeping of spreads, pod (anti-)affinity and
+	// caps.
+	topology
 	// filler is the node filler's scratch space and counters.
 	filler
 	// fits is how many distinct class.fit there are; sigOf numbers, per
