@@ -126,12 +126,8 @@ type state struct {
 	topology
 	// filler is the node filler's scratch space and counters.
 	filler
-	// fits is how many distinct class.fit there are; sigOf numbers, per
-	// group, its node constraints (see buildKinds).
-	fits  int
-	sigOf []int
-	// domains remembers domainsOf's answers (nil: not remembered).
-	domains *domainMemo
+	// derived are numbers and answers derived from the problem.
+	derived
 	// reserved are the capacity reservations and their kinds.
 	reserved reservations
 }
@@ -166,7 +162,7 @@ func Solve(p *Problem) (*Plan, error) {
 // solve is Solve on a valid problem whose pods are in planning order. It
 // also returns the facets of the kinds the pods may use (see facetsOf).
 func (p *Problem) solve() (*Plan, facetValues) {
-	s := &state{p: resolveNamespaces(p.normalized()), domains: &domainMemo{seen: map[string][]string{}}}
+	s := &state{p: resolveNamespaces(p.normalized()), derived: derived{domains: &domainMemo{seen: map[string][]string{}}}}
 	s.buildClasses()
 	s.buildKinds()
 	s.placeOnExisting()
