@@ -535,9 +535,14 @@ func fluidDual(all []*kind, kinds []int, usable []bitset, classes []lbClass, res
 	if status == lpUnbounded {
 		return 0, false, false
 	}
-	x := lp.x()
-	// The certificate: v clipped onto every kind's price, then every
-	// class charged at its cheapest kind.
+	total := dualCertificate(lp.x(), varOf, all, kinds, usable, classes, resources, charge)
+	return total * (1 - 1e-9), status == lpOptimal, true
+}
+
+// dualCertificate is the bound fluidDual certifies from the LP's answer x
+// (variables numbered by varOf, as fluidDual numbers them): v clipped onto
+// every kind's price, then every class charged at its cheapest kind.
+func dualCertificate(x []float64, varOf [][]int, all []*kind, kinds []int, usable []bitset, classes []lbClass, resources []int, charge func(ci, i, x int) float64) float64 {
 	for i := range kinds {
 		sum := 0.0
 		for x2 := range resources {
@@ -576,7 +581,7 @@ func fluidDual(all []*kind, kinds []int, usable []bitset, classes []lbClass, res
 			total += u
 		}
 	}
-	return total * (1 - 1e-9), status == lpOptimal, true
+	return total
 }
 
 // efficientKinds returns the kinds worth opening for the pods still to
