@@ -311,6 +311,18 @@ func (t *topology) spreadsOn(key string, g int, rep *Pod) (carried, matched []*z
 	return carried, matched
 }
 
+// holdsSpreadOn reports whether a DoNotSchedule spread on key holds the
+// pods of group g.
+func (t *topology) holdsSpreadOn(key string, g int) bool {
+	return slices.ContainsFunc(t.zoneSpreads, func(z *zoneSpread) bool { return z.c.TopologyKey == key && z.heldBy(g) })
+}
+
+// inZoneAnti reports whether rep carries a zonal anti-affinity term or is
+// selected by one.
+func (t *topology) inZoneAnti(rep *Pod) bool {
+	return slices.ContainsFunc(t.zoneAntis, func(a *zoneAnti) bool { return a.carriedBy(rep) || a.term.selects(a.owner, rep) })
+}
+
 // antiRole is a zonal anti-affinity term as one pod sees it: it carries
 // the term, is selected by it, or both.
 type antiRole struct {
