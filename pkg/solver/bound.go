@@ -493,12 +493,7 @@ func fluidDual(all []*kind, kinds []int, usable []bitset, classes []lbClass, res
 	if len(vars) == 0 || m*n > lbMaxCells {
 		return 0, false, false
 	}
-	// charge is a_ckr · price_k: dollars class c pays for resource r when
-	// kind k's whole price is on r.
-	charge := func(ci, i, x int) float64 {
-		k := all[kinds[i]]
-		return classes[ci].n * float64(classes[ci].req[resources[x]]) / float64(k.alloc[resources[x]]) * k.price
-	}
+	charge := func(ci, i, x int) float64 { return fluidCharge(&classes[ci], all[kinds[i]], resources[x]) }
 	a := make([]float64, m*n)
 	b := make([]float64, m)
 	c := make([]float64, n)
@@ -535,9 +530,20 @@ func fluidDual(all []*kind, kinds []int, usable []bitset, classes []lbClass, res
 	if status == lpUnbounded {
 		return 0, false, false
 	}
-	x := lp.x()
-	// The certificate: v clipped onto every kind's price, then every
-	// class charged at its cheapest kind.
+	total := dualCertificate(lp.x(), varOf, all, kinds, usable, classes, resources)
+	return total * (1 - 1e-9), status == lpOptimal, true
+}
+
+// fluidCharge is a_ckr · price_k: dollars class c pays for resource r
+// when kind k's whole price is on r.
+func fluidCharge(c *lbClass, k *kind, r int) float64 {
+	return c.n * float64(c.req[r]) / float64(k.alloc[r]) * k.price
+}
+
+// dualCertificate is the bound fluidDual certifies from the LP's answer x
+// (variables numbered by varOf, as fluidDual numbers them): v clipped onto
+// every kind's price, then every class charged at its cheapest kind.
+func dualCertificate(x []float64, varOf [][]int, all []*kind, kinds []int, usable []bitset, classes []lbClass, resources []int) float64 {
 	for i := range kinds {
 		sum := 0.0
 		for x2 := range resources {
@@ -567,7 +573,7 @@ func fluidDual(all []*kind, kinds []int, usable []bitset, classes []lbClass, res
 			pay := 0.0
 			for x2 := range resources {
 				if v := varOf[i][x2]; v >= 0 {
-					pay += x[v] * charge(ci, i, x2)
+					pay += x[v] * fluidCharge(&classes[ci], all[ki], resources[x2])
 				}
 			}
 			u = min(u, pay)
@@ -576,7 +582,7 @@ func fluidDual(all []*kind, kinds []int, usable []bitset, classes []lbClass, res
 			total += u
 		}
 	}
-	return total * (1 - 1e-9), status == lpOptimal, true
+	return total
 }
 
 // efficientKinds returns the kinds worth opening for the pods still to

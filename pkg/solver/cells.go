@@ -151,7 +151,7 @@ func keyVariants(pool *Pool, pl map[string]string, keys []string) []map[string]s
 func (s *state) jointKeys(g int, rep *Pod, keys []string) []string {
 	var out []string
 	for _, k := range keys {
-		if slices.ContainsFunc(s.zoneSpreads, func(z *zoneSpread) bool { return z.c.TopologyKey == k && z.heldBy(g) }) {
+		if s.holdsSpreadOn(k, g) {
 			out = append(out, k)
 		}
 	}
@@ -175,7 +175,7 @@ func (s *state) zonalAffinity(rep *Pod) bool {
 			return true
 		}
 	}
-	return slices.ContainsFunc(s.zoneAntis, func(a *zoneAnti) bool { return a.carriedBy(rep) || a.term.selects(a.owner, rep) })
+	return s.inZoneAnti(rep)
 }
 
 // cellPlan is how a group's pods are split across the cells of several
@@ -231,6 +231,25 @@ func (cs *cellSearch) broken(ci int) *zoneSpread {
 		}
 	}
 	return nil
+}
+
+// spreadsOnKeys returns the DoNotSchedule spreads on any of keys that
+// hold the pods of group g (carried) and, of the others, those that count
+// pods like rep (soft), each with its key's index in keys.
+func (t *topology) spreadsOnKeys(keys []string, g int, rep *Pod) (carried, soft []heldSpread) {
+	for _, z := range t.zoneSpreads {
+		ki := slices.Index(keys, z.c.TopologyKey)
+		if ki < 0 {
+			continue
+		}
+		switch m := z.matches(rep); {
+		case z.heldBy(g):
+			carried = append(carried, heldSpread{z, ki, m})
+		case m:
+			soft = append(soft, heldSpread{z, ki, true})
+		}
+	}
+	return carried, soft
 }
 
 // state identifies the counts the search has reached after depth pods.
@@ -330,18 +349,7 @@ func (s *state) planCells(g int, rep *Pod, n int, keys []string) cellPlan {
 	}
 	ahead := len(cells) // pods looked for past the group's
 	cs := &cellSearch{cells: cells, n: n + ahead, used: make([]int, len(cells)), best: map[string][2]int{}, budget: n + ahead + cellBudget}
-	for _, z := range s.zoneSpreads {
-		ki := slices.Index(keys, z.c.TopologyKey)
-		if ki < 0 {
-			continue
-		}
-		switch m := z.matches(rep); {
-		case z.heldBy(g):
-			cs.carried = append(cs.carried, heldSpread{z, ki, m})
-		case m:
-			cs.soft = append(cs.soft, heldSpread{z, ki, true})
-		}
-	}
+	cs.carried, cs.soft = s.spreadsOnKeys(keys, g, rep)
 	cs.longest(0)
 	i := 0
 	for ; i < n; i++ {

@@ -6,6 +6,18 @@ import (
 	"sync"
 )
 
+// derived are numbers and answers a solve derives from the problem once
+// and then reads (buildKinds sets fits and sigOf). A state embeds it by
+// value; forks share the memo.
+type derived struct {
+	// fits is how many distinct class.fit there are; sigOf numbers, per
+	// group, its node constraints (see buildKinds).
+	fits  int
+	sigOf []int
+	// domains remembers domainsOf's answers (nil: not remembered).
+	domains *domainMemo
+}
+
 // domainMemo remembers findDomains' answers. They depend only on the
 // problem and on what the pod asks of a node (node selector, affinity,
 // tolerations, host ports) and its requests, which the pods of many groups

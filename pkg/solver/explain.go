@@ -287,7 +287,7 @@ func (s *state) placementReason(n plannedNode) string {
 func (s *state) offeringName(k *kind) string {
 	name := s.p.PoolTypes(k.pool)[k.typ].Name
 	if k.reservation > 0 {
-		name += " from capacity reservation " + s.reservationNames[k.reservation-1] + " (used before any other offering: it is paid for either way)"
+		name += " from capacity reservation " + s.reserved.names[k.reservation-1] + " (used before any other offering: it is paid for either way)"
 	}
 	return name
 }

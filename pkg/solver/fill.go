@@ -5,6 +5,31 @@ import (
 	"slices"
 )
 
+// filler is the scratch space and counters of filling one node
+// (fillBalanced, capRoom, the greedy's remembered fills). A state embeds
+// it by value: a fork gets its own (see fork).
+type filler struct {
+	// cursors is scratch space for fillBalanced.
+	cursors []bucketCursor
+	// nearLast is scratch space for fillBalanced: true for the classes
+	// that conflict with the class its last batch took.
+	nearLast []bool
+	// needs is fillBalanced's answer beside its takes: per take, the
+	// fewest pods left of its class for which it takes the same.
+	needs []int
+	// taken counts, while a node is filled, its pods per class;
+	// capCount and capCarrier the pods counted by each cap group
+	// (state.caps) and its carriers.
+	taken, capCount, capCarrier []int
+	// fills counts the nodes the greedy compared kinds by, filled or
+	// remembered (see fillMemo).
+	fills int
+	// refill makes the greedy fill every kind's node anew after each
+	// launch, as before fillMemo: the reference of the tests that check
+	// remembered fills.
+	refill bool
+}
+
 // shapeBucket is a set of a kind's candidate classes with the same requests
 // and value: fillBalanced scores them alike, so it scores the bucket once
 // per batch instead of every class in it. Classes differ by constraints far

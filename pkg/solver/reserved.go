@@ -17,6 +17,36 @@ import (
 // with pending pods, one node at a time while the reservation lasts,
 // before the packing plans the rest.
 
+// reservations are the capacity reservations of a solve and the kinds of
+// their offerings.
+type reservations struct {
+	// kinds are the kinds of offerings with a Count, planned before
+	// packing (planReserved) and added to state.kinds after it; a kind's
+	// reservation is its reservation's number plus one.
+	kinds []*kind
+	// left is, by reservation, the nodes it has left; names names it,
+	// and index numbers the names.
+	left  []int
+	names []string
+	index map[string]int
+}
+
+// add returns the number of the reservation named name, recording it with
+// count nodes left the first time.
+func (r *reservations) add(name string, count int) int {
+	if r.index == nil {
+		r.index = map[string]int{}
+	}
+	i, ok := r.index[name]
+	if !ok {
+		i = len(r.left)
+		r.index[name] = i
+		r.left = append(r.left, count)
+		r.names = append(r.names, name)
+	}
+	return i
+}
+
 // addReservedKind records a kind of the reserved offering oi of type ti
 // of pool pi, its reservation counted once however many pools or kinds
 // draw on it.
@@ -27,17 +57,8 @@ func (s *state) addReservedKind(pi, ti, oi int, alloc Resources, compat bitset, 
 	if name == "" {
 		name = it.Name + "/" + o.Zone
 	}
-	if s.reservationOf == nil {
-		s.reservationOf = map[string]int{}
-	}
-	r, ok := s.reservationOf[name]
-	if !ok {
-		r = len(s.reservations)
-		s.reservationOf[name] = r
-		s.reservations = append(s.reservations, o.Count)
-		s.reservationNames = append(s.reservationNames, name)
-	}
-	s.reservedKinds = append(s.reservedKinds, &kind{pool: pi, typ: ti, offering: oi, ties: []int{oi}, price: o.Price,
+	r := s.reserved.add(name, o.Count)
+	s.reserved.kinds = append(s.reserved.kinds, &kind{pool: pi, typ: ti, offering: oi, ties: []int{oi}, price: o.Price,
 		alloc: alloc, compat: compat, labels: labels, reservation: r + 1})
 }
 
@@ -49,23 +70,23 @@ func (s *state) addReservedKind(pi, ti, oi int, alloc Resources, compat bitset, 
 // the nodes, whose kinds are numbered as they will be once reservedKinds
 // follow kinds.
 func (s *state) planReserved() []plannedNode {
-	if len(s.reservedKinds) == 0 {
+	if len(s.reserved.kinds) == 0 {
 		return nil
 	}
-	order := make([]int, len(s.reservedKinds))
+	order := make([]int, len(s.reserved.kinds))
 	for i := range order {
 		order[i] = i
 	}
 	weight := func(k *kind) int32 { return s.p.Pools[k.pool].Weight }
 	slices.SortStableFunc(order, func(a, b int) int {
-		ka, kb := s.reservedKinds[a], s.reservedKinds[b]
+		ka, kb := s.reserved.kinds[a], s.reserved.kinds[b]
 		return cmp.Or(cmp.Compare(weight(kb), weight(ka)), cmp.Compare(ka.price, kb.price),
 			cmp.Compare(kb.alloc[CPU], ka.alloc[CPU]), cmp.Compare(kb.alloc[Memory], ka.alloc[Memory]))
 	})
 	classes := s.classesBySize()
 	var out []plannedNode
 	for _, ri := range order {
-		k := s.reservedKinds[ri]
+		k := s.reserved.kinds[ri]
 		for s.limitRoom(k) > 0 {
 			takes := s.fillReserved(k, classes, s.topWeight())
 			if len(takes) == 0 {
@@ -74,7 +95,7 @@ func (s *state) planReserved() []plannedNode {
 			for _, t := range takes {
 				s.rem[t.class] -= t.n
 			}
-			s.reservations[k.reservation-1]--
+			s.reserved.left[k.reservation-1]--
 			s.used[k.pool] = s.used[k.pool].Add(s.p.PoolTypes(k.pool)[k.typ].Capacity)
 			out = append(out, plannedNode{kind: len(s.kinds) + ri, takes: takes, count: 1})
 		}

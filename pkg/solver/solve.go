@@ -121,56 +121,15 @@ type state struct {
 	start []int
 	// reasons explains, per class, why its pods cannot be placed.
 	reasons map[int]string
-	// hasTopology is set when any pod has spread, pod (anti-)affinity or
-	// preferences; the topology rules are skipped otherwise.
-	hasTopology bool
-	// zoned are the pending pods assigned to zones so far, counted by
-	// namespace, labels and zone (zonedAt numbers them by zonedKey).
-	zoned   []zonedPods
-	zonedAt map[string]int
-	// caps are the per-node cap groups; capCount and capCarrier are
-	// scratch space counting, while a node is filled, the pods counted by
-	// each cap group and its carriers; taken counts its pods per class.
-	caps                        []capGroup
-	capCount, capCarrier, taken []int
-	// zoneSpreads are the zonal DoNotSchedule spread constraints of the
-	// pending pods, with the matching pods counted per zone as pods are
-	// assigned to zones.
-	zoneSpreads []*zoneSpread
-	// zoneAntis are the required zonal anti-affinity terms of pending and
-	// running pods; isTarget marks the groups other groups' zonal affinity
-	// selects.
-	zoneAntis []*zoneAnti
-	isTarget  map[int]bool
-	// cursors is scratch space for fillBalanced.
-	cursors []bucketCursor
-	// nearLast is scratch space for fillBalanced: true for the classes
-	// that conflict with the class its last batch took.
-	nearLast []bool
-	// fills counts the nodes the greedy compared kinds by, filled or
-	// remembered (see fillMemo).
-	fills int
-	// refill makes the greedy fill every kind's node anew after each
-	// launch, as before fillMemo: the reference of the tests that check
-	// remembered fills.
-	refill bool
-	// needs is fillBalanced's answer beside its takes: per take, the
-	// fewest pods left of its class for which it takes the same.
-	needs []int
-	// fits is how many distinct class.fit there are; sigOf numbers, per
-	// group, its node constraints (see buildKinds).
-	fits  int
-	sigOf []int
-	// domains remembers domainsOf's answers (nil: not remembered).
-	domains *domainMemo
-	// reservedKinds are the kinds of offerings with a Count (capacity
-	// reservations), planned before packing (planReserved) and added to
-	// kinds after it; reservations are their nodes left, by reservation
-	// (named in reservationNames, numbered by reservationOf).
-	reservedKinds    []*kind
-	reservations     []int
-	reservationNames []string
-	reservationOf    map[string]int
+	// topology is the bookkeeping of spreads, pod (anti-)affinity and
+	// caps.
+	topology
+	// filler is the node filler's scratch space and counters.
+	filler
+	// derived are numbers and answers derived from the problem.
+	derived
+	// reserved are the capacity reservations and their kinds.
+	reserved reservations
 }
 
 type plannedNode struct {
@@ -203,7 +162,7 @@ func Solve(p *Problem) (*Plan, error) {
 // solve is Solve on a valid problem whose pods are in planning order. It
 // also returns the facets of the kinds the pods may use (see facetsOf).
 func (p *Problem) solve() (*Plan, facetValues) {
-	s := &state{p: resolveNamespaces(p.normalized()), domains: &domainMemo{seen: map[string][]string{}}}
+	s := &state{p: resolveNamespaces(p.normalized()), derived: derived{domains: &domainMemo{seen: map[string][]string{}}}}
 	s.buildClasses()
 	s.buildKinds()
 	s.placeOnExisting()
@@ -231,7 +190,7 @@ func (p *Problem) solve() (*Plan, facetValues) {
 	}
 	s.dissolve(p.Options.stopAt())
 	s.nodes = append(s.nodes, bundles...)
-	s.kinds = append(s.kinds, s.reservedKinds...)
+	s.kinds = append(s.kinds, s.reserved.kinds...)
 	s.nodes = append(s.nodes, reserved...)
 	s.emit()
 	// The bound is that of the pods beyond the reservations' nodes.
@@ -883,7 +842,7 @@ func (s *state) limitRoom(k *kind) int {
 	capacity := s.p.PoolTypes(k.pool)[k.typ].Capacity
 	room := math.MaxInt
 	if k.reservation > 0 {
-		room = s.reservations[k.reservation-1]
+		room = s.reserved.left[k.reservation-1]
 	}
 	for r := range capacity {
 		if !pool.HasLimit[r] || capacity[r] == 0 {
