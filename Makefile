@@ -18,7 +18,7 @@ CHART_REGISTRY  ?= oci://ghcr.io/rightsize-dev/charts
 # compile instead of two).
 TEST_ENV        := CGO_ENABLED=0 GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) -trimpath)"
 
-.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image chart-push test-dist conformance bench-karpenter bench-traces bench-live
+.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image chart-push test-dist conformance bench-karpenter bench-traces bench-live planhashes
 
 all: build
 
@@ -87,6 +87,10 @@ bench: ## Run the solver suites against the baselines and print one table, then 
 	$(GO) test ./pkg/solver/baseline ./pkg/solver -run '^$$' -bench 'Suites|Consolidate' -benchtime 3x -timeout 30m | tee /dev/stderr | $(GO) run ./hack/benchtable
 	@$(MAKE) --no-print-directory bench-karpenter
 	@if [ -n "$(CLUSTERDATA)" ]; then $(MAKE) --no-print-directory bench-traces; else echo "bench: CLUSTERDATA not set: the production-trace rows (make bench-traces) are skipped"; fi
+
+planhashes: ## Solve every benchmark problem and compare each plan's sha256 with pkg/solver/testdata/planhashes.txt (refactors must leave plans byte-identical; PLANHASHES_FLAGS=-update-planhashes rewrites it).
+	$(GO) vet -tags planhashes ./pkg/solver
+	$(GO) test -tags planhashes -count=1 ./pkg/solver -run '^TestPlanHashes$$' $(PLANHASHES_FLAGS)
 
 CLUSTERDATA ?=
 bench-traces: build ## The whole explain command on Alibaba's production traces (a clusterdata checkout at CLUSTERDATA; data never committed): time, CPU, peak RSS, cost ÷ bound and ÷ the best one-type FFD, --timeout and SIGTERM, 5 runs a row.
