@@ -5,6 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -97,6 +102,44 @@ func TestFillIsTheMostUsedResourceShare(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := fill(tt.n); got < tt.want-1e-9 || got > tt.want+1e-9 {
 				t.Errorf("fill = %g, want %g", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAdmitKeepsOnlyFilledNodesInAnEarlyDecision: of a plan's new nodes, an
+// early decision launches those filled to earlyFill and defers the pods of
+// the others; a full decision launches all.
+func TestAdmitKeepsOnlyFilledNodesInAnEarlyDecision(t *testing.T) {
+	node := func(cpu int64, pods ...int) solver.NewNode {
+		n := solver.NewNode{Pool: "web", InstanceType: "c1.s1", Zone: "z1", CapacityType: "spot", Pods: pods}
+		n.Allocatable[solver.CPU], n.Allocatable[solver.Pods] = 1000, 110
+		n.Requested[solver.CPU], n.Requested[solver.Pods] = cpu, int64(len(pods))
+		return n
+	}
+	plan := &solver.Plan{NewNodes: []solver.NewNode{node(900, 0, 1, 2), node(300, 3), node(800, 4, 5)}}
+	tests := []struct {
+		name         string
+		filledOnly   bool
+		wantLaunched []int // indices into plan.NewNodes
+		wantDeferred int
+	}{
+		{name: "a full decision launches every node", wantLaunched: []int{0, 1, 2}},
+		{name: "an early decision launches the filled nodes", filledOnly: true, wantLaunched: []int{0, 2}, wantDeferred: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			np := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+			b := &batch{problem: &solver.Problem{}, pools: map[string]*v1alpha1.NodePool{"web": np},
+				usage: map[string]solver.Resources{"web": {}}, repriced: map[string]bool{}}
+			p := New(nil, nil, nil, logr.Discard(), nil, Options{})
+			launches, deferred := p.admit(b, plan, make([][]solver.LaunchOption, len(plan.NewNodes)), tt.filledOnly)
+			var got []int
+			for _, l := range launches {
+				got = append(got, slices.IndexFunc(plan.NewNodes, func(n solver.NewNode) bool { return n.Pods[0] == l.node.Pods[0] }))
+			}
+			if !slices.Equal(got, tt.wantLaunched) || deferred != tt.wantDeferred {
+				t.Errorf("launched %v, deferred %d pods; want %v, %d", got, deferred, tt.wantLaunched, tt.wantDeferred)
 			}
 		})
 	}

@@ -239,9 +239,12 @@ func (p *Provisioner) await(ctx context.Context, recheck <-chan time.Time, open 
 	return w, true
 }
 
-// provision plans one batch and creates its NodeClaims.
+// provision plans one batch and creates its NodeClaims: it solves the
+// pending pods, holds the plan's late pods, nominates the pods placed on
+// in-flight nodes, checks the new nodes against the pools' limits (and,
+// in an early decision, keeps only the filled ones), creates them and
+// says what it launched.
 func (p *Provisioner) provision(ctx context.Context, w *window) error {
-	opened, closed := w.opened, w.closed
 	b, err := p.snapshot(ctx, true)
 	if err != nil {
 		return err
@@ -252,6 +255,39 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 		metrics.PendingPods.WithLabelValues("unplaced").Set(0)
 		return nil
 	}
+	plan, options, solveTook, err := p.solve(b)
+	if err != nil {
+		return err
+	}
+	p.holdPlanLate(b, plan)
+	now := p.opts.Clock.Now()
+	p.nominateInFlight(ctx, b, plan, now)
+
+	// An early decision launches only the nodes its plan fills; a plan
+	// with late pods is launched whole, as their wait follows the pods
+	// they depend on.
+	launches, deferred := p.admit(b, plan, options, w.early && len(plan.Late) == 0)
+	p.createAll(ctx, b, launches, w.closed, now)
+	created, launchedCost := p.reportLaunches(b, launches)
+	if b.overflow > 0 {
+		p.log.Info("pods no longer fit the in-flight node they were nominated to; planning them again", "pods", b.overflow)
+		p.opts.Clock.AfterFunc(time.Second, p.Trigger)
+	}
+	decided := p.opts.Clock.Since(w.closed)
+	metrics.DecisionDuration.Observe(decided.Seconds())
+	for _, u := range plan.Unschedulable {
+		b.tell(p, u.Pod, u.Reason)
+	}
+	p.log.Info("batch planned", "pods", len(b.problem.Pods), "pending", b.pending, "leaving", len(b.moving), "nodeClaims", created,
+		"pricePerHour", launchedCost, "onInFlightNodes", len(plan.Existing), "unplaced", len(plan.Unschedulable),
+		"window", w.closed.Sub(w.opened).Round(time.Millisecond).String(), "heldBy", w.heldBy, "solve", solveTook.Round(time.Microsecond).String(),
+		"late", len(plan.Late), "decision", decided.Round(time.Microsecond).String(), "early", w.early, "deferred", deferred)
+	return nil
+}
+
+// solve plans the batch, within --solve-timeout, and the launch options of
+// its new nodes; the pools left out of the snapshot are said first.
+func (p *Provisioner) solve(b *batch) (*solver.Plan, [][]solver.LaunchOption, time.Duration, error) {
 	for name, why := range b.skippedPools {
 		if np := b.pools[name]; np != nil {
 			p.recorder.Eventf(np, nil, corev1.EventTypeWarning, "NodeClassNotReady", "Provision", "%s", why)
@@ -265,13 +301,17 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 	solveTook := time.Since(solveStart)
 	metrics.SolverDuration.Observe(solveTook.Seconds())
 	if err != nil {
-		return fmt.Errorf("solving: %w", err)
+		return nil, nil, solveTook, fmt.Errorf("solving: %w", err)
 	}
 	options := solver.LaunchOptions(b.problem, plan, p.opts.LaunchPricePremium)
 	metrics.BatchSize.Observe(float64(len(b.problem.Pods)))
 	metrics.PendingPods.WithLabelValues("unplaced").Set(float64(len(plan.Unschedulable)))
+	return plan, options, solveTook, nil
+}
 
-	// Late pods are nominated after the pods they depend on bind.
+// holdPlanLate holds the plan's late pods: they are nominated after the
+// pods they depend on bind.
+func (p *Provisioner) holdPlanLate(b *batch, plan *solver.Plan) {
 	leaving := func(i int) bool { return b.moving[b.pods[i].UID] }
 	var planned []int
 	for _, n := range plan.NewNodes {
@@ -288,10 +328,11 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 		}
 		p.log.Info("late pods, nominated once the pods they follow are bound", "count", len(plan.Late), "pods", late)
 	}
+}
 
-	// Pods placed on in-flight nodes wait for those nodes, which record
-	// them (see commit).
-	now := p.opts.Clock.Now()
+// nominateInFlight nominates the pods the plan placed on in-flight nodes
+// to those nodes' claims, which record them (see commit).
+func (p *Provisioner) nominateInFlight(ctx context.Context, b *batch, plan *solver.Plan, now time.Time) {
 	touched := map[string]bool{}
 	p.mu.Lock()
 	for _, pl := range plan.Existing {
@@ -316,22 +357,21 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 	if err := p.commit(ctx, inFlight, touched); err != nil {
 		p.log.Error(err, "the pods nominated to in-flight NodeClaims are not all recorded; a restart before the next batch plans them again")
 	}
+}
 
-	// Limits are checked in plan order, before anything is created, so that
-	// the NodeClaims of one decision can be created at once.
-	// An early decision launches only the nodes its plan fills; a plan
-	// with late pods is launched whole, as their wait follows the pods
-	// they depend on.
-	early := w.early && len(plan.Late) == 0
-	var launches []*launch
-	deferred := 0
+// admit returns the plan's new nodes to launch: within their pools' limits
+// and minValues (checked in plan order, before anything is created, so that
+// the NodeClaims of one decision can be created at once), and, when
+// filledOnly, only those filled to earlyFill; deferred counts the pods of
+// the nodes left for the next decision.
+func (p *Provisioner) admit(b *batch, plan *solver.Plan, options [][]solver.LaunchOption, filledOnly bool) (launches []*launch, deferred int) {
 	for i := range plan.NewNodes {
 		n := &plan.NewNodes[i]
 		np := b.pools[n.Pool]
 		if np == nil {
 			continue
 		}
-		if early && fill(n) < earlyFill {
+		if filledOnly && fill(n) < earlyFill {
 			deferred += len(n.Pods)
 			continue
 		}
@@ -357,9 +397,14 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 		}
 		launches = append(launches, &launch{node: n, pool: np, flex: flex})
 	}
-	// The claims are named here, and their pods nominated before they
-	// exist: the lifecycle controller asks for the pods as soon as it opens
-	// a node, which with a fast cloud can be within a second.
+	return launches, deferred
+}
+
+// createAll names the launches' NodeClaims after the decision (closed),
+// nominates their pods before they exist — the lifecycle controller asks
+// for the pods as soon as it opens a node, which with a fast cloud can be
+// within a second — and creates them, 8 at a time.
+func (p *Provisioner) createAll(ctx context.Context, b *batch, launches []*launch, closed, now time.Time) {
 	id := strconv.FormatInt(closed.UnixNano(), 36)
 	for _, l := range launches {
 		var pods []*corev1.Pod
@@ -385,8 +430,12 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 	}
 	close(work)
 	wg.Wait()
+}
 
-	created, launchedCost := 0, 0.0
+// reportLaunches logs and records each launch (the pods of a failed one
+// lose their nomination and a batch is retried) and returns how many were
+// created and their price.
+func (p *Provisioner) reportLaunches(b *batch, launches []*launch) (created int, launchedCost float64) {
 	for _, l := range launches {
 		n, np, claim := l.node, l.pool, l.claim
 		if l.err != nil {
@@ -424,20 +473,7 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 			p.recorder.Eventf(np, claim, corev1.EventTypeNormal, "Launching", "Provision", "NodeClaim %s: %s for %d pod(s): %s", claim.Name, note, len(n.Pods), n.Reason)
 		}
 	}
-	if b.overflow > 0 {
-		p.log.Info("pods no longer fit the in-flight node they were nominated to; planning them again", "pods", b.overflow)
-		p.opts.Clock.AfterFunc(time.Second, p.Trigger)
-	}
-	decided := p.opts.Clock.Since(closed)
-	metrics.DecisionDuration.Observe(decided.Seconds())
-	for _, u := range plan.Unschedulable {
-		b.tell(p, u.Pod, u.Reason)
-	}
-	p.log.Info("batch planned", "pods", len(b.problem.Pods), "pending", b.pending, "leaving", len(b.moving), "nodeClaims", created,
-		"pricePerHour", launchedCost, "onInFlightNodes", len(plan.Existing), "unplaced", len(plan.Unschedulable),
-		"window", closed.Sub(opened).Round(time.Millisecond).String(), "heldBy", w.heldBy, "solve", solveTook.Round(time.Microsecond).String(),
-		"late", len(plan.Late), "decision", decided.Round(time.Microsecond).String(), "early", w.early, "deferred", deferred)
-	return nil
+	return created, launchedCost
 }
 
 // earlyFill is how full a planned node must be for an early decision
