@@ -1,0 +1,147 @@
+package solver
+
+import (
+	"math"
+	"sort"
+)
+
+// valueClasses prices every class, the greedy's measure of what a node's
+// pods are worth. With resource prices (the fluid optimum's), a pod is worth
+// what its requests cost at those prices; without, or when that is zero, its
+// cheapest stand-alone fluid cost: the price of its best kind times the
+// largest share of it the pod takes. It then orders each kind's compatible
+// classes by value per share, the greedy's fill order, for the given kinds.
+func (s *state) valueClasses(prices *Resources64, kinds []int) {
+	// Classes of one fit have the same requests and share one list of
+	// kinds (buildKinds): the stand-alone value is computed once per list
+	// (thousands of classes, a hundred or so fits at 5,000 pods of
+	// Karpenter's mix).
+	type fitValue struct {
+		kinds []int
+		value float64
+	}
+	byFit := make([]fitValue, s.fits)
+	for _, c := range s.classes {
+		c.value = 0
+		if prices != nil {
+			for r, q := range c.req {
+				c.value += prices[r] * float64(q)
+			}
+		}
+		if c.value > 0 {
+			continue
+		}
+		c.value = math.Inf(1)
+		if len(c.kinds) == 0 {
+			continue
+		}
+		var memo *fitValue
+		if c.fit < len(byFit) {
+			memo = &byFit[c.fit]
+			if len(memo.kinds) == len(c.kinds) && &memo.kinds[0] == &c.kinds[0] {
+				c.value = memo.value
+				continue
+			}
+		}
+		for _, ki := range c.kinds {
+			k := s.kinds[ki]
+			c.value = min(c.value, k.price*share(c.req, k.alloc))
+		}
+		if memo != nil {
+			*memo = fitValue{c.kinds, c.value}
+		}
+	}
+	candidate := make([]bool, len(s.kinds))
+	for _, ki := range kinds {
+		candidate[ki] = true
+	}
+	for _, k := range s.kinds {
+		k.order = k.order[:0]
+	}
+	for ci, c := range s.classes {
+		if s.rem[ci] == 0 {
+			continue
+		}
+		for _, ki := range c.kinds {
+			if candidate[ki] {
+				s.kinds[ki].order = append(s.kinds[ki].order, ci)
+			}
+		}
+	}
+	index := map[bucketKey]int{}
+	var keys fillOrder
+	for _, ki := range kinds {
+		k := s.kinds[ki]
+		// Density and share are computed once per class, not per
+		// comparison; sort.Stable makes the same comparisons and swaps
+		// as the sort.SliceStable this replaced, so the order is the same.
+		keys.order = k.order
+		keys.density, keys.share = keys.density[:0], keys.share[:0]
+		for _, ci := range k.order {
+			c := s.classes[ci]
+			sh := share(c.req, k.alloc)
+			d := math.Inf(1)
+			if sh != 0 {
+				d = c.value / sh
+			}
+			keys.density = append(keys.density, d)
+			keys.share = append(keys.share, sh)
+		}
+		sort.Stable(&keys)
+		k.shape = k.shape[:0]
+		for _, ci := range k.order {
+			var sh classShape
+			for r, q := range s.classes[ci].req {
+				if k.alloc[r] > 0 {
+					sh.norm[r] = float64(q) / float64(k.alloc[r])
+					sh.length += sh.norm[r] * sh.norm[r]
+					sh.max = max(sh.max, sh.norm[r])
+				}
+			}
+			sh.length = math.Sqrt(sh.length)
+			k.shape = append(k.shape, sh)
+		}
+		k.buckets = k.shapeBuckets(s.classes, index)
+	}
+}
+
+// fillOrder sorts a kind's classes by value per share (density), then
+// share, both descending.
+type fillOrder struct {
+	order          []int
+	density, share []float64
+}
+
+func (f *fillOrder) Len() int { return len(f.order) }
+
+func (f *fillOrder) Less(a, b int) bool {
+	if f.density[a] != f.density[b] {
+		return f.density[a] > f.density[b]
+	}
+	return f.share[a] > f.share[b]
+}
+
+func (f *fillOrder) Swap(a, b int) {
+	f.order[a], f.order[b] = f.order[b], f.order[a]
+	f.density[a], f.density[b] = f.density[b], f.density[a]
+	f.share[a], f.share[b] = f.share[b], f.share[a]
+}
+
+// topWeight returns, for each class, the highest weight among pools that
+// could still launch a node for it.
+func (s *state) topWeight() []int32 {
+	w := make([]int32, len(s.classes))
+	for ci, c := range s.classes {
+		w[ci] = math.MinInt32
+		if s.rem[ci] == 0 {
+			continue
+		}
+		for _, pk := range c.pools {
+			if s.poolHasRoom(pk) {
+				w[ci] = s.p.Pools[pk.pool].Weight
+				break
+			}
+		}
+	}
+	return w
+}
