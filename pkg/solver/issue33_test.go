@@ -20,25 +20,11 @@ import (
 // armTypes is testTypes' catalog again as Graviton-like arm64 types
 // ("c7g.large" …), priced at a random 70–110 % of the amd64 ones.
 func armTypes(rng *rand.Rand) []InstanceType {
-	var out []InstanceType
-	for _, t := range testTypes() {
-		a := t
-		a.Name = t.Name[:1] + "7g" + t.Name[2:]
-		a.Labels = map[string]string{}
-		for k, v := range t.Labels {
-			a.Labels[k] = v
-		}
-		a.Labels[LabelInstanceType] = a.Name
-		a.Labels["karpenter.k8s.aws/instance-family"] = a.Name[:3]
-		a.Labels[LabelArch] = "arm64"
-		f := 0.7 + 0.4*rng.Float64()
-		a.Offerings = slices.Clone(t.Offerings)
-		for i := range a.Offerings {
-			a.Offerings[i].Price *= f
-		}
-		out = append(out, a)
+	factors := make([]float64, len(testTypes()))
+	for j := range factors {
+		factors[j] = 0.7 + 0.4*rng.Float64()
 	}
-	return out
+	return fixedArmTypes(factors...)
 }
 
 // tracePods draws pods as the traces have them: a few shapes, 1–48 CPU
