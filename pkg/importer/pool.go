@@ -48,76 +48,13 @@ func (c *converter) pool(where, kind, apiVersion string, j []byte) error {
 	tmpl := &np.Spec.Template
 	spec := &tmpl.Spec
 
-	// Labels, annotations, requirements and taints from both layouts.
-	type source struct {
-		path                  string
-		labels, annotations   map[string]string
-		reqs                  []karpenter.Requirement
-		taints, startupTaints []corev1.Taint
-	}
-	sources := []source{{"spec", s.Labels, s.Annotations, s.Requirements, s.Taints, s.StartupTaints}}
-	if t := s.Template; t != nil {
-		sources = append(sources, source{"spec.template", t.Metadata.Labels, t.Metadata.Annotations, t.Spec.Requirements, t.Spec.Taints, t.Spec.StartupTaints})
-	}
-	minValues := false
-	for _, src := range sources {
-		for _, k := range sortedKeys(src.labels) {
-			if slices.Contains(operatorLabels, k) {
-				c.warnf(where, "%s: label %s dropped: the operator sets it on every node", labelsPath(src.path), k)
-				continue
-			}
-			if tmpl.Labels == nil {
-				tmpl.Labels = map[string]string{}
-			}
-			tmpl.Labels[k] = src.labels[k]
-		}
-		if len(src.annotations) > 0 {
-			if tmpl.Annotations == nil {
-				tmpl.Annotations = map[string]string{}
-			}
-			maps.Copy(tmpl.Annotations, src.annotations)
-		}
-		reqPath := "spec.requirements"
-		if src.path != "spec" {
-			reqPath = src.path + ".spec.requirements"
-		}
-		for i, r := range src.reqs {
-			if slices.Contains(operatorLabels, r.Key) {
-				c.warnf(where, "%s[%d]: requirement on %s dropped: the operator sets that label itself", reqPath, i, r.Key)
-				continue
-			}
-			r, changed, err := r.WithoutInclusiveOperators()
-			if err != nil {
-				return fmt.Errorf("%s[%d]: %w", reqPath, i, err)
-			}
-			if changed {
-				c.warnf(where, "%s[%d]: %s %s became %s %s, the same bound on an integer label (rightsize.dev has no %s)", reqPath, i, src.reqs[i].Operator, src.reqs[i].Values[0], r.Operator, r.Values[0], src.reqs[i].Operator)
-			}
-			minValues = minValues || r.MinValues != nil
-			spec.Requirements = append(spec.Requirements, v1alpha1.NodeSelectorRequirement{
-				Key:       r.Key,
-				Operator:  v1alpha1.NodeSelectorOperator(r.Operator),
-				Values:    slices.Clone(r.Values),
-				MinValues: r.MinValues,
-			})
-		}
-		spec.Taints = append(spec.Taints, src.taints...)
-		spec.StartupTaints = append(spec.StartupTaints, src.startupTaints...)
+	sources := poolSources(s)
+	minValues, err := c.addSources(where, tmpl, sources)
+	if err != nil {
+		return err
 	}
 	if provisioner {
-		var given [][]karpenter.Requirement
-		for _, src := range sources {
-			given = append(given, src.reqs)
-		}
-		defaults, note := karpenter.ProvisionerDefaults(given...)
-		for _, r := range defaults {
-			spec.Requirements = append(spec.Requirements, v1alpha1.NodeSelectorRequirement{
-				Key: r.Key, Operator: v1alpha1.NodeSelectorOperator(r.Operator), Values: r.Values,
-			})
-		}
-		if note != "" {
-			c.warnf(where, "%s", strings.Replace(note, "planned with", "given", 1))
-		}
+		c.addProvisionerDefaults(where, spec, sources)
 	}
 	if minValues {
 		c.warnf(where, "requirements: minValues kept, but the planner does not enforce it yet")
@@ -163,6 +100,97 @@ func (c *converter) pool(where, kind, apiVersion string, j []byte) error {
 		return err
 	}
 	return c.add(where, np, "NodePool", name)
+}
+
+// poolSource is one layout's labels, annotations, requirements and taints
+// in a pool: the flat v1alpha5 spec or a NodePool's spec.template.
+type poolSource struct {
+	path                  string
+	labels, annotations   map[string]string
+	reqs                  []karpenter.Requirement
+	taints, startupTaints []corev1.Taint
+}
+
+// poolSources lists the layouts of s: spec always, then spec.template when
+// there is one.
+func poolSources(s *karpenter.PoolSpec) []poolSource {
+	sources := []poolSource{{"spec", s.Labels, s.Annotations, s.Requirements, s.Taints, s.StartupTaints}}
+	if t := s.Template; t != nil {
+		sources = append(sources, poolSource{"spec.template", t.Metadata.Labels, t.Metadata.Annotations, t.Spec.Requirements, t.Spec.Taints, t.Spec.StartupTaints})
+	}
+	return sources
+}
+
+// addSources copies each source's labels, annotations, requirements and
+// taints into tmpl in order, dropping (with a warning) the labels and
+// requirements the operator sets itself and turning Gte and Lte into Gt
+// and Lt. It reports whether any requirement has minValues.
+func (c *converter) addSources(where string, tmpl *v1alpha1.NodeClaimTemplate, sources []poolSource) (minValues bool, err error) {
+	spec := &tmpl.Spec
+	for _, src := range sources {
+		for _, k := range sortedKeys(src.labels) {
+			if slices.Contains(operatorLabels, k) {
+				c.warnf(where, "%s: label %s dropped: the operator sets it on every node", labelsPath(src.path), k)
+				continue
+			}
+			if tmpl.Labels == nil {
+				tmpl.Labels = map[string]string{}
+			}
+			tmpl.Labels[k] = src.labels[k]
+		}
+		if len(src.annotations) > 0 {
+			if tmpl.Annotations == nil {
+				tmpl.Annotations = map[string]string{}
+			}
+			maps.Copy(tmpl.Annotations, src.annotations)
+		}
+		reqPath := "spec.requirements"
+		if src.path != "spec" {
+			reqPath = src.path + ".spec.requirements"
+		}
+		for i, r := range src.reqs {
+			if slices.Contains(operatorLabels, r.Key) {
+				c.warnf(where, "%s[%d]: requirement on %s dropped: the operator sets that label itself", reqPath, i, r.Key)
+				continue
+			}
+			r, changed, err := r.WithoutInclusiveOperators()
+			if err != nil {
+				return false, fmt.Errorf("%s[%d]: %w", reqPath, i, err)
+			}
+			if changed {
+				c.warnf(where, "%s[%d]: %s %s became %s %s, the same bound on an integer label (rightsize.dev has no %s)", reqPath, i, src.reqs[i].Operator, src.reqs[i].Values[0], r.Operator, r.Values[0], src.reqs[i].Operator)
+			}
+			minValues = minValues || r.MinValues != nil
+			spec.Requirements = append(spec.Requirements, v1alpha1.NodeSelectorRequirement{
+				Key:       r.Key,
+				Operator:  v1alpha1.NodeSelectorOperator(r.Operator),
+				Values:    slices.Clone(r.Values),
+				MinValues: r.MinValues,
+			})
+		}
+		spec.Taints = append(spec.Taints, src.taints...)
+		spec.StartupTaints = append(spec.StartupTaints, src.startupTaints...)
+	}
+	return minValues, nil
+}
+
+// addProvisionerDefaults adds to spec the requirements a v1alpha5
+// Provisioner gets by default where its sources leave them out, warning
+// with Karpenter's note when there is one.
+func (c *converter) addProvisionerDefaults(where string, spec *v1alpha1.NodeClaimTemplateSpec, sources []poolSource) {
+	var given [][]karpenter.Requirement
+	for _, src := range sources {
+		given = append(given, src.reqs)
+	}
+	defaults, note := karpenter.ProvisionerDefaults(given...)
+	for _, r := range defaults {
+		spec.Requirements = append(spec.Requirements, v1alpha1.NodeSelectorRequirement{
+			Key: r.Key, Operator: v1alpha1.NodeSelectorOperator(r.Operator), Values: r.Values,
+		})
+	}
+	if note != "" {
+		c.warnf(where, "%s", strings.Replace(note, "planned with", "given", 1))
+	}
 }
 
 func labelsPath(src string) string {

@@ -166,38 +166,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if opts.LeaderElectionID == "" {
-		opts.LeaderElectionID = DefaultLeaderElectionID
-	}
-	if opts.GracefulShutdownTimeout <= 0 {
-		opts.GracefulShutdownTimeout = 30 * time.Second
-	}
-	for _, d := range []struct {
-		v   *time.Duration
-		def time.Duration
-	}{{&opts.LeaseDuration, DefaultLeaseDuration}, {&opts.RenewDeadline, DefaultRenewDeadline}, {&opts.RetryPeriod, DefaultRetryPeriod}} {
-		if *d.v <= 0 {
-			*d.v = d.def
-		}
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Logger:                        log,
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
-		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
-		LeaderElection:                opts.LeaderElect,
-		LeaderElectionID:              opts.LeaderElectionID,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &opts.LeaseDuration,
-		RenewDeadline:                 &opts.RenewDeadline,
-		RetryPeriod:                   &opts.RetryPeriod,
-		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
-		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	opts = withDefaults(opts)
+	mgr, err := newManager(cfg, scheme, log, &opts)
 	if err != nil {
-		return fmt.Errorf("operator: creating the manager: %w", err)
+		return err
 	}
 	if err := nodeclaim.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("operator: indexes: %w", err)
@@ -226,6 +198,84 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return fmt.Errorf("operator: events: %w", err)
 	}
 	recorder := broadcaster.NewRecorder(scheme, "rightsize")
+	if err := addControllers(mgr, kube, cp, recorder, log, opts); err != nil {
+		return err
+	}
+	if err := startInformers(ctx, mgr); err != nil {
+		return err
+	}
+	go func() {
+		select {
+		case <-mgr.Elected():
+			if opts.LeaderElect {
+				log.Info("elected leader; acting", "lease", opts.LeaderElectionNamespace+"/"+opts.LeaderElectionID)
+			}
+		case <-ctx.Done():
+		}
+	}()
+	log.Info("starting operator", "cloud", cp.Name(), "leaderElection", opts.LeaderElect,
+		"metrics", opts.MetricsBindAddress, "health", opts.HealthProbeBindAddress)
+	if err := mgr.Start(ctx); err != nil {
+		if opts.LeaderElect && strings.Contains(err.Error(), ErrLeaderElectionLost.Error()) {
+			return leaseLost(opts)
+		}
+		return fmt.Errorf("operator: %w", err)
+	}
+	log.Info("operator stopped")
+	return nil
+}
+
+// withDefaults fills in the leader election ID and the durations opts
+// leaves unset.
+func withDefaults(opts Options) Options {
+	if opts.LeaderElectionID == "" {
+		opts.LeaderElectionID = DefaultLeaderElectionID
+	}
+	if opts.GracefulShutdownTimeout <= 0 {
+		opts.GracefulShutdownTimeout = 30 * time.Second
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&opts.LeaseDuration, DefaultLeaseDuration}, {&opts.RenewDeadline, DefaultRenewDeadline}, {&opts.RetryPeriod, DefaultRetryPeriod}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	return opts
+}
+
+// newManager creates the controller manager: its metrics and health
+// endpoints, leader election as opts sets it (releasing the Lease on
+// cancel), and caches without managed fields.
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger, opts *Options) (manager.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        log,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.LeaseDuration,
+		RenewDeadline:                 &opts.RenewDeadline,
+		RetryPeriod:                   &opts.RetryPeriod,
+		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
+		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("operator: creating the manager: %w", err)
+	}
+	return mgr, nil
+}
+
+// addControllers registers the operator's controllers with mgr:
+// provisioning, the NodeClaim lifecycle, drift, repair and pod events,
+// NodePools and static NodePools, garbage collection, disruption, and the
+// cloud provider's own controllers when opts adds them.
+func addControllers(mgr manager.Manager, kube kubernetes.Interface, cp cloud.CloudProvider, recorder events.EventRecorder, log logr.Logger, opts Options) error {
 	unavailable := state.NewUnavailable(0)
 
 	prov := provisioning.New(mgr.GetClient(), metrics.MeasureCloud(cp, "provisioning"), recorder, log.WithName("provisioning"), unavailable, opts.Provisioning)
@@ -270,7 +320,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			return fmt.Errorf("operator: %s controllers: %w", cp.Name(), err)
 		}
 	}
+	return nil
+}
 
+// startInformers starts every informer the controllers read, adds the
+// pod latency and cluster metrics, and the health and readiness checks
+// (ready once the caches have synced).
+func startInformers(ctx context.Context, mgr manager.Manager) error {
 	// Start every informer the controllers read now, rather than on the
 	// first read, so that the first batch does not wait for them.
 	for _, o := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &appsv1.DaemonSet{}, &policyv1.PodDisruptionBudget{},
@@ -296,28 +352,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("cache", synced.check); err != nil {
-		return err
-	}
-	go func() {
-		select {
-		case <-mgr.Elected():
-			if opts.LeaderElect {
-				log.Info("elected leader; acting", "lease", opts.LeaderElectionNamespace+"/"+opts.LeaderElectionID)
-			}
-		case <-ctx.Done():
-		}
-	}()
-	log.Info("starting operator", "cloud", cp.Name(), "leaderElection", opts.LeaderElect,
-		"metrics", opts.MetricsBindAddress, "health", opts.HealthProbeBindAddress)
-	if err := mgr.Start(ctx); err != nil {
-		if opts.LeaderElect && strings.Contains(err.Error(), ErrLeaderElectionLost.Error()) {
-			return leaseLost(opts)
-		}
-		return fmt.Errorf("operator: %w", err)
-	}
-	log.Info("operator stopped")
-	return nil
+	return mgr.AddReadyzCheck("cache", synced.check)
 }
 
 // leaseLost is the one-line error of a leader that lost its Lease.

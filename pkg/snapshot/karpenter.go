@@ -77,29 +77,92 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 		pool.Weight = *s.Weight
 	}
 
-	// Requirements, labels and taints from both layouts.
-	type source struct {
-		path                  string
-		labels                map[string]string
-		reqs                  []requirement
-		taints, startupTaints []corev1.Taint
+	sources, err := m.poolSources(where, label, s)
+	if err != nil {
+		return err
 	}
-	sources := []source{{"spec", s.Labels, s.Requirements, s.Taints, s.StartupTaints}}
-	if t := s.Template; t != nil {
-		sources = append(sources, source{"spec.template.spec", t.Metadata.Labels, t.Spec.Requirements, t.Spec.Taints, t.Spec.StartupTaints})
-		if err := checkDuration("spec.template.spec.expireAfter", t.Spec.ExpireAfter); err != nil {
+	if err := addSources(&pool, sources); err != nil {
+		return err
+	}
+	if provisioner {
+		if err := m.addProvisionerDefaults(where, label, &pool, sources); err != nil {
 			return err
 		}
-		if err := checkDuration("spec.template.spec.terminationGracePeriod", t.Spec.TerminationGracePeriod); err != nil {
+	}
+	if err := m.setPoolKubelet(where, name, s); err != nil {
+		return err
+	}
+	pool.Labels[LabelNodePool] = name
+	if provisioner {
+		pool.Labels[LabelProvisionerName] = name
+	}
+
+	if err := m.limits(&pool, s.Limits, provisioner); err != nil {
+		return err
+	}
+	if err := m.checkDisruption(where+": "+label, s.Disruption); err != nil {
+		return err
+	}
+	if s.Replicas != nil {
+		if err := karpenter.CheckStatic(s); err != nil {
 			return err
+		}
+		// Karpenter's provisioner leaves static pools out, and its
+		// consolidation leaves their nodes alone; so does the planner.
+		// The count is kept by the operator (Karpenter's from v1.15,
+		// rightsize's static controller), not by the plan.
+		m.warnf(where, "%s: spec.replicas: %d makes a static NodePool: its operator keeps %d nodes, which pods may use as kept capacity, but the plan launches no node for it and consolidates none of its nodes", label, *s.Replicas, *s.Replicas)
+		return nil
+	}
+	if pool.Consolidation, err = poolDisruption(s); err != nil {
+		return err
+	}
+	if s.Disruption != nil && len(s.Disruption.Budgets) > 0 {
+		if m.Budgets == nil {
+			m.Budgets = map[string][]karpenter.Budget{}
+		}
+		m.Budgets[name] = s.Disruption.Budgets
+	}
+	m.Pools = append(m.Pools, pool)
+	return nil
+}
+
+// poolSource is one layout's requirements, labels and taints in a pool:
+// the flat v1alpha5 spec or a NodePool's spec.template.
+type poolSource struct {
+	path                  string
+	labels                map[string]string
+	reqs                  []requirement
+	taints, startupTaints []corev1.Taint
+}
+
+// poolSources lists the layouts of s that carry requirements, labels and
+// taints: spec always, then spec.template.spec when there is a template,
+// whose durations and nodeClassRef it checks, recording the class
+// reference for the later node class check.
+func (m *Manifests) poolSources(where, label string, s *poolSpec) ([]poolSource, error) {
+	sources := []poolSource{{"spec", s.Labels, s.Requirements, s.Taints, s.StartupTaints}}
+	if t := s.Template; t != nil {
+		sources = append(sources, poolSource{"spec.template.spec", t.Metadata.Labels, t.Spec.Requirements, t.Spec.Taints, t.Spec.StartupTaints})
+		if err := checkDuration("spec.template.spec.expireAfter", t.Spec.ExpireAfter); err != nil {
+			return nil, err
+		}
+		if err := checkDuration("spec.template.spec.terminationGracePeriod", t.Spec.TerminationGracePeriod); err != nil {
+			return nil, err
 		}
 		if ref := t.Spec.NodeClassRef; ref != nil {
 			if ref.Name == "" {
-				return errors.New("spec.template.spec.nodeClassRef.name: required")
+				return nil, errors.New("spec.template.spec.nodeClassRef.name: required")
 			}
 			m.classRefs = append(m.classRefs, classRef{where: where, pool: label, class: ref.Name})
 		}
 	}
+	return sources, nil
+}
+
+// addSources adds the labels, requirements (with their minValues) and
+// taints of each source to pool, in order.
+func addSources(pool *solver.Pool, sources []poolSource) error {
 	for _, src := range sources {
 		maps.Copy(pool.Labels, src.labels)
 		for i, r := range src.reqs {
@@ -129,59 +192,28 @@ func (m *Manifests) addPool(where, kind string, o *karpenterPool) error {
 			return err
 		}
 	}
-	if provisioner {
-		var given [][]karpenter.Requirement
-		for _, src := range sources {
-			given = append(given, src.reqs)
-		}
-		defaults, note := karpenter.ProvisionerDefaults(given...)
-		for i, r := range defaults {
-			req, err := nodeRequirement(fmt.Sprintf("default requirement %d", i), r.Key, r.Operator, r.Values)
-			if err != nil {
-				return err
-			}
-			pool.Requirements = append(pool.Requirements, req)
-		}
-		if note != "" {
-			m.warnf(where, "%s: %s", label, note)
-		}
-	}
-	if err := m.setPoolKubelet(where, name, s); err != nil {
-		return err
-	}
-	pool.Labels[LabelNodePool] = name
-	if provisioner {
-		pool.Labels[LabelProvisionerName] = name
-	}
+	return nil
+}
 
-	if err := m.limits(&pool, s.Limits, provisioner); err != nil {
-		return err
+// addProvisionerDefaults adds the requirements a v1alpha5 Provisioner gets
+// by default where its sources leave them out, warning with Karpenter's
+// note when there is one.
+func (m *Manifests) addProvisionerDefaults(where, label string, pool *solver.Pool, sources []poolSource) error {
+	var given [][]karpenter.Requirement
+	for _, src := range sources {
+		given = append(given, src.reqs)
 	}
-	if err := m.checkDisruption(where+": "+label, s.Disruption); err != nil {
-		return err
-	}
-	if s.Replicas != nil {
-		if err := karpenter.CheckStatic(s); err != nil {
+	defaults, note := karpenter.ProvisionerDefaults(given...)
+	for i, r := range defaults {
+		req, err := nodeRequirement(fmt.Sprintf("default requirement %d", i), r.Key, r.Operator, r.Values)
+		if err != nil {
 			return err
 		}
-		// Karpenter's provisioner leaves static pools out, and its
-		// consolidation leaves their nodes alone; so does the planner.
-		// The count is kept by the operator (Karpenter's from v1.15,
-		// rightsize's static controller), not by the plan.
-		m.warnf(where, "%s: spec.replicas: %d makes a static NodePool: its operator keeps %d nodes, which pods may use as kept capacity, but the plan launches no node for it and consolidates none of its nodes", label, *s.Replicas, *s.Replicas)
-		return nil
+		pool.Requirements = append(pool.Requirements, req)
 	}
-	var err error
-	if pool.Consolidation, err = poolDisruption(s); err != nil {
-		return err
+	if note != "" {
+		m.warnf(where, "%s: %s", label, note)
 	}
-	if s.Disruption != nil && len(s.Disruption.Budgets) > 0 {
-		if m.Budgets == nil {
-			m.Budgets = map[string][]karpenter.Budget{}
-		}
-		m.Budgets[name] = s.Disruption.Budgets
-	}
-	m.Pools = append(m.Pools, pool)
 	return nil
 }
 

@@ -31,39 +31,9 @@ type workload struct {
 // decodeWorkload reads a Pod, a workload or a DaemonSet and adds its pods or
 // its DaemonSet to m.
 func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any, pre *predecoded) error {
-	var (
-		w   workload
-		err error
-		obj any
-	)
-	switch kind {
-	case "Pod":
-		o := &corev1.Pod{}
-		obj, w = o, workload{meta: &o.ObjectMeta, replicas: 1, spec: &o.Spec, specPath: "spec"}
-	case "ReplicationController":
-		o := &corev1.ReplicationController{}
-		// The template is a pointer here; spec is set after decoding.
-		obj, w = o, workload{meta: &o.ObjectMeta, specPath: "spec.template.spec"}
-	case "Deployment":
-		o := &appsv1.Deployment{}
-		obj, w = o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}
-	case "StatefulSet":
-		o := &appsv1.StatefulSet{}
-		obj, w = o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}
-	case "ReplicaSet":
-		o := &appsv1.ReplicaSet{}
-		obj, w = o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}
-	case "DaemonSet":
-		o := &appsv1.DaemonSet{}
-		obj, w = o, workload{meta: &o.ObjectMeta, replicas: 1, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}
-	case "Job":
-		o := &batchv1.Job{}
-		obj, w = o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}
-	case "CronJob":
-		o := &batchv1.CronJob{}
-		obj, w = o, workload{meta: &o.ObjectMeta, spec: &o.Spec.JobTemplate.Spec.Template.Spec, specPath: "spec.jobTemplate.spec.template.spec"}
-	default:
-		return fmt.Errorf("kind %s is not a workload", kind)
+	obj, w, err := newWorkload(kind)
+	if err != nil {
+		return err
 	}
 	if pre != nil && pre.pod != nil && kind == "Pod" {
 		// Decoded already, in parallel with the other documents.
@@ -81,61 +51,8 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any, pr
 	label := fmt.Sprintf("%s %q", kind, w.meta.Name)
 	m.workloads++
 
-	// How many pods, and whether they would be pending at all.
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		if p := o.Status.Phase; p == corev1.PodSucceeded || p == corev1.PodFailed {
-			m.warnf(where, "%s skipped: phase %s", label, p)
-			return nil
-		}
-	case *corev1.ReplicationController:
-		if o.Spec.Template == nil {
-			return errors.New("spec.template is required")
-		}
-		w.spec = &o.Spec.Template.Spec
-		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
-			return err
-		}
-	case *appsv1.Deployment:
-		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
-			m.warnf(where, "%s: %v", label, err)
-		}
-		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
-			return err
-		}
-	case *appsv1.StatefulSet:
-		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
-			m.warnf(where, "%s: %v", label, err)
-		}
-		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
-			return err
-		}
-	case *appsv1.ReplicaSet:
-		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
-			m.warnf(where, "%s: %v", label, err)
-		}
-		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
-			return err
-		}
-	case *appsv1.DaemonSet:
-		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
-			m.warnf(where, "%s: %v", label, err)
-		}
-	case *batchv1.Job:
-		if w.replicas, err = jobPods(&o.Spec, "spec"); err != nil {
-			return err
-		}
-		if o.Spec.Suspend != nil && *o.Spec.Suspend {
-			m.warnf(where, "%s skipped: suspended", label)
-		}
-	case *batchv1.CronJob:
-		if o.Spec.Suspend != nil && *o.Spec.Suspend {
-			m.warnf(where, "%s skipped: suspended", label)
-			return nil
-		}
-		if w.replicas, err = jobPods(&o.Spec.JobTemplate.Spec, "spec.jobTemplate.spec"); err != nil {
-			return err
-		}
+	if skip, err := m.countPods(where, label, obj, &w); err != nil || skip {
+		return err
 	}
 	// Even with no replicas: the API server refuses the object itself.
 	if err := checkPodSpec(w.specPath, w.spec); err != nil {
@@ -151,7 +68,112 @@ func (m *Manifests) decodeWorkload(where, kind string, j []byte, generic any, pr
 		m.warnf(where, "%s skipped: already bound to node %q by %s.nodeName", label, w.spec.NodeName, w.specPath)
 		return nil
 	}
+	return m.addWorkload(where, kind, label, obj, &w)
+}
 
+// newWorkload returns an empty object of the workload kind to decode into,
+// and the workload view of it: where its metadata and pod spec are, and the
+// replicas of the kinds that make one pod.
+func newWorkload(kind string) (any, workload, error) {
+	switch kind {
+	case "Pod":
+		o := &corev1.Pod{}
+		return o, workload{meta: &o.ObjectMeta, replicas: 1, spec: &o.Spec, specPath: "spec"}, nil
+	case "ReplicationController":
+		o := &corev1.ReplicationController{}
+		// The template is a pointer here; spec is set after decoding.
+		return o, workload{meta: &o.ObjectMeta, specPath: "spec.template.spec"}, nil
+	case "Deployment":
+		o := &appsv1.Deployment{}
+		return o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}, nil
+	case "StatefulSet":
+		o := &appsv1.StatefulSet{}
+		return o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}, nil
+	case "ReplicaSet":
+		o := &appsv1.ReplicaSet{}
+		return o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}, nil
+	case "DaemonSet":
+		o := &appsv1.DaemonSet{}
+		return o, workload{meta: &o.ObjectMeta, replicas: 1, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}, nil
+	case "Job":
+		o := &batchv1.Job{}
+		return o, workload{meta: &o.ObjectMeta, spec: &o.Spec.Template.Spec, specPath: "spec.template.spec"}, nil
+	case "CronJob":
+		o := &batchv1.CronJob{}
+		return o, workload{meta: &o.ObjectMeta, spec: &o.Spec.JobTemplate.Spec.Template.Spec, specPath: "spec.jobTemplate.spec.template.spec"}, nil
+	default:
+		return nil, workload{}, fmt.Errorf("kind %s is not a workload", kind)
+	}
+}
+
+// countPods sets w.replicas to how many pods the decoded obj makes (and
+// w.spec for a ReplicationController, whose template is a pointer), warning
+// about selectors that miss the template's labels. It reports skip when
+// the object's pods would not be pending at all: a finished Pod or a
+// suspended CronJob.
+func (m *Manifests) countPods(where, label string, obj any, w *workload) (skip bool, err error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if p := o.Status.Phase; p == corev1.PodSucceeded || p == corev1.PodFailed {
+			m.warnf(where, "%s skipped: phase %s", label, p)
+			return true, nil
+		}
+	case *corev1.ReplicationController:
+		if o.Spec.Template == nil {
+			return false, errors.New("spec.template is required")
+		}
+		w.spec = &o.Spec.Template.Spec
+		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
+			return false, err
+		}
+	case *appsv1.Deployment:
+		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
+			m.warnf(where, "%s: %v", label, err)
+		}
+		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
+			return false, err
+		}
+	case *appsv1.StatefulSet:
+		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
+			m.warnf(where, "%s: %v", label, err)
+		}
+		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
+			return false, err
+		}
+	case *appsv1.ReplicaSet:
+		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
+			m.warnf(where, "%s: %v", label, err)
+		}
+		if w.replicas, err = count(o.Spec.Replicas, "spec.replicas"); err != nil {
+			return false, err
+		}
+	case *appsv1.DaemonSet:
+		if err := podSelector(o.Spec.Selector, o.Spec.Template.Labels); err != nil {
+			m.warnf(where, "%s: %v", label, err)
+		}
+	case *batchv1.Job:
+		if w.replicas, err = jobPods(&o.Spec, "spec"); err != nil {
+			return false, err
+		}
+		if o.Spec.Suspend != nil && *o.Spec.Suspend {
+			m.warnf(where, "%s skipped: suspended", label)
+		}
+	case *batchv1.CronJob:
+		if o.Spec.Suspend != nil && *o.Spec.Suspend {
+			m.warnf(where, "%s skipped: suspended", label)
+			return true, nil
+		}
+		if w.replicas, err = jobPods(&o.Spec.JobTemplate.Spec, "spec.jobTemplate.spec"); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// addWorkload adds the checked workload to m: a DaemonSet as one
+// solver.DaemonSet, a Pod as itself, and any other kind as w.replicas
+// pods named after it, with the volumes they use.
+func (m *Manifests) addWorkload(where, kind, label string, obj any, w *workload) error {
 	shape, err := m.podShape(where+": "+label, w.specPath, w.spec)
 	if err != nil {
 		return err

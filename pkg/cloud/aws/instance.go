@@ -217,6 +217,30 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 	if len(cands) == 0 {
 		return nil, &cloud.InsufficientCapacityError{Err: fmt.Errorf("no offering of %s satisfies the NodeClaim's requirements and requests in the zones of EC2NodeClass %s", p.region, rc.name)}
 	}
+	capacityType, cands, prioritized := launchOrder(claim, cands)
+	cands = cheapestTypes(cands, maxInstanceTypes)
+	configs, err := p.fleetConfigs(ctx, claim, rc, bds, cands)
+	if err != nil {
+		return nil, err
+	}
+	tags := p.instanceTags(claim, rc)
+	in := fleetInput(claim, capacityType, prioritized, configs, cands, tags)
+	callCtx, cancel := p.call(ctx)
+	out, err := p.ec2.CreateFleet(callCtx, in)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("CreateFleet for NodeClaim %s: %w", claim.Name, err)
+	}
+	refused := p.recordFleetErrors(claim, capacityType, out.Errors, cands)
+	return p.launched(claim, rc, model, capacityType, cands, tags, out, refused)
+}
+
+// launchOrder picks the claim's capacity type among the candidates
+// (Karpenter's order: reserved, then spot, then on-demand), keeps the
+// candidates of that type (for reserved, each type and zone's reservation
+// with the most room), and orders them as an overlay-priced claim lists its
+// types and zones; prioritized reports that order applies.
+func launchOrder(claim *v1alpha1.NodeClaim, cands []candidate) (string, []candidate, bool) {
 	capacityType := cloud.CapacityTypeOnDemand
 	for _, ct := range []string{cloud.CapacityTypeReserved, cloud.CapacityTypeSpot} {
 		if slices.ContainsFunc(cands, func(c candidate) bool { return c.offering.CapacityType == ct }) {
@@ -237,12 +261,14 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 				cmp.Compare(claim.ListedAt(solver.LabelZone, a.offering.Zone), claim.ListedAt(solver.LabelZone, b.offering.Zone)))
 		})
 	}
-	cands = cheapestTypes(cands, maxInstanceTypes)
-	configs, err := p.fleetConfigs(ctx, claim, rc, bds, cands)
-	if err != nil {
-		return nil, err
-	}
-	tags := p.instanceTags(claim, rc)
+	return capacityType, cands, prioritized
+}
+
+// fleetInput builds the instant CreateFleet request for one instance of
+// the claim: its launch template configurations, tags on the instance and
+// its volumes, the allocation strategies for the capacity type and the
+// claim's UID as the ClientToken.
+func fleetInput(claim *v1alpha1.NodeClaim, capacityType string, prioritized bool, configs []ec2types.FleetLaunchTemplateConfigRequest, cands []candidate, tags map[string]string) *ec2.CreateFleetInput {
 	ec2Tags := make([]ec2types.Tag, 0, len(tags))
 	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		ec2Tags = append(ec2Tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
@@ -273,13 +299,13 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 	if claim.UID != "" {
 		in.ClientToken = aws.String(string(claim.UID))
 	}
-	callCtx, cancel := p.call(ctx)
-	out, err := p.ec2.CreateFleet(callCtx, in)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("CreateFleet for NodeClaim %s: %w", claim.Name, err)
-	}
-	refused := p.recordFleetErrors(claim, capacityType, out.Errors, cands)
+	return in
+}
+
+// launched returns the claim as launched from the first instance the
+// fleet reports, or the error for a fleet that launched none: an
+// InsufficientCapacityError when offerings were refused for capacity.
+func (p *Provider) launched(claim *v1alpha1.NodeClaim, rc *resolvedClass, model cloud.NodeModel, capacityType string, cands []candidate, tags map[string]string, out *ec2.CreateFleetOutput, refused []string) (*v1alpha1.NodeClaim, error) {
 	for _, fi := range out.Instances {
 		if len(fi.InstanceIds) == 0 {
 			continue

@@ -223,6 +223,10 @@ func (c *Catalog) unknownRegion(region string) error {
 	return fmt.Errorf("catalog: unknown AWS region %q; the catalog has %d regions, e.g. %s", region, len(c.regions), strings.Join(some, ", "))
 }
 
+// decode parses the gzipped catalog: one tab-separated record a line (S
+// source, D date, Z region and zone suffixes, T instance type, R region
+// whose prices follow, P price), then checks the result is complete and
+// sorted.
 func decode(gz []byte) (*Catalog, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
@@ -232,16 +236,17 @@ func decode(gz []byte) (*Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	c := &Catalog{
-		zones:      map[string][]string{},
-		byName:     map[string]int{},
-		prices:     map[string][]price{},
-		priceDates: map[string][2]string{},
+	d := &decoder{
+		c: &Catalog{
+			zones:      map[string][]string{},
+			byName:     map[string]int{},
+			prices:     map[string][]price{},
+			priceDates: map[string][2]string{},
+		},
+		zoneLetters: map[string]string{},
 	}
-	zoneLetters := map[string]string{}
-	region := ""
 	var f [20]string
-	for lineNo := 1; len(data) > 0; lineNo++ {
+	for d.lineNo = 1; len(data) > 0; d.lineNo++ {
 		var line []byte
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
 			line, data = data[:i], data[i+1:]
@@ -251,151 +256,212 @@ func decode(gz []byte) (*Catalog, error) {
 		if len(line) == 0 || line[0] == '#' {
 			continue
 		}
-		fields := split(string(line), f[:])
-		bad := func(format string, args ...any) error {
-			return fmt.Errorf("catalog: line %d: %s", lineNo, fmt.Sprintf(format, args...))
-		}
-		switch fields[0] {
-		case "S":
-			if len(fields) != 2 {
-				return nil, bad("S wants 1 field")
-			}
-			c.source = fields[1]
-		case "D":
-			if _, err := time.Parse(time.DateOnly, fields[len(fields)-1]); len(fields) != 2 || err != nil {
-				return nil, bad("D wants a date, YYYY-MM-DD")
-			}
-			c.date = fields[1]
-		case "Z":
-			if len(fields) != 3 || fields[2] == "" || len(fields[2]) > 64 {
-				return nil, bad("Z wants a region and 1 to 64 zone suffixes")
-			}
-			r := fields[1]
-			if _, dup := zoneLetters[r]; dup {
-				return nil, bad("region %s listed twice", r)
-			}
-			zoneLetters[r] = fields[2]
-			zs := make([]string, len(fields[2]))
-			for i := range len(fields[2]) {
-				zs[i] = r + fields[2][i:i+1]
-			}
-			c.zones[r] = zs
-			c.regions = append(c.regions, r)
-		case "T":
-			if len(fields) != 10 && len(fields) != 19 {
-				return nil, bad("T wants 9 or 18 fields")
-			}
-			var n [5]int64 // vCPUs, MiB, ENIs, IPv4 per ENI, GPUs
-			for i, fi := range []int{2, 3, 5, 6, 7} {
-				v, err := strconv.ParseInt(fields[fi], 10, 64)
-				if err != nil || v < 0 {
-					return nil, bad("%s: bad number %q", fields[1], fields[fi])
-				}
-				n[i] = v
-			}
-			if n[0] == 0 || n[1] == 0 {
-				return nil, bad("%s: no CPU or memory", fields[1])
-			}
-			if fields[4] != "amd64" && fields[4] != "arm64" {
-				return nil, bad("%s: bad architecture %q", fields[1], fields[4])
-			}
-			if _, dup := c.byName[fields[1]]; dup {
-				return nil, bad("type %s listed twice", fields[1])
-			}
-			c.byName[fields[1]] = len(c.types)
-			c.types = append(c.types, cloud.InstanceType{
-				Name:            fields[1],
-				CPU:             n[0] * 1000,
-				Memory:          n[1] << 20,
-				Architecture:    fields[4],
-				MaxENIs:         int(n[2]),
-				IPv4PerENI:      int(n[3]),
-				GPU:             n[4],
-				GPUManufacturer: fields[8],
-				GPUName:         fields[9],
-			})
-			if len(fields) == 19 {
-				it := &c.types[len(c.types)-1]
-				var v [6]int64 // GPU MiB, accelerators, NeuronCores, network, EBS, NVMe
-				for i, fi := range []int{10, 13, 14, 16, 17, 18} {
-					if fields[fi] == "" {
-						continue
-					}
-					x, err := strconv.ParseInt(fields[fi], 10, 64)
-					if err != nil || x < 0 {
-						return nil, bad("%s: bad number %q", fields[1], fields[fi])
-					}
-					v[i] = x
-				}
-				it.GPUMemory, it.Accelerators, it.NeuronCores = v[0], v[1], v[2]
-				it.NetworkBandwidth, it.EBSBandwidth, it.LocalNVMe = v[3], v[4], v[5]
-				it.AcceleratorManufacturer, it.AcceleratorName, it.CPUManufacturer = fields[11], fields[12], fields[15]
-			}
-		case "R":
-			if len(fields) != 2 && len(fields) != 4 {
-				return nil, bad("R wants a region, or a region and the dates of its on-demand and spot prices")
-			}
-			region = fields[1]
-			if len(fields) == 4 {
-				for _, d := range fields[2:] {
-					if _, err := time.Parse(time.DateOnly, d); err != nil {
-						return nil, bad("region %s: bad date %q, want YYYY-MM-DD", region, d)
-					}
-				}
-				c.priceDates[region] = [2]string{fields[2], fields[3]}
-			}
-			if _, ok := zoneLetters[region]; !ok {
-				return nil, bad("region %s has no Z line", region)
-			}
-			if _, dup := c.prices[region]; dup {
-				return nil, bad("region %s listed twice", region)
-			}
-			c.prices[region] = nil
-		case "P":
-			if len(fields) != 5 {
-				return nil, bad("P wants 4 fields")
-			}
-			if region == "" {
-				return nil, bad("P before R")
-			}
-			t, ok := c.byName[fields[1]]
-			if !ok {
-				return nil, bad("unknown type %s", fields[1])
-			}
-			p := price{typ: t}
-			for i, dst := range []*float64{&p.od, &p.spot} {
-				s := fields[2+i]
-				if s == "" {
-					continue
-				}
-				v, err := strconv.ParseFloat(s, 64)
-				if err != nil || !(v > 0) {
-					return nil, bad("%s: bad price %q", fields[1], s)
-				}
-				*dst = v
-			}
-			if p.od == 0 && p.spot == 0 {
-				return nil, bad("%s: no price", fields[1])
-			}
-			letters := zoneLetters[region]
-			if fields[4] == "" {
-				p.zoneMask = 1<<len(letters) - 1
-			} else {
-				for i := range len(fields[4]) {
-					j := strings.IndexByte(letters, fields[4][i])
-					if j < 0 {
-						return nil, bad("%s: zone %s%c not in region", fields[1], region, fields[4][i])
-					}
-					p.zoneMask |= 1 << j
-				}
-			}
-			c.prices[region] = append(c.prices[region], p)
-		default:
-			return nil, bad("unknown record %q", fields[0])
+		if err := d.record(split(string(line), f[:])); err != nil {
+			return nil, err
 		}
 	}
+	if err := d.c.tidy(); err != nil {
+		return nil, err
+	}
+	return d.c, nil
+}
+
+// decoder is the state of decode between lines: the catalog so far, each
+// region's zone suffixes, the region whose prices are being read, and the
+// line being read, for errors.
+type decoder struct {
+	c           *Catalog
+	zoneLetters map[string]string
+	region      string
+	lineNo      int
+}
+
+// bad is the error for the line being read.
+func (d *decoder) bad(format string, args ...any) error {
+	return fmt.Errorf("catalog: line %d: %s", d.lineNo, fmt.Sprintf(format, args...))
+}
+
+// record adds one line's record, split into fields, to the catalog.
+func (d *decoder) record(fields []string) error {
+	c := d.c
+	switch fields[0] {
+	case "S":
+		if len(fields) != 2 {
+			return d.bad("S wants 1 field")
+		}
+		c.source = fields[1]
+	case "D":
+		if _, err := time.Parse(time.DateOnly, fields[len(fields)-1]); len(fields) != 2 || err != nil {
+			return d.bad("D wants a date, YYYY-MM-DD")
+		}
+		c.date = fields[1]
+	case "Z":
+		return d.zoneRecord(fields)
+	case "T":
+		return d.typeRecord(fields)
+	case "R":
+		return d.regionRecord(fields)
+	case "P":
+		return d.priceRecord(fields)
+	default:
+		return d.bad("unknown record %q", fields[0])
+	}
+	return nil
+}
+
+// zoneRecord reads a Z record: a region and the suffixes of its zones.
+func (d *decoder) zoneRecord(fields []string) error {
+	c := d.c
+	if len(fields) != 3 || fields[2] == "" || len(fields[2]) > 64 {
+		return d.bad("Z wants a region and 1 to 64 zone suffixes")
+	}
+	r := fields[1]
+	if _, dup := d.zoneLetters[r]; dup {
+		return d.bad("region %s listed twice", r)
+	}
+	d.zoneLetters[r] = fields[2]
+	zs := make([]string, len(fields[2]))
+	for i := range len(fields[2]) {
+		zs[i] = r + fields[2][i:i+1]
+	}
+	c.zones[r] = zs
+	c.regions = append(c.regions, r)
+	return nil
+}
+
+// typeRecord reads a T record: an instance type's shape, with 9 fields, or
+// 18 with its accelerators, bandwidths and local NVMe.
+func (d *decoder) typeRecord(fields []string) error {
+	c := d.c
+	if len(fields) != 10 && len(fields) != 19 {
+		return d.bad("T wants 9 or 18 fields")
+	}
+	var n [5]int64 // vCPUs, MiB, ENIs, IPv4 per ENI, GPUs
+	for i, fi := range []int{2, 3, 5, 6, 7} {
+		v, err := strconv.ParseInt(fields[fi], 10, 64)
+		if err != nil || v < 0 {
+			return d.bad("%s: bad number %q", fields[1], fields[fi])
+		}
+		n[i] = v
+	}
+	if n[0] == 0 || n[1] == 0 {
+		return d.bad("%s: no CPU or memory", fields[1])
+	}
+	if fields[4] != "amd64" && fields[4] != "arm64" {
+		return d.bad("%s: bad architecture %q", fields[1], fields[4])
+	}
+	if _, dup := c.byName[fields[1]]; dup {
+		return d.bad("type %s listed twice", fields[1])
+	}
+	c.byName[fields[1]] = len(c.types)
+	c.types = append(c.types, cloud.InstanceType{
+		Name:            fields[1],
+		CPU:             n[0] * 1000,
+		Memory:          n[1] << 20,
+		Architecture:    fields[4],
+		MaxENIs:         int(n[2]),
+		IPv4PerENI:      int(n[3]),
+		GPU:             n[4],
+		GPUManufacturer: fields[8],
+		GPUName:         fields[9],
+	})
+	if len(fields) == 19 {
+		it := &c.types[len(c.types)-1]
+		var v [6]int64 // GPU MiB, accelerators, NeuronCores, network, EBS, NVMe
+		for i, fi := range []int{10, 13, 14, 16, 17, 18} {
+			if fields[fi] == "" {
+				continue
+			}
+			x, err := strconv.ParseInt(fields[fi], 10, 64)
+			if err != nil || x < 0 {
+				return d.bad("%s: bad number %q", fields[1], fields[fi])
+			}
+			v[i] = x
+		}
+		it.GPUMemory, it.Accelerators, it.NeuronCores = v[0], v[1], v[2]
+		it.NetworkBandwidth, it.EBSBandwidth, it.LocalNVMe = v[3], v[4], v[5]
+		it.AcceleratorManufacturer, it.AcceleratorName, it.CPUManufacturer = fields[11], fields[12], fields[15]
+	}
+	return nil
+}
+
+// regionRecord reads an R record: the region whose P records follow, and
+// optionally the dates of its on-demand and spot prices.
+func (d *decoder) regionRecord(fields []string) error {
+	c := d.c
+	if len(fields) != 2 && len(fields) != 4 {
+		return d.bad("R wants a region, or a region and the dates of its on-demand and spot prices")
+	}
+	d.region = fields[1]
+	region := d.region
+	if len(fields) == 4 {
+		for _, date := range fields[2:] {
+			if _, err := time.Parse(time.DateOnly, date); err != nil {
+				return d.bad("region %s: bad date %q, want YYYY-MM-DD", region, date)
+			}
+		}
+		c.priceDates[region] = [2]string{fields[2], fields[3]}
+	}
+	if _, ok := d.zoneLetters[region]; !ok {
+		return d.bad("region %s has no Z line", region)
+	}
+	if _, dup := c.prices[region]; dup {
+		return d.bad("region %s listed twice", region)
+	}
+	c.prices[region] = nil
+	return nil
+}
+
+// priceRecord reads a P record: a type's on-demand and spot prices in the
+// current region, and the zones (all when empty) that offer it.
+func (d *decoder) priceRecord(fields []string) error {
+	c, region := d.c, d.region
+	if len(fields) != 5 {
+		return d.bad("P wants 4 fields")
+	}
+	if region == "" {
+		return d.bad("P before R")
+	}
+	t, ok := c.byName[fields[1]]
+	if !ok {
+		return d.bad("unknown type %s", fields[1])
+	}
+	p := price{typ: t}
+	for i, dst := range []*float64{&p.od, &p.spot} {
+		s := fields[2+i]
+		if s == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(v > 0) {
+			return d.bad("%s: bad price %q", fields[1], s)
+		}
+		*dst = v
+	}
+	if p.od == 0 && p.spot == 0 {
+		return d.bad("%s: no price", fields[1])
+	}
+	letters := d.zoneLetters[region]
+	if fields[4] == "" {
+		p.zoneMask = 1<<len(letters) - 1
+	} else {
+		for i := range len(fields[4]) {
+			j := strings.IndexByte(letters, fields[4][i])
+			if j < 0 {
+				return d.bad("%s: zone %s%c not in region", fields[1], region, fields[4][i])
+			}
+			p.zoneMask |= 1 << j
+		}
+	}
+	c.prices[region] = append(c.prices[region], p)
+	return nil
+}
+
+// tidy checks a decoded catalog is complete, drops the regions without
+// prices, and checks that zones and prices are sorted.
+func (c *Catalog) tidy() error {
 	if c.source == "" || len(c.types) == 0 || len(c.prices) == 0 {
-		return nil, fmt.Errorf("catalog: incomplete data (source, types or prices missing)")
+		return fmt.Errorf("catalog: incomplete data (source, types or prices missing)")
 	}
 	// Only regions with prices count; keep everything sorted.
 	c.regions = slices.DeleteFunc(c.regions, func(r string) bool { _, ok := c.prices[r]; return !ok })
@@ -407,15 +473,15 @@ func decode(gz []byte) (*Catalog, error) {
 	}
 	for _, zs := range c.zones {
 		if !slices.IsSorted(zs) {
-			return nil, fmt.Errorf("catalog: zones not sorted: %v", zs)
+			return fmt.Errorf("catalog: zones not sorted: %v", zs)
 		}
 	}
 	for r, ps := range c.prices {
 		if !slices.IsSortedFunc(ps, func(a, b price) int { return strings.Compare(c.types[a.typ].Name, c.types[b.typ].Name) }) {
-			return nil, fmt.Errorf("catalog: prices of %s not sorted by type", r)
+			return fmt.Errorf("catalog: prices of %s not sorted by type", r)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // split splits a tab-separated line into buf, returning at most len(buf)

@@ -34,6 +34,8 @@ func PlanWithPoolDomains(p *solver.Problem, plan *solver.Plan) error {
 	return checkPlan(p, plan, true)
 }
 
+// checkPlan is Plan and PlanWithPoolDomains, judging spread with the pools'
+// domains when poolDomains is set.
 func checkPlan(p *solver.Problem, plan *solver.Plan, poolDomains bool) error {
 	seen := make([]int, len(p.Pods))
 	for _, u := range plan.Unschedulable {
@@ -45,6 +47,47 @@ func checkPlan(p *solver.Problem, plan *solver.Plan, poolDomains bool) error {
 		}
 		seen[u.Pod]++
 	}
+	if err := checkExisting(p, plan, seen); err != nil {
+		return err
+	}
+	used := make(map[string]solver.Resources)
+	total := 0.0
+	for ni, n := range plan.NewNodes {
+		pool, it, err := checkNewNode(p, ni, &n, seen)
+		if err != nil {
+			return err
+		}
+		used[pool.Name] = used[pool.Name].Add(it.Capacity)
+		total += n.Price
+	}
+	for i := range p.Pools {
+		pool := &p.Pools[i]
+		u := used[pool.Name].Add(pool.Used)
+		for r := range u {
+			if pool.HasLimit[r] && u[r] > pool.Limits[r] {
+				return fmt.Errorf("pool %s exceeds its %s limit: %d > %d", pool.Name, p.ResourceName(r), u[r], pool.Limits[r])
+			}
+		}
+	}
+	for i, n := range seen {
+		if n != 1 {
+			return fmt.Errorf("pod %s appears %d times in the plan", p.Pods[i].Key(), n)
+		}
+	}
+	if math.Abs(total-plan.TotalPrice) > 1e-4 {
+		return fmt.Errorf("total price %v, nodes sum to %v", plan.TotalPrice, total)
+	}
+	if plan.LowerBound > plan.TotalPrice+1e-6 {
+		return fmt.Errorf("lower bound %v above the plan's cost %v", plan.LowerBound, plan.TotalPrice)
+	}
+	return topology(p, plan, poolDomains)
+}
+
+// checkExisting verifies the placements on existing nodes, counting each
+// placed pod in seen: every pod index is in range, every node is known and
+// not cordoned, every pod is allowed there, no two pods' host ports clash
+// on a node, and no node is overcommitted.
+func checkExisting(p *solver.Problem, plan *solver.Plan, seen []int) error {
 	free := map[string]solver.Resources{}
 	for i := range p.Nodes {
 		free[p.Nodes[i].Name] = p.Nodes[i].Allocatable.Sub(p.Nodes[i].Requested)
@@ -91,92 +134,75 @@ func checkPlan(p *solver.Problem, plan *solver.Plan, poolDomains bool) error {
 			return fmt.Errorf("existing node %s overcommitted: free %v", name, f)
 		}
 	}
-	used := make(map[string]solver.Resources)
-	total := 0.0
-	for ni, n := range plan.NewNodes {
-		pool, it, err := lookup(p, &n)
-		if err != nil {
-			return fmt.Errorf("node %d: %w", ni, err)
-		}
-		offered := false
-		for _, o := range it.Offerings {
-			if o.Zone == n.Zone && o.CapacityType == n.CapacityType && o.Price == n.Price {
-				offered = true
-			}
-		}
-		if !offered {
-			return fmt.Errorf("node %d: %s %s %s at %v is not an offering", ni, n.InstanceType, n.Zone, n.CapacityType, n.Price)
-		}
-		labels, _ := newNodeLabels(p, &n)
-		for _, r := range pool.Requirements {
-			if !r.Matches(solver.MapLabels(labels)) {
-				return fmt.Errorf("node %d (%s): pool %s requirement %v not met", ni, n.InstanceType, pool.Name, r)
-			}
-		}
-		capacity := it.Capacity
-		for j, name := range p.ExtendedResources { // named capacity (InstanceType.Extended)
-			if v, ok := it.Extended[name]; ok && capacity[solver.NumFixedResources+j] == 0 {
-				capacity[solver.NumFixedResources+j] = v
-			}
-		}
-		capacity = capacity.Sub(it.Overhead)
-		for _, ds := range p.DaemonSets {
-			if allowedDS(&ds, labels, pool.Taints) {
-				capacity = capacity.Sub(ds.Requests)
-			}
-		}
-		var sum solver.Resources
-		for _, pi := range n.Pods {
-			if pi < 0 || pi >= len(p.Pods) {
-				return fmt.Errorf("new node %d: pod index %d out of range", ni, pi)
-			}
-			seen[pi]++
-			if err := Allowed(&p.Pods[pi], labels, pool.Taints); err != nil {
-				return fmt.Errorf("pod %s on new node %d (%s): %w", p.Pods[pi].Key(), ni, n.InstanceType, err)
-			}
-			req := p.Pods[pi].Requests
-			req[solver.Pods] = max(req[solver.Pods], 1)
-			sum = sum.Add(req)
-		}
-		if !sum.Fits(capacity) {
-			return fmt.Errorf("new node %d (%s) overcommitted: requests %v, allocatable %v", ni, n.InstanceType, sum, capacity)
-		}
-		var bound [][]solver.HostPort
-		for _, ds := range p.DaemonSets {
-			if allowedDS(&ds, labels, pool.Taints) {
-				bound = append(bound, ds.HostPorts)
-			}
-		}
-		for _, pi := range n.Pods {
-			bound = append(bound, p.Pods[pi].HostPorts)
-		}
-		if err := hostPortClash(bound); err != nil {
-			return fmt.Errorf("new node %d (%s): %w", ni, n.InstanceType, err)
-		}
-		used[pool.Name] = used[pool.Name].Add(it.Capacity)
-		total += n.Price
+	return nil
+}
+
+// checkNewNode verifies new node ni of the plan, counting each pod on it in
+// seen: its instance type is offered at its zone, capacity type and price,
+// it meets its pool's requirements, its pods are allowed on it, fit in its
+// allocatable after overhead and DaemonSets, and bind no clashing host
+// ports. It returns the node's pool and instance type.
+func checkNewNode(p *solver.Problem, ni int, n *solver.NewNode, seen []int) (*solver.Pool, *solver.InstanceType, error) {
+	pool, it, err := lookup(p, n)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node %d: %w", ni, err)
 	}
-	for i := range p.Pools {
-		pool := &p.Pools[i]
-		u := used[pool.Name].Add(pool.Used)
-		for r := range u {
-			if pool.HasLimit[r] && u[r] > pool.Limits[r] {
-				return fmt.Errorf("pool %s exceeds its %s limit: %d > %d", pool.Name, p.ResourceName(r), u[r], pool.Limits[r])
-			}
+	offered := false
+	for _, o := range it.Offerings {
+		if o.Zone == n.Zone && o.CapacityType == n.CapacityType && o.Price == n.Price {
+			offered = true
 		}
 	}
-	for i, n := range seen {
-		if n != 1 {
-			return fmt.Errorf("pod %s appears %d times in the plan", p.Pods[i].Key(), n)
+	if !offered {
+		return nil, nil, fmt.Errorf("node %d: %s %s %s at %v is not an offering", ni, n.InstanceType, n.Zone, n.CapacityType, n.Price)
+	}
+	labels, _ := newNodeLabels(p, n)
+	for _, r := range pool.Requirements {
+		if !r.Matches(solver.MapLabels(labels)) {
+			return nil, nil, fmt.Errorf("node %d (%s): pool %s requirement %v not met", ni, n.InstanceType, pool.Name, r)
 		}
 	}
-	if math.Abs(total-plan.TotalPrice) > 1e-4 {
-		return fmt.Errorf("total price %v, nodes sum to %v", plan.TotalPrice, total)
+	capacity := it.Capacity
+	for j, name := range p.ExtendedResources { // named capacity (InstanceType.Extended)
+		if v, ok := it.Extended[name]; ok && capacity[solver.NumFixedResources+j] == 0 {
+			capacity[solver.NumFixedResources+j] = v
+		}
 	}
-	if plan.LowerBound > plan.TotalPrice+1e-6 {
-		return fmt.Errorf("lower bound %v above the plan's cost %v", plan.LowerBound, plan.TotalPrice)
+	capacity = capacity.Sub(it.Overhead)
+	for _, ds := range p.DaemonSets {
+		if allowedDS(&ds, labels, pool.Taints) {
+			capacity = capacity.Sub(ds.Requests)
+		}
 	}
-	return topology(p, plan, poolDomains)
+	var sum solver.Resources
+	for _, pi := range n.Pods {
+		if pi < 0 || pi >= len(p.Pods) {
+			return nil, nil, fmt.Errorf("new node %d: pod index %d out of range", ni, pi)
+		}
+		seen[pi]++
+		if err := Allowed(&p.Pods[pi], labels, pool.Taints); err != nil {
+			return nil, nil, fmt.Errorf("pod %s on new node %d (%s): %w", p.Pods[pi].Key(), ni, n.InstanceType, err)
+		}
+		req := p.Pods[pi].Requests
+		req[solver.Pods] = max(req[solver.Pods], 1)
+		sum = sum.Add(req)
+	}
+	if !sum.Fits(capacity) {
+		return nil, nil, fmt.Errorf("new node %d (%s) overcommitted: requests %v, allocatable %v", ni, n.InstanceType, sum, capacity)
+	}
+	var bound [][]solver.HostPort
+	for _, ds := range p.DaemonSets {
+		if allowedDS(&ds, labels, pool.Taints) {
+			bound = append(bound, ds.HostPorts)
+		}
+	}
+	for _, pi := range n.Pods {
+		bound = append(bound, p.Pods[pi].HostPorts)
+	}
+	if err := hostPortClash(bound); err != nil {
+		return nil, nil, fmt.Errorf("new node %d (%s): %w", ni, n.InstanceType, err)
+	}
+	return pool, it, nil
 }
 
 // hostPortClash applies kube-scheduler's NodePorts filter to the host ports

@@ -129,6 +129,24 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 	if capacityType == Spot {
 		strategy = p.get("SpotOptions.AllocationStrategy")
 	}
+	cands, err := s.fleetCandidates(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.sortFleetCandidates(cands, capacityType, strategy)
+	instanceTags, volumeTags := fleetTags(cands[0].lt, p)
+
+	s.seq++
+	resp := createFleetXML{meta: m, FleetID: fmt.Sprintf("fleet-%08x-0000-0000-0000-000000000000", s.seq)}
+	errs, insts, launched := s.launchFleet(p, cands, total, capacityType, instanceTags, volumeTags)
+	resp.Errors = itemsOf(errs)
+	resp.Instances = itemsOf(insts)
+	return resp, launched, nil
+}
+
+// fleetCandidates reads a CreateFleet request's overrides, in the order
+// given, each with its launch template and the zone of its subnet.
+func (s *Server) fleetCandidates(p params) ([]fleetCandidate, error) {
 	var cands []fleetCandidate
 	for _, cfg := range p.structs("LaunchTemplateConfigs") {
 		spec := cfg.sub("LaunchTemplateSpecification")
@@ -139,11 +157,11 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 			}
 		}
 		if lt == nil {
-			return nil, nil, badRequest("InvalidLaunchTemplateId.NotFound", "The specified launch template does not exist.")
+			return nil, badRequest("InvalidLaunchTemplateId.NotFound", "The specified launch template does not exist.")
 		}
 		overrides := cfg.structs("Overrides")
 		if len(overrides) == 0 {
-			return nil, nil, badRequest("InvalidParameterValue", "this server needs overrides with an instance type and subnet")
+			return nil, badRequest("InvalidParameterValue", "this server needs overrides with an instance type and subnet")
 		}
 		for _, o := range overrides {
 			c := fleetCandidate{lt: lt, version: spec.get("Version"), typ: o.get("InstanceType"), subnet: o.get("SubnetId"),
@@ -154,7 +172,7 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 			if c.subnet != "" {
 				i := slices.IndexFunc(s.subnets, func(sn Subnet) bool { return sn.ID == c.subnet })
 				if i < 0 {
-					return nil, nil, badRequest("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", c.subnet)
+					return nil, badRequest("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", c.subnet)
 				}
 				c.zone = s.subnets[i].Zone
 			}
@@ -162,8 +180,16 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 		}
 	}
 	if len(cands) == 0 {
-		return nil, nil, badRequest("InvalidParameterValue", "LaunchTemplateConfigs is required")
+		return nil, badRequest("InvalidParameterValue", "LaunchTemplateConfigs is required")
 	}
+	return cands, nil
+}
+
+// sortFleetCandidates orders the candidates as the allocation strategy
+// tries them: by priority for the prioritized strategies, else by price
+// (the latest spot price for spot, unknown types last); ties keep their
+// order.
+func (s *Server) sortFleetCandidates(cands []fleetCandidate, capacityType, strategy string) {
 	price := func(c fleetCandidate) float64 {
 		it := s.types[c.typ]
 		if it == nil {
@@ -185,8 +211,14 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 	default: // lowest-price, price-capacity-optimized, capacity-optimized
 		slices.SortStableFunc(cands, func(a, b fleetCandidate) int { return cmp.Compare(price(a), price(b)) })
 	}
-	instanceTags := maps.Clone(cands[0].lt.Data.TagSpecs["instance"])
-	volumeTags := maps.Clone(cands[0].lt.Data.TagSpecs["volume"])
+}
+
+// fleetTags returns the tags of the instances and volumes a fleet launches
+// from lt: the launch template's, overridden by the request's
+// TagSpecifications.
+func fleetTags(lt *LaunchTemplate, p params) (instanceTags, volumeTags map[string]string) {
+	instanceTags = maps.Clone(lt.Data.TagSpecs["instance"])
+	volumeTags = maps.Clone(lt.Data.TagSpecs["volume"])
 	specs := p.tagSpecs("TagSpecification")
 	if instanceTags == nil {
 		instanceTags = map[string]string{}
@@ -196,21 +228,26 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 		volumeTags = map[string]string{}
 	}
 	maps.Copy(volumeTags, specs["volume"])
+	return instanceTags, volumeTags
+}
 
-	s.seq++
-	resp := createFleetXML{meta: m, FleetID: fmt.Sprintf("fleet-%08x-0000-0000-0000-000000000000", s.seq)}
-	var errs []fleetErrorXML
-	var insts []fleetInstanceXML
-	var launched []Instance
-	overridesXML := func(c fleetCandidate) fleetOverridesXML {
-		var x fleetOverridesXML
-		x.Spec.LaunchTemplateID = c.lt.ID
-		x.Spec.Version = c.version
-		x.Overrides.InstanceType = c.typ
-		x.Overrides.SubnetID = c.subnet
-		x.Overrides.AvailabilityZone = c.zone
-		return x
-	}
+// fleetOverrides is the launch template and overrides of c, as a fleet
+// response reports them.
+func fleetOverrides(c fleetCandidate) fleetOverridesXML {
+	var x fleetOverridesXML
+	x.Spec.LaunchTemplateID = c.lt.ID
+	x.Spec.Version = c.version
+	x.Overrides.InstanceType = c.typ
+	x.Overrides.SubnetID = c.subnet
+	x.Overrides.AvailabilityZone = c.zone
+	return x
+}
+
+// launchFleet launches up to total instances from the candidates in
+// order, as many from each as it (and its capacity reservation) allows,
+// and returns the errors for the candidates refused, the fleet's
+// instances per candidate and the instances launched; s.mu must be held.
+func (s *Server) launchFleet(p params, cands []fleetCandidate, total int, capacityType string, instanceTags, volumeTags map[string]string) (errs []fleetErrorXML, insts []fleetInstanceXML, launched []Instance) {
 	for _, c := range cands {
 		if len(launched) == total {
 			break
@@ -218,22 +255,22 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 		it := s.types[c.typ]
 		switch {
 		case it == nil || !slices.Contains(it.Zones, c.zone):
-			errs = append(errs, fleetErrorXML{LaunchTemplateAndOverrides: overridesXML(c), Lifecycle: capacityType, ErrorCode: "Unsupported",
+			errs = append(errs, fleetErrorXML{LaunchTemplateAndOverrides: fleetOverrides(c), Lifecycle: capacityType, ErrorCode: "Unsupported",
 				ErrorMessage: fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s).", c.typ, c.zone)})
 			continue
 		case capacityType == Spot && !it.Spot:
-			errs = append(errs, fleetErrorXML{LaunchTemplateAndOverrides: overridesXML(c), Lifecycle: capacityType, ErrorCode: "UnsupportedOperation",
+			errs = append(errs, fleetErrorXML{LaunchTemplateAndOverrides: fleetOverrides(c), Lifecycle: capacityType, ErrorCode: "UnsupportedOperation",
 				ErrorMessage: fmt.Sprintf("The instance type %s does not support spot.", c.typ)})
 			continue
 		}
 		if code, refused := s.refused[capacityKey{c.typ, c.zone, capacityType}]; refused {
-			errs = append(errs, fleetErrorXML{LaunchTemplateAndOverrides: overridesXML(c), Lifecycle: capacityType, ErrorCode: code,
+			errs = append(errs, fleetErrorXML{LaunchTemplateAndOverrides: fleetOverrides(c), Lifecycle: capacityType, ErrorCode: code,
 				ErrorMessage: fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s).", c.typ, c.zone)})
 			continue
 		}
 		r, code, msg := s.fleetReservation(c, capacityType)
 		if code != "" {
-			errs = append(errs, fleetErrorXML{LaunchTemplateAndOverrides: overridesXML(c), Lifecycle: capacityType, ErrorCode: code, ErrorMessage: msg})
+			errs = append(errs, fleetErrorXML{LaunchTemplateAndOverrides: fleetOverrides(c), Lifecycle: capacityType, ErrorCode: code, ErrorMessage: msg})
 			continue
 		}
 		var ids []string
@@ -250,12 +287,10 @@ func (s *Server) createFleet(m meta, p params) (any, []Instance, error) {
 			ids = append(ids, in.ID)
 		}
 		if len(ids) > 0 {
-			insts = append(insts, fleetInstanceXML{LaunchTemplateAndOverrides: overridesXML(c), Lifecycle: capacityType, InstanceIDs: itemsOf(ids), InstanceType: c.typ})
+			insts = append(insts, fleetInstanceXML{LaunchTemplateAndOverrides: fleetOverrides(c), Lifecycle: capacityType, InstanceIDs: itemsOf(ids), InstanceType: c.typ})
 		}
 	}
-	resp.Errors = itemsOf(errs)
-	resp.Instances = itemsOf(insts)
-	return resp, launched, nil
+	return errs, insts, launched
 }
 
 // lifecycle is an instance's value of the instance-lifecycle filter:
