@@ -86,6 +86,7 @@ type OperatorOptions struct {
 	DrainTimeout              time.Duration
 	GangWait                  time.Duration
 	NominatePods              bool
+	NominateSpreadPods        bool
 	ReplacementTimeout        time.Duration
 	AllowEvictingUncontrolled bool
 	NodeRepair                bool
@@ -181,7 +182,8 @@ playground.`,
 	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog (sim)")
 	f.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
 	f.DurationVar(&o.GangWait, "gang-wait", 10*time.Second, "how long a ready node planned for pods with a hard topology spread or required pod affinity waits for the other such nodes of its provisioning decision, so that they open to pods together as planned; other nodes open as soon as they are ready")
-	f.BoolVar(&o.NominatePods, "nominate-pods", true, "when a node opens, set status.nominatedNodeName on the pods planned onto it (but those with a hard topology spread or required pod affinity), so that kube-scheduler keeps their room there; false leaves placement to the scheduler, as Karpenter does")
+	f.BoolVar(&o.NominatePods, "nominate-pods", true, "when a node opens, set status.nominatedNodeName on the pods planned onto it, so that kube-scheduler keeps their room there and places them as planned; false leaves placement to the scheduler, as Karpenter does (pods bind sooner; the scheduler scatters them and consolidation moves them)")
+	f.BoolVar(&o.NominateSpreadPods, "nominate-spread-pods", true, "with --nominate-pods, nominate also the pods with a hard topology spread or required pod affinity; false lets them bind sooner (kube-scheduler counts the pods of a spread nominated to one node against each other) at the price of the scheduler placing them against the plan")
 	f.DurationVar(&o.GCGracePeriod, "gc-grace-period", time.Minute, "how old an instance without a NodeClaim must be before it is terminated")
 	f.BoolVar(&o.NodeRepair, "node-repair", true, "replace nodes that stay unhealthy (Ready False or Unknown 30m, EKS node monitoring conditions 10-30m), unless over 20% of their NodePool is")
 	f.DurationVar(&o.NodeRepairToleration, "node-repair-toleration", 0, "how long any repair condition is tolerated before the node is replaced (0: each condition's own)")
@@ -366,6 +368,7 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 	opts.Repair = repair.Options{Disabled: !o.NodeRepair, Toleration: o.NodeRepairToleration}
 	opts.Lifecycle.GangWait = o.GangWait
 	opts.Lifecycle.NoNominations = !o.NominatePods
+	opts.Lifecycle.SkipSpreadNominations = !o.NominateSpreadPods
 	opts.Disruption = disruption.Options{
 		Disabled: !o.Consolidation, Interval: o.ConsolidationInterval, ValidationDelay: o.ValidationDelay,
 		DrainTimeout: o.DrainTimeout, ReplacementTimeout: o.ReplacementTimeout, AllowUncontrolled: o.AllowEvictingUncontrolled,

@@ -76,6 +76,10 @@ type Options struct {
 	// NoNominations leaves status.nominatedNodeName to the scheduler, as
 	// Karpenter does: no pod is pointed at its planned node.
 	NoNominations bool
+	// SkipSpreadNominations gives no nominated node to the pods
+	// placedAgainstOthers (see the comment above nominate): they bind
+	// sooner, and kube-scheduler places them where it scores best.
+	SkipSpreadNominations bool
 	// KeepNominations is how long after opening nodes the controller puts
 	// back the nominations the scheduler dropped from pods still waiting for
 	// them (15 s when zero).

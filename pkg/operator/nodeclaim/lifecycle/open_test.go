@@ -213,33 +213,47 @@ func TestLatePodsAreNominatedAfterThePodsTheyFollow(t *testing.T) {
 	}
 }
 
-// TestSpreadPodsAreNotNominated: of the pods planned onto an opening node,
-// the ones the scheduler admits only against pods planned elsewhere (a hard
-// topology spread) get no nominated node, the others do (see the comment
+// TestSpreadPodsAreNominatedUnlessSkipped: of the pods planned onto an
+// opening node, the ones the scheduler admits only against pods planned
+// elsewhere (a hard topology spread) get a nominated node by default and
+// none with SkipSpreadNominations; the others always do (see the comment
 // above nominate).
-func TestSpreadPodsAreNotNominated(t *testing.T) {
-	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "plain"}}
-	spread := spreadPod("spread")
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(plain, spread.DeepCopy()).Build()
-	kube := kubefake.NewClientset(plain, spread.DeepCopy())
-	c := New(cache, kube, nil, nil, nil, Options{
-		Clock: clocktesting.NewFakeClock(epoch),
-		NominatedPods: func(string) []types.NamespacedName {
-			return []types.NamespacedName{{Namespace: "d", Name: "plain"}, {Namespace: spread.Namespace, Name: spread.Name}}
-		},
-	})
-	pods := c.nominate(context.Background(), []member{{claim: batchClaim("c", "b1", "1", "n"), node: readyNode("n")}})
-	var patched []string
-	for _, a := range kube.Actions() {
-		if p, ok := a.(k8stesting.PatchAction); ok && p.GetSubresource() == "status" {
-			patched = append(patched, p.GetName())
-		}
-	}
-	if !slices.Contains(patched, "plain") || slices.Contains(patched, "spread") || len(pods) != 1 {
-		t.Errorf("nominated %v (%d pods kept); want plain only", patched, len(pods))
+func TestSpreadPodsAreNominatedUnlessSkipped(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		skip bool
+		want []string
+	}{
+		{name: "by default every planned pod is nominated", want: []string{"plain", "spread"}},
+		{name: "skipped: the spread pod is not", skip: true, want: []string{"plain"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "plain"}}
+			spread := spreadPod("spread")
+			s := runtime.NewScheme()
+			if err := clientgoscheme.AddToScheme(s); err != nil {
+				t.Fatal(err)
+			}
+			cache := fake.NewClientBuilder().WithScheme(s).WithObjects(plain, spread.DeepCopy()).Build()
+			kube := kubefake.NewClientset(plain, spread.DeepCopy())
+			c := New(cache, kube, nil, nil, nil, Options{
+				Clock: clocktesting.NewFakeClock(epoch),
+				NominatedPods: func(string) []types.NamespacedName {
+					return []types.NamespacedName{{Namespace: "d", Name: "plain"}, {Namespace: spread.Namespace, Name: spread.Name}}
+				},
+				SkipSpreadNominations: tt.skip,
+			})
+			pods := c.nominate(context.Background(), []member{{claim: batchClaim("c", "b1", "1", "n"), node: readyNode("n")}})
+			var patched []string
+			for _, a := range kube.Actions() {
+				if p, ok := a.(k8stesting.PatchAction); ok && p.GetSubresource() == "status" && !slices.Contains(patched, p.GetName()) {
+					patched = append(patched, p.GetName())
+				}
+			}
+			slices.Sort(patched)
+			if !slices.Equal(patched, tt.want) || len(pods) != len(tt.want) {
+				t.Errorf("nominated %v (%d pods kept); want %v", patched, len(pods), tt.want)
+			}
+		})
 	}
 }
