@@ -234,14 +234,7 @@ func (s *state) planZoneTerms(g int, rep *Pod, n int, usable []string, zt *zoneT
 			// Required anti-affinity against its own pods as well: one
 			// per zone, among the zones it may join.
 			anti := s.runningMatches(s.p.Nodes, rep, zt.selfAnti)
-			i := 0
-			for _, z := range joinable {
-				if anti[z] == 0 && i < n {
-					plan.zones[i] = z
-					i++
-				}
-			}
-			if i < n {
+			if i := freeZones(plan.zones, joinable, anti); i < n {
 				plan.reason = fmt.Sprintf("its pod affinity on %s allows only the zones of the pods it joins (%s) and its anti-affinity one such pod per zone", LabelZone, strings.Join(joinable, ", "))
 			}
 			break
@@ -296,14 +289,7 @@ func (s *state) planZoneTerms(g int, rep *Pod, n int, usable []string, zt *zoneT
 		}
 	case zt.selfAnti != nil:
 		counts := s.runningMatches(s.p.Nodes, rep, zt.selfAnti)
-		i := 0
-		for _, z := range usable {
-			if counts[z] == 0 && i < n {
-				plan.zones[i] = z
-				i++
-			}
-		}
-		if i < n {
+		if i := freeZones(plan.zones, usable, counts); i < n {
 			plan.reason = fmt.Sprintf("its pod anti-affinity on %s allows one such pod per zone and only %d zone(s) are free", LabelZone, i)
 		}
 	default:
@@ -416,4 +402,18 @@ func (s *state) spreadZones(rep *Pod, c *TopologySpread, usable []string, plan *
 		plan.zones[i] = best
 		counts[best]++
 	}
+}
+
+// freeZones fills out, in order, with the zones where no pod counts runs
+// (one pod per zone, for anti-affinity against the pod's own kind), at
+// most len(out) of them, and returns how many it filled.
+func freeZones(out []string, zones []string, counts map[string]int) int {
+	i := 0
+	for _, z := range zones {
+		if counts[z] == 0 && i < len(out) {
+			out[i] = z
+			i++
+		}
+	}
+	return i
 }
