@@ -258,9 +258,11 @@ func splitEntry(text string) (key, rest string, entry bool) {
 
 // plainKey reports whether key is a plain scalar that YAML 1.1 reads as
 // this very string: letters, digits and ._/- starting with a letter, not
-// a boolean or null word.
+// a boolean or null word, and short enough to be a simple key (YAML's
+// scanners refuse an implicit key longer than 1,024 characters: "mapping
+// values are not allowed in this context").
 func plainKey(key string) bool {
-	if key == "" || !isLetter(key[0]) {
+	if key == "" || len(key) > maxSimpleKey || !isLetter(key[0]) {
 		return false
 	}
 	for i := 0; i < len(key); i++ {
@@ -271,6 +273,10 @@ func plainKey(key string) bool {
 	_, special := yamlWords[key]
 	return !special
 }
+
+// maxSimpleKey is the longest key the fast path takes; longer ones are
+// left to the YAML decoder (which refuses those over 1,024 characters).
+const maxSimpleKey = 1000
 
 // yamlWords are the plain scalars starting with a letter that
 // go.yaml.in/yaml/v2 (resolve.go) reads as booleans or null, as JSON.
