@@ -341,8 +341,12 @@ func scalarJSON(s string) (text string, str, ok bool) {
 		return s, true, true
 	case isDigit(c) || (c == '-' && len(s) > 1 && s[1] != ' '):
 		// yaml v2 tries a timestamp, an int (any base), an unsigned int,
-		// a float and a binary int, in that order; only a decimal int
-		// and a string that is none of them are taken here.
+		// a float and a binary int, in that order, after dropping every
+		// underscore ("0_" is 0); only a decimal int and a string that is
+		// none of them, without an underscore, are taken here.
+		if strings.ContainsRune(s, '_') {
+			return "", false, false
+		}
 		if len(s) > 4 && isDigit(s[0]) && isDigit(s[1]) && isDigit(s[2]) && isDigit(s[3]) && s[4] == '-' {
 			return "", false, false
 		}
