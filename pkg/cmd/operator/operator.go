@@ -173,7 +173,7 @@ playground.`,
 	f.IntVar(&o.KubeClientBurst, "kube-client-burst", 300, "queries the operator may send at once above --kube-client-qps (Karpenter's KUBE_CLIENT_BURST default)")
 	f.DurationVar(&o.BatchIdle, "batch-idle", time.Second, "close a batch of pending pods once none arrived for this long (the gap grows, up to 4 times, with the gaps between arrivals)")
 	f.DurationVar(&o.BatchHold, "batch-hold", 10*time.Second, "keep a batch open beyond --batch-idle, while a workload of its pods is still creating them or its arrivals pause, for at most this long after it opened (never past --batch-max)")
-	f.DurationVar(&o.BatchMax, "batch-max", 2*time.Minute, "close a batch of pending pods after this long regardless: a ramp up to this long is one decision")
+	f.DurationVar(&o.BatchMax, "batch-max", 2*time.Minute, "close a batch of pending pods after this long regardless; while arrivals keep it open, it decides early every --batch-hold, launching the nodes its plan fills, and plans the rest with the pods after them")
 	f.StringVar(&o.ClusterName, "cluster-name", "", "name of this cluster; instances are tagged with it and garbage collection touches only its own (required with --cloud aws; default "+defaultSimClusterName+" with sim)")
 	f.StringVar(&o.Region, "region", sim.DefaultRegion, "region whose instance types and prices to use (aws: default AWS_REGION or the shared config)")
 	f.StringVar(&o.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join (aws; default: the kubeconfig's server)")
