@@ -55,17 +55,15 @@ func TestWindowDecidesEarlyWhileArrivalsKeepItOpen(t *testing.T) {
 					continue
 				}
 				wait, d := w.decide(now, func() string { return "" })
-				switch d {
-				case decideEarly:
+				if d == closeWindow {
+					got = append(got, ret{now.Sub(t0), false})
+					break
+				}
+				if d == decideEarly {
 					w.closed, w.early = now, true
 					got = append(got, ret{now.Sub(t0), true})
 					timer = w.wakeAt()
 					continue
-				case closeWindow:
-					got = append(got, ret{now.Sub(t0), false})
-				}
-				if d == closeWindow {
-					break
 				}
 				timer = now.Add(wait)
 			}
