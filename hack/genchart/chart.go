@@ -64,7 +64,17 @@ var (
 )
 
 // Generate returns the chart's files by their path in the chart.
-func Generate() (map[string][]byte, error) {
+func Generate() (map[string][]byte, error) { return GenerateFor("") }
+
+// GenerateFor is Generate with values.yaml pinning the image to image, a
+// repository@sha256:<digest> reference (the one a release pushed), as its
+// image.repository and image.digest; "" leaves both at Generate's defaults
+// (the image by the chart's appVersion).
+func GenerateFor(image string) (map[string][]byte, error) {
+	repo, digest, err := splitPinned(image)
+	if err != nil {
+		return nil, err
+	}
 	rendered, err := config.Render(config.Options{})
 	if err != nil {
 		return nil, err
@@ -138,7 +148,7 @@ func Generate() (map[string][]byte, error) {
 			return nil, fmt.Errorf("the rendered manifests have no %s: no ConfigMap or Deployment the chart knows", k)
 		}
 	}
-	values, err := d.valuesYAML()
+	values, err := d.valuesYAML(repo, digest)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +163,21 @@ func Generate() (map[string][]byte, error) {
 	files["templates/NOTES.txt"] = []byte(notes)
 	files[".helmignore"] = []byte(header + "*.orig\n*.swp\n.DS_Store\n")
 	return files, nil
+}
+
+var pinnedRE = regexp.MustCompile(`^([^@\s]+)@(sha256:[0-9a-f]{64})$`)
+
+// splitPinned splits repository@sha256:<digest>; "" is the default
+// repository and no digest.
+func splitPinned(image string) (repo, digest string, err error) {
+	if image == "" {
+		return config.ImageRepository, "", nil
+	}
+	m := pinnedRE.FindStringSubmatch(image)
+	if m == nil || strings.Contains(m[1][strings.LastIndex(m[1], "/")+1:], ":") {
+		return "", "", fmt.Errorf("image %q: want repository@sha256:<64 hex digits>, with no tag", image)
+	}
+	return m[1], m[2], nil
 }
 
 // defaults are the rendered values that values.yaml offers, by value name,

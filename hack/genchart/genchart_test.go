@@ -101,3 +101,55 @@ func TestGenerateLeavesNoPlaceholder(t *testing.T) {
 		t.Errorf("the chart makes a PriorityClass; the operator runs as system-cluster-critical")
 	}
 }
+
+// TestGenerateForPinsTheImage checks the chart a release packages: with the
+// pushed image's repository@sha256:… its values.yaml defaults to that
+// repository and digest, and every other file is the checked-in chart's;
+// references that do not pin a digest are refused.
+func TestGenerateForPinsTheImage(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	tests := []struct {
+		image    string
+		wantRepo string
+		wantErr  bool
+	}{
+		{"ghcr.io/rightsize-dev/kubectl-rightsize@" + digest, "ghcr.io/rightsize-dev/kubectl-rightsize", false},
+		{"127.0.0.1:5000/mirror/rightsize@" + digest, "127.0.0.1:5000/mirror/rightsize", false},
+		{"ghcr.io/rightsize-dev/kubectl-rightsize:v1.2.3", "", true},
+		{"ghcr.io/rightsize-dev/kubectl-rightsize:v1.2.3@" + digest, "", true},
+		{"ghcr.io/rightsize-dev/kubectl-rightsize@sha256:abc", "", true},
+		{"ghcr.io/rightsize-dev/kubectl-rightsize@" + strings.ToUpper(digest), "", true},
+	}
+	plain, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.image, func(t *testing.T) {
+			files, err := GenerateFor(tc.image)
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "want repository@sha256:") {
+					t.Fatalf("GenerateFor(%q): %v, want a refusal", tc.image, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var values struct {
+				Image struct{ Repository, Tag, Digest string }
+			}
+			if err := yaml.Unmarshal(files["values.yaml"], &values); err != nil {
+				t.Fatal(err)
+			}
+			if values.Image.Repository != tc.wantRepo || values.Image.Digest != digest || values.Image.Tag != "" {
+				t.Errorf("values.yaml image %+v, want repository %s, digest %s, no tag", values.Image, tc.wantRepo, digest)
+			}
+			for name, b := range plain {
+				if name != "values.yaml" && !bytes.Equal(files[name], b) {
+					t.Errorf("%s differs from the unpinned chart's", name)
+				}
+			}
+		})
+	}
+}

@@ -12,6 +12,12 @@
 // from what it generates.
 //
 //	go run ./hack/genchart [-root .]
+//
+// A release writes a copy pinned to the image it pushed (make
+// release-image), values.yaml's image.repository and image.digest set, and
+// packages that copy:
+//
+//	go run ./hack/genchart -root bin/chart-pinned -image ghcr.io/…@sha256:<digest>
 package main
 
 import (
@@ -29,8 +35,9 @@ const chartDir = "charts/kubectl-rightsize"
 
 func main() {
 	root := flag.String("root", ".", "the repository's root")
+	image := flag.String("image", "", "pin the chart's image: repository@sha256:<digest> as values.yaml's image.repository and image.digest")
 	flag.Parse()
-	if err := run(*root); err != nil {
+	if err := run(*root, *image); err != nil {
 		fmt.Fprintf(os.Stderr, "genchart: %v\n", err)
 		os.Exit(1)
 	}
@@ -38,8 +45,8 @@ func main() {
 
 // run writes the generated chart under root and removes files the chart no
 // longer has.
-func run(root string) error {
-	files, err := Generate()
+func run(root, image string) error {
+	files, err := GenerateFor(image)
 	if err != nil {
 		return err
 	}

@@ -30,8 +30,9 @@ keywords:
 `
 
 // valuesYAML is values.yaml: each value with what it does and the
-// `operator install` flag it matches, and as its default the rendered one.
-func (d defaults) valuesYAML() ([]byte, error) {
+// `operator install` flag it matches, and as its default the rendered one;
+// the image is repo, pinned to digest when that is not empty.
+func (d defaults) valuesYAML(repo, digest string) ([]byte, error) {
 	var b strings.Builder
 	b.WriteString(header)
 	b.WriteString("# The defaults render what `kubectl rightsize operator install` prints (with\n" +
@@ -61,7 +62,7 @@ func (d defaults) valuesYAML() ([]byte, error) {
 		{"SQS queue EventBridge sends EC2 interruption events to (--interruption-queue,\naws; see docs/aws.md); empty: off.", "interruptionQueue", ""},
 		{"More flags of `kubectl-rightsize operator`, appended to its command line,\ne.g. [--log-level=debug].", "extraArgs", []any{}},
 		{"The operator image (--image). tag defaults to the chart's appVersion, the\nrelease's own version; a digest (sha256:…), when set, pins the image instead.",
-			"image", map[string]any{"repository": config.ImageRepository, "tag": "", "digest": "", "pullPolicy": d["pullPolicy"]}},
+			"image", map[string]any{"repository": repo, "tag": "", "digest": digest, "pullPolicy": d["pullPolicy"]}},
 		{"Replicas of the operator; they elect a leader, the others stand by.", "replicas", d["replicas"]},
 		{"The operator container's requests and limits (GOMEMLIMIT follows limits.memory).", "resources", d["resources"]},
 		{"Where the operator's pods may run. The default affinity keeps them off the\nnodes the operator provisions: consolidating such a node would evict the\noperator doing it.", "nodeSelector", d["nodeSelector"]},

@@ -16,12 +16,21 @@
 //
 //	go -C hack/image run . -out dist/image.tar -tag ghcr.io/…:v1 \
 //	    -binary linux/amd64=/abs/path/kubectl-rightsize [-binary linux/arm64=…]
+//
+// With -push it builds nothing: it pushes such a tarball to a registry under
+// a tag (credentials from the Docker config, as `docker login` or `crane
+// auth login` leave them) and prints the reference that pins what was
+// pushed, repository@sha256:<digest>, which the release writes into the
+// Helm chart's values (make release-image):
+//
+//	go -C hack/image run . -in dist/image.tar -push ghcr.io/…:v1
 package main
 
 import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"debug/elf"
 	"errors"
 	"flag"
@@ -29,10 +38,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -94,8 +105,21 @@ func main() {
 		commit  = flag.String("revision", "", "org.opencontainers.image.revision")
 		epoch   = flag.String("source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "creation time, seconds since 1970 (default: 0)")
 	)
+	var (
+		push = flag.String("push", "", "push the tarball -in to this tagged reference instead of building; print repository@sha256:<digest>")
+		in   = flag.String("in", "", "with -push: the OCI image tarball to push")
+	)
 	flag.Var(bins, "binary", "OS/ARCH=PATH of a static kubectl-rightsize (repeatable)")
 	flag.Parse()
+	if *push != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := pushMain(ctx, *in, *push, os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "image: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*out, *tag, Options{
 		Binaries: bins, CACertificates: *cas, Docs: splitList(*docs),
 		Created: epochTime(*epoch),
