@@ -7,10 +7,18 @@ DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 FUZZTIME ?= 10s
 TOOLS           := hack/tools/build.sh
-IMAGE           ?= ghcr.io/rightsize-dev/kubectl-rightsize:$(VERSION)
+IMAGE_REPOSITORY ?= ghcr.io/rightsize-dev/kubectl-rightsize
+IMAGE           ?= $(IMAGE_REPOSITORY):$(VERSION)
 IMAGE_PLATFORMS ?= linux/amd64
 IMAGE_TAR       ?= dist/kubectl-rightsize-image.tar
+IMAGE_BUILD_DIR ?= dist/image
 CHART_REGISTRY  ?= oci://ghcr.io/rightsize-dev/charts
+# A tagged release (the before hook `make release-image` in .goreleaser.yaml)
+# builds its image outside dist/, which goreleaser refuses to find filled
+# after its hooks, pushes it, and packages into CHART_DIR the chart pinned to
+# the pushed digest, written first into PINNED_CHART_ROOT.
+CHART_DIR         ?= bin/chart
+PINNED_CHART_ROOT ?= bin/chart-pinned
 # vet, the tests and the fuzz runs compile one way: static (CGO off) and
 # -trimpath, which is how goreleaser and `make image` build the released
 # binary. The packages then compile once, and the e2e plugin, the dist
@@ -18,7 +26,7 @@ CHART_REGISTRY  ?= oci://ghcr.io/rightsize-dev/charts
 # compile instead of two).
 TEST_ENV        := CGO_ENABLED=0 GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) -trimpath)"
 
-.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image chart-push test-dist conformance bench-karpenter bench-traces bench-live planhashes
+.PHONY: all build demo test vet fuzz bench generate clean testenv tools dist krew image release-image release-pin chart-push test-dist conformance bench-karpenter bench-traces bench-live planhashes
 
 all: build
 
@@ -131,11 +139,30 @@ krew: ## dist/krew/rightsize.yaml for the local release in dist/ (kubectl krew i
 image: ## Operator image as an OCI tarball in dist/ (no container engine). Run after dist: dist cleans dist/.
 	@set -e; for p in $(IMAGE_PLATFORMS); do \
 	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "$(LDFLAGS)" \
-	    -o dist/image/$${p%/*}_$${p#*/}/kubectl-rightsize ./cmd/kubectl-rightsize; \
+	    -o $(IMAGE_BUILD_DIR)/$${p%/*}_$${p#*/}/kubectl-rightsize ./cmd/kubectl-rightsize; \
 	done
-	$(GO) -C hack/image run . -out $(CURDIR)/$(IMAGE_TAR) -tag $(IMAGE) -version $(VERSION) -revision $(COMMIT) \
+	$(GO) -C hack/image run . -out $(abspath $(IMAGE_TAR)) -tag $(IMAGE) -version $(VERSION) -revision $(COMMIT) \
 	  -docs $(CURDIR)/LICENSE,$(CURDIR)/NOTICE \
-	  $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(CURDIR)/dist/image/$(subst /,_,$(p))/kubectl-rightsize)
+	  $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(abspath $(IMAGE_BUILD_DIR))/$(subst /,_,$(p))/kubectl-rightsize)
+
+release-image: ## A tagged release's before hook (.goreleaser.yaml), after the chart is packaged: the image of RELEASE_VERSION (goreleaser's version, no v) built (make image), pushed as IMAGE_REPOSITORY:v<version> and the chart re-packaged pinned to its digest (make release-pin). SNAPSHOT=true (make dist) pushes nothing. Log in first: crane auth login ghcr.io (or docker login).
+	@test -n "$(RELEASE_VERSION)" || { echo "release-image: set RELEASE_VERSION to the release's version, e.g. RELEASE_VERSION=1.2.3"; exit 2; }
+	@if [ "$(SNAPSHOT)" = true ]; then \
+	  echo "release-image: a snapshot pushes no image; $(CHART_DIR)/kubectl-rightsize-$(RELEASE_VERSION).tgz keeps the image by tag v$(RELEASE_VERSION)"; \
+	else \
+	  $(MAKE) --no-print-directory image VERSION=v$(RELEASE_VERSION) IMAGE=$(IMAGE_REPOSITORY):v$(RELEASE_VERSION) \
+	    IMAGE_BUILD_DIR=bin/image IMAGE_TAR=bin/image/kubectl-rightsize-image.tar && \
+	  $(MAKE) --no-print-directory release-pin RELEASE_VERSION=$(RELEASE_VERSION) IMAGE_TAR=bin/image/kubectl-rightsize-image.tar; \
+	fi
+
+release-pin: ## Push the image tarball IMAGE_TAR as IMAGE_REPOSITORY:v<RELEASE_VERSION> (hack/image -push), then package the chart of RELEASE_VERSION into CHART_DIR with values.yaml's image.repository and image.digest set to what the registry stored (hack/genchart -image).
+	@test -n "$(RELEASE_VERSION)" || { echo "release-pin: set RELEASE_VERSION to the release's version, e.g. RELEASE_VERSION=1.2.3"; exit 2; }
+	@set -e; \
+	ref=$$($(GO) -C hack/image run . -in $(abspath $(IMAGE_TAR)) -push $(IMAGE_REPOSITORY):v$(RELEASE_VERSION)); \
+	rm -rf $(PINNED_CHART_ROOT); \
+	$(GO) run ./hack/genchart -root $(PINNED_CHART_ROOT) -image $$ref; \
+	hack/tools/helm.sh package $(abspath $(PINNED_CHART_ROOT))/charts/kubectl-rightsize --version $(RELEASE_VERSION) --app-version v$(RELEASE_VERSION) --destination $(abspath $(CHART_DIR)); \
+	echo "release-pin: $(CHART_DIR)/kubectl-rightsize-$(RELEASE_VERSION).tgz runs $$ref"
 
 chart-push: ## Push the packaged Helm chart CHART (bin/chart/kubectl-rightsize-<version>.tgz, which the release packages) to CHART_REGISTRY with the pinned helm; the release's publisher in .goreleaser.yaml runs it. Log in first: hack/tools/helm.sh registry login ghcr.io.
 	@test -n "$(CHART)" || { echo "chart-push: set CHART to the packaged chart, e.g. CHART=bin/chart/kubectl-rightsize-1.2.3.tgz"; exit 2; }

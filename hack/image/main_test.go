@@ -18,6 +18,12 @@ import (
 // staticBinary builds a tiny static linux program for the host architecture.
 func staticBinary(t *testing.T) string {
 	t.Helper()
+	return staticBinaryFor(t, runtime.GOARCH)
+}
+
+// staticBinaryFor builds a tiny static linux program for arch.
+func staticBinaryFor(t *testing.T, arch string) string {
+	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "main.go")
 	if err := os.WriteFile(src, []byte("package main\nfunc main() {}\n"), 0o644); err != nil {
@@ -25,7 +31,7 @@ func staticBinary(t *testing.T) string {
 	}
 	bin := filepath.Join(dir, "kubectl-rightsize")
 	cmd := exec.Command("go", "build", "-o", bin, src)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH, "GOWORK=off", "GO111MODULE=off")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOWORK=off", "GO111MODULE=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
