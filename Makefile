@@ -17,8 +17,11 @@ CHART_REGISTRY  ?= oci://ghcr.io/rightsize-dev/charts
 # builds its image outside dist/, which goreleaser refuses to find filled
 # after its hooks, pushes it, and packages into CHART_DIR the chart pinned to
 # the pushed digest, written first into PINNED_CHART_ROOT.
+# PINNED_REF gets the pushed image's repository@sha256:<digest>, which the
+# release notes' `operator install --image` reads.
 CHART_DIR         ?= bin/chart
 PINNED_CHART_ROOT ?= bin/chart-pinned
+PINNED_REF        ?= bin/image/pinned-ref
 # vet, the tests and the fuzz runs compile one way: static (CGO off) and
 # -trimpath, which is how goreleaser and `make image` build the released
 # binary. The packages then compile once, and the e2e plugin, the dist
@@ -148,6 +151,7 @@ image: ## Operator image as an OCI tarball in dist/ (no container engine). Run a
 release-image: ## A tagged release's before hook (.goreleaser.yaml), after the chart is packaged: the image of RELEASE_VERSION (goreleaser's version, no v) built (make image), pushed as IMAGE_REPOSITORY:v<version> and the chart re-packaged pinned to its digest (make release-pin). SNAPSHOT=true (make dist) pushes nothing. Log in first: crane auth login ghcr.io (or docker login).
 	@test -n "$(RELEASE_VERSION)" || { echo "release-image: set RELEASE_VERSION to the release's version, e.g. RELEASE_VERSION=1.2.3"; exit 2; }
 	@if [ "$(SNAPSHOT)" = true ]; then \
+	  rm -f $(PINNED_REF); \
 	  echo "release-image: a snapshot pushes no image; $(CHART_DIR)/kubectl-rightsize-$(RELEASE_VERSION).tgz keeps the image by tag v$(RELEASE_VERSION)"; \
 	else \
 	  $(MAKE) --no-print-directory image VERSION=v$(RELEASE_VERSION) IMAGE=$(IMAGE_REPOSITORY):v$(RELEASE_VERSION) \
@@ -155,13 +159,14 @@ release-image: ## A tagged release's before hook (.goreleaser.yaml), after the c
 	  $(MAKE) --no-print-directory release-pin RELEASE_VERSION=$(RELEASE_VERSION) IMAGE_TAR=bin/image/kubectl-rightsize-image.tar; \
 	fi
 
-release-pin: ## Push the image tarball IMAGE_TAR as IMAGE_REPOSITORY:v<RELEASE_VERSION> (hack/image -push), then package the chart of RELEASE_VERSION into CHART_DIR with values.yaml's image.repository and image.digest set to what the registry stored (hack/genchart -image).
+release-pin: ## Push the image tarball IMAGE_TAR as IMAGE_REPOSITORY:v<RELEASE_VERSION> (hack/image -push), then package the chart of RELEASE_VERSION into CHART_DIR with values.yaml's image.repository and image.digest set to what the registry stored (hack/genchart -image), and that reference into PINNED_REF.
 	@test -n "$(RELEASE_VERSION)" || { echo "release-pin: set RELEASE_VERSION to the release's version, e.g. RELEASE_VERSION=1.2.3"; exit 2; }
 	@set -e; \
 	ref=$$($(GO) -C hack/image run . -in $(abspath $(IMAGE_TAR)) -push $(IMAGE_REPOSITORY):v$(RELEASE_VERSION)); \
 	rm -rf $(PINNED_CHART_ROOT); \
 	$(GO) run ./hack/genchart -root $(PINNED_CHART_ROOT) -image $$ref; \
 	hack/tools/helm.sh package $(abspath $(PINNED_CHART_ROOT))/charts/kubectl-rightsize --version $(RELEASE_VERSION) --app-version v$(RELEASE_VERSION) --destination $(abspath $(CHART_DIR)); \
+	mkdir -p $(dir $(PINNED_REF)) && echo "$$ref" > $(PINNED_REF); \
 	echo "release-pin: $(CHART_DIR)/kubectl-rightsize-$(RELEASE_VERSION).tgz runs $$ref"
 
 chart-push: ## Push the packaged Helm chart CHART (bin/chart/kubectl-rightsize-<version>.tgz, which the release packages) to CHART_REGISTRY with the pinned helm; the release's publisher in .goreleaser.yaml runs it. Log in first: hack/tools/helm.sh registry login ghcr.io.

@@ -98,10 +98,11 @@ func TestReleasePinsTheChartToThePushedDigest(t *testing.T) {
 			tarPath, built := imageTarball(t, tc.plats...)
 			host, ca, srv := tlsRegistry(t)
 			repo := host + "/rightsize-dev/kubectl-rightsize"
-			chartDir := t.TempDir()
+			chartDir, work := t.TempDir(), t.TempDir()
+			pinnedRef := filepath.Join(work, "pinned-ref")
 
 			cmd := exec.Command("make", "-s", "release-pin", "RELEASE_VERSION="+version, "IMAGE_TAR="+tarPath,
-				"IMAGE_REPOSITORY="+repo, "CHART_DIR="+chartDir, "PINNED_CHART_ROOT="+filepath.Join(t.TempDir(), "pinned"))
+				"IMAGE_REPOSITORY="+repo, "CHART_DIR="+chartDir, "PINNED_CHART_ROOT="+filepath.Join(work, "pinned"), "PINNED_REF="+pinnedRef)
 			cmd.Dir = repoRoot(t)
 			// The registry's CA as the release's would be trusted; an empty
 			// Docker config, so the push is anonymous.
@@ -130,6 +131,10 @@ func TestReleasePinsTheChartToThePushedDigest(t *testing.T) {
 			if !strings.Contains(stdout.String(), "runs "+pinned) {
 				t.Errorf("make release-pin does not say it pinned %s:\n%s", pinned, stdout.String())
 			}
+			// The release notes' `operator install --image` reads it.
+			if b, err := os.ReadFile(pinnedRef); err != nil || string(b) != pinned+"\n" {
+				t.Errorf("PINNED_REF holds %q (%v), want %s", b, err, pinned)
+			}
 
 			pkg := filepath.Join(chartDir, "kubectl-rightsize-"+version+".tgz")
 			image := imageValues(t, chartFile(t, pkg, "kubectl-rightsize/values.yaml"))
@@ -153,6 +158,36 @@ func TestReleasePinsTheChartToThePushedDigest(t *testing.T) {
 				t.Errorf("helm template of the packaged chart does not run %s:\n%s", pinned, grepLines(string(rendered), "image:"))
 			}
 		})
+	}
+}
+
+// TestSnapshotReleasePushesNothing runs the hook as a snapshot (make dist)
+// runs it: no image is built or pushed, and a reference left by an earlier
+// release run is removed, so the snapshot's notes do not name it.
+func TestSnapshotReleasePushesNothing(t *testing.T) {
+	host, ca, srv := tlsRegistry(t)
+	pinnedRef := filepath.Join(t.TempDir(), "pinned-ref")
+	if err := os.WriteFile(pinnedRef, []byte("example.com/old@sha256:"+strings.Repeat("0", 64)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", "-s", "release-image", "RELEASE_VERSION=1.2.3", "SNAPSHOT=true",
+		"IMAGE_REPOSITORY="+host+"/rightsize-dev/kubectl-rightsize", "PINNED_REF="+pinnedRef)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+ca, "DOCKER_CONFIG="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "a snapshot pushes no image") {
+		t.Fatalf("make release-image SNAPSHOT=true: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(pinnedRef); !os.IsNotExist(err) {
+		t.Errorf("PINNED_REF is still there after a snapshot: %v", err)
+	}
+	reg, err := name.NewRegistry(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repos, err := remote.Catalog(context.Background(), reg, remote.WithTransport(srv.Client().Transport))
+	if err != nil || len(repos) != 0 {
+		t.Errorf("the registry holds %v (%v) after a snapshot, want nothing", repos, err)
 	}
 }
 
