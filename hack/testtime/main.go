@@ -20,12 +20,14 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -325,26 +327,29 @@ func readSteps(in io.Reader) ([]step, error) {
 	return steps, sc.Err()
 }
 
-// writeSteps writes the step table, with the total from the first start to
-// the last end.
+// writeSteps writes the step table in the order the steps started, each
+// with its start after the first (make test runs some side by side), and
+// the total from the first start to the last end.
 func writeSteps(w io.Writer, steps []step) {
 	fmt.Fprintln(w, "\n### Steps of make test")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| step | wall | CPU | exit |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| step | start | wall | CPU | exit |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
 	if len(steps) == 0 {
 		return
 	}
+	steps = slices.Clone(steps)
+	slices.SortStableFunc(steps, func(a, b step) int { return cmp.Compare(a.start, b.start) })
 	first, last := steps[0].start, steps[0].end
 	var cpu float64
 	for _, s := range steps {
-		first, last = min(first, s.start), max(last, s.end)
-		fmt.Fprintf(w, "| %s | %s | %s | %d |\n", s.name, dur(s.end-s.start), cpuText(s.cpu), s.rc)
+		last = max(last, s.end)
+		fmt.Fprintf(w, "| %s | +%s | %s | %s | %d |\n", s.name, dur(s.start-first), dur(s.end-s.start), cpuText(s.cpu), s.rc)
 		if s.cpu > 0 {
 			cpu += s.cpu
 		}
 	}
-	fmt.Fprintf(w, "| **total** | **%s** | %s | |\n", dur(last-first), cpuText(cpu))
+	fmt.Fprintf(w, "| **total** | | **%s** | %s | |\n", dur(last-first), cpuText(cpu))
 }
 
 func cpuText(s float64) string {

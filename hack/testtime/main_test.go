@@ -167,14 +167,14 @@ func TestSkip(t *testing.T) { t.Skip("not here") }
 func TestSteps(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "steps.tsv")
-	if err := os.WriteFile(good, []byte("vet\t100\t130.5\t0\t50.2\ne2e\t130.5\t1330.5\t1\t\n"), 0o644); err != nil {
+	if err := os.WriteFile(good, []byte("vet\t100\t130.5\t0\t50.2\ne2e\t130.5\t1330.5\t1\t\nunit\t130.5\t200.5\t0\t100\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
 	if rc := run([]string{"-steps", good}, nil, &out, &errOut); rc != 0 {
 		t.Fatalf("exit %d: %s", rc, errOut.String())
 	}
-	for _, w := range []string{"| vet | 30.5 s | 50.2 s | 0 |", "| e2e | 20 min 00 s | ? | 1 |", "| **total** | **20 min 30 s** | 50.2 s | |"} {
+	for _, w := range []string{"| vet | +0.0 s | 30.5 s | 50.2 s | 0 |", "| e2e | +30.5 s | 20 min 00 s | ? | 1 |", "| unit | +30.5 s | 1 min 10 s | 1 min 40 s | 0 |", "| **total** | | **20 min 30 s** | 2 min 30 s | |"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("step table lacks %q:\n%s", w, out.String())
 		}

@@ -6,25 +6,28 @@
 // # Which tests share a control plane
 //
 // Starting a plane and installing the CRDs takes 10-30 s on a loaded
-// 2-core machine, and stopping it a few more, so one plane serves every
-// test that does not need its own: [sharedEnv] starts it for the first of
-// them and TestMain stops it. The tests take it one at a time, and after
-// each the plane is put back as it was started ([sharedCluster.reset]):
-// what the test created — namespaces, workloads, nodes, volumes, NodePools
-// and NodeClaims, priority classes, RBAC, CRDs, leader-election Leases,
-// events — is deleted, so the next test finds an empty cluster with the
-// rightsize.dev CRDs. A test that runs an operator ([startOpEnv]) has the
-// plane to itself as well: the operator process is stopped by the test's
-// cleanups, which run before the reset, so no operator outlives its test.
-// The tests that need no plane at all, and only read the repository, run in
-// parallel (t.Parallel).
+// 2-core machine, and most of a test's time on it is spent waiting on
+// timers (batch windows, validation delays, drains), so the tests share a
+// few planes and run side by side ([planes]: three unless
+// RIGHTSIZE_E2E_PLANES says otherwise, started as tests need them and
+// stopped by TestMain). [sharedEnv] calls t.Parallel and gives the test a
+// plane to itself, the longest tests first; after each test the plane is
+// put back as it was started ([sharedPlane.reset]): what the test created
+// — namespaces, workloads, nodes, volumes, NodePools and NodeClaims,
+// priority classes, RBAC, CRDs, leader-election Leases, events — is
+// deleted, so the next test finds an empty cluster with the rightsize.dev
+// CRDs. A test that runs an operator ([startOpEnv]) shares a plane the
+// same way: its operators are stopped by the test's cleanups, which run
+// before the reset, so no operator outlives its test. A test that holds
+// time to a target (latency, the cost after a timed ramp) takes a plane
+// with [soloEnv] instead, without t.Parallel: it runs in go test's
+// sequential phase, with no other test beside it. The tests that need no
+// plane at all, and only read the repository, run in parallel too.
 //
 // A test keeps a plane of its own ([ownOpEnv], [testenv.Start]) only when
 // it stops or pauses the API server, needs a cluster without the
 // rightsize.dev CRDs, or installs them (or RBAC for them) its own way, as
-// helm does. Those tests call t.Parallel, so that they run side by side
-// once the tests on the shared plane are done (go test runs parallel tests
-// after the sequential ones).
+// helm does. Those tests call t.Parallel too.
 package e2e
 
 import (
@@ -35,7 +38,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,7 +48,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -77,7 +78,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	pluginDir = dir
-	defer shared.stop()
+	defer planes.stop()
 	return m.Run()
 }
 
@@ -102,6 +103,11 @@ func plugin(t testing.TB, kubeconfig string, args ...string) result {
 // on PATH.
 func kubectl(t testing.TB, env *testenv.Env, args ...string) result {
 	t.Helper()
+	return runKubectl(env, args...)
+}
+
+// runKubectl is kubectl outside a test.
+func runKubectl(env *testenv.Env, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := env.Kubectl(ctx, args...)
@@ -124,22 +130,21 @@ var crdDir = filepath.Join("..", "..", "config", "crd")
 // Established.
 func installCRDs(t testing.TB, env *testenv.Env) {
 	t.Helper()
-	if err := applyCRDs(t, env); err != nil {
+	if err := applyCRDs(env); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // applyCRDs is installCRDs returning what went wrong.
-func applyCRDs(t testing.TB, env *testenv.Env) error {
-	t.Helper()
-	if r := kubectl(t, env, "apply", "--server-side", "-k", crdDir); r.err != nil {
+func applyCRDs(env *testenv.Env) error {
+	if r := runKubectl(env, "apply", "--server-side", "-k", crdDir); r.err != nil {
 		return fmt.Errorf("kubectl apply -k %s: %w\n%s%s", crdDir, r.err, r.stdout, r.stderr)
 	}
 	args := []string{"wait", "--for", "condition=Established", "--timeout", "60s"}
 	for _, res := range resources {
 		args = append(args, "crd/"+res+"."+v1alpha1.Group)
 	}
-	if r := kubectl(t, env, args...); r.err != nil {
+	if r := runKubectl(env, args...); r.err != nil {
 		return fmt.Errorf("kubectl wait: %w\n%s%s", r.err, r.stdout, r.stderr)
 	}
 	return nil
@@ -192,105 +197,8 @@ func opClient(env *testenv.Env) (*opEnv, error) {
 	return &opEnv{Env: env, c: c}, nil
 }
 
-// shared is the control plane of the tests that share one.
-var shared sharedCluster
-
-// sharedCluster is one control plane, with the rightsize.dev CRDs
-// installed, that the tests running no operator share: started by the
-// first of them, stopped by TestMain.
-type sharedCluster struct {
-	once     sync.Once
-	plane    *testenv.Env // set once started, for stop
-	env      *opEnv       // set once the CRDs are installed
-	startErr error        // why it did not start
-	dyn      dynamic.Interface
-	// base is what the plane held once started: reset deletes the rest.
-	base map[schema.GroupVersionResource]map[string]bool
-	// turn gives the plane to one test at a time, even should tests that
-	// share it call t.Parallel.
-	turn sync.Mutex
-	// unclean is why a test left the plane unclean, which fails the
-	// tests after it; read and written with turn held.
-	unclean error
-}
-
-// sharedEnv gives the test the shared control plane to itself, and puts
-// the plane back as it was started when the test ends: everything the
-// test created is deleted. The test must not run an operator, stop the
-// API server, or leave objects whose finalizers nothing will remove but
-// the ones reset strips (see [resetTargets]).
-func sharedEnv(t *testing.T) *opEnv {
-	t.Helper()
-	e := shared.start(t)
-	shared.turn.Lock()
-	t.Cleanup(func() {
-		defer shared.turn.Unlock()
-		shared.dumpLogs(t)
-		if shared.unclean != nil {
-			return
-		}
-		began := time.Now()
-		if err := shared.reset(); err != nil {
-			shared.unclean = fmt.Errorf("the shared control plane was left unclean by %s: %w", t.Name(), err)
-			t.Error(shared.unclean)
-			return
-		}
-		t.Logf("e2e: shared control plane reset in %s", time.Since(began).Round(time.Millisecond))
-	})
-	if shared.unclean != nil {
-		t.Fatal(shared.unclean)
-	}
-	return e
-}
-
-func (s *sharedCluster) start(t *testing.T) *opEnv {
-	t.Helper()
-	s.once.Do(func() {
-		s.env, s.startErr = s.boot(t)
-		if s.startErr == nil {
-			t.Logf("e2e: shared control plane %s ready in %s at %s (dir %s)", testenv.KubernetesVersion,
-				s.env.StartupTime.Round(time.Millisecond), s.env.Host, s.env.Dir)
-		}
-	})
-	if s.startErr != nil {
-		t.Fatalf("the shared control plane did not start: %v", s.startErr)
-	}
-	return s.env
-}
-
-// boot starts the plane, installs the CRDs and takes the inventory reset
-// keeps.
-func (s *sharedCluster) boot(t *testing.T) (*opEnv, error) {
-	env, err := testenv.New(context.Background(), t.Logf)
-	if err != nil {
-		return nil, err
-	}
-	s.plane = env
-	if err := applyCRDs(t, env); err != nil {
-		return nil, err
-	}
-	e, err := opClient(env)
-	if err != nil {
-		return nil, err
-	}
-	if s.dyn, err = dynamic.NewForConfig(env.RESTConfig()); err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
-	}
-	if s.base, err = s.inventory(); err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
-// stop stops the plane, if a test started it.
-func (s *sharedCluster) stop() {
-	if s.plane != nil {
-		s.plane.Stop()
-	}
-}
-
 // dumpLogs logs the tail of each component's log if t failed.
-func (s *sharedCluster) dumpLogs(t *testing.T) {
+func (s *sharedPlane) dumpLogs(t *testing.T) {
 	if t.Failed() {
 		var buf bytes.Buffer
 		s.env.DumpLogs(&buf, 40)
@@ -350,7 +258,7 @@ func keep(gvr schema.GroupVersionResource, o *unstructured.Unstructured) bool {
 }
 
 // inventory lists the objects of every reset target, by namespace/name.
-func (s *sharedCluster) inventory() (map[schema.GroupVersionResource]map[string]bool, error) {
+func (s *sharedPlane) inventory() (map[schema.GroupVersionResource]map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	inv := map[schema.GroupVersionResource]map[string]bool{}
@@ -372,7 +280,7 @@ func objectKey(o *unstructured.Unstructured) string { return o.GetNamespace() + 
 // reset deletes every object of the reset targets that the plane did not
 // hold when it started, and waits until they are gone. Pods go at once
 // (grace period 0): no kubelet has to stop them.
-func (s *sharedCluster) reset() error {
+func (s *sharedPlane) reset() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var left []string
@@ -416,7 +324,7 @@ func (s *sharedCluster) reset() error {
 }
 
 // remove strips o's finalizers and deletes it, unless it is going already.
-func (s *sharedCluster) remove(ctx context.Context, gvr schema.GroupVersionResource, o *unstructured.Unstructured) error {
+func (s *sharedPlane) remove(ctx context.Context, gvr schema.GroupVersionResource, o *unstructured.Unstructured) error {
 	r := s.dyn.Resource(gvr).Namespace(o.GetNamespace())
 	if len(o.GetFinalizers()) > 0 && gvr.Resource != "namespaces" {
 		_, err := r.Patch(ctx, o.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})

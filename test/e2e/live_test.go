@@ -136,7 +136,7 @@ func (e *opEnv) rampPools(t *testing.T, prefix string) (general, gpu *v1alpha1.N
 // RIGHTSIZE_LIVE_SCALE=1 for the full 2,000.
 func TestLiveEqualsPlan(t *testing.T) {
 	scale := scaleFromEnv(t, "RIGHTSIZE_LIVE_SCALE", 0.5)
-	e := startOpEnv(t)
+	e := soloEnv(t) // a timed ramp: its batches, and so its cost, depend on the load beside it
 	ns := e.namespace(t, "live")
 	general, gpu := e.rampPools(t, "live")
 	metricsAddr := freePort(t)

@@ -41,13 +41,26 @@ import (
 // into the repository).
 var seedDir = filepath.Join("..", "..", "pkg", "snapshot", "testdata", "seed")
 
+// TestOperatorLatency holds the time from Unschedulable to a NodeClaim and
+// to Running to its targets, alone on the machine (soloEnv): a test beside
+// it on the two cores would measure the load, not the operator.
+func TestOperatorLatency(t *testing.T) {
+	soloEnv(t).testLatency(t)
+}
+
+// TestOperatorBurst holds the cost of 300 pods created at once, across two
+// weighted pools, to 5 % of the offline plan, alone on the machine
+// (soloEnv): on a loaded machine the pods take seconds to create, arrive
+// in several batches, and the cost measures the load.
+func TestOperatorBurst(t *testing.T) {
+	soloEnv(t).testBurst(t)
+}
+
 // TestOperator runs `kubectl-rightsize operator --cloud sim` as a separate
 // process against one real control plane with kwok, scenario by scenario.
 func TestOperator(t *testing.T) {
 	e := startOpEnv(t)
 	t.Run("seed walkthrough: the memory hog gets a right-sized node and runs", e.testSeedWalkthrough)
-	t.Run("latency: Unschedulable to NodeClaim and to Running", e.testLatency)
-	t.Run("burst: 300 mixed pods across two weighted pools", e.testBurst)
 	t.Run("burst: 5,000 pods of mixed shapes at once, every batch solved in under 1 s", e.testBigBurst)
 	t.Run("a tight pool CPU limit is never exceeded; surplus pods stay pending with a reason", e.testPoolLimit)
 	t.Run("insufficient capacity on the cheapest offering: the pod runs on the next one a batch later", e.testInsufficientCapacity)
