@@ -31,11 +31,8 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws/interruption"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/sim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/cloudprovider"
 	op "github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/repair"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
 )
 
@@ -50,50 +47,27 @@ const operatorExample = `  # Provision kwok nodes from the simulated cloud for t
 // status records it: the worst moment to crash. For tests only.
 const exitAfterLaunchEnv = "RIGHTSIZE_TEST_EXIT_AFTER_LAUNCH"
 
-// OperatorOptions are the options of `kubectl rightsize operator`.
+// OperatorOptions are the options of `kubectl rightsize operator`: the
+// options of the operator's packages, each bound to its flags by its own
+// AddFlags, and what only the command needs (the kubeconfig, the API
+// client's rate limits, logging).
 type OperatorOptions struct {
 	genericiooptions.IOStreams
 
-	Cloud                   string
-	Kubeconfig, Context     string
-	LeaderElect             bool
-	LeaderElectionNamespace string
-	LeaderElectionID        string
-	LeaseDuration           time.Duration
-	RenewDeadline           time.Duration
-	RetryPeriod             time.Duration
-	MetricsBindAddress      string
-	HealthProbeBindAddress  string
+	// Operator are the manager's and its controllers' options
+	// (op.Options.AddFlags); Complete sets what follows from the cloud.
+	Operator op.Options
+	// Provider builds the cloud provider (cloudprovider.Options.AddFlags).
+	Provider cloudprovider.Options
+	// Interruption's Queue is --interruption-queue; Run sets the rest.
+	Interruption interruption.Options
+
+	Kubeconfig, Context string
 	// KubeClientQPS and KubeClientBurst rate-limit the operator's API
 	// client (Karpenter's KUBE_CLIENT_QPS and KUBE_CLIENT_BURST).
 	KubeClientQPS       float32
 	KubeClientBurst     int
-	BatchIdle, BatchMax time.Duration
-	BatchHold           time.Duration
-	ClusterName         string
-	Region              string
-	InstanceTypesFile   string
-	RegistrationDelay   time.Duration
-	GCGracePeriod       time.Duration
-	ClusterEndpoint     string
-	KubernetesVersion   string
-	InterruptionQueue   string
 	LogFormat, LogLevel string
-	// Disruption flags.
-	Consolidation             bool
-	ConsolidationInterval     time.Duration
-	ValidationDelay           time.Duration
-	DrainTimeout              time.Duration
-	GangWait                  time.Duration
-	NominatePods              bool
-	NominateSpreadPods        bool
-	ReplacementTimeout        time.Duration
-	AllowEvictingUncontrolled bool
-	NodeRepair                bool
-	NodeRepairToleration      time.Duration
-	// Flexible launches.
-	LaunchPricePremium float64
-	MinValuesPolicy    string
 
 	// RegionSet says --region was given: with aws, an unset region means
 	// the SDK's chain instead of the flag's default.
@@ -160,41 +134,11 @@ playground.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Cloud, "cloud", "sim", "cloud provider: sim (kwok nodes) or aws")
-	f.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader among replicas; only the leader acts")
-	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace in-cluster, else kube-system)")
-	f.StringVar(&o.LeaderElectionID, "leader-election-id", op.DefaultLeaderElectionID, "name of the leader-election Lease")
-	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", op.DefaultLeaseDuration, "how long replicas wait after the leader's last renewal before taking the Lease over; controller-runtime's and Karpenter's default")
-	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", op.DefaultRenewDeadline, "how long the leader keeps trying to renew its Lease before it gives up leading and exits; an API server outage longer than this ends the process; controller-runtime's and Karpenter's default")
-	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", op.DefaultRetryPeriod, "how often replicas try to acquire or renew the Lease; controller-runtime's and Karpenter's default")
-	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address to serve /metrics on; 0 disables it")
-	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address to serve /healthz and /readyz on; 0 disables it")
+	o.Provider.AddFlags(f)
+	o.Interruption.AddFlags(f)
+	o.Operator.AddFlags(f)
 	f.Float32Var(&o.KubeClientQPS, "kube-client-qps", 200, "queries per second the operator may send the API server (Karpenter's KUBE_CLIENT_QPS default): a large batch's NodeClaims, nominations and events go through it")
 	f.IntVar(&o.KubeClientBurst, "kube-client-burst", 300, "queries the operator may send at once above --kube-client-qps (Karpenter's KUBE_CLIENT_BURST default)")
-	f.DurationVar(&o.BatchIdle, "batch-idle", time.Second, "close a batch of pending pods once none arrived for this long (the gap grows, up to 4 times, with the gaps between arrivals)")
-	f.DurationVar(&o.BatchHold, "batch-hold", 10*time.Second, "keep a batch open beyond --batch-idle, while a workload of its pods is still creating them or its arrivals pause, for at most this long after it opened (never past --batch-max)")
-	f.DurationVar(&o.BatchMax, "batch-max", 2*time.Minute, "close a batch of pending pods after this long regardless; while arrivals keep it open, it decides early every --batch-hold, launching the nodes its plan fills, and plans the rest with the pods after them")
-	f.StringVar(&o.ClusterName, "cluster-name", "", "name of this cluster; instances are tagged with it and garbage collection touches only its own (required with --cloud aws; default "+defaultSimClusterName+" with sim)")
-	f.StringVar(&o.Region, "region", sim.DefaultRegion, "region whose instance types and prices to use (aws: default AWS_REGION or the shared config)")
-	f.StringVar(&o.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join (aws; default: the kubeconfig's server)")
-	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version, e.g. 1.33, for AMI aliases (aws; default: the API server's)")
-	f.StringVar(&o.InterruptionQueue, "interruption-queue", "", "SQS queue that EventBridge sends EC2 spot interruption, rebalance, state-change and scheduled-change events to; interrupted nodes are drained and replaced (aws; empty: off)")
-	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog (sim)")
-	f.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
-	f.DurationVar(&o.GangWait, "gang-wait", 10*time.Second, "how long a ready node planned for pods with a hard topology spread or required pod affinity waits for the other such nodes of its provisioning decision, so that they open to pods together as planned; other nodes open as soon as they are ready")
-	f.BoolVar(&o.NominatePods, "nominate-pods", true, "when a node opens, set status.nominatedNodeName on the pods planned onto it, so that kube-scheduler keeps their room there and places them as planned; false leaves placement to the scheduler, as Karpenter does (pods bind sooner; the scheduler scatters them and consolidation moves them)")
-	f.BoolVar(&o.NominateSpreadPods, "nominate-spread-pods", true, "with --nominate-pods, nominate also the pods with a hard topology spread or required pod affinity; false lets them bind sooner (kube-scheduler counts the pods of a spread nominated to one node against each other) at the price of the scheduler placing them against the plan")
-	f.DurationVar(&o.GCGracePeriod, "gc-grace-period", time.Minute, "how old an instance without a NodeClaim must be before it is terminated")
-	f.BoolVar(&o.NodeRepair, "node-repair", true, "replace nodes that stay unhealthy (Ready False or Unknown 30m, EKS node monitoring conditions 10-30m), unless over 20% of their NodePool is")
-	f.DurationVar(&o.NodeRepairToleration, "node-repair-toleration", 0, "how long any repair condition is tolerated before the node is replaced (0: each condition's own)")
-	f.BoolVar(&o.Consolidation, "disruption", true, "consolidate, expire and replace drifted nodes within the NodePools' disruption settings; false leaves nodes alone")
-	f.DurationVar(&o.ConsolidationInterval, "consolidation-interval", 5*time.Minute, "plan consolidation at least this often (cluster changes and consolidateAfter deadlines plan sooner)")
-	f.DurationVar(&o.ValidationDelay, "disruption-validation-delay", 15*time.Second, "wait this long after choosing a disruption action, then plan again and act only if it still holds")
-	f.DurationVar(&o.DrainTimeout, "drain-timeout", 5*time.Minute, "roll a disruption action back (untaint its nodes) when draining takes longer than this")
-	f.DurationVar(&o.ReplacementTimeout, "replacement-timeout", 10*time.Minute, "roll a replacement back (untaint the old node, delete the new NodeClaim) when the new node does not initialize within this")
-	f.BoolVar(&o.AllowEvictingUncontrolled, "allow-evicting-uncontrolled-pods", false, "let disruption evict pods no controller recreates (they are lost); by default such pods keep their node")
-	f.Float64Var(&o.LaunchPricePremium, "launch-price-premium", -1, "let a NodeClaim allow the instance types and offerings that hold its planned pods at most this fraction above the planned price (0.1: 10%), for the cloud to choose among; negative: no bound, every compatible type up to 60 by price (Karpenter's behaviour)")
-	f.StringVar(&o.MinValuesPolicy, "min-values-policy", "Strict", "when a NodeClaim's allowed instance types span fewer values than a NodePool requirement's minValues: Strict refuses the launch, BestEffort launches with what there is (Karpenter's --min-values-policy)")
 	f.StringVar(&o.LogFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info or error")
 	return cmd
@@ -208,12 +152,14 @@ func value(s *string) string {
 	return *s
 }
 
-// Complete defaults the cluster name (sim only), loads the kubeconfig and
-// builds the logger. A missing cluster name with aws is refused first,
-// before a missing kubeconfig.
+// Complete defaults the cluster name (sim only), clears an unset aws
+// region (the SDK's chain), gives the provisioner the cloud's region, loads
+// the kubeconfig and builds the logger. A missing cluster name with aws is
+// refused first, before a missing kubeconfig.
 func (o *OperatorOptions) Complete() error {
-	if o.ClusterName == "" {
-		if o.Cloud == "aws" {
+	p := &o.Provider
+	if p.ClusterName == "" {
+		if p.Cloud == "aws" {
 			// A shared default would let two clusters in one account each
 			// garbage-collect the other's instances as their own.
 			return errors.New("--cluster-name is required with --cloud aws: the operator tags the instances it launches with it " +
@@ -221,19 +167,47 @@ func (o *OperatorOptions) Complete() error {
 				"would terminate each other's nodes; pass the EKS cluster's name")
 		}
 		// Nothing outside the cluster is tagged by the simulated cloud.
-		o.ClusterName = defaultSimClusterName
+		p.ClusterName = cloudprovider.DefaultSimClusterName
 	}
-	if o.LeaderElectionNamespace == "" {
-		o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
+	if p.Cloud == "aws" && !o.RegionSet {
+		p.Region = "" // the SDK's chain; the provider's region labels its nodes
 	}
-	if o.LeaderElectionNamespace == "" {
-		if ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
-			o.LeaderElectionNamespace = strings.TrimSpace(string(ns))
+	o.Operator.Provisioning.Region = p.Region
+	o.completeLeaderElection()
+	if err := o.completeLogger(); err != nil {
+		return err
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w; pass --kubeconfig, set KUBECONFIG, or run in a pod", err)
+	}
+	cfg.QPS, cfg.Burst = o.KubeClientQPS, o.KubeClientBurst
+	o.restConfig = cfg
+	return nil
+}
+
+// completeLeaderElection defaults the Lease's namespace to the pod's, else
+// kube-system.
+func (o *OperatorOptions) completeLeaderElection() {
+	ns := &o.Operator.LeaderElectionNamespace
+	if *ns == "" {
+		*ns = os.Getenv("POD_NAMESPACE")
+	}
+	if *ns == "" {
+		if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+			*ns = strings.TrimSpace(string(b))
 		}
 	}
-	if o.LeaderElectionNamespace == "" {
-		o.LeaderElectionNamespace = "kube-system"
+	if *ns == "" {
+		*ns = "kube-system"
 	}
+}
+
+// completeLogger builds the logger of --log-format and --log-level, for
+// the operator and the cloud provider.
+func (o *OperatorOptions) completeLogger() error {
 	var level slog.Level
 	switch o.LogLevel {
 	case "debug":
@@ -254,53 +228,48 @@ func (o *OperatorOptions) Complete() error {
 	default:
 		return fmt.Errorf("--log-format %q: want json or text", o.LogFormat)
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
-	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w; pass --kubeconfig, set KUBECONFIG, or run in a pod", err)
-	}
-	cfg.QPS, cfg.Burst = o.KubeClientQPS, o.KubeClientBurst
-	o.restConfig = cfg
+	o.Operator.Logger, o.Provider.Logger = o.logger, o.logger
 	return nil
 }
 
 // Validate checks the flags.
 func (o *OperatorOptions) Validate() error {
-	switch o.Cloud {
+	p, opt := &o.Provider, &o.Operator
+	switch p.Cloud {
 	case "sim":
 	case "aws":
-		if o.InstanceTypesFile != "" || o.RegistrationDelay != 0 {
+		if p.InstanceTypesFile != "" || p.RegistrationDelay != 0 {
 			return errors.New("--instance-types and --registration-delay are for --cloud sim; AWS reads its instance types and prices from its APIs")
 		}
 	default:
-		return fmt.Errorf("--cloud %q: want sim or aws", o.Cloud)
+		return fmt.Errorf("--cloud %q: want sim or aws", p.Cloud)
 	}
-	if o.InterruptionQueue != "" && o.Cloud != "aws" {
-		return fmt.Errorf("--interruption-queue is for --cloud aws: EC2 interruption events do not reach --cloud %s nodes", o.Cloud)
+	if o.Interruption.Queue != "" && p.Cloud != "aws" {
+		return fmt.Errorf("--interruption-queue is for --cloud aws: EC2 interruption events do not reach --cloud %s nodes", p.Cloud)
 	}
 	if o.KubeClientQPS <= 0 || o.KubeClientBurst < 1 {
 		return fmt.Errorf("--kube-client-qps (%g) and --kube-client-burst (%d) must be positive", o.KubeClientQPS, o.KubeClientBurst)
 	}
-	if o.BatchIdle <= 0 || o.BatchMax < o.BatchIdle {
-		return fmt.Errorf("--batch-idle (%s) must be positive and at most --batch-max (%s)", o.BatchIdle, o.BatchMax)
+	if pr := opt.Provisioning; pr.BatchIdle <= 0 || pr.BatchMax < pr.BatchIdle {
+		return fmt.Errorf("--batch-idle (%s) must be positive and at most --batch-max (%s)", pr.BatchIdle, pr.BatchMax)
 	}
-	if o.LeaderElect {
-		if err := validateLease(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {
+	if opt.LeaderElect {
+		if err := validateLease(opt.LeaseDuration, opt.RenewDeadline, opt.RetryPeriod); err != nil {
 			return err
 		}
 	}
-	for name, d := range map[string]time.Duration{"--consolidation-interval": o.ConsolidationInterval, "--disruption-validation-delay": o.ValidationDelay,
-		"--drain-timeout": o.DrainTimeout, "--replacement-timeout": o.ReplacementTimeout, "--gang-wait": o.GangWait, "--batch-hold": o.BatchHold} {
-		if d <= 0 {
-			return fmt.Errorf("%s (%s) must be positive", name, d)
+	d := opt.Disruption
+	for name, v := range map[string]time.Duration{"--consolidation-interval": d.Interval, "--disruption-validation-delay": d.ValidationDelay,
+		"--drain-timeout": d.DrainTimeout, "--replacement-timeout": d.ReplacementTimeout, "--gang-wait": opt.Lifecycle.GangWait, "--batch-hold": opt.Provisioning.BatchHold} {
+		if v <= 0 {
+			return fmt.Errorf("%s (%s) must be positive", name, v)
 		}
 	}
-	if o.MinValuesPolicy != provisioning.MinValuesStrict && o.MinValuesPolicy != provisioning.MinValuesBestEffort {
-		return fmt.Errorf("--min-values-policy %q: want %s or %s", o.MinValuesPolicy, provisioning.MinValuesStrict, provisioning.MinValuesBestEffort)
+	if mv := opt.Provisioning.MinValuesPolicy; mv != provisioning.MinValuesStrict && mv != provisioning.MinValuesBestEffort {
+		return fmt.Errorf("--min-values-policy %q: want %s or %s", mv, provisioning.MinValuesStrict, provisioning.MinValuesBestEffort)
 	}
-	if o.NodeRepairToleration < 0 {
-		return fmt.Errorf("--node-repair-toleration (%s) must not be negative", o.NodeRepairToleration)
+	if opt.Repair.Toleration < 0 {
+		return fmt.Errorf("--node-repair-toleration (%s) must not be negative", opt.Repair.Toleration)
 	}
 	return nil
 }
@@ -322,56 +291,17 @@ func validateLease(lease, renew, retry time.Duration) error {
 // leaderElectionJitter is client-go's leaderelection.JitterFactor.
 const leaderElectionJitter = 1.2
 
-// cloudOptions are the provider's options from the flags. An aws region
-// left unset means the SDK's chain (AWS_REGION, shared config, IMDS).
-func (o *OperatorOptions) cloudOptions(model cloud.NodeModel) cloudprovider.Options {
-	region := o.Region
-	if o.Cloud == "aws" && !o.RegionSet {
-		region = ""
-	}
-	return cloudprovider.Options{
-		Cloud: o.Cloud, ClusterName: o.ClusterName, Region: region, InstanceTypesFile: o.InstanceTypesFile,
-		RegistrationDelay: o.RegistrationDelay, ClusterEndpoint: o.ClusterEndpoint, KubernetesVersion: o.KubernetesVersion,
-		Model: model, Logger: o.logger, Registerer: crmetrics.Registry,
-	}
-}
-
 // Run runs the operator until ctx ends.
 func (o *OperatorOptions) Run(ctx context.Context) error {
 	ctrl.SetLogger(o.logger)
 	klog.SetLogger(o.logger.WithName("client-go"))
-	model := cloud.NodeModel{}
-	opts := op.Options{
-		Logger:                  o.logger,
-		LeaderElect:             o.LeaderElect,
-		LeaderElectionNamespace: o.LeaderElectionNamespace,
-		LeaderElectionID:        o.LeaderElectionID,
-		LeaseDuration:           o.LeaseDuration,
-		RenewDeadline:           o.RenewDeadline,
-		RetryPeriod:             o.RetryPeriod,
-		MetricsBindAddress:      o.MetricsBindAddress,
-		HealthProbeBindAddress:  o.HealthProbeBindAddress,
-		Cloud: func(ctx context.Context, c client.Client) (cloud.CloudProvider, error) {
-			return cloudprovider.New(ctx, o.cloudOptions(model), o.restConfig, c)
-		},
+	opts := o.Operator
+	o.Provider.Registerer = crmetrics.Registry
+	opts.Cloud = func(ctx context.Context, c client.Client) (cloud.CloudProvider, error) {
+		return cloudprovider.New(ctx, o.Provider, o.restConfig, c)
 	}
-	opts.Provisioning.BatchIdle, opts.Provisioning.BatchHold, opts.Provisioning.BatchMax = o.BatchIdle, o.BatchHold, o.BatchMax
-	opts.Provisioning.Region, opts.Provisioning.Model = o.Region, model
-	opts.Provisioning.LaunchPricePremium, opts.Provisioning.MinValuesPolicy = o.LaunchPricePremium, o.MinValuesPolicy
-	if o.Cloud == "aws" && !o.RegionSet {
-		opts.Provisioning.Region = "" // the provider's region labels its nodes
-	}
-	if o.InterruptionQueue != "" {
+	if o.Interruption.Queue != "" {
 		opts.CloudControllers = o.interruptionController
-	}
-	opts.GarbageCollection.GracePeriod = o.GCGracePeriod
-	opts.Repair = repair.Options{Disabled: !o.NodeRepair, Toleration: o.NodeRepairToleration}
-	opts.Lifecycle.GangWait = o.GangWait
-	opts.Lifecycle.NoNominations = !o.NominatePods
-	opts.Lifecycle.SkipSpreadNominations = !o.NominateSpreadPods
-	opts.Disruption = disruption.Options{
-		Disabled: !o.Consolidation, Interval: o.ConsolidationInterval, ValidationDelay: o.ValidationDelay,
-		DrainTimeout: o.DrainTimeout, ReplacementTimeout: o.ReplacementTimeout, AllowUncontrolled: o.AllowEvictingUncontrolled,
 	}
 	if v := os.Getenv(exitAfterLaunchEnv); v != "" {
 		code, err := strconv.Atoi(v)
@@ -393,10 +323,10 @@ func (o *OperatorOptions) interruptionController(mgr manager.Manager, cp cloud.C
 	if !ok {
 		return fmt.Errorf("--interruption-queue needs the aws provider, not %s", cp.Name())
 	}
-	c, err := interruption.New(interruption.Options{
-		Queue: o.InterruptionQueue, SQS: sqs.NewFromConfig(p.AWSConfig()), Client: mgr.GetClient(),
-		Recorder: recorder, Unavailable: p.Unavailable(), Logger: o.logger.WithName("interruption"), Registerer: crmetrics.Registry,
-	})
+	ic := o.Interruption
+	ic.SQS, ic.Client, ic.Recorder = sqs.NewFromConfig(p.AWSConfig()), mgr.GetClient(), recorder
+	ic.Unavailable, ic.Logger, ic.Registerer = p.Unavailable(), o.logger.WithName("interruption"), crmetrics.Registry
+	c, err := interruption.New(ic)
 	if err != nil {
 		return err
 	}
