@@ -64,9 +64,10 @@ func BenchmarkExplainLive(b *testing.B) {
 
 		start = time.Now()
 		out.Reset()
-		o := &cmdexplain.ExplainOptions{Cluster: config, AllNamespaces: true, IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}
-		o.Planning.Default.CapacityTypes = []string{"on-demand"}
-		o.Planning.Catalog.Model.MaxPods = 110
+		o := &cmdexplain.ExplainOptions{Cluster: config}
+		o.AllNamespaces, o.IOStreams = true, genericiooptions.IOStreams{Out: &out, ErrOut: &out}
+		o.Default.CapacityTypes = []string{"on-demand"}
+		o.Catalog.Model.MaxPods = 110
 		if err := o.Complete(nil); err != nil {
 			b.Fatal(err)
 		}

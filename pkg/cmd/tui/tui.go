@@ -51,7 +51,7 @@ type TUIOptions struct {
 	Cluster genericclioptions.RESTClientGetter
 
 	// Input, when given, makes the TUI work offline on manifests.
-	Input    flags.Input
+	Input    snapshot.Input
 	ReadOnly bool
 	// Cloud is "" (launch through NodeClaims), "sim" or "aws" (launch
 	// through that cloud provider directly, for clusters without the
