@@ -72,8 +72,6 @@ var solverKnownExceptions = map[string]string{
 	module + "/pkg/solver/check": "k8s.io/component-helpers as the judge",
 	// The baselines run every plan through the checker.
 	module + "/pkg/solver/baseline": "imports pkg/solver/check",
-	// Benchmark inputs from the embedded catalog.
-	module + "/pkg/solver/bench": "imports pkg/cloud and pkg/cloud/catalog",
 }
 
 // pure allows the solver the standard library, gonum and itself only: no
