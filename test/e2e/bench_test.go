@@ -17,7 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
-	cmdexplain "github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/explaincmd"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
@@ -64,7 +64,7 @@ func BenchmarkExplainLive(b *testing.B) {
 
 		start = time.Now()
 		out.Reset()
-		o := &cmdexplain.ExplainOptions{Cluster: config}
+		o := &explaincmd.ExplainOptions{Cluster: config}
 		o.AllNamespaces, o.IOStreams = true, genericiooptions.IOStreams{Out: &out, ErrOut: &out}
 		o.Default.CapacityTypes = []string{"on-demand"}
 		o.Catalog.Model.MaxPods = 110

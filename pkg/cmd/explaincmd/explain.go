@@ -1,6 +1,6 @@
-// Package explain is the `kubectl rightsize explain` command: its flags,
+// Package explaincmd is the `kubectl rightsize explain` command: its flags,
 // their validation and the run that prints the report of pkg/explain.
-package explain
+package explaincmd
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
-	report "github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 )
 
 const explainExample = `  # Why are pods pending in the current namespace, what would fix it, and what do the nodes cost?
@@ -41,7 +41,7 @@ type ExplainOptions struct {
 	// Options are the report's. Without manifests (Input), explain reads
 	// the live cluster that Cluster points at; Complete sets RESTConfig
 	// and Namespace from it.
-	report.Options
+	explain.Options
 	// Cluster gives the kubeconfig, context, namespace and request timeout
 	// (the root command's --kubeconfig, --context, -n, --request-timeout).
 	Cluster genericclioptions.RESTClientGetter
@@ -59,7 +59,7 @@ type ExplainOptions struct {
 // kubeconfig flags of the root command. The command only parses: it runs
 // runF when given (tests), else ExplainOptions.Run.
 func NewCmdExplain(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter, runF func(context.Context, *ExplainOptions) error) *cobra.Command {
-	o := &ExplainOptions{Options: report.Options{IOStreams: streams}, Cluster: cluster}
+	o := &ExplainOptions{Options: explain.Options{IOStreams: streams}, Cluster: cluster}
 	cmd := &cobra.Command{
 		Use:   "explain [POD | TYPE/NAME] [-f FILENAME]",
 		Short: "Show why pods are pending, which right-sized nodes would fix it, what they cost, and what the current nodes cost",
@@ -120,7 +120,7 @@ func (o *ExplainOptions) Validate() error {
 		if o.Input.Given() {
 			return fmt.Errorf("%s: naming a workload needs a live cluster; with -f every manifest is planned", o.Workload)
 		}
-		if err := report.CheckWorkload(o.Workload); err != nil {
+		if err := explain.CheckWorkload(o.Workload); err != nil {
 			return err
 		}
 	}

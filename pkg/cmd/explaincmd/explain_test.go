@@ -1,4 +1,4 @@
-package explain
+package explaincmd
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
-	report "github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 )
 
@@ -95,7 +95,7 @@ func TestCompleteUsesTheKubeconfigWhenNoFilesAreGiven(t *testing.T) {
 		{"a missing kubeconfig is no input", ExplainOptions{Cluster: kubeconfig("testdata/missing")}, nil, "no input: pass manifests with -f FILE, -f DIR or -f -, or point at a cluster with --kubeconfig or --context (the kubeconfig cannot be used: stat testdata/missing"},
 		{"no cluster at all", ExplainOptions{}, nil, "(no kubeconfig found)"},
 		{"two workloads", ExplainOptions{Cluster: kubeconfig(usable)}, []string{"a", "b"}, "at most one workload"},
-		{"a workload with -f", ExplainOptions{Options: report.Options{Input: snapshot.Input{Filenames: []string{"x.yaml"}}}}, []string{"pod/a"}, "needs a live cluster"},
+		{"a workload with -f", ExplainOptions{Options: explain.Options{Input: snapshot.Input{Filenames: []string{"x.yaml"}}}}, []string{"pod/a"}, "needs a live cluster"},
 		{"an unknown workload type", ExplainOptions{Cluster: kubeconfig(usable)}, []string{"service/web"}, `unknown workload type "service"`},
 	}
 	for _, tc := range tests {

@@ -1,7 +1,7 @@
-// Package operator is the `kubectl rightsize operator` command and its
+// Package operatorcmd is the `kubectl rightsize operator` command and its
 // `install` subcommand: the flags of the in-cluster operator (pkg/operator)
 // and of the manifests that deploy it.
-package operator
+package operatorcmd
 
 import (
 	"context"
@@ -32,7 +32,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws/interruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/cloudprovider"
-	op "github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
 )
 
@@ -55,8 +55,8 @@ type OperatorOptions struct {
 	genericiooptions.IOStreams
 
 	// Operator are the manager's and its controllers' options
-	// (op.Options.AddFlags); Complete sets what follows from the cloud.
-	Operator op.Options
+	// (operator.Options.AddFlags); Complete sets what follows from the cloud.
+	Operator operator.Options
 	// Provider builds the cloud provider (cloudprovider.Options.AddFlags).
 	Provider cloudprovider.Options
 	// Interruption's Queue is --interruption-queue; Run sets the rest.
@@ -313,7 +313,7 @@ func (o *OperatorOptions) Run(ctx context.Context) error {
 			os.Exit(code)
 		}
 	}
-	return op.Run(ctx, o.restConfig, opts)
+	return operator.Run(ctx, o.restConfig, opts)
 }
 
 // interruptionController adds the controller that drains and replaces
