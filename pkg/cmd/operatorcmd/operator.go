@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
@@ -32,6 +33,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws/interruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/cloudprovider"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
 )
@@ -73,6 +75,8 @@ type OperatorOptions struct {
 	// the SDK's chain instead of the flag's default.
 	RegionSet bool
 
+	cluster    *genericclioptions.ConfigFlags // the root's kubeconfig flags; nil without
+	region     *pflag.Flag                    // --region, to tell whether it was given
 	restConfig *rest.Config
 	logger     logr.Logger
 }
@@ -85,7 +89,7 @@ type OperatorOptions struct {
 // OperatorOptions.Run, until the context (cancelled by main on SIGINT and
 // SIGTERM) ends.
 func NewCmdOperator(streams genericiooptions.IOStreams, cluster *genericclioptions.ConfigFlags, runF func(context.Context, *OperatorOptions) error) *cobra.Command {
-	o := &OperatorOptions{IOStreams: streams}
+	o := &OperatorOptions{IOStreams: streams, cluster: cluster}
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the provisioning operator: launch right-sized nodes for pods the scheduler cannot place",
@@ -116,27 +120,13 @@ the embedded catalog (or --instance-types). Any cluster running kwok becomes a
 playground.`,
 		Example: operatorExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.RegionSet = cmd.Flags().Changed("region")
-			if cluster != nil {
-				o.Kubeconfig, o.Context = value(cluster.KubeConfig), value(cluster.Context)
-			}
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    flags.RunE(o, runF),
 	}
 	f := cmd.Flags()
 	o.Provider.AddFlags(f)
 	o.Interruption.AddFlags(f)
 	o.Operator.AddFlags(f)
+	o.region = f.Lookup("region")
 	f.Float32Var(&o.KubeClientQPS, "kube-client-qps", 200, "queries per second the operator may send the API server (Karpenter's KUBE_CLIENT_QPS default): a large batch's NodeClaims, nominations and events go through it")
 	f.IntVar(&o.KubeClientBurst, "kube-client-burst", 300, "queries the operator may send at once above --kube-client-qps (Karpenter's KUBE_CLIENT_BURST default)")
 	f.StringVar(&o.LogFormat, "log-format", "json", "log format: json or text")
@@ -152,11 +142,18 @@ func value(s *string) string {
 	return *s
 }
 
-// Complete defaults the cluster name (sim only), clears an unset aws
+// Complete takes the kubeconfig and context from the root's flags and
+// whether --region was given, then defaults the cluster name (sim only), clears an unset aws
 // region (the SDK's chain), gives the provisioner the cloud's region, loads
 // the kubeconfig and builds the logger. A missing cluster name with aws is
 // refused first, before a missing kubeconfig.
-func (o *OperatorOptions) Complete() error {
+func (o *OperatorOptions) Complete(_ []string) error {
+	if o.region != nil {
+		o.RegionSet = o.region.Changed
+	}
+	if o.cluster != nil {
+		o.Kubeconfig, o.Context = value(o.cluster.KubeConfig), value(o.cluster.Context)
+	}
 	p := &o.Provider
 	if p.ClusterName == "" {
 		if p.Cloud == "aws" {
