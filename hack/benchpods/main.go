@@ -19,8 +19,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/bench"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/bench"
 )
 
 func main() {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/bench"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/bench"
 )
 
 // BenchmarkSideBySide runs Karpenter's scheduler and ours on the same
@@ -73,7 +73,7 @@ func TestBothPlaceSmallMix(t *testing.T) {
 
 // TestMixMatchesRecreation cross-checks the conversion: the corev1 pods and
 // Karpenter's fake types, read through our snapshot and --instance-types
-// file, plan like pkg/solver/bench.KarpenterMix, the earlier recreation of
+// file, plan like pkg/bench.KarpenterMix, the earlier recreation of
 // the same mix in the solver's own types (same draws, same shapes).
 func TestMixMatchesRecreation(t *testing.T) {
 	const n = 200

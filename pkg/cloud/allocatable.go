@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -228,11 +230,11 @@ func Labels(it *InstanceType, region string) map[string]string {
 		arch = "amd64"
 	}
 	labels := map[string]string{
-		solver.LabelInstanceType: it.Name,
-		LabelArch:                arch,
-		LabelOS:                  "linux",
-		LabelInstanceCPU:         strconv.FormatInt(it.CPU/1000, 10),
-		LabelInstanceMemory:      strconv.FormatInt(it.Memory/mebibyte, 10),
+		corev1.LabelInstanceTypeStable: it.Name,
+		LabelArch:                      arch,
+		LabelOS:                        "linux",
+		LabelInstanceCPU:               strconv.FormatInt(it.CPU/1000, 10),
+		LabelInstanceMemory:            strconv.FormatInt(it.Memory/mebibyte, 10),
 	}
 	if region != "" {
 		labels[LabelRegion] = region

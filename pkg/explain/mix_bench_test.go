@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/bench"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/bench"
 )
 
 // BenchmarkKarpenterMixNoPool is explain -f on Karpenter's 5,000-pod mix

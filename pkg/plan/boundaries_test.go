@@ -72,8 +72,6 @@ var solverKnownExceptions = map[string]string{
 	module + "/pkg/solver/check": "k8s.io/component-helpers as the judge",
 	// The baselines run every plan through the checker.
 	module + "/pkg/solver/baseline": "imports pkg/solver/check",
-	// Benchmark inputs from the embedded catalog.
-	module + "/pkg/solver/bench": "imports pkg/cloud and pkg/cloud/catalog",
 }
 
 // pure allows the solver the standard library, gonum and itself only: no
@@ -106,7 +104,7 @@ func TestRules(t *testing.T) {
 		{"a front end may plan", frontEnd, module + "/pkg/tui", module + "/pkg/plan", true},
 		{"a front end may decide disruption", frontEnd, module + "/pkg/explain", module + "/pkg/disruption", true},
 		{"a front end may not import the operator", frontEnd, module + "/pkg/tui/launch", module + "/pkg/operator/nodeclaim", false},
-		{"nor its root", frontEnd, module + "/pkg/cmd/tui", module + "/pkg/operator", false},
+		{"nor its root", frontEnd, module + "/pkg/cmd/tuicmd", module + "/pkg/operator", false},
 		{"a name that only starts like it", frontEnd, module + "/pkg/explain", module + "/pkg/operatorx", true},
 		{"the solver may use the standard library", pure, module + "/pkg/solver", "container/heap", true},
 		{"and gonum", pure, module + "/pkg/solver", "gonum.org/v1/gonum/optimize/convex/lp", true},
@@ -127,11 +125,11 @@ func TestRules(t *testing.T) {
 
 // TestFrontEndsDoNotImportTheOperator checks DESIGN.md's rule: no package
 // under pkg/explain, pkg/tui or pkg/cmd imports pkg/operator/... — but the
-// operator's own command (pkg/cmd/operator, which runs it) and the root
+// operator's own command (pkg/cmd/operatorcmd, which runs it) and the root
 // command that wires every command in.
 func TestFrontEndsDoNotImportTheOperator(t *testing.T) {
 	graph := deps(t, "./pkg/explain/...", "./pkg/tui/...", "./pkg/cmd/...")
-	delete(graph, module+"/pkg/cmd/operator")
+	delete(graph, module+"/pkg/cmd/operatorcmd")
 	delete(graph, module+"/pkg/cmd/root")
 	for _, v := range violations(graph, frontEnd) {
 		t.Error(v)

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/bench"
 	. "github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/bench"
 )
 
 // updatePlanHashes rewrites testdata/planhashes.txt instead of comparing.

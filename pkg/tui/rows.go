@@ -189,15 +189,15 @@ func (m *Model) directStatus(l *launchState) string {
 // directInFlight are the direct launches whose node has not registered and
 // that no NodeClaim in the store stands for: capacity on its way, which
 // the plan uses first instead of proposing the same node again.
-func (m *Model) directInFlight() []report.Claim {
-	var out []report.Claim
+func (m *Model) directInFlight() []plan.Claim {
+	var out []plan.Claim
 	for _, l := range m.launches {
 		c := l.launched.Direct
 		if c == nil || m.store.claims[c.Name] != nil || m.store.nodeOfInstance(c.Status.ProviderID, c.Name) != nil {
 			continue
 		}
 		price, _ := strconv.ParseFloat(c.Status.PricePerHour, 64)
-		out = append(out, report.Claim{
+		out = append(out, plan.Claim{
 			Name: c.Name, Pool: l.req.Node.Pool, InstanceType: c.Status.InstanceType, Zone: c.Status.Zone, CapacityType: c.Status.CapacityType,
 			Price: price, Conditions: []string{"Launched"}, Requests: c.Spec.Resources.Requests, Created: l.at,
 		})

@@ -15,7 +15,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
 
@@ -139,8 +138,8 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // claimList converts the NodeClaims for the planner and the Nodes view.
-func (s *store) claimList() []report.Claim {
-	out := make([]report.Claim, 0, len(s.claims))
+func (s *store) claimList() []plan.Claim {
+	out := make([]plan.Claim, 0, len(s.claims))
 	for _, k := range sortedKeys(s.claims) {
 		out = append(out, claimOf(s.claims[k]))
 	}
@@ -150,10 +149,10 @@ func (s *store) claimList() []report.Claim {
 // claimOf reads a NodeClaim as planning does (plan.ClaimOf). One the
 // typed NodeClaim cannot hold (a field of the wrong type) keeps only its
 // name, pool and timestamps.
-func claimOf(u *unstructured.Unstructured) report.Claim {
+func claimOf(u *unstructured.Unstructured) plan.Claim {
 	var nc v1alpha1.NodeClaim
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &nc); err != nil {
-		return report.Claim{Name: u.GetName(), Pool: u.GetLabels()[v1alpha1.LabelNodePool], Created: u.GetCreationTimestamp().Time,
+		return plan.Claim{Name: u.GetName(), Pool: u.GetLabels()[v1alpha1.LabelNodePool], Created: u.GetCreationTimestamp().Time,
 			Deleting: u.GetDeletionTimestamp() != nil}
 	}
 	return plan.ClaimOf(&nc)
@@ -161,7 +160,7 @@ func claimOf(u *unstructured.Unstructured) report.Claim {
 
 // nodeOfClaim finds the node that registered for a claim: status.nodeName,
 // or a node named after it (as the simulated cloud names them).
-func (s *store) nodeOfClaim(c *report.Claim) *corev1.Node {
+func (s *store) nodeOfClaim(c *plan.Claim) *corev1.Node {
 	if c.NodeName != "" {
 		if n := s.nodes[c.NodeName]; n != nil {
 			return n

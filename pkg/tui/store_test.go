@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 )
 
 // TestClaimOf: the TUI reads a watched NodeClaim as planning reads it
@@ -44,9 +44,9 @@ func TestClaimOf(t *testing.T) {
 	tests := []struct {
 		name string
 		in   *unstructured.Unstructured
-		want report.Claim
+		want plan.Claim
 	}{
-		{name: "not launched: the launch's requirements", in: claim(nil), want: report.Claim{
+		{name: "not launched: the launch's requirements", in: claim(nil), want: plan.Claim{
 			Name: "c", Pool: "web", InstanceType: "c5.large", Zone: "zone-b", CapacityType: "spot",
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 			Labels:   map[string]string{"rightsize.dev/nodepool": "web", "team": "a"},
@@ -56,7 +56,7 @@ func TestClaimOf(t *testing.T) {
 			"providerID": "sim://c", "instanceType": "m5.large", "zone": "zone-a", "capacityType": "on-demand", "pricePerHour": "0.096",
 			"allocatable": map[string]any{"cpu": "1930m"},
 			"conditions":  []any{map[string]any{"type": "Launched", "status": "True", "lastTransitionTime": "2026-06-01T12:00:00Z", "reason": "Launched", "message": ""}},
-		}), want: report.Claim{
+		}), want: plan.Claim{
 			Name: "c", Pool: "web", InstanceType: "m5.large", Zone: "zone-a", CapacityType: "on-demand", ProviderID: "sim://c", Price: 0.096,
 			Conditions:  []string{"Launched"},
 			Requests:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},

@@ -116,7 +116,7 @@ type Model struct {
 	dirty         bool
 	dirtySince    time.Time
 	gen           int
-	whatIf        report.WhatIf
+	whatIf        plan.WhatIf
 
 	view   int
 	tables [numViews]*table
@@ -719,7 +719,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		})
 	case key.Matches(msg, m.keys.Reset):
 		if m.whatIf.Active() {
-			m.whatIf = report.WhatIf{}
+			m.whatIf = plan.WhatIf{}
 			return m.replanNow()
 		}
 	}

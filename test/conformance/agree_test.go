@@ -16,7 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
-	cmdtui "github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/tui"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/tuicmd"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 	rsplan "github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
@@ -147,7 +147,7 @@ func bothVerdicts(sc *scenario, planner *report.Planner, dir string) (ex, tv map
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	r, err := planner.Build(report.Input{Manifests: m, Catalog: planning.Catalog, Default: planning.Default, Timeout: cmdtui.DefaultTimeout})
+	r, err := planner.Build(report.Input{Manifests: m, Catalog: planning.Catalog, Default: planning.Default, Timeout: tuicmd.DefaultTimeout})
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("TUI report: %w", err)
 	}

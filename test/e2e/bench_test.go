@@ -17,7 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
-	cmdexplain "github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/explaincmd"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/test/testenv"
 )
@@ -64,9 +64,10 @@ func BenchmarkExplainLive(b *testing.B) {
 
 		start = time.Now()
 		out.Reset()
-		o := &cmdexplain.ExplainOptions{Cluster: config, AllNamespaces: true, IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}
-		o.Planning.Default.CapacityTypes = []string{"on-demand"}
-		o.Planning.Catalog.Model.MaxPods = 110
+		o := &explaincmd.ExplainOptions{Cluster: config}
+		o.AllNamespaces, o.IOStreams = true, genericiooptions.IOStreams{Out: &out, ErrOut: &out}
+		o.Default.CapacityTypes = []string{"on-demand"}
+		o.Catalog.Model.MaxPods = 110
 		if err := o.Complete(nil); err != nil {
 			b.Fatal(err)
 		}

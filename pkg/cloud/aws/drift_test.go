@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws/ec2test"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 // launchInZoneA launches an on-demand amd64 node of the default class in
@@ -19,7 +19,7 @@ import (
 // the operator stores it: the annotations and status Create returned.
 func launchInZoneA(t *testing.T, w *world) *v1alpha1.NodeClaim {
 	t.Helper()
-	nc := claim("drift", "1", "2Gi", onDemand(), req(solver.LabelZone, v1alpha1.NodeSelectorOpIn, "us-east-1a"),
+	nc := claim("drift", "1", "2Gi", onDemand(), req(corev1.LabelTopologyZone, v1alpha1.NodeSelectorOpIn, "us-east-1a"),
 		req(cloud.LabelArch, v1alpha1.NodeSelectorOpIn, "amd64"))
 	got, err := w.p.Create(context.Background(), nc)
 	if err != nil {

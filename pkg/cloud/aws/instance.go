@@ -54,7 +54,7 @@ type candidate struct {
 // requirements on other keys are met by the pool's labels, not the type.
 func instanceLabelKey(key string) bool {
 	switch key {
-	case solver.LabelInstanceType, solver.LabelZone, solver.LabelCapacityType, cloud.LabelArch, cloud.LabelOS, cloud.LabelRegion:
+	case corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, v1alpha1.LabelCapacityType, cloud.LabelArch, cloud.LabelOS, cloud.LabelRegion:
 		return true
 	}
 	return strings.HasPrefix(key, "karpenter.k8s.aws/")
@@ -124,8 +124,8 @@ func (p *Provider) candidates(claim *v1alpha1.NodeClaim, rc *resolvedClass, mode
 			if !ok {
 				continue
 			}
-			labels[solver.LabelZone] = o.Zone
-			labels[solver.LabelCapacityType] = o.CapacityType
+			labels[corev1.LabelTopologyZone] = o.Zone
+			labels[v1alpha1.LabelCapacityType] = o.CapacityType
 			delete(labels, LabelCapacityReservationID)
 			delete(labels, LabelCapacityReservationType)
 			if o.ReservationID != "" {
@@ -208,7 +208,7 @@ func (p *Provider) Create(ctx context.Context, claim *v1alpha1.NodeClaim) (*v1al
 		model.EphemeralStorage = root
 	}
 	var reservations []reservation
-	if claimAllows(claim, solver.LabelCapacityType, cloud.CapacityTypeReserved) {
+	if claimAllows(claim, v1alpha1.LabelCapacityType, cloud.CapacityTypeReserved) {
 		if reservations, err = p.reservations(ctx, rc.spec.CapacityReservationSelectorTerms); err != nil {
 			return nil, fmt.Errorf("aws: EC2NodeClass %s's capacity reservations: %w", rc.name, err)
 		}
@@ -257,8 +257,8 @@ func launchOrder(claim *v1alpha1.NodeClaim, cands []candidate) (string, []candid
 		// Prices a NodeOverlay set, which EC2 does not know, ordered the
 		// claim's types: EC2 takes them in that order.
 		slices.SortStableFunc(cands, func(a, b candidate) int {
-			return cmp.Or(cmp.Compare(claim.ListedAt(solver.LabelInstanceType, a.it.Name), claim.ListedAt(solver.LabelInstanceType, b.it.Name)),
-				cmp.Compare(claim.ListedAt(solver.LabelZone, a.offering.Zone), claim.ListedAt(solver.LabelZone, b.offering.Zone)))
+			return cmp.Or(cmp.Compare(claim.ListedAt(corev1.LabelInstanceTypeStable, a.it.Name), claim.ListedAt(corev1.LabelInstanceTypeStable, b.it.Name)),
+				cmp.Compare(claim.ListedAt(corev1.LabelTopologyZone, a.offering.Zone), claim.ListedAt(corev1.LabelTopologyZone, b.offering.Zone)))
 		})
 	}
 	return capacityType, cands, prioritized
@@ -505,8 +505,8 @@ func (p *Provider) fillClaim(nc *v1alpha1.NodeClaim, id string, it *cloud.Instan
 		nc.Labels = map[string]string{}
 	}
 	maps.Copy(nc.Labels, st.Labels)
-	nc.Labels[solver.LabelZone] = zone
-	nc.Labels[solver.LabelCapacityType] = capacityType
+	nc.Labels[corev1.LabelTopologyZone] = zone
+	nc.Labels[v1alpha1.LabelCapacityType] = capacityType
 }
 
 // liveStates are the states of instances that exist for the operator.

@@ -184,7 +184,7 @@ func reservationLabels(labels map[string]string, id, kind string) map[string]str
 	if out == nil {
 		out = map[string]string{}
 	}
-	out[solver.LabelCapacityType] = cloud.CapacityTypeReserved
+	out[v1alpha1.LabelCapacityType] = cloud.CapacityTypeReserved
 	out[LabelCapacityReservationID] = id
 	out[LabelCapacityReservationType] = kind
 	return out

@@ -3,6 +3,8 @@ package catalog_test
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -39,7 +41,7 @@ func TestCatalogAcceleratorsAndKarpenterLabels(t *testing.T) {
 		{"m5d.large", 0, nil, map[string]string{
 			cloud.LabelCPUManufacturer: "intel", cloud.LabelLocalNVMe: "75", cloud.LabelNetworkBandwidth: "750", cloud.LabelEBSBandwidth: "4750",
 			cloud.LabelCapabilityFlex: "false", cloud.LabelInstanceFamily: "m5d", cloud.LabelInstanceSize: "large", cloud.LabelInstanceCategory: "m",
-			cloud.LabelInstanceGen: "5", cloud.LabelInstanceCPU: "2", cloud.LabelInstanceMemory: "8192", solver.LabelInstanceType: "m5d.large",
+			cloud.LabelInstanceGen: "5", cloud.LabelInstanceCPU: "2", cloud.LabelInstanceMemory: "8192", corev1.LabelInstanceTypeStable: "m5d.large",
 			cloud.LabelArch: "amd64", cloud.LabelOS: "linux",
 		}},
 		{"c7g.large", 0, nil, map[string]string{cloud.LabelCPUManufacturer: "aws", cloud.LabelArch: "arm64", cloud.LabelLocalNVMe: ""}},

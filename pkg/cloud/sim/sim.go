@@ -309,9 +309,9 @@ func (p *Provider) choose(claim *v1alpha1.NodeClaim, types []cloud.InstanceType,
 			labels := st.Labels
 			if !matches(claim.Spec.Requirements, func(k string) (string, bool) {
 				switch k {
-				case solver.LabelZone:
+				case corev1.LabelTopologyZone:
 					return off.Zone, true
-				case solver.LabelCapacityType:
+				case v1alpha1.LabelCapacityType:
 					return off.CapacityType, true
 				}
 				v, ok := labels[k]
@@ -351,15 +351,15 @@ func better(claim *v1alpha1.NodeClaim, prioritized bool, typ string, off cloud.O
 		return off.Price < other.Price
 	}
 	rank := claim.ListedAt
-	if a, b := rank(solver.LabelInstanceType, typ), rank(solver.LabelInstanceType, otherType); a != b {
+	if a, b := rank(corev1.LabelInstanceTypeStable, typ), rank(corev1.LabelInstanceTypeStable, otherType); a != b {
 		return a < b
 	}
 	if prioritized {
-		if a, b := rank(solver.LabelCapacityType, off.CapacityType), rank(solver.LabelCapacityType, other.CapacityType); a != b {
+		if a, b := rank(v1alpha1.LabelCapacityType, off.CapacityType), rank(v1alpha1.LabelCapacityType, other.CapacityType); a != b {
 			return a < b
 		}
 	}
-	if a, b := rank(solver.LabelZone, off.Zone), rank(solver.LabelZone, other.Zone); a != b {
+	if a, b := rank(corev1.LabelTopologyZone, off.Zone), rank(corev1.LabelTopologyZone, other.Zone); a != b {
 		return a < b
 	}
 	return prioritized && off.Price < other.Price
@@ -403,8 +403,8 @@ func (p *Provider) node(claim *v1alpha1.NodeClaim, c class, it *cloud.InstanceTy
 	for k, v := range st.Labels {
 		labels[k] = v
 	}
-	labels[solver.LabelZone] = off.Zone
-	labels[solver.LabelCapacityType] = off.CapacityType
+	labels[corev1.LabelTopologyZone] = off.Zone
+	labels[v1alpha1.LabelCapacityType] = off.CapacityType
 	labels[corev1.LabelHostname] = claim.Name
 	labels[LabelCluster] = p.opts.ClusterName
 	labels[LabelNodeClaim] = claim.Name
@@ -603,9 +603,9 @@ func viewOf(n *corev1.Node) *v1alpha1.NodeClaim {
 			ImageID:      "sim",
 			Capacity:     n.Status.Capacity.DeepCopy(),
 			Allocatable:  n.Status.Allocatable.DeepCopy(),
-			InstanceType: n.Labels[solver.LabelInstanceType],
-			Zone:         n.Labels[solver.LabelZone],
-			CapacityType: n.Labels[solver.LabelCapacityType],
+			InstanceType: n.Labels[corev1.LabelInstanceTypeStable],
+			Zone:         n.Labels[corev1.LabelTopologyZone],
+			CapacityType: n.Labels[v1alpha1.LabelCapacityType],
 			PricePerHour: n.Annotations[AnnotationPrice],
 		},
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -110,4 +111,22 @@ func serverMinorVersion(cfg *rest.Config) (string, error) {
 		return "", err
 	}
 	return v.Major + "." + strings.TrimRight(v.Minor, "+"), nil
+}
+
+// DefaultSimClusterName names the cluster for clouds where the name only
+// labels simulated instances.
+const DefaultSimClusterName = "rightsize"
+
+// AddFlags binds the cloud flags of `kubectl rightsize operator` to o and
+// sets their defaults (the TUI names its --cloud and --cluster-name
+// differently). Region's default is the simulated cloud's; with aws, the
+// command clears it when --region is not given, for the SDK's chain.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Cloud, "cloud", "sim", "cloud provider: sim (kwok nodes) or aws")
+	fs.StringVar(&o.ClusterName, "cluster-name", "", "name of this cluster; instances are tagged with it and garbage collection touches only its own (required with --cloud aws; default "+DefaultSimClusterName+" with sim)")
+	fs.StringVar(&o.Region, "region", sim.DefaultRegion, "region whose instance types and prices to use (aws: default AWS_REGION or the shared config)")
+	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join (aws; default: the kubeconfig's server)")
+	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version, e.g. 1.33, for AMI aliases (aws; default: the API server's)")
+	fs.StringVar(&o.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog (sim)")
+	fs.DurationVar(&o.RegistrationDelay, "registration-delay", 0, "how long simulated nodes take to register, for SimNodeClasses that set none (sim)")
 }

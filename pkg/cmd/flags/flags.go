@@ -34,26 +34,17 @@ type Planning struct {
 	Default plan.DefaultPool
 }
 
-// AddFlags registers the planning flags on fs.
+// AddFlags registers the planning flags on fs (plan.Catalog's and
+// plan.DefaultPool's AddFlags).
 func (p *Planning) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&p.Catalog.Region, "region", "", "AWS region whose instance types and prices to use (default: the nodes' topology.kubernetes.io/region, else "+plan.DefaultRegion+")")
-	fs.StringVar(&p.Catalog.InstanceTypesFile, "instance-types", "", "YAML or JSON file of instance types and offerings that replaces the embedded catalog")
-	fs.Float64Var(&p.Catalog.Model.VMMemoryOverheadPercent, "vm-memory-overhead-percent", 0.075, "share of advertised memory the hypervisor keeps")
-	fs.Int64Var(&p.Catalog.Model.MaxPods, "max-pods", 110, "cap on the ENI-limited pods per node")
-	fs.StringSliceVar(&p.Default.CapacityTypes, "capacity-type", []string{"on-demand"}, "capacity types of the default NodePool (on-demand, spot), used when there is no NodePool")
-	fs.StringSliceVar(&p.Default.InstanceFamilies, "instance-family", nil, "instance families of the default NodePool (e.g. m7i,c7g), in place of its instance categories c, m, r of generation > 2")
-	fs.StringSliceVar(&p.Default.Architectures, "arch", nil, "CPU architectures of the default NodePool (amd64, arm64; repeatable or comma-separated); amd64 when empty, every architecture when empty with --all-instance-types or --instance-family")
-	fs.BoolVar(&p.Default.AllInstanceTypes, "all-instance-types", false, "let the default NodePool use every instance type of the catalog (every category, generation and architecture, burstable types included), not only Karpenter's general-purpose c, m, r")
-	fs.BoolVar(&p.Default.NoEKSDaemonSets, "no-eks-daemonsets", false, "plan manifests that have no DaemonSets without the ones EKS runs on every node (aws-node, kube-proxy, eks-pod-identity-agent)")
+	p.Catalog.AddFlags(fs)
+	p.Default.AddFlags(fs)
 }
 
 // Validate checks the planning flags before anything is read.
 func (p *Planning) Validate() error {
-	if v := p.Catalog.Model.VMMemoryOverheadPercent; v < 0 || v >= 1 {
-		return fmt.Errorf("--vm-memory-overhead-percent %v: must be at least 0 and below 1", v)
-	}
-	if p.Catalog.Model.MaxPods < 0 {
-		return fmt.Errorf("--max-pods %d: must not be negative", p.Catalog.Model.MaxPods)
+	if err := p.Catalog.Validate(); err != nil {
+		return err
 	}
 	return p.Default.Validate()
 }

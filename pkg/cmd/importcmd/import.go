@@ -61,7 +61,7 @@ pool with karpenter.sh/nodepool: <pool name> as well as rightsize.dev/nodepool.`
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.Filenames, "filename", "f", nil, "Karpenter manifests to convert: a file, a directory, or - for stdin (repeatable)")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml or json")
-	flags.AddMaxInputSize(f, &o.MaxInputSize)
+	snapshot.AddMaxInputSize(f, &o.MaxInputSize)
 	return cmd
 }
 

@@ -14,11 +14,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/completion"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/explaincmd"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/importcmd"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/operator"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/tui"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/operatorcmd"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/tuicmd"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/version"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/interrupt"
 )
@@ -43,13 +43,13 @@ with an embedded AWS price catalog.`,
 	cmd.SetErr(streams.ErrOut)
 	config := genericclioptions.NewConfigFlags(true)
 	config.AddFlags(cmd.PersistentFlags())
-	op := operator.NewCmdOperator(streams, config, nil)
-	op.AddCommand(operator.NewCmdOperatorInstall(streams, config, version.Current(stamped).Version, nil))
+	op := operatorcmd.NewCmdOperator(streams, config, nil)
+	op.AddCommand(operatorcmd.NewCmdOperatorInstall(streams, config, version.Current(stamped).Version, nil))
 	cmd.AddCommand(
-		explain.NewCmdExplain(streams, config, nil),
+		explaincmd.NewCmdExplain(streams, config, nil),
 		version.NewCmdVersion(streams, stamped, nil),
 		importcmd.NewCmdImport(streams, nil),
-		tui.NewCmdTUI(streams, config, nil),
+		tuicmd.NewCmdTUI(streams, config, nil),
 		op,
 	)
 	completion.Register(cmd, config)

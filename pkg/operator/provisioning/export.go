@@ -11,20 +11,16 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
-// Snapshot is the solver's view of the cluster that provisioning plans
-// with, for the other controllers that plan (disruption): the same pods,
-// nodes, in-flight NodeClaims, pools and offerings, so that they decide on
-// the same input (disruption.Snapshot).
-type Snapshot = disruption.Snapshot
-
 // Snapshot reads the informer cache into the solver's problem exactly as a
-// provisioning batch does.
-func (p *Provisioner) Snapshot(ctx context.Context) (*Snapshot, error) {
+// provisioning batch does, for the other controllers that plan
+// (disruption): the same pods, nodes, in-flight NodeClaims, pools and
+// offerings, so that they decide on the same input.
+func (p *Provisioner) Snapshot(ctx context.Context) (*disruption.Snapshot, error) {
 	b, err := p.snapshot(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{Problem: b.problem, Pools: b.pools, Repriced: b.repriced}, nil
+	return &disruption.Snapshot{Problem: b.problem, Pools: b.pools, Repriced: b.repriced}, nil
 }
 
 // Launch creates the NodeClaim of a node the solver planned on the
@@ -35,7 +31,7 @@ func (p *Provisioner) Snapshot(ctx context.Context) (*Snapshot, error) {
 // is planned to take. Like a provisioning launch, it allows every offering
 // that takes the same pods (solver.LaunchOptions, at most the launch price
 // premium above the planned one), within the pool's limits and minValues.
-func (p *Provisioner) Launch(ctx context.Context, s *Snapshot, n *solver.NewNode, reason string, pods []string) (*v1alpha1.NodeClaim, error) {
+func (p *Provisioner) Launch(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, reason string, pods []string) (*v1alpha1.NodeClaim, error) {
 	np := s.Pools[n.Pool]
 	if np == nil {
 		return nil, fmt.Errorf("NodePool %s is not in the snapshot", n.Pool)

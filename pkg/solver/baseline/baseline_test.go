@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/bench"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/baseline"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/bench"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/check"
 )
 

@@ -22,14 +22,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
-// WhatIf are the overrides the user toggles on screen (plan.WhatIf); the
-// zero value changes nothing.
-type WhatIf = plan.WhatIf
-
-// Claim is a NodeClaim (rightsize.dev/v1alpha1) as the Nodes view and the
-// planner need it (plan.Claim).
-type Claim = plan.Claim
-
 // Input is what a report is built from: a live cluster's objects, or
 // manifests read offline.
 type Input struct {
@@ -38,13 +30,13 @@ type Input struct {
 	// Claims are the NodeClaims, those of Objects and those launched but
 	// not seen yet; the ones without a registered node are in-flight
 	// capacity the plan uses first (plan.Build).
-	Claims []Claim
+	Claims []plan.Claim
 	// Manifests are read offline (-f).
 	Manifests *snapshot.Manifests
 
 	Catalog plan.Catalog
 	Default plan.DefaultPool
-	WhatIf  WhatIf
+	WhatIf  plan.WhatIf
 	// Timeout bounds each solve; the best plan found by then is kept.
 	Timeout time.Duration
 	Now     time.Time
@@ -56,7 +48,7 @@ type Report struct {
 	Source string
 	// Region is the region the plan priced its nodes in.
 	Region  string
-	WhatIf  WhatIf
+	WhatIf  plan.WhatIf
 	Problem *solver.Problem
 	Plan    *solver.Plan
 	// Baseline is the plan cost without the what-if overrides (equal to
@@ -456,7 +448,7 @@ func formatRequests(p *solver.Problem, req solver.Resources) string {
 	return strings.Join(parts, ", ")
 }
 
-func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims []Claim, prices plan.Prices) {
+func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims []plan.Claim, prices plan.Prices) {
 	raw := make(map[string]*corev1.Node, len(objs.Nodes))
 	for _, n := range objs.Nodes {
 		raw[n.Name] = n
@@ -498,7 +490,7 @@ func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims
 
 // ClaimPhase says how far a NodeClaim got: Pending, Launched, Registered,
 // Initialized or Ready.
-func claimPhase(c Claim) string {
+func claimPhase(c plan.Claim) string {
 	phase := "pending"
 	for _, want := range []string{"Launched", "Registered", "Initialized", "Ready"} {
 		if slices.Contains(c.Conditions, want) {
@@ -513,7 +505,7 @@ func claimPhase(c Claim) string {
 
 // ClaimPhase says how far a NodeClaim got: pending, launched, registered,
 // initialized, ready or deleting.
-func ClaimPhase(c Claim) string { return claimPhase(c) }
+func ClaimPhase(c plan.Claim) string { return claimPhase(c) }
 
 // nodeStatus is Ready, NotReady or Unknown, plus SchedulingDisabled when cordoned.
 func nodeStatus(n *corev1.Node) string {

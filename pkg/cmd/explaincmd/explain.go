@@ -1,19 +1,18 @@
-// Package explain is the `kubectl rightsize explain` command: its flags,
+// Package explaincmd is the `kubectl rightsize explain` command: its flags,
 // their validation and the run that prints the report of pkg/explain.
-package explain
+package explaincmd
 
 import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
-	report "github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 )
 
 const explainExample = `  # Why are pods pending in the current namespace, what would fix it, and what do the nodes cost?
@@ -35,31 +34,17 @@ const explainExample = `  # Why are pods pending in the current namespace, what 
   # In CI: fail when a pod of the manifests could not be placed
   kubectl rightsize explain -f deploy/ --exit-code`
 
-// ExplainOptions are the options of `kubectl rightsize explain`.
+// ExplainOptions are the options of `kubectl rightsize explain`: the
+// report's options, bound to their flags by explain.Options.AddFlags, and
+// what only the command needs.
 type ExplainOptions struct {
-	genericiooptions.IOStreams
+	// Options are the report's. Without manifests (Input), explain reads
+	// the live cluster that Cluster points at; Complete sets RESTConfig
+	// and Namespace from it.
+	explain.Options
 	// Cluster gives the kubeconfig, context, namespace and request timeout
 	// (the root command's --kubeconfig, --context, -n, --request-timeout).
 	Cluster genericclioptions.RESTClientGetter
-
-	// Input names manifests to plan offline (-f, -k, -R, --strict). When
-	// none are given, explain reads the live cluster that Cluster points at.
-	Input flags.Input
-	// Output is "", "wide", "json" or "yaml".
-	Output   string
-	Planning flags.Planning
-	// Timeout bounds the solve; the best plan found by then is printed.
-	Timeout time.Duration
-	// AllNamespaces reports the pending pods of every namespace rather than
-	// those of the current namespace (-A).
-	AllNamespaces bool
-	// Consolidation adds what the consolidation planner would do now (live
-	// clusters only; read-only).
-	Consolidation bool
-	// Workload narrows the report to one workload: "NAME" or "pod/NAME" for
-	// a pod, "TYPE/NAME" for a controller (deployment/web). The plan still
-	// considers every pending pod.
-	Workload string
 	// ExitCode makes the exit status say whether every pod can be placed,
 	// as kubectl diff's says whether there are differences: 0 when all
 	// can, 1 when any cannot, above 1 when explain failed.
@@ -74,7 +59,7 @@ type ExplainOptions struct {
 // kubeconfig flags of the root command. The command only parses: it runs
 // runF when given (tests), else ExplainOptions.Run.
 func NewCmdExplain(streams genericiooptions.IOStreams, cluster genericclioptions.RESTClientGetter, runF func(context.Context, *ExplainOptions) error) *cobra.Command {
-	o := &ExplainOptions{IOStreams: streams, Cluster: cluster}
+	o := &ExplainOptions{Options: explain.Options{IOStreams: streams}, Cluster: cluster}
 	cmd := &cobra.Command{
 		Use:   "explain [POD | TYPE/NAME] [-f FILENAME]",
 		Short: "Show why pods are pending, which right-sized nodes would fix it, what they cost, and what the current nodes cost",
@@ -97,20 +82,18 @@ placed, 1 when any cannot, 2 when explain itself failed.`,
 		RunE:    flags.RunE(o, runF),
 	}
 	f := cmd.Flags()
-	o.Input.AddFlags(f, "a file, a directory, or - for stdin")
-	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "report the pending pods of every namespace")
-	f.BoolVar(&o.Consolidation, "consolidation", false, "also show what consolidation would do now and what it would save (read-only)")
-	f.StringVarP(&o.Output, "output", "o", "", "output format: wide, json or yaml")
-	o.Planning.AddFlags(f)
-	f.DurationVar(&o.Timeout, "timeout", 0, "stop improving the plan after this long and print the best found (0: no limit)")
+	o.Options.AddFlags(f)
 	f.BoolVar(&o.ExitCode, "exit-code", false, "exit 1 when any pod cannot be placed (in scope, for a cluster), 0 when every one can, and 2 on errors, as kubectl diff does; for CI")
 	return cmd
 }
 
-// Complete takes the positional arguments and, when no manifests are given,
-// resolves the cluster from Cluster. A kubeconfig that cannot be used is
-// not an error yet: Validate reports it, since -f needs none.
+// Complete takes the positional arguments, gives the catalog
+// --max-input-size and the remote bases --timeout and, when no manifests
+// are given, resolves the cluster from Cluster. A kubeconfig that cannot be
+// used is not an error yet: Validate reports it, since -f needs none.
 func (o *ExplainOptions) Complete(args []string) error {
+	o.Catalog.MaxInputSize = o.Input.MaxInputSize
+	o.Input.RemoteTimeout = o.Timeout
 	switch len(args) {
 	case 0:
 	case 1:
@@ -122,6 +105,9 @@ func (o *ExplainOptions) Complete(args []string) error {
 		return nil
 	}
 	o.cluster, o.clusterErr = flags.ResolveCluster(o.Cluster)
+	if o.cluster != nil {
+		o.RESTConfig, o.Namespace = o.cluster.RESTConfig, o.cluster.Namespace
+	}
 	return nil
 }
 
@@ -134,7 +120,7 @@ func (o *ExplainOptions) Validate() error {
 		if o.Input.Given() {
 			return fmt.Errorf("%s: naming a workload needs a live cluster; with -f every manifest is planned", o.Workload)
 		}
-		if err := report.CheckWorkload(o.Workload); err != nil {
+		if err := explain.CheckWorkload(o.Workload); err != nil {
 			return err
 		}
 	}
@@ -143,7 +129,10 @@ func (o *ExplainOptions) Validate() error {
 	default:
 		return fmt.Errorf("--output %q: must be one of wide, json, yaml", o.Output)
 	}
-	if err := o.Planning.Validate(); err != nil {
+	if err := o.Catalog.Validate(); err != nil {
+		return err
+	}
+	if err := o.Default.Validate(); err != nil {
 		return err
 	}
 	if o.Consolidation && o.Input.Given() {
@@ -156,19 +145,7 @@ func (o *ExplainOptions) Validate() error {
 // When ctx ends first (Ctrl-C), it returns promptly with an error that
 // says so, and prints no report.
 func (o *ExplainOptions) Run(ctx context.Context) error {
-	// One --max-input-size bounds the manifests and --instance-types; a
-	// kustomization's remote bases (--allow-remote-bases) get --timeout.
-	o.Planning.Catalog.MaxInputSize = o.Input.MaxInputSize
-	o.Input.RemoteTimeout = o.Timeout
-	r := report.Options{
-		Input: o.Input.Input, Output: o.Output, Catalog: o.Planning.Catalog, Default: o.Planning.Default,
-		Timeout: o.Timeout, AllNamespaces: o.AllNamespaces, Consolidation: o.Consolidation, Workload: o.Workload,
-		IOStreams: o.IOStreams,
-	}
-	if o.cluster != nil {
-		r.RESTConfig, r.Namespace = o.cluster.RESTConfig, o.cluster.Namespace
-	}
-	err := r.Run(ctx)
+	err := o.Options.Run(ctx)
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("interrupted before the report was ready, nothing printed: %w", err)
 	}
@@ -177,7 +154,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 		return err
 	case err != nil:
 		return &flags.ExitError{Code: 2, Err: err}
-	case r.Unplaced() > 0:
+	case o.Unplaced() > 0:
 		return &flags.ExitError{Code: 1}
 	}
 	return nil

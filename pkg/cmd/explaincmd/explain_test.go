@@ -1,4 +1,4 @@
-package explain
+package explaincmd
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 )
 
@@ -44,11 +45,15 @@ func TestNewCmdExplainParsesIntoOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := o.Planning
-	if o.Output != "wide" || p.Catalog.Region != "eu-west-1" || strings.Join(p.Default.CapacityTypes, ",") != "spot,on-demand" ||
-		strings.Join(p.Default.InstanceFamilies, ",") != "m7i" || p.Catalog.Model.MaxPods != 58 ||
-		p.Catalog.Model.VMMemoryOverheadPercent != 0.05 || o.Timeout != 3*time.Second || o.Input.Filenames[0] != flashSale {
+	if o.Output != "wide" || o.Catalog.Region != "eu-west-1" || strings.Join(o.Default.CapacityTypes, ",") != "spot,on-demand" ||
+		strings.Join(o.Default.InstanceFamilies, ",") != "m7i" || o.Catalog.Model.MaxPods != 58 ||
+		o.Catalog.Model.VMMemoryOverheadPercent != 0.05 || o.Timeout != 3*time.Second || o.Input.Filenames[0] != flashSale {
 		t.Errorf("parsed %+v", o)
+	}
+	// Complete hands --max-input-size to the catalog and --timeout to the
+	// remote bases.
+	if o.Catalog.MaxInputSize != snapshot.DefaultMaxInputSize || o.Input.RemoteTimeout != 3*time.Second {
+		t.Errorf("completed catalog bound %d, remote timeout %s", o.Catalog.MaxInputSize, o.Input.RemoteTimeout)
 	}
 }
 
@@ -90,7 +95,7 @@ func TestCompleteUsesTheKubeconfigWhenNoFilesAreGiven(t *testing.T) {
 		{"a missing kubeconfig is no input", ExplainOptions{Cluster: kubeconfig("testdata/missing")}, nil, "no input: pass manifests with -f FILE, -f DIR or -f -, or point at a cluster with --kubeconfig or --context (the kubeconfig cannot be used: stat testdata/missing"},
 		{"no cluster at all", ExplainOptions{}, nil, "(no kubeconfig found)"},
 		{"two workloads", ExplainOptions{Cluster: kubeconfig(usable)}, []string{"a", "b"}, "at most one workload"},
-		{"a workload with -f", ExplainOptions{Input: flags.Input{Input: snapshot.Input{Filenames: []string{"x.yaml"}}}}, []string{"pod/a"}, "needs a live cluster"},
+		{"a workload with -f", ExplainOptions{Options: explain.Options{Input: snapshot.Input{Filenames: []string{"x.yaml"}}}}, []string{"pod/a"}, "needs a live cluster"},
 		{"an unknown workload type", ExplainOptions{Cluster: kubeconfig(usable)}, []string{"service/web"}, `unknown workload type "service"`},
 	}
 	for _, tc := range tests {
@@ -104,7 +109,8 @@ func TestCompleteUsesTheKubeconfigWhenNoFilesAreGiven(t *testing.T) {
 				t.Fatalf("error: %v", err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("error %v, want %q", err, tc.wantErr)
-			case tc.wantErr == "" && (tc.opts.cluster == nil || tc.opts.cluster.RESTConfig.Timeout != flags.DefaultRequestTimeout || tc.opts.cluster.Namespace != "default"):
+			case tc.wantErr == "" && (tc.opts.cluster == nil || tc.opts.cluster.RESTConfig.Timeout != flags.DefaultRequestTimeout || tc.opts.cluster.Namespace != "default" ||
+				tc.opts.RESTConfig != tc.opts.cluster.RESTConfig || tc.opts.Namespace != "default"):
 				t.Errorf("cluster not resolved: %+v", tc.opts)
 			}
 		})

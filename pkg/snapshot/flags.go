@@ -1,23 +1,17 @@
-package flags
+package snapshot
 
 import (
 	"fmt"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 )
 
-// Input are the flags that name manifests to plan offline, as kubectl's:
-// -f (files, directories, - for stdin), -k (a kustomization, rendered
-// in-process), -R (directories recursively), plus --strict,
-// --max-input-size and --allow-remote-bases.
-type Input struct {
-	snapshot.Input
-}
-
-// AddFlags registers the input flags on fs; files says what -f takes.
+// AddFlags binds the flags that name manifests to plan offline, as
+// kubectl's, to in: -f (files, directories, - for stdin), -k (a
+// kustomization, rendered in-process), -R (directories recursively), plus
+// --strict, --max-input-size and --allow-remote-bases; files says what -f
+// takes.
 func (in *Input) AddFlags(fs *pflag.FlagSet, files string) {
 	fs.StringSliceVarP(&in.Filenames, "filename", "f", nil, "manifests to plan for, offline: "+files+" (repeatable)")
 	fs.StringSliceVarP(&in.Kustomizations, "kustomize", "k", nil, "a kustomization directory to render and plan for, offline, as kubectl apply -k (repeatable); remote bases need --allow-remote-bases")
@@ -32,7 +26,7 @@ func (in *Input) AddFlags(fs *pflag.FlagSet, files string) {
 // Every command that reads input registers it here, so that the flag
 // reads and means the same everywhere.
 func AddMaxInputSize(fs *pflag.FlagSet, size *int64) {
-	*size = snapshot.DefaultMaxInputSize
+	*size = DefaultMaxInputSize
 	fs.Var((*byteSize)(size), "max-input-size", "largest input read (each file, stdin, rendered kustomization or --instance-types file), as a quantity: 256Mi, 1Gi, 1000000")
 }
 

@@ -1,4 +1,4 @@
-package operator
+package operatorcmd
 
 import (
 	"context"
@@ -62,18 +62,75 @@ func TestNewCmdOperatorParsesIntoOptions(t *testing.T) {
 			if want == ([3]time.Duration{}) {
 				want = [3]time.Duration{15 * time.Second, 10 * time.Second, 2 * time.Second}
 			}
-			if lease := [3]time.Duration{got.LeaseDuration, got.RenewDeadline, got.RetryPeriod}; lease != want {
+			if lease := [3]time.Duration{got.Operator.LeaseDuration, got.Operator.RenewDeadline, got.Operator.RetryPeriod}; lease != want {
 				t.Errorf("lease timings %v, want %v", lease, want)
 			}
 			wantCluster := "rightsize"
-			if got.Cloud == "aws" {
+			if got.Provider.Cloud == "aws" {
 				wantCluster = "prod"
 			}
-			if got.ClusterName != wantCluster {
-				t.Errorf("cluster name %q, want %q", got.ClusterName, wantCluster)
+			if got.Provider.ClusterName != wantCluster {
+				t.Errorf("cluster name %q, want %q", got.Provider.ClusterName, wantCluster)
 			}
 			if got.Kubeconfig != "../testdata/kubeconfig" || got.restConfig == nil || got.restConfig.Host != "https://127.0.0.1:1" || got.RegionSet != tc.wantRegionSet {
 				t.Errorf("parsed %+v", got)
+			}
+		})
+	}
+}
+
+// TestNewCmdOperatorBindsEachPackagesOptions checks that every flag lands
+// in the options of the package it belongs to, negated flags included, and
+// what the defaults are there.
+func TestNewCmdOperatorBindsEachPackagesOptions(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		check func(o *OperatorOptions) bool
+	}{
+		{"defaults", nil, func(o *OperatorOptions) bool {
+			op := o.Operator
+			return op.LeaderElect && op.LeaderElectionID == "rightsize-operator" && op.MetricsBindAddress == ":8080" &&
+				op.Provisioning.BatchIdle == time.Second && op.Provisioning.BatchHold == 10*time.Second && op.Provisioning.BatchMax == 2*time.Minute &&
+				op.Provisioning.LaunchPricePremium == -1 && op.Provisioning.MinValuesPolicy == "Strict" && op.Provisioning.Region == "us-east-1" &&
+				op.Lifecycle.GangWait == 10*time.Second && !op.Lifecycle.NoNominations && !op.Lifecycle.SkipSpreadNominations &&
+				op.GarbageCollection.GracePeriod == time.Minute && !op.Repair.Disabled && op.Repair.Toleration == 0 &&
+				!op.Disruption.Disabled && op.Disruption.Interval == 5*time.Minute && op.Disruption.ValidationDelay == 15*time.Second &&
+				op.Disruption.DrainTimeout == 5*time.Minute && op.Disruption.ReplacementTimeout == 10*time.Minute && !op.Disruption.AllowUncontrolled &&
+				o.Provider.Cloud == "sim" && o.Provider.Region == "us-east-1" && o.Interruption.Queue == "" && o.KubeClientQPS == 200 && o.KubeClientBurst == 300
+		}},
+		{"negated flags", []string{"--disruption=false", "--node-repair=false", "--nominate-pods=false", "--nominate-spread-pods=false"}, func(o *OperatorOptions) bool {
+			op := o.Operator
+			return op.Disruption.Disabled && op.Repair.Disabled && op.Lifecycle.NoNominations && op.Lifecycle.SkipSpreadNominations
+		}},
+		{"a negated flag alone is true", []string{"--disruption"}, func(o *OperatorOptions) bool { return !o.Operator.Disruption.Disabled }},
+		{"each package's flags", []string{"--batch-max", "1m", "--gang-wait", "3s", "--gc-grace-period", "2m", "--node-repair-toleration", "5m",
+			"--drain-timeout", "1m", "--allow-evicting-uncontrolled-pods", "--min-values-policy", "BestEffort", "--leader-election-id", "x"}, func(o *OperatorOptions) bool {
+			op := o.Operator
+			return op.Provisioning.BatchMax == time.Minute && op.Lifecycle.GangWait == 3*time.Second && op.GarbageCollection.GracePeriod == 2*time.Minute &&
+				op.Repair.Toleration == 5*time.Minute && op.Disruption.DrainTimeout == time.Minute && op.Disruption.AllowUncontrolled &&
+				op.Provisioning.MinValuesPolicy == "BestEffort" && op.LeaderElectionID == "x"
+		}},
+		{"aws without --region leaves the region to the SDK", []string{"--cloud", "aws", "--cluster-name", "prod"}, func(o *OperatorOptions) bool {
+			return o.Provider.Region == "" && o.Operator.Provisioning.Region == ""
+		}},
+		{"aws with --region", []string{"--cloud", "aws", "--cluster-name", "prod", "--region", "eu-west-1", "--interruption-queue", "q"}, func(o *OperatorOptions) bool {
+			return o.Provider.Region == "eu-west-1" && o.Operator.Provisioning.Region == "eu-west-1" && o.Interruption.Queue == "q"
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			streams, _, _, _ := genericiooptions.NewTestIOStreams()
+			var got *OperatorOptions
+			cmd := NewCmdOperator(streams, nil, func(_ context.Context, o *OperatorOptions) error { got = o; return nil })
+			cmd.SetArgs(append([]string{"--leader-election-namespace", "ns"}, tc.args...))
+			cmd.SilenceUsage, cmd.SilenceErrors = true, true
+			t.Setenv("KUBECONFIG", "../testdata/kubeconfig")
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(got) {
+				t.Errorf("parsed operator options %+v, provider %+v", got.Operator, got.Provider)
 			}
 		})
 	}

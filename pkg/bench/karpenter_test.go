@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/bench"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/bench"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/check"
 )
 

@@ -1,6 +1,6 @@
-// Package tui is the `kubectl rightsize tui` command: its flags, their
+// Package tuicmd is the `kubectl rightsize tui` command: its flags, their
 // validation and the run that starts the program of pkg/tui.
-package tui
+package tuicmd
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/cloudprovider"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
-	program "github.com/rightsize-dev/kubectl-rightsize/pkg/tui"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 )
 
@@ -51,7 +51,7 @@ type TUIOptions struct {
 	Cluster genericclioptions.RESTClientGetter
 
 	// Input, when given, makes the TUI work offline on manifests.
-	Input    flags.Input
+	Input    snapshot.Input
 	ReadOnly bool
 	// Cloud is "" (launch through NodeClaims), "sim" or "aws" (launch
 	// through that cloud provider directly, for clusters without the
@@ -183,7 +183,7 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 	}
 	o.Planning.Catalog.MaxInputSize = o.Input.MaxInputSize
 	o.Input.RemoteTimeout = o.Timeout
-	opts := program.Options{
+	opts := tui.Options{
 		Catalog: o.Planning.Catalog, Default: o.Planning.Default, Timeout: o.Timeout, ReadOnly: o.ReadOnly,
 		NoColor: os.Getenv("NO_COLOR") != "",
 	}
@@ -196,7 +196,7 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
 		}
 		opts.Manifests, opts.Context = m, "offline"
-		return program.Run(ctx, opts, nil, o.In, o.Out)
+		return tui.Run(ctx, opts, nil, o.In, o.Out)
 	}
 	opts.Context = o.cluster.Context
 	clients, err := snapshot.NewClusterClients(o.cluster.RESTConfig)
@@ -209,7 +209,7 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 		}
 		opts.DirectCloud = o.Cloud
 	}
-	return program.Run(ctx, opts, &clients, o.In, o.Out)
+	return tui.Run(ctx, opts, &clients, o.In, o.Out)
 }
 
 // directLauncher launches through the cloud provider (--cloud), with a

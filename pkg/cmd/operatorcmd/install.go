@@ -1,4 +1,4 @@
-package operator
+package operatorcmd
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rightsize-dev/kubectl-rightsize/config"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/cloudprovider"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/version"
 )
@@ -42,10 +43,6 @@ const operatorInstallExample = `  # Print the manifests of this version for an E
 
   # Into kube-system, as Karpenter is, leaving its labels as they are (no Namespace object)
   kubectl rightsize operator install --cluster-name prod -n kube-system --create-namespace=false`
-
-// defaultSimClusterName names the cluster for clouds where the name only
-// labels simulated instances.
-const defaultSimClusterName = "rightsize"
 
 // fieldManager owns the fields that `operator install --apply` sets.
 const fieldManager = "kubectl-rightsize"
@@ -99,7 +96,7 @@ to take over an existing namespace that an earlier install did not create.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Manifests.Cloud, "cloud", "aws", "cloud the operator launches nodes in: "+strings.Join(config.Clouds, " or "))
-	f.StringVar(&o.Manifests.ClusterName, "cluster-name", "", "name of the cluster; the operator tags the instances it launches with it (required with --cloud aws; default "+defaultSimClusterName+" with sim)")
+	f.StringVar(&o.Manifests.ClusterName, "cluster-name", "", "name of the cluster; the operator tags the instances it launches with it (required with --cloud aws; default "+cloudprovider.DefaultSimClusterName+" with sim)")
 	f.StringVar(&o.Manifests.Region, "region", "", "cloud region (default: the operator's environment, e.g. the EC2 instance metadata)")
 	f.StringVar(&o.Manifests.ClusterEndpoint, "cluster-endpoint", "", "API server URL new nodes join (aws; default: the operator's in-cluster server)")
 	f.StringVar(&o.Manifests.KubernetesVersion, "kubernetes-version", "", "the cluster's minor version for AMI aliases, e.g. 1.33 (aws)")
@@ -131,7 +128,7 @@ func (o *OperatorInstallOptions) Complete([]string) error {
 	}
 	if o.Manifests.ClusterName == "" && o.Manifests.Cloud != "aws" {
 		// Nothing outside the cluster is tagged, so any name does.
-		o.Manifests.ClusterName = defaultSimClusterName
+		o.Manifests.ClusterName = cloudprovider.DefaultSimClusterName
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package tui
+package tuicmd
 
 import (
 	"context"
@@ -85,7 +85,7 @@ func TestCommandRejectsCloudWithOfflineReadOnlyOrUnknownClouds(t *testing.T) {
 		o    TUIOptions
 		want string
 	}{
-		{"-f", TUIOptions{Cloud: "sim", Input: flags.Input{Input: snapshot.Input{Filenames: []string{"x.yaml"}}}, ClusterName: "c", NewCloud: newCloud}, "--cloud sim launches into a cluster, and -f works offline"},
+		{"-f", TUIOptions{Cloud: "sim", Input: snapshot.Input{Filenames: []string{"x.yaml"}}, ClusterName: "c", NewCloud: newCloud}, "--cloud sim launches into a cluster, and -f works offline"},
 		{"--read-only", TUIOptions{Cloud: "aws", ReadOnly: true, ClusterName: "c", NewCloud: newCloud, cluster: live}, "--cloud aws is for launching, which --read-only turns off"},
 		{"no cluster name on aws", TUIOptions{Cloud: "aws", NewCloud: newCloud, cluster: live}, "--cluster-name is required with --cloud aws"},
 		{"unknown", TUIOptions{Cloud: "gcp", cluster: live}, `--cloud "gcp": must be sim or aws`},
