@@ -14,14 +14,19 @@ import (
 // ResultBuffer is a CapacityBuffer's room in the plan: its virtual pods,
 // never created, and what keeping them costs.
 type ResultBuffer struct {
+	// Namespace and Name are the CapacityBuffer's.
 	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	// Replicas is the chunks asked for (status.replicas); Placed how many
-	// the plan keeps room for.
+	// Name is the CapacityBuffer's name.
+	Name string `json:"name"`
+	// Replicas is the number of chunks the buffer asks for (what the
+	// operator writes to status.replicas).
 	Replicas int `json:"replicas"`
-	Placed   int `json:"placed"`
-	// PricePerHour is the buffer's share of the price of the nodes that
-	// hold its room (see bufferCost).
+	// Placed is how many of them the plan keeps room for.
+	Placed int `json:"placed"`
+	// PricePerHour is the buffer's share of the prices of the nodes that
+	// hold its room: on a new node, the node's price split among its pods
+	// by their larger share of its CPU and memory; on an existing node's
+	// free room, that share of its price.
 	PricePerHour float64 `json:"pricePerHour"`
 	// Nodes are the nodes holding its room: new ones named as in nodes[]
 	// (new-1, ...), existing ones by name.

@@ -246,3 +246,34 @@ func resourceIndex(name string, extended []string) int {
 	}
 	return -1
 }
+
+// addBuffers resolves a live cluster's CapacityBuffers against its
+// PodTemplates (see Objects.CapacityBuffers). A buffer that cannot be
+// read keeps no room; a warning says why.
+func (cl *Cluster) addBuffers(buffers []*cbv1beta1.CapacityBuffer, templates []*corev1.PodTemplate) {
+	if len(buffers) == 0 {
+		return
+	}
+	for _, t := range templates {
+		if cl.podTemplates == nil {
+			cl.podTemplates = map[podTemplateKey]*corev1.PodTemplate{}
+		}
+		cl.podTemplates[podTemplateKey{t.Namespace, t.Name}] = t
+	}
+	for _, o := range buffers {
+		where := "capacitybuffers/" + o.Namespace + "/" + o.Name
+		b, err := cl.resolveBuffer(where, o)
+		if err != nil {
+			b = Buffer{Namespace: o.Namespace, Name: o.Name, Reason: err.Error()}
+		}
+		if b.Reason != "" {
+			cl.warnf(where, "%s", b.Reason)
+		}
+		if n := len(cl.Pods) + cl.bufferPods() + int(b.Replicas); n > MaxPods {
+			b.Replicas, b.Reason = 0, fmt.Sprintf("%d pods would make %d in all, more than the %d supported; no room is kept", b.Replicas, n, MaxPods)
+			cl.warnf(where, "%s", b.Reason)
+		}
+		cl.Buffers = append(cl.Buffers, b)
+	}
+	cl.podTemplates = nil
+}
