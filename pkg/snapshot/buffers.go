@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -276,4 +278,29 @@ func (cl *Cluster) addBuffers(buffers []*cbv1beta1.CapacityBuffer, templates []*
 		cl.Buffers = append(cl.Buffers, b)
 	}
 	cl.podTemplates = nil
+}
+
+// CapacityBuffers is the CapacityBuffer resource the live reader lists.
+var CapacityBuffers = cbv1beta1.SchemeGroupVersion.WithResource("capacitybuffers")
+
+// liveBuffers lists a live cluster's CapacityBuffers (none when the CRD
+// is not installed) and, when there are any, the PodTemplates they name.
+func (r *reader) liveBuffers(ctx context.Context) ([]*cbv1beta1.CapacityBuffer, []*corev1.PodTemplate, error) {
+	raws, _, err := r.custom(ctx, CapacityBuffers)
+	if err != nil || len(raws) == 0 {
+		return nil, nil, err
+	}
+	buffers := make([]*cbv1beta1.CapacityBuffer, 0, len(raws))
+	for _, raw := range raws {
+		b := &cbv1beta1.CapacityBuffer{}
+		if err := json.Unmarshal(raw, b); err != nil {
+			return nil, nil, fmt.Errorf("reading a CapacityBuffer: %w", err)
+		}
+		buffers = append(buffers, b)
+	}
+	list, err := r.Kube.CoreV1().PodTemplates(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, r.apiError("list", "podtemplates", "", err)
+	}
+	return buffers, pointers(list.Items), nil
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -102,6 +103,29 @@ func TestCapacityBuffer(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("status.replicas not %d: status %v", pods, buffer.Object["status"])
+	}
+
+	// Live explain shows the buffer's room on the nodes that hold it.
+	r := plugin(t, e.Kubeconfig, "explain", "-o", "json")
+	if r.err != nil {
+		t.Fatalf("explain: %v\n%s", r.err, r.stderr)
+	}
+	var got struct {
+		Buffers []struct {
+			Namespace, Name  string
+			Replicas, Placed int
+			PricePerHour     float64
+			Nodes            []string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("explain -o json: %v\n%s", err, r.stdout)
+	}
+	if len(got.Buffers) != 1 || got.Buffers[0].Placed != pods || got.Buffers[0].PricePerHour <= 0 || len(got.Buffers[0].Nodes) == 0 {
+		t.Errorf("live explain's buffers: %+v", got.Buffers)
+	} else {
+		t.Logf("live explain: buffer %s/%s holds room for %d of %d chunks on %v, $%.4f/h",
+			got.Buffers[0].Namespace, got.Buffers[0].Name, got.Buffers[0].Placed, got.Buffers[0].Replicas, got.Buffers[0].Nodes, got.Buffers[0].PricePerHour)
 	}
 
 	// Without a buffer: 10 pods of the same shape on the cold pool.
