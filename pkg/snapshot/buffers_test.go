@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	cbv1beta1 "github.com/rightsize-dev/kubectl-rightsize/pkg/apis/capacitybuffer/v1beta1"
@@ -188,5 +190,41 @@ spec: {podTemplateRef: {name: t}, replicas: -1}
 				}
 			}
 		})
+	}
+}
+
+func TestLiveBuffers(t *testing.T) {
+	tmpl := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "burst"}, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}}}}}}}
+	buf := func(name string, spec cbv1beta1.CapacityBufferSpec) *cbv1beta1.CapacityBuffer {
+		return &cbv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name}, Spec: spec}
+	}
+	cl := FromObjects(&Objects{
+		CapacityBuffers: []*cbv1beta1.CapacityBuffer{
+			buf("headroom", cbv1beta1.CapacityBufferSpec{PodTemplateRef: &cbv1beta1.LocalObjectRef{Name: "burst"}, Replicas: ptr.To[int32](10)}),
+			buf("scaled", cbv1beta1.CapacityBufferSpec{ScalableRef: &cbv1beta1.ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "web"}, Percentage: ptr.To[int32](20)}),
+			buf("lost", cbv1beta1.CapacityBufferSpec{PodTemplateRef: &cbv1beta1.LocalObjectRef{Name: "gone"}, Replicas: ptr.To[int32](1)}),
+		},
+		PodTemplates: []*corev1.PodTemplate{tmpl},
+	})
+	want := map[string]struct {
+		replicas int32
+		reason   string
+	}{"headroom": {10, ""}, "scaled": {0, "offline only"}, "lost": {0, "PodTemplate team/gone"}}
+	if len(cl.Buffers) != len(want) {
+		t.Fatalf("buffers %+v", cl.Buffers)
+	}
+	for _, b := range cl.Buffers {
+		w := want[b.Name]
+		if b.Replicas != w.replicas || (w.reason == "") != (b.Reason == "") || !strings.Contains(b.Reason, w.reason) {
+			t.Errorf("%s: %d replicas, reason %q; want %d, %q", b.Name, b.Replicas, b.Reason, w.replicas, w.reason)
+		}
+		if b.Name == "headroom" && (b.Pod.Requests != res(1000, 2*gi) || b.PodTemplate != "burst") {
+			t.Errorf("headroom: chunk %v from %q", b.Pod.Requests, b.PodTemplate)
+		}
+	}
+	if !hasWarning(&cl.Manifests, "capacitybuffers/team/lost") {
+		t.Errorf("no warning for the lost template: %q", cl.Warnings)
 	}
 }
