@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +49,8 @@ func TestCapacityBuffer(t *testing.T) {
 	if err := e.WaitNodeReady(ctx, system.Name, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	op := e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-buffer", "--batch-idle", batchIdle.String())
+	metricsAddr := freePort(t)
+	op := e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-buffer", "--batch-idle", batchIdle.String(), "--metrics-bind-address", metricsAddr)
 	t.Cleanup(func() { e.cleanup(t, ns, "warm", "cold") })
 	op.waitLog(t, "provisioner started", 30*time.Second)
 
@@ -103,6 +105,14 @@ func TestCapacityBuffer(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("status.replicas not %d: status %v", pods, buffer.Object["status"])
+	}
+
+	placedMetric := fmt.Sprintf(`rightsize_buffer_replicas{name="headroom",namespace=%q,state="placed"} %d`, ns, pods)
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(scrape(t, metricsAddr), placedMetric), nil
+	})
+	if err != nil {
+		t.Errorf("the metrics lack %s", placedMetric)
 	}
 
 	// Live explain shows the buffer's room on the nodes that hold it.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cbv1beta1 "github.com/rightsize-dev/kubectl-rightsize/pkg/apis/capacitybuffer/v1beta1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -207,6 +208,7 @@ func (p *Provisioner) patchBufferStatus(ctx context.Context, ns, name string, re
 // room when the plan put it on an existing or in-flight node, or on a new
 // node whose NodeClaim was created.
 func (p *Provisioner) bufferRoomPlanned(ctx context.Context, b *batch, solved *solver.Plan, launches []*launch) {
+	metrics.BufferReplicas.Reset() // buffers gone since the last batch leave no series
 	if len(b.buffers) == 0 {
 		return
 	}
@@ -220,6 +222,16 @@ func (p *Provisioner) bufferRoomPlanned(ctx context.Context, b *batch, solved *s
 				placed[pi] = true
 			}
 		}
+	}
+	for _, r := range b.buffers {
+		n := 0
+		for pi := r.First; pi < r.First+r.Count; pi++ {
+			if placed[pi] {
+				n++
+			}
+		}
+		metrics.BufferReplicas.WithLabelValues(r.Namespace, r.Name, "asked").Set(float64(r.Count))
+		metrics.BufferReplicas.WithLabelValues(r.Namespace, r.Name, "placed").Set(float64(n))
 	}
 	p.writeBufferStatus(ctx, b.buffers, b.bufferReasons, func(pi int) bool { return placed[pi] }, b.bufferTemplates)
 }

@@ -260,6 +260,7 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 	p.wakeAt(b.lapse)
 	if len(b.problem.Pods) == 0 {
 		metrics.PendingPods.WithLabelValues("unplaced").Set(0)
+		metrics.BufferReplicas.Reset()
 		return nil
 	}
 	plan, options, solveTook, err := p.solve(b)
