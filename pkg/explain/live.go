@@ -60,6 +60,7 @@ func (o *Options) runLive(ctx context.Context) error {
 		return err
 	}
 	result := o.newResult(p, solved, source)
+	result.Buffers = newBuffers(p, solved, built.Buffers)
 	setDefaults(result, built)
 	var flags map[int]*plan.Widening
 	if built.DefaultPool != "" {

@@ -62,6 +62,9 @@ type Result struct {
 	// spread, pod affinity, host ports, preferences, limits, pool weights)
 	// applies; 0 when not searched or the search gave up.
 	OptimalPricePerHour float64 `json:"optimalPricePerHour,omitempty"`
+	// Buffers are the CapacityBuffers' room: the nodes that hold it and
+	// its price.
+	Buffers []ResultBuffer `json:"buffers,omitempty"`
 	// LiveResult is set when a live cluster was read; its fields are
 	// inlined in JSON and YAML.
 	*LiveResult
@@ -393,6 +396,9 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+	}
+	if err := printBuffers(w, r.Buffers); err != nil {
+		return err
 	}
 	// Live, the pending section already gives every pod in scope its reason.
 	if len(r.Unschedulable) > 0 && r.LiveResult == nil {

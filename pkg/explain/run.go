@@ -131,6 +131,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	result := o.newResult(p, solved, source)
+	result.Buffers = newBuffers(p, solved, built.Buffers)
 	setDefaults(result, built)
 	if built.DefaultPool != "" {
 		if err := setAdvice(ctx, result, in, p, solved, time.Since(start), o.deadline); err != nil {

@@ -71,6 +71,9 @@ type Result struct {
 	// those prices, which the cloud does not know (see
 	// cloud.AnnotationPriceOverlayApplied).
 	Repriced map[string]bool
+	// Buffers are the CapacityBuffers' virtual pods in Problem.Pods, one
+	// entry per buffer in the snapshot's order (see IsBuffer).
+	Buffers []BufferRoom
 	// EKSDaemonSets is set when the problem's DaemonSets are EKSDaemonSets,
 	// added for an offline input that has none.
 	EKSDaemonSets bool
@@ -111,6 +114,7 @@ func Build(in Input) (*Result, error) {
 		InstanceTypes:     in.InstanceTypes,
 	}
 	p.MinValuesBestEffort = in.MinValuesBestEffort
+	r.Buffers = addBuffers(p, m.Buffers)
 	r.Problem = p
 	if in.Catalog != nil {
 		if err := in.Catalog.ApplyNodeClasses(p, m.Kubelets, m.Storage); err != nil {

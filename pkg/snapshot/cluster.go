@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	cbv1beta1 "github.com/rightsize-dev/kubectl-rightsize/pkg/apis/capacitybuffer/v1beta1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -186,7 +187,9 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 		volumes                       *Volumes
 		volErr, csiErr                error
 		overlays                      []json.RawMessage
-		overlayErr                    error
+		overlayErr, bufferErr         error
+		buffers                       []*cbv1beta1.CapacityBuffer
+		templates                     []*corev1.PodTemplate
 	)
 	wg.Go(func() { pods, podNS, podErr = r.pods(ctx) })
 	wg.Go(func() { nodes, nodeErr = r.nodes(ctx) })
@@ -203,6 +206,7 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	}
 	wg.Go(func() { volumes, volErr, csiErr = r.readVolumes(ctx, metav1.NamespaceAll) })
 	wg.Go(func() { overlays, _, overlayErr = r.custom(ctx, KarpenterNodeOverlays) })
+	wg.Go(func() { buffers, templates, bufferErr = r.liveBuffers(ctx) })
 	wg.Wait()
 	unread, poolWarnings := unreadPools(len(pools)+len(rsPools), &kpErr, &rsErr)
 	if forbidden(claimErr) {
@@ -219,8 +223,11 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	// the assembly a watcher's objects go through (FromObjects).
 	o := &Objects{PodNamespace: podNS, KarpenterInstalled: karpenter, RightsizeInstalled: rightsize, NodePools: pools,
 		Pods: pointers(pods), Nodes: pointers(nodes), DaemonSets: pointers(daemonSets), PDBs: pointers(pdbs), Volumes: volumes,
-		NodeOverlays: overlays, UnreadNodePools: unread}
+		NodeOverlays: overlays, UnreadNodePools: unread, CapacityBuffers: buffers, PodTemplates: templates}
 	warnings := poolWarnings
+	if bufferErr != nil {
+		warnings = append(warnings, bufferErr.Error()+"; CapacityBuffers are not planned")
+	}
 	if pdbErr != nil {
 		warnings = append(warnings, pdbErr.Error()+"; PodDisruptionBudgets are not needed to plan new nodes")
 	}

@@ -8,6 +8,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	cbv1beta1 "github.com/rightsize-dev/kubectl-rightsize/pkg/apis/capacitybuffer/v1beta1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 )
 
@@ -44,6 +45,12 @@ type Objects struct {
 	// UnreadNodePools are the NodePool resources served that the user may
 	// not list (Cluster.UnreadNodePools).
 	UnreadNodePools []string
+	// CapacityBuffers (autoscaling.x-k8s.io) and the PodTemplates they
+	// refer to: each buffer's room is planned as pending pods never
+	// created (Manifests.Buffers). A scalableRef is resolved against the
+	// pods of Pods only.
+	CapacityBuffers []*cbv1beta1.CapacityBuffer
+	PodTemplates    []*corev1.PodTemplate
 }
 
 // FromObjects converts objects already read (for example by informers) the
@@ -101,6 +108,7 @@ func assemble(o *Objects, warnings []string) *Cluster {
 	}
 	cl.Rightsize.Claims, cl.Rightsize.NodeObjects = claims, nodes
 	cl.addClaims(claims)
+	cl.addBuffers(o.CapacityBuffers, o.PodTemplates)
 	cl.Warnings = dedupe(cl.Warnings)
 	return cl
 }

@@ -63,6 +63,9 @@ type Manifests struct {
 	// Storage is the ephemeral storage of the pools whose node class sets
 	// it (instanceStorePolicy, a root volume), by pool name.
 	Storage map[string]NodeStorage
+	// Buffers are the CapacityBuffers read (autoscaling.x-k8s.io), each
+	// resolved to its chunk's shape and count; pkg/plan plans their room.
+	Buffers []Buffer
 	// ExtendedResources names the solver's resource indices
 	// solver.NumFixedResources and above, in order.
 	ExtendedResources []string
@@ -74,16 +77,18 @@ type Manifests struct {
 	// object is read, as kubectl's warn field validation applies it.
 	Strict bool
 
-	object      string       // "file: document N: Kind "name"" of the object being decoded, for field warnings
-	skipped     skipped      // objects not planned, summed up at the end of Read
-	autoscalers []autoscaler // HorizontalPodAutoscalers, applied at the end of Read
-	documents   int          // non-empty documents seen
-	workloads   int          // pod and workload documents seen, even with 0 replicas
-	classRefs   []classRef   // nodeClassRefs to check once everything is read
-	kubelets    kubeletSources
-	volumes     volumeObjects        // claims, volumes and classes pods' volumes are resolved against
-	volumeUsers []volumeUser         // pods with volumes, resolved at the end of Read
-	seen        map[objectKey]string // where each object read was, to refuse a second of the same name
+	object        string       // "file: document N: Kind "name"" of the object being decoded, for field warnings
+	skipped       skipped      // objects not planned, summed up at the end of Read
+	autoscalers   []autoscaler // HorizontalPodAutoscalers, applied at the end of Read
+	documents     int          // non-empty documents seen
+	workloads     int          // pod and workload documents seen, even with 0 replicas
+	classRefs     []classRef   // nodeClassRefs to check once everything is read
+	kubelets      kubeletSources
+	volumes       volumeObjects                          // claims, volumes and classes pods' volumes are resolved against
+	volumeUsers   []volumeUser                           // pods with volumes, resolved at the end of Read
+	seen          map[objectKey]string                   // where each object read was, to refuse a second of the same name
+	bufferSources []bufferSource                         // CapacityBuffers, resolved at the end of Read
+	podTemplates  map[podTemplateKey]*corev1.PodTemplate // PodTemplates buffers refer to
 }
 
 // objectKey identifies an object as the API server stores it: one per
@@ -206,6 +211,9 @@ func (m *Manifests) finish(names []string) (*Manifests, error) {
 	}
 	m.resolveKubelets()
 	m.applyAutoscalers()
+	if err := m.resolveBuffers(); err != nil {
+		return nil, err
+	}
 	m.Warnings = append(m.Warnings, m.skipped.summary()...)
 	return m, nil
 }
@@ -765,6 +773,8 @@ var kinds = map[string][]string{
 	"PersistentVolumeClaim":   {"v1"},
 	"PersistentVolume":        {"v1"},
 	"StorageClass":            {"storage.k8s.io/v1"},
+	"PodTemplate":             {"v1"},
+	"CapacityBuffer":          {"autoscaling.x-k8s.io/v1beta1", "autoscaling.x-k8s.io/v1alpha1"},
 }
 
 // rightsizeAPIVersion is this project's own API: its NodePools and node
@@ -787,6 +797,10 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 		return m.decodeOverlay(where, apiVersion, j, generic)
 	case "HorizontalPodAutoscaler":
 		return m.decodeAutoscaler(where, j, generic)
+	case "CapacityBuffer":
+		return m.decodeCapacityBuffer(where, j, generic)
+	case "PodTemplate":
+		return m.decodePodTemplate(j, generic)
 	case "PersistentVolumeClaim", "PersistentVolume", "StorageClass":
 		return m.decodeVolumeObject(kind, j, generic)
 	default:

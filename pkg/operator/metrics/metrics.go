@@ -39,6 +39,13 @@ var (
 		Namespace: namespace, Name: "pods_pending",
 		Help: "Pods marked Unschedulable by the scheduler at the last provisioning batch; state=unplaced are those no node could be planned for.",
 	}, []string{"state"})
+	// BufferReplicas is each CapacityBuffer's chunks at the last
+	// provisioning batch: state=asked as counted from its spec, state=placed
+	// those with room on a node or a launching NodeClaim.
+	BufferReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "buffer_replicas",
+		Help: "CapacityBuffer chunks at the last provisioning batch, by buffer; state=asked from its spec, state=placed those with room on a node or a launching NodeClaim.",
+	}, []string{"namespace", "name", "state"})
 	// NodeClaimsCreated counts NodeClaims created.
 	NodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "nodeclaims_created_total",
@@ -133,5 +140,5 @@ func init() {
 	crmetrics.Registry.MustRegister(PendingPods, NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
 		NodeClaimsDeleted, InstancesGarbageCollected, DecisionDuration, SolverDuration, BatchSize, ClusterCost,
 		DisruptionActions, DisruptionSaving, PodsEvicted, DisruptionRolledBack, EventWriteErrors,
-		PodsNominated, DisruptionInvalidated, PodUnschedulableToRunning, NodeClaims, Nodes, PodsPendingByReason)
+		PodsNominated, DisruptionInvalidated, PodUnschedulableToRunning, NodeClaims, Nodes, PodsPendingByReason, BufferReplicas)
 }

@@ -102,6 +102,11 @@ type Provisioner struct {
 	// overlaysForbidden is set once the operator was refused the list of
 	// NodeOverlays, so that it says so once, not every batch.
 	overlaysForbidden atomic.Bool
+	// buffersForbidden is the same for CapacityBuffers.
+	buffersForbidden atomic.Bool
+	// bufferStatus is the status last written to each CapacityBuffer
+	// (namespace/name), so that an unchanged one is not written again.
+	bufferStatus map[string]string
 }
 
 type nomination struct {
@@ -141,12 +146,13 @@ func New(c client.Client, cp cloud.CloudProvider, recorder events.EventRecorder,
 	}
 	return &Provisioner{
 		client: c, cloud: cp, recorder: recorder, log: log, opts: opts, unavailable: unavailable,
-		trigger:     make(chan struct{}, 1),
-		nominations: map[types.UID]nomination{},
-		planned:     map[types.UID]string{},
-		recent:      map[string]recentClaim{},
-		told:        map[types.UID]string{},
-		late:        map[types.NamespacedName]*lateWait{},
+		trigger:      make(chan struct{}, 1),
+		nominations:  map[types.UID]nomination{},
+		planned:      map[types.UID]string{},
+		recent:       map[string]recentClaim{},
+		told:         map[types.UID]string{},
+		late:         map[types.NamespacedName]*lateWait{},
+		bufferStatus: map[string]string{},
 	}
 }
 
@@ -168,6 +174,7 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	recheck := p.opts.Clock.NewTicker(p.opts.Recheck)
 	defer recheck.Stop()
 	p.Trigger() // pods may have been waiting before this replica led
+	go p.pollBuffers(ctx)
 	var open *window
 	for {
 		w, ok := p.await(ctx, recheck.C(), open)
@@ -253,6 +260,7 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 	p.wakeAt(b.lapse)
 	if len(b.problem.Pods) == 0 {
 		metrics.PendingPods.WithLabelValues("unplaced").Set(0)
+		metrics.BufferReplicas.Reset()
 		return nil
 	}
 	plan, options, solveTook, err := p.solve(b)
@@ -269,6 +277,7 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 	launches, deferred := p.admit(b, plan, options, w.early && len(plan.Late) == 0)
 	p.createAll(ctx, b, launches, w.closed, now)
 	created, launchedCost := p.reportLaunches(b, launches)
+	p.bufferRoomPlanned(ctx, b, plan, launches)
 	if b.overflow > 0 {
 		p.log.Info("pods no longer fit the in-flight node they were nominated to; planning them again", "pods", b.overflow)
 		p.opts.Clock.AfterFunc(time.Second, p.Trigger)
@@ -312,7 +321,7 @@ func (p *Provisioner) solve(b *batch) (*solver.Plan, [][]solver.LaunchOption, ti
 // holdPlanLate holds the plan's late pods: they are nominated after the
 // pods they depend on bind.
 func (p *Provisioner) holdPlanLate(b *batch, plan *solver.Plan) {
-	leaving := func(i int) bool { return b.moving[b.pods[i].UID] }
+	leaving := func(i int) bool { return !b.real(i) }
 	var planned []int
 	for _, n := range plan.NewNodes {
 		planned = append(planned, n.Pods...)
@@ -336,7 +345,7 @@ func (p *Provisioner) nominateInFlight(ctx context.Context, b *batch, plan *solv
 	touched := map[string]bool{}
 	p.mu.Lock()
 	for _, pl := range plan.Existing {
-		if c := b.claims[pl.Node]; c != nil && !b.moving[b.pods[pl.Pod].UID] {
+		if c := b.claims[pl.Node]; c != nil && b.real(pl.Pod) {
 			pod := b.pods[pl.Pod]
 			if had, ok := p.nominations[pod.UID]; !ok || had.claim != c.Name {
 				p.recorder.Eventf(pod, c, corev1.EventTypeNormal, "Nominated", "Provision", "nominated for NodeClaim %s, which is launching", c.Name)
@@ -409,7 +418,7 @@ func (p *Provisioner) createAll(ctx context.Context, b *batch, launches []*launc
 	for _, l := range launches {
 		var pods []*corev1.Pod
 		for _, pi := range l.node.Pods {
-			if !b.moving[b.pods[pi].UID] {
+			if b.real(pi) {
 				pods = append(pods, b.pods[pi])
 			}
 		}
@@ -463,6 +472,8 @@ func (p *Provisioner) reportLaunches(b *batch, launches []*launch) (created int,
 		for _, pi := range n.Pods {
 			if b.moving[b.pods[pi].UID] {
 				moving++
+			}
+			if !b.real(pi) {
 				continue
 			}
 			p.recorder.Eventf(b.pods[pi], claim, corev1.EventTypeNormal, "Nominated", "Provision", "nominated for NodeClaim %s: %s", claim.Name, note)
@@ -523,8 +534,8 @@ func (p *Provisioner) tell(pod *corev1.Pod, reason string) {
 // tell records why the batch's pod pi gets no node, unless it is one of
 // the pods of a leaving node, which runs yet.
 func (b *batch) tell(p *Provisioner, pi int, reason string) {
-	if pod := b.pods[pi]; !b.moving[pod.UID] {
-		p.tell(pod, reason)
+	if b.real(pi) {
+		p.tell(b.pods[pi], reason)
 	}
 }
 

@@ -69,6 +69,15 @@ type batch struct {
 	// repriced names the instance types a NodeOverlay re-priced (see
 	// plan.Result.Repriced).
 	repriced map[string]bool
+	// virtual are the UIDs of the stand-ins of CapacityBuffers' pods
+	// (see addVirtualPods), planned for room and never created; buffers
+	// says where they are in the problem, bufferReasons why a buffer keeps
+	// no room and bufferTemplates the PodTemplate of each, by
+	// namespace/name.
+	virtual         map[types.UID]bool
+	buffers         []plan.BufferRoom
+	bufferReasons   map[string]string
+	bufferTemplates map[string]string
 }
 
 // snapshot reads the informer cache into the solver's problem: pods marked
@@ -92,7 +101,7 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 	leaving := leavingNodes(cache.nodes.Items, claims, nodeByProviderID)
 	b := &batch{pools: map[string]*v1alpha1.NodePool{}, claims: map[string]*v1alpha1.NodeClaim{}, usage: map[string]solver.Resources{},
 		types: map[string]*solver.InstanceType{}, poolTypes: map[string]map[string]*solver.InstanceType{}, skippedPools: map[string]string{},
-		moving: map[types.UID]bool{}}
+		moving: map[types.UID]bool{}, virtual: map[types.UID]bool{}}
 	objs := cache.objects()
 
 	// Pods: bound ones where they run, pending ones to plan unless
@@ -106,6 +115,9 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 	objs.NodePools = raws
 	part := partitionTypes(offers)
 	if objs.NodeOverlays, err = p.nodeOverlays(ctx); err != nil {
+		return nil, err
+	}
+	if objs.CapacityBuffers, objs.PodTemplates, err = p.readBuffers(ctx); err != nil {
 		return nil, err
 	}
 	cl := snapshot.FromObjects(&objs)
@@ -135,6 +147,13 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 		return nil, fmt.Errorf("building the problem: %w", err)
 	}
 	b.problem, b.repriced = built.Problem, built.Repriced
+	b.buffers = built.Buffers
+	b.addVirtualPods()
+	b.bufferReasons, b.bufferTemplates = map[string]string{}, map[string]string{}
+	for _, buf := range cl.Buffers {
+		b.bufferReasons[buf.Namespace+"/"+buf.Name] = buf.Reason
+		b.bufferTemplates[buf.Namespace+"/"+buf.Name] = buf.PodTemplate
+	}
 	return b, nil
 }
 
