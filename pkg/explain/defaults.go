@@ -116,6 +116,10 @@ func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time
 		// Advice compares pools: the narrowed re-solves that keep a plan
 		// monotone in choice are the main plan's business.
 		built.Problem.Options.NoNarrowing = true
+		// Only the portfolio member that won the plan re-plans the same
+		// pods on the wider pool: a real plan, so its price is one the
+		// pool reaches, in a third or so of the time (Karpenter's mix).
+		built.Problem.Options.Packing = solved.Packing()
 		alt, err := solveCtx(ctx, built.Problem)
 		if err != nil {
 			return nil, nil, fmt.Errorf("advice for %s: planning: %w", w.What, err)
