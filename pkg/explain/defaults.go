@@ -180,10 +180,10 @@ func replanWider(ctx context.Context, in plan.Input, w *plan.Widening, solved *s
 	}
 	// A member that finds no saving on the wider pool may lose to
 	// another one there (DLRM's trace: arm64 saves 1.1 % with the whole
-	// portfolio, nothing with the member that won the plan): with half
-	// the budget or more left, the whole portfolio re-plans, and the
-	// cheaper of the two plans stands.
-	if len(alt.Unschedulable) >= len(solved.Unschedulable) && alt.TotalPrice >= solved.TotalPrice*(1-1e-4) && time.Until(deadline) > budget/2 {
+	// portfolio, nothing with the member that won the plan): while the
+	// budget lasts, the whole portfolio re-plans (stopping at the same
+	// deadline), and the cheaper of the two plans stands.
+	if len(alt.Unschedulable) >= len(solved.Unschedulable) && alt.TotalPrice >= solved.TotalPrice*(1-1e-4) && time.Until(deadline) > 0 {
 		built.Problem.Options.Packing = solver.Packing{}
 		full, err := solveCtx(ctx, built.Problem)
 		if err != nil {
