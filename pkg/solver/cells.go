@@ -73,28 +73,37 @@ func (s *state) findCells(pod *Pod, keys []string, f domainFilter) []cell {
 		}
 		variants := keyVariants(pool, poolLabelsFor(pool, pod), keys)
 		types := s.p.PoolTypes(pi)
-		for ti := range types {
-			it := &types[ti]
-			if f.launchable && !s.poolHolds(pi, it.Capacity) {
-				continue
-			}
-			alloc := it.Allocatable()
-			fits := pod.Requests.Fits(alloc)
-			if !fits && f.fits {
-				continue
-			}
-			for _, o := range it.Offerings {
-				for _, pl := range variants {
-					labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-					if !read(labels) || !allMatch(pool.Requirements, labels) || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
-						continue
+		// What the pod asks of each type alone: launchable, and whether
+		// it fits (the cost of a cell it does not fit is +Inf).
+		fits := make([]int8, len(types)) // 0: unknown, 1: fits, 2: does not, 3: left out
+		for _, pl := range variants {
+			for _, ref := range s.poolOffers(pi, pl) {
+				it := &types[ref.typ]
+				if fits[ref.typ] == 0 {
+					fits[ref.typ] = 1
+					switch {
+					case f.launchable && !s.poolHolds(pi, it.Capacity):
+						fits[ref.typ] = 3
+					case !pod.Requests.Fits(it.Allocatable()):
+						fits[ref.typ] = 2
+						if f.fits {
+							fits[ref.typ] = 3
+						}
 					}
-					c := math.Inf(1)
-					if fits {
-						c = o.Price * share(pod.Requests, alloc)
-					}
-					note(c)
 				}
+				if fits[ref.typ] == 3 {
+					continue
+				}
+				o := &it.Offerings[ref.offering]
+				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+				if !read(labels) || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
+					continue
+				}
+				c := math.Inf(1)
+				if fits[ref.typ] == 1 {
+					c = o.Price * share(pod.Requests, it.Allocatable())
+				}
+				note(c)
 			}
 		}
 	}
@@ -117,6 +126,55 @@ func (s *state) findCells(pod *Pod, keys []string, f domainFilter) []cell {
 		}
 		return slices.Compare(out[a].values, out[b].values) < 0
 	})
+	return out
+}
+
+// offerRef is one offering (by index) of one of a pool's types (by index
+// in its PoolTypes).
+type offerRef struct{ typ, offering int }
+
+// poolOffers lists the offerings of pool pi's types whose nodes, carrying
+// the pool labels pl, meet the pool's requirements: the part of findCells
+// that does not depend on the pod, remembered per pool and labels (in
+// s.domains, when there is one) since every pod's domains read it.
+func (s *state) poolOffers(pi int, pl map[string]string) []offerRef {
+	var key string
+	if s.domains != nil {
+		b := strconv.AppendInt(nil, int64(pi), 10)
+		for _, k := range slices.Sorted(maps.Keys(pl)) {
+			b = append(b, 0)
+			b = append(b, k...)
+			b = append(b, 1)
+			b = append(b, pl[k]...)
+		}
+		key = string(b)
+		s.domains.mu.Lock()
+		out, ok := s.domains.offers[key]
+		s.domains.mu.Unlock()
+		if ok {
+			return out
+		}
+	}
+	pool := &s.p.Pools[pi]
+	types := s.p.PoolTypes(pi)
+	var out []offerRef
+	for ti := range types {
+		it := &types[ti]
+		for oi, o := range it.Offerings {
+			labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+			if allMatch(pool.Requirements, labels) {
+				out = append(out, offerRef{ti, oi})
+			}
+		}
+	}
+	if s.domains != nil {
+		s.domains.mu.Lock()
+		if s.domains.offers == nil {
+			s.domains.offers = map[string][]offerRef{}
+		}
+		s.domains.offers[key] = out
+		s.domains.mu.Unlock()
+	}
 	return out
 }
 

@@ -26,6 +26,8 @@ type derived struct {
 type domainMemo struct {
 	mu   sync.Mutex
 	seen map[string][]string
+	// offers remembers poolOffers per pool and pool labels.
+	offers map[string][]offerRef
 }
 
 // domainsOf is findDomains, remembered per node constraints, requests, key

@@ -80,10 +80,31 @@ type ffdPacking struct {
 	allowed [][]bool
 }
 
+// ffdOrder is how a first-fit packing orders its classes, largest first.
+type ffdOrder int
+
+const (
+	// ffdByShare sorts by the largest share of the kinds' allocatable a
+	// class takes on any resource.
+	ffdByShare ffdOrder = iota
+	// ffdByBottleneck sorts by the share of the bottleneck resource (the
+	// one the classes' pods take most of, relative to the allocatable),
+	// ties by the largest share. On pods whose shapes tie on their
+	// largest share but differ on the resource that runs out first
+	// (openb CPU pods: 32 CPU with 32–64Gi on 64-CPU nodes) it packs
+	// tighter: 324 m6g.16xlarge where the largest-share order takes 325.
+	ffdByBottleneck
+)
+
+// ffdOrders are the orders packFFD tries, in turn; the first of the
+// cheapest wins.
+var ffdOrders = []ffdOrder{ffdByShare, ffdByBottleneck}
+
 // newFFDPacking orders the classes that may run on any of the kinds
-// (ffdClasses) by their largest share of the kinds' allocatable taken
-// resource by resource at its largest (the one kind's, for one kind).
-func (s *state) newFFDPacking(kinds []int, on [][]int, weights []int32) *ffdPacking {
+// (ffdClasses) largest first, as order says, taking each resource's
+// allocatable at its largest among the kinds (the one kind's, for one
+// kind).
+func (s *state) newFFDPacking(kinds []int, on [][]int, weights []int32, order ffdOrder) *ffdPacking {
 	f := &ffdPacking{kinds: kinds, allowed: make([][]bool, len(kinds))}
 	var hull Resources
 	seen := make([]bool, len(s.classes))
@@ -102,7 +123,32 @@ func (s *state) newFFDPacking(kinds []int, on [][]int, weights []int32) *ffdPack
 	for _, ci := range f.order {
 		shares[ci] = share(s.classes[ci].req, hull)
 	}
-	slices.SortStableFunc(f.order, func(a, b int) int { return cmp.Compare(shares[b], shares[a]) })
+	if order == ffdByShare {
+		slices.SortStableFunc(f.order, func(a, b int) int { return cmp.Compare(shares[b], shares[a]) })
+		return f
+	}
+	bottleneck, most := -1, 0.0
+	for r := range hull {
+		if hull[r] <= 0 {
+			continue
+		}
+		total := 0.0
+		for _, ci := range f.order {
+			total += float64(s.classes[ci].req[r]) * float64(s.rem[ci])
+		}
+		if t := total / float64(hull[r]); t > most {
+			bottleneck, most = r, t
+		}
+	}
+	if bottleneck < 0 {
+		return f
+	}
+	slices.SortStableFunc(f.order, func(a, b int) int {
+		if c := cmp.Compare(s.classes[b].req[bottleneck], s.classes[a].req[bottleneck]); c != 0 {
+			return c
+		}
+		return cmp.Compare(shares[b], shares[a])
+	})
 	return f
 }
 
@@ -110,10 +156,39 @@ func (s *state) newFFDPacking(kinds []int, on [][]int, weights []int32) *ffdPack
 // kinds (see ffdClasses) onto nodes of them while the pools' limits allow,
 // and adds the nodes to the plan. With one kind it is a one-type packing;
 // with more, each run of new nodes takes the kind that packs its pods at
-// the lowest price per value (see ffdOpen). It returns the price of the
+// the lowest price per value (see ffdOpen). Each of ffdOrders is tried;
+// the packing kept is the cheapest of those that place as much value as
+// the first (ties to the earlier order). It returns the price of the
 // nodes and the value (see valueClasses) of the pods they take.
 func (s *state) packFFD(kinds []int, on [][]int, weights []int32) (price, value float64) {
-	f := s.newFFDPacking(kinds, on, weights)
+	rem, used, nodes := slices.Clone(s.rem), slices.Clone(s.used), len(s.nodes)
+	var best struct {
+		rem          []int
+		used         []Resources
+		nodes        []plannedNode
+		price, value float64
+	}
+	for i, order := range ffdOrders {
+		if i > 0 {
+			copy(s.rem, rem)
+			copy(s.used, used)
+			s.nodes = s.nodes[:nodes]
+		}
+		price, value := s.packFFDOrdered(s.newFFDPacking(kinds, on, weights, order))
+		if i == 0 || (value >= best.value*(1-1e-12) && price < best.price-1e-9) {
+			best.rem, best.used = slices.Clone(s.rem), slices.Clone(s.used)
+			best.nodes = slices.Clone(s.nodes[nodes:])
+			best.price, best.value = price, value
+		}
+	}
+	copy(s.rem, best.rem)
+	copy(s.used, best.used)
+	s.nodes = append(s.nodes[:nodes], best.nodes...)
+	return best.price, best.value
+}
+
+// packFFDOrdered is packFFD in the order of f.
+func (s *state) packFFDOrdered(f *ffdPacking) (price, value float64) {
 	var groups []ffdGroup
 	for pos, ci := range f.order {
 		req := s.classes[ci].req
@@ -147,7 +222,7 @@ func (s *state) packFFD(kinds []int, on [][]int, weights []int32) (price, value 
 			if x < 0 {
 				break
 			}
-			k := s.kinds[kinds[x]]
+			k := s.kinds[f.kinds[x]]
 			capacity := s.p.PoolTypes(k.pool)[k.typ].Capacity
 			copies := max(min(n/m, room), 1)
 			s.used[k.pool] = s.used[k.pool].Add(capacity.Scale(int64(copies)))
@@ -159,7 +234,7 @@ func (s *state) packFFD(kinds []int, on [][]int, weights []int32) (price, value 
 		value += float64(placed) * s.classes[ci].value
 	}
 	for _, g := range groups {
-		ki := kinds[g.x]
+		ki := f.kinds[g.x]
 		s.nodes = append(s.nodes, plannedNode{kind: ki, takes: g.takes, count: g.count})
 		price += float64(g.count) * s.kinds[ki].price
 	}

@@ -385,6 +385,16 @@ type Options struct {
 	// time): for callers that ask where pods can go rather than the
 	// cheapest plan, such as explain's advice.
 	NoNarrowing bool
+	// Packing, when set (from Plan.Packing of a related problem), makes
+	// the planner run only that member of its portfolio (all of its
+	// first-fit packings, for a first-fit member) instead of all of them:
+	// a real plan, found in a fraction of the time, that the whole
+	// portfolio could only make cheaper. A member the problem has no
+	// place for (first fit where it has topology, a dense fill past its
+	// size) falls back to the whole portfolio; a priced member whose
+	// prices are unknown values pods at stand-alone cost. For callers that
+	// price a variant of a solved problem, such as explain's advice.
+	Packing Packing
 	// Now is the time consolidation measures ages against (time.Now when zero).
 	Now time.Time
 	// noBound skips the fluid LP: the plan has no LowerBound and packing

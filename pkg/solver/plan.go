@@ -27,7 +27,23 @@ type Plan struct {
 	// a weaker one than the relaxation's, and the gap it shows is wider
 	// than the plan's true distance from optimal ("bound: approximate").
 	BoundApproximate bool `json:"lowerBoundApproximate,omitempty"`
+	// packing is the portfolio member the plan's packing came from.
+	packing Packing
 }
+
+// Packing names a member of the planner's portfolio: how it values pods
+// (at stand-alone cost or at the fluid optimum's resource prices), how
+// it fills a node, and whether first-fit packings come first. The zero
+// Packing names none: the whole portfolio.
+type Packing struct {
+	set, priced, ffd bool
+	fill             fillMode
+}
+
+// Packing returns the portfolio member whose packing won the plan, for
+// Options.Packing of a related problem (explain's advice re-plans the same
+// pods with a wider pool).
+func (p *Plan) Packing() Packing { return p.packing }
 
 // NewNode is one node the plan launches.
 type NewNode struct {

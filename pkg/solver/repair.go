@@ -78,17 +78,41 @@ func (s *state) placePending() bool {
 // kept off a node in the first pass binds there now, as it will on the
 // cluster. No node is opened for these pods; they are listed in Plan.Late.
 // It reports whether it placed any pod.
+//
+// A pod with no topology of its own (no spread, pod (anti-)affinity or
+// preferences) that no node admits is refused by resources, node
+// affinity, taints, host ports or another pod's anti-affinity, none of
+// which binding more pods can lift: the later pods of its class (the same
+// requests and constraints) are refused without being tried. Thousands of
+// GPU pods the default pool cannot place (issue 33's traces) were each
+// tried on thousands of nodes.
 func (s *state) bindLast(c *schedCluster) bool {
 	c.last = true
 	defer func() { c.last = false }()
+	classOf := make([]int, len(s.p.Pods))
+	for i := range classOf {
+		classOf[i] = -1
+	}
+	for ci, cl := range s.classes {
+		for _, pod := range cl.pods {
+			classOf[pod] = ci
+		}
+	}
+	refused := make([]bool, len(s.classes))
 	kept := s.plan.Unschedulable[:0]
 	placed := false
 	for _, u := range s.plan.Unschedulable {
 		j := -1
-		if s.p.Pods[u.Pod].Unschedulable == "" && !expired(s.p.Options.stopAt()) {
+		pod := &s.p.Pods[u.Pod]
+		ci := classOf[u.Pod]
+		plain := ci >= 0 && !hasTopology(pod)
+		if pod.Unschedulable == "" && !expired(s.p.Options.stopAt()) && !(plain && refused[ci]) {
 			j = c.admit(u.Pod)
 		}
 		if j < 0 {
+			if plain {
+				refused[ci] = true
+			}
 			kept = append(kept, u)
 			continue
 		}

@@ -514,6 +514,17 @@ func (s *state) bestPacking(bound func() *Resources64) {
 		on = s.classesOnKinds()
 	}
 
+	// One member only (Options.Packing): it runs priced or not, as the
+	// prices allow.
+	one := false
+	if only := s.p.Options.Packing; only.set {
+		kept := slices.DeleteFunc(slices.Clone(strategies), func(st strategy) bool {
+			return st.priced != only.priced || st.fill != only.fill || (st.ffd != nil) != only.ffd
+		})
+		if len(kept) > 0 {
+			strategies, one = kept, true
+		}
+	}
 	deadline := s.p.Options.stopAt()
 	results := make([]*plannedState, len(strategies))
 	// Task 0 is the bound, so that it is under way before any strategy
@@ -544,7 +555,7 @@ func (s *state) bestPacking(bound func() *Resources64) {
 			var pr *Resources64
 			if strategies[i].priced {
 				<-priced
-				if pr = prices; pr == nil {
+				if pr = prices; pr == nil && !one {
 					continue // no prices: the strategy is the unpriced one
 				}
 			}
@@ -573,9 +584,11 @@ func (s *state) bestPacking(bound func() *Resources64) {
 	wg.Wait()
 	<-priced
 	var best *plannedState
-	for _, r := range results {
+	for i, r := range results {
 		if r != nil && (best == nil || r.cost < best.cost-1e-9) {
 			best = r
+			st := strategies[i]
+			s.plan.packing = Packing{set: true, priced: st.priced, fill: st.fill, ffd: st.ffd != nil}
 		}
 	}
 	s.rem, s.used, s.nodes = best.rem, best.used, best.nodes
