@@ -18,7 +18,7 @@ import (
 )
 
 // Options are the inputs of one explain report. The explain command
-// (pkg/cmd/explain) fills them from its validated flags.
+// (pkg/cmd/explaincmd) fills them from its validated flags.
 type Options struct {
 	// Input names the manifests to read. When none are given, explain reads
 	// the live cluster of RESTConfig.

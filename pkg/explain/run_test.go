@@ -16,7 +16,7 @@ import (
 )
 
 // run makes the report of o (flags already validated, as the explain
-// command does in pkg/cmd/explain) and returns stdout, stderr and the error.
+// command does in pkg/cmd/explaincmd) and returns stdout, stderr and the error.
 func run(t *testing.T, o Options) (string, string, error) {
 	t.Helper()
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
