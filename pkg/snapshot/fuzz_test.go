@@ -17,7 +17,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {jobTemplate: {spec: {parallelism: 2, template: {spec: {containers: [{name: c, resources: {limits: {a.io/b: 1}}}]}}}}}\n"))
 	f.Add([]byte("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {limits: {cpu: 1}, template: {spec: {requirements: [{key: a, operator: Gt, values: ['1']}]}}}\n"))
 	for _, name := range []string{"ebs-bound.yaml", "immediate-unbound.yaml"} {
-		data, err := os.ReadFile(filepath.Join("..", "cmd", "explain", "testdata", "volumes", name))
+		data, err := os.ReadFile(filepath.Join("..", "cmd", "explaincmd", "testdata", "volumes", name))
 		if err != nil {
 			f.Fatal(err)
 		}
