@@ -68,7 +68,7 @@ E2E_PKG     := ./test/e2e
 TEST_REPORT := { bin/testtime -q bin/test-*.json | tee bin/test-report.md; bin/testtime -steps bin/steps.tsv | tee -a bin/test-report.md; }
 TEST_FAILED := { $(TEST_REPORT); echo "make test: step failed"; exit 1; }
 # The steps that run side by side, each a shell command ending in its exit code.
-TEST_E2E    = $(STEP) e2e env $(TEST_ENV) RIGHTSIZE_E2E_PHASE=shared $(GOTEST) e2e -tags dist -timeout 60m -parallel 8 -skip '^($(E2E_SOLO))$$|$(E2E_DIST)' $(E2E_PKG)
+TEST_E2E    = $(STEP) e2e env $(TEST_ENV) RIGHTSIZE_E2E_PHASE=shared $(GOTEST) e2e -tags dist -timeout 60m -parallel 64 -skip '^($(E2E_SOLO))$$|$(E2E_DIST)' $(E2E_PKG)
 TEST_UNIT   = $(STEP) unit sh -c '$(TEST_ENV) $(GOTEST) unit -tags dist -timeout 30m $$($(GO) list -tags dist ./... | grep -v /test/e2e$$) && \
 	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/karpenterbench unit-karpenterbench ./... && \
 	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/gencatalog unit-gencatalog ./...'

@@ -34,7 +34,10 @@ func planeCount() int {
 
 // longFirst are the tests that take the longest, longest first: when
 // several tests wait for a plane, these get one before the rest, so that
-// the e2e's wall time is not the longest test started last.
+// the e2e's wall time is not the longest test started last. make test runs
+// the package with -parallel 64, so that every parallel test is running
+// (most of them waiting here) and this order, not go test's order of
+// declaration, decides which test gets the next plane.
 var longFirst = []string{
 	"TestConsolidationConverges", "TestDisruption", "TestOperator", "TestJudge",
 	"TestTerminationDoNotDisrupt", "TestOperatorAWS", "TestWalkthrough",
