@@ -57,7 +57,7 @@ testenv: ## Build (once) the local test control plane into ~/.cache/kubectl-righ
 # test/e2e/planes_test.go), the unit tests, Karpenter's live controller
 # beside ours (hack/karpenterlive), and the release tools followed by the
 # distribution tests (-tags dist: the tools, a goreleaser snapshot, the
-# image); last, a short run of each fuzz target.
+# image), hack/image's tests and a short run of each fuzz target.
 STEP        := hack/step.sh
 GOTEST      := hack/gotest.sh
 E2E_DIST    := Krew|OperatorManifests|OperatorRBAC|OperatorAsItsServiceAccount|OperatorImage|Kustomize|Helm
@@ -73,10 +73,12 @@ TEST_UNIT   = $(STEP) unit sh -c '$(TEST_ENV) $(GOTEST) unit -tags dist -timeout
 	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/karpenterbench unit-karpenterbench ./... && \
 	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/gencatalog unit-gencatalog ./...'
 TEST_LIVE   = $(STEP) karpenterlive env $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/karpenterlive karpenterlive -timeout 15m ./...
-# hack/image's tests run the pinned helm, so they follow the tools.
+# hack/image's tests run the pinned helm, so they follow the tools; the
+# fuzz runs follow them, in the time the longest e2e tests still take.
 TEST_DIST   = { $(STEP) tools $(MAKE) --no-print-directory tools && \
 	  $(STEP) dist env $(TEST_ENV) $(GOTEST) dist -tags dist -timeout 45m -run '$(E2E_DIST)' $(E2E_PKG) && \
-	  $(STEP) unit-image env $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/image unit-image -timeout 15m ./...; }
+	  $(STEP) unit-image env $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/image unit-image -timeout 15m ./... && \
+	  $(STEP) fuzz $(MAKE) --no-print-directory fuzz; }
 
 test: ## Vet, build the test control plane and release tools if missing, run every test (the dist ones too), then a short run of each fuzz target; prints the slowest tests and each step's time.
 	@mkdir -p bin && rm -f bin/steps.tsv bin/test-*.json bin/test-*.md
@@ -92,7 +94,6 @@ test: ## Vet, build the test control plane and release tools if missing, run eve
 	  for p in $$live $$dist $$e2e; do wait $$p || rc=1; done; \
 	  for s in karpenterlive dist e2e; do echo "--- $$s (bin/step-$$s.log)"; cat bin/step-$$s.log; done; \
 	  [ $$rc = 0 ] || $(TEST_FAILED)
-	@$(STEP) fuzz $(MAKE) --no-print-directory fuzz || $(TEST_FAILED)
 	@$(TEST_REPORT)
 
 vet:
