@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -49,9 +50,14 @@ type event struct {
 // testResult is one test's (or subtest's) outcome.
 type testResult struct {
 	Package, Test string
-	Action        string // pass, fail or skip
-	Seconds       float64
+	Action        string  // pass, fail or skip
+	Seconds       float64 // its own time: elapsed less Waited
+	Waited        float64 // seconds it waited for a shared control plane
 }
+
+// waitedRe is the line test/e2e logs when a test gets a shared control
+// plane (planes_test.go): the time before it is the pool's, not the test's.
+var waitedRe = regexp.MustCompile(`e2e: waited (\S+) for shared control plane`)
 
 // pkgResult is one package's outcome.
 type pkgResult struct {
@@ -67,6 +73,7 @@ type report struct {
 	pkgs     map[string]*pkgResult
 	order    []string // packages in order of first result
 	output   map[string][]string
+	waited   map[string]float64  // seconds each test waited for a control plane
 	buildOut map[string][]string // build-output lines by import path
 	failures []string            // keys of failed tests and packages, in order
 	bad      int                 // lines that were not JSON (go's own messages, e.g. a package's setup failure)
@@ -79,7 +86,7 @@ type report struct {
 }
 
 func newReport(stream io.Writer) *report {
-	return &report{pkgs: map[string]*pkgResult{}, output: map[string][]string{}, buildOut: map[string][]string{},
+	return &report{pkgs: map[string]*pkgResult{}, output: map[string][]string{}, waited: map[string]float64{}, buildOut: map[string][]string{},
 		stream: stream, slowAt: 10}
 }
 
@@ -117,13 +124,19 @@ func (r *report) add(line []byte) {
 	case "output":
 		k := key(ev.Package, ev.Test)
 		r.output[k] = append(r.output[k], ev.Output)
+		if m := waitedRe.FindStringSubmatch(ev.Output); m != nil {
+			if d, err := time.ParseDuration(m[1]); err == nil {
+				r.waited[k] += d.Seconds()
+			}
+		}
 		return
 	case "pass", "fail", "skip":
 	default: // start, run, pause, cont, bench
 		return
 	}
 	if ev.Test != "" {
-		r.tests = append(r.tests, testResult{Package: ev.Package, Test: ev.Test, Action: ev.Action, Seconds: ev.Elapsed})
+		waited := r.waited[key(ev.Package, ev.Test)]
+		r.tests = append(r.tests, testResult{Package: ev.Package, Test: ev.Test, Action: ev.Action, Seconds: ev.Elapsed - waited, Waited: waited})
 		p := r.pkg(ev.Package)
 		if !strings.Contains(ev.Test, "/") {
 			p.Tests++
@@ -218,10 +231,12 @@ func (r *report) writeMarkdown(w io.Writer, slowest int) {
 		top = top[:slowest]
 	}
 	fmt.Fprintf(w, "\n### The %d slowest tests\n\n", len(top))
-	fmt.Fprintln(w, "| # | package | test | seconds | result |")
-	fmt.Fprintln(w, "|---:|---|---|---:|---|")
+	fmt.Fprintln(w, "Seconds are the test's own; a test/e2e test's wait for a shared control plane is apart.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| # | package | test | seconds | waited for a plane | result |")
+	fmt.Fprintln(w, "|---:|---|---|---:|---:|---|")
 	for i, t := range top {
-		fmt.Fprintf(w, "| %d | %s | %s | %.1f | %s |\n", i+1, short(t.Package), t.Test, t.Seconds, t.Action)
+		fmt.Fprintf(w, "| %d | %s | %s | %.1f | %.1f | %s |\n", i+1, short(t.Package), t.Test, t.Seconds, t.Waited, t.Action)
 	}
 
 	pkgs := make([]*pkgResult, 0, len(r.order))

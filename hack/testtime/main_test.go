@@ -38,11 +38,14 @@ func TestReportOfStaticStreams(t *testing.T) {
 			name: "all pass, the slow one named in the stream",
 			in: line("run", "TestFast", "", "") + line("output", "TestFast", "", "quiet log") + line("pass", "TestFast", "0.01", "") +
 				line("run", "TestSlow", "", "") + line("pass", "TestSlow/sub", "11", "") + line("pass", "TestSlow", "12.5", "") +
+				line("run", "TestWaited", "", "") + line("output", "TestWaited", "", "    planes_test.go:130: e2e: waited 1m0.5s for shared control plane 2") +
+				line("pass", "TestWaited", "62.5", "") +
 				line("skip", "TestSkipped", "0", "") + line("pass", "", "13", ""),
 			wantRC:     0,
-			wantCounts: "tests: 3 passed, 0 failed, 1 skipped",
-			wantOut: []string{"--- PASS: TestSlow (12.50s) [example.com/m/a]", "| 1 | example.com/m/a | TestSlow | 12.5 | pass |",
-				"| example.com/m/a | 13.0 | 3 | pass |", "ok  \texample.com/m/a\t13.000s\t(3 tests)"},
+			wantCounts: "tests: 4 passed, 0 failed, 1 skipped",
+			wantOut: []string{"--- PASS: TestSlow (12.50s) [example.com/m/a]", "| 1 | example.com/m/a | TestSlow | 12.5 | 0.0 | pass |",
+				"| 2 | example.com/m/a | TestWaited | 2.0 | 60.5 | pass |",
+				"| example.com/m/a | 13.0 | 4 | pass |", "ok  \texample.com/m/a\t13.000s\t(4 tests)"},
 			notOut: []string{"quiet log", "TestSlow/sub |", "TestFast (0.01s)"},
 		},
 		{
