@@ -48,6 +48,15 @@ func TestOperatorLatency(t *testing.T) {
 	soloEnv(t).testLatency(t)
 }
 
+// TestOperatorBigBurst holds every batch's solve of 5,000 pods of mixed
+// shapes created at once to under 1 s, alone on the machine (soloEnv): the
+// solve is CPU, and a test beside it on the two cores would measure the
+// load (a clean-clone run with the unit tests and three planes beside it
+// also left one pod of the 1,000 created unbound after 5 minutes: issue 30).
+func TestOperatorBigBurst(t *testing.T) {
+	soloEnv(t).testBigBurst(t)
+}
+
 // TestOperatorBurst holds the cost of 300 pods created at once, across two
 // weighted pools, to 5 % of the offline plan, alone on the machine
 // (soloEnv): on a loaded machine the pods take seconds to create, arrive
@@ -61,7 +70,6 @@ func TestOperatorBurst(t *testing.T) {
 func TestOperator(t *testing.T) {
 	e := startOpEnv(t)
 	t.Run("seed walkthrough: the memory hog gets a right-sized node and runs", e.testSeedWalkthrough)
-	t.Run("burst: 5,000 pods of mixed shapes at once, every batch solved in under 1 s", e.testBigBurst)
 	t.Run("a tight pool CPU limit is never exceeded; surplus pods stay pending with a reason", e.testPoolLimit)
 	t.Run("insufficient capacity on the cheapest offering: the pod runs on the next one a batch later", e.testInsufficientCapacity)
 	t.Run("a crash right after a launch: no duplicate instance, the orphan collected", e.testCrashAfterLaunch)
