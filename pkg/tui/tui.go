@@ -11,24 +11,15 @@
 package tui
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"maps"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
@@ -100,113 +91,36 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Model is the bubbletea model.
+// Model is the bubbletea model. It draws the tables and delegates to its
+// parts, each with its own keys and messages: the plan loop (re-planning
+// as the cluster changes), the launch flow (selection, confirmation,
+// progress), the detail view and the prompt line. The parts are embedded
+// so that their state reads as the model's own (m.rep, m.launches).
 type Model struct {
-	opts    Options
-	planner *report.Planner
-	keys    keyMap
-	st      styles
+	opts Options
+	keys keyMap
+	st   styles
 
 	width, height int
-	store         *store
-	synced        bool
-	rep           *report.Report
-	planErr       error
-	planning      bool
-	dirty         bool
-	dirtySince    time.Time
-	gen           int
-	whatIf        plan.WhatIf
+	store         *store // the cluster as watched
+	watchErr      string
 
 	view   int
 	tables [numViews]*table
 	mode   mode
 
-	input       []rune // filter or prompt text
-	prompt      string // what the prompt asks
-	promptApply func(m *Model, value string) tea.Cmd
+	planLoop
+	launchFlow
+	detailView
+	prompt promptLine
 
-	detailTitle  string
-	detailLines  []string
-	detailOffset int
-
-	selected map[string]bool // proposed-node keys
-	// launched are the keys of proposed nodes launched from this screen;
-	// the plan shows them again until their NodeClaims are seen.
-	launched    map[string]bool
-	confirm     []launch.Request
-	confirmKeys []string
-	launches    []*launchState
-	// resumed are the nodes launched directly by an earlier run whose
-	// registration this one took up (or tried to).
-	resumed map[string]bool
-	// quitArmed: q was pressed once with direct launches still closed to
-	// pods; the next q quits.
-	quitArmed bool
-
+	// flash is a one-line message in the footer until the next key.
 	flash    string
 	flashErr bool
-	watchErr string
 }
 
-// launchState follows one launched node until its pods run.
-type launchState struct {
-	req   launch.Request
-	key   string // the proposed node's key
-	claim string
-	err   error
-	done  bool
-	at    time.Time
-
-	// Direct launches (launch.Registrar): what was launched, and the
-	// registration this program does in the operator's place.
-	launched  launch.Launched
-	busy      bool   // a registration step is running
-	nodeRV    string // the node's resourceVersion Register last saw
-	usable    bool   // the node is Ready, startup taints gone
-	nominated bool   // the planned pods were nominated to it
-	openDue   bool   // the wait for the nominations to be seen is over
-	open      bool   // the unregistered taint is gone
-	regErr    error
-}
-
-// Steps of the registration of a direct launch.
-const (
-	stepRegister = iota
-	stepNominate
-	stepOpen
-)
-
-// Messages of the program.
-type (
-	debounceMsg struct{ gen int }
-	planMsg     struct {
-		rep *report.Report
-		err error
-	}
-	launchMsg struct {
-		state    *launchState
-		launched launch.Launched
-		err      error
-	}
-	registerMsg struct {
-		state  *launchState
-		step   int
-		usable bool
-		err    error
-	}
-	openDueMsg struct{ state *launchState }
-	// probedMsg says the Launcher looked at the cluster again
-	// (launch.Prober): the confirmation is drawn again with what it found.
-	probedMsg struct{}
-	// ageTickMsg moves the ages on, live, without a re-plan.
-	ageTickMsg struct{}
-	resumeMsg  struct {
-		node     string
-		launched launch.Launched
-		err      error
-	}
-)
+// ageTickMsg moves the ages on, live, without a re-plan.
+type ageTickMsg struct{}
 
 // New returns the model. Live, feed it the watcher's messages with
 // tea.Program.Send; offline (opts.Manifests set) it plans at Init.
@@ -220,11 +134,20 @@ func New(opts Options) *Model {
 	if opts.NominationWait == 0 {
 		opts.NominationWait = DefaultNominationWait
 	}
-	m := &Model{
-		opts: opts, planner: report.NewPlanner(), keys: newKeyMap(opts.ReadOnly), st: newStyles(opts.NoColor),
-		width: 80, height: 24, store: newStore(), selected: map[string]bool{}, launched: map[string]bool{}, resumed: map[string]bool{},
+	m := &Model{opts: opts, keys: newKeyMap(opts.ReadOnly), st: newStyles(opts.NoColor), width: 80, height: 24, store: newStore(), tables: newTables()}
+	m.planLoop = planLoop{opts: &m.opts, planner: report.NewPlanner(), cluster: m.cluster}
+	m.launchFlow = newLaunchFlow(m, &m.opts, m.store)
+	if opts.Manifests != nil {
+		m.synced = true
+		m.tables[viewPending].cols[5].hidden = true // no scheduler offline
 	}
-	m.tables[viewPending] = newTable([]column{
+	return m
+}
+
+// newTables returns the four views' tables, empty.
+func newTables() [numViews]*table {
+	var t [numViews]*table
+	t[viewPending] = newTable([]column{
 		{title: "NAMESPACE", max: 16, drop: 2},
 		{title: "OWNER", max: 32},
 		{title: "PODS", right: true, numeric: true},
@@ -233,7 +156,7 @@ func New(opts Options) *Model {
 		{title: "SCHEDULER", flex: true, drop: 3},
 		{title: "REASON", flex: true},
 	})
-	m.tables[viewProposed] = newTable([]column{
+	t[viewProposed] = newTable([]column{
 		{title: "NAME"},
 		{title: "NODEPOOL", max: 16, drop: 3},
 		{title: "TYPE", max: 20},
@@ -245,7 +168,7 @@ func New(opts Options) *Model {
 		{title: "MEM", right: true, numeric: true},
 		{title: "STATUS", flex: true, drop: 2},
 	})
-	m.tables[viewNodes] = newTable([]column{
+	t[viewNodes] = newTable([]column{
 		{title: "NAME", max: 30},
 		{title: "TYPE", max: 16},
 		{title: "CAPACITY", drop: 4},
@@ -258,7 +181,7 @@ func New(opts Options) *Model {
 		{title: "AGE", right: true, numeric: true, drop: 2},
 		{title: "STATUS", flex: true, drop: 1},
 	})
-	m.tables[viewConsolidation] = newTable([]column{
+	t[viewConsolidation] = newTable([]column{
 		{title: "ACTION"},
 		{title: "NODES", max: 30},
 		{title: "REPLACEMENT", max: 30, drop: 3},
@@ -266,11 +189,13 @@ func New(opts Options) *Model {
 		{title: "SAVING $/H", right: true, numeric: true},
 		{title: "WHY", flex: true},
 	})
-	if opts.Manifests != nil {
-		m.synced = true
-		m.tables[viewPending].cols[5].hidden = true // no scheduler offline
-	}
-	return m
+	return t
+}
+
+// cluster is what a live plan reads: the store's objects, and its
+// NodeClaims with this run's direct launches not seen as claims yet.
+func (m *Model) cluster() (*snapshot.Objects, []plan.Claim) {
+	return m.store.objects(), append(m.store.claimList(), m.launchFlow.inFlight()...)
 }
 
 // ageTick is how often ages move on, live.
@@ -280,7 +205,7 @@ const ageTick = time.Second
 // and the ages start ticking.
 func (m *Model) Init() tea.Cmd {
 	if m.opts.Manifests != nil {
-		return m.startPlan()
+		return m.planLoop.start()
 	}
 	return tickAges()
 }
@@ -292,7 +217,8 @@ func tickAges() tea.Cmd {
 // Report returns the last report (nil before the first plan), for tests.
 func (m *Model) Report() *report.Report { return m.rep }
 
-// Update handles a message.
+// Update handles a message: keys and the window here, the rest in the part
+// whose message it is.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -300,69 +226,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tea.KeyPressMsg:
 		return m, m.onKey(msg)
-	case watch.Batch:
-		m.store.apply(msg)
-		var register tea.Cmd
-		if len(m.launches) > 0 {
-			register = m.registerDirect()
-			m.refreshProposed() // launch progress follows the cluster
+	case watch.Batch, watch.Synced, watch.Error:
+		return m, m.onWatch(msg)
+	case debounceMsg, planMsg:
+		rep, cmd := m.planLoop.update(msg)
+		if rep != nil {
+			m.setReport(rep)
 		}
-		if !m.synced {
-			return m, register
-		}
-		return m, tea.Batch(register, m.resumeDirect(), m.markDirty())
-	case watch.Synced:
-		m.synced = true
-		m.store.karpenter = msg.KarpenterNodePools
-		m.store.claimCRD = m.store.claimCRD || msg.NodeClaims
-		for _, r := range msg.Unread {
-			if strings.HasPrefix(r, "nodepools.") {
-				m.store.unreadPools = append(m.store.unreadPools, r)
-			}
-		}
-		return m, tea.Batch(m.startPlan(), m.resumeDirect())
-	case watch.Error:
-		m.watchErr = oneLine(msg.Err.Error())
-		return m, nil
-	case debounceMsg:
-		if msg.gen != m.gen && m.opts.Now().Sub(m.dirtySince) < MaxDebounce {
-			return m, nil // a newer change restarted the wait
-		}
-		if m.planning || !m.dirty {
-			return m, nil
-		}
-		return m, m.startPlan()
-	case planMsg:
-		m.planning = false
-		if msg.err != nil {
-			m.planErr = msg.err
-			if m.rep != nil {
-				// The plan on screen is still the last good one: the
-				// what-if it answers is what the header names, and the
-				// next toggle starts from it.
-				m.whatIf = m.rep.WhatIf
-			}
-		} else {
-			m.planErr = nil
-			m.setReport(msg.rep)
-		}
-		if m.dirty {
-			m.gen++
-			gen := m.gen
-			return m, tea.Tick(m.opts.Debounce, func(time.Time) tea.Msg { return debounceMsg{gen} })
-		}
-		return m, nil
-	case launchMsg:
-		return m, m.onLaunched(msg)
-	case resumeMsg:
-		return m, m.onResumed(msg)
-	case registerMsg:
-		return m, m.onRegistered(msg)
-	case openDueMsg:
-		msg.state.openDue = true
-		return m, m.registerDirect()
-	case probedMsg:
-		return m, nil // View draws the confirmation with the new summary
+		return m, cmd
+	case launchMsg, resumeMsg, registerMsg, openDueMsg, probedMsg:
+		return m, m.launchFlow.update(msg)
 	case ageTickMsg:
 		if m.rep != nil {
 			m.refreshNodes()
@@ -372,246 +245,39 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// onLaunched records the outcome of one launch.
-func (m *Model) onLaunched(msg launchMsg) tea.Cmd {
-	st, l := msg.state, msg.launched
-	st.claim, st.launched, st.err = l.Claim, l, msg.err
-	if msg.err != nil && l.Direct != nil {
-		// Launched, but the NodeClaim's status could not be written: the
-		// node still comes; say so and carry on.
-		st.err, st.regErr = nil, msg.err
-	}
-	if st.err != nil {
-		delete(m.launched, st.key) // offer it again
-		m.refreshProposed()
-		m.setFlash(oneLine(st.err.Error()), true)
-		return nil
-	}
-	var cmds []tea.Cmd
-	switch {
-	case msg.err != nil:
-		m.setFlash(oneLine(msg.err.Error()), true)
-	case l.Direct != nil:
-		record := "no NodeClaim CRD or NodePool to record it in"
-		if l.ClaimInCluster {
-			record = "NodeClaim " + l.Claim + " records it for the operator"
+// onWatch records what the watcher saw and plans once the cluster is synced.
+func (m *Model) onWatch(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case watch.Batch:
+		m.store.apply(msg)
+		register := m.launchFlow.clusterChanged()
+		if !m.synced {
+			return register
 		}
-		m.setFlash(fmt.Sprintf("launched %s (%s) for %s; %s", l.Direct.Status.ProviderID, l.Direct.Status.InstanceType, st.req.Name, record), false)
-		cmds = append(cmds, m.registerDirect(), m.replanNow()) // the launch is in-flight capacity now
-	default:
-		m.setFlash(fmt.Sprintf("created NodeClaim %s for %s (%s)", l.Claim, st.req.Name, st.req.Node.InstanceType), false)
-	}
-	m.refreshProposed()
-	if l.ClaimInCluster && m.opts.Ensure != nil && !m.store.claimCRD {
-		ensure := m.opts.Ensure
-		cmds = append(cmds, func() tea.Msg {
-			if err := ensure(launch.NodeClaims); err != nil {
-				return watch.Error{Err: err}
+		return tea.Batch(register, m.launchFlow.resumeDirect(), m.planLoop.markDirty())
+	case watch.Synced:
+		m.synced = true
+		m.store.karpenter = msg.KarpenterNodePools
+		m.store.claimCRD = m.store.claimCRD || msg.NodeClaims
+		for _, r := range msg.Unread {
+			if strings.HasPrefix(r, "nodepools.") {
+				m.store.unreadPools = append(m.store.unreadPools, r)
 			}
-			return nil
-		})
-	}
-	return tea.Batch(cmds...)
-}
-
-// registerDirect takes each direct launch whose node is there one step
-// further: register it (again on each change of the node until it is
-// usable), nominate the planned pods to it, and open it to pods once the
-// nominations are seen (or NominationWait passed). It runs on watch events
-// and step results: no polling.
-func (m *Model) registerDirect() tea.Cmd {
-	r, ok := m.opts.Launcher.(launch.Registrar)
-	if !ok {
-		return nil
-	}
-	var cmds []tea.Cmd
-	for _, st := range m.launches {
-		if st.launched.Direct == nil || st.open || st.busy {
-			continue
 		}
-		node := m.store.nodeOfInstance(st.launched.Direct.Status.ProviderID, st.claim)
-		if node == nil {
-			continue
-		}
-		l, name := st.launched, node.Name
-		var step func(ctx context.Context) registerMsg
-		switch {
-		case !st.usable:
-			if node.ResourceVersion == st.nodeRV {
-				continue
-			}
-			st.nodeRV = node.ResourceVersion
-			step = func(ctx context.Context) registerMsg {
-				usable, err := r.Register(ctx, l, name)
-				return registerMsg{st, stepRegister, usable, err}
-			}
-		case !st.nominated:
-			pods := m.store.pendingOf(st.req.Pods)
-			step = func(ctx context.Context) registerMsg {
-				return registerMsg{st, stepNominate, true, r.Nominate(ctx, pods, name)}
-			}
-		case st.openDue || m.store.nominatedTo(st.req.Pods, name):
-			step = func(ctx context.Context) registerMsg {
-				return registerMsg{st, stepOpen, true, r.Open(ctx, l, name)}
-			}
-		default:
-			continue // the nominations are on their way
-		}
-		st.busy = true
-		cmds = append(cmds, func() tea.Msg {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			return step(ctx)
-		})
+		return tea.Batch(m.planLoop.start(), m.launchFlow.resumeDirect())
+	case watch.Error:
+		m.watchErr = oneLine(msg.Err.Error())
 	}
-	return tea.Batch(cmds...)
-}
-
-// resumeDirect takes up the registration of nodes an earlier run launched
-// directly and quit before opening to pods (launch.Resumable), once each:
-// without it they would stay tainted, paid for and unused. It waits while
-// a launch of this run has not returned, whose node may already be seen.
-func (m *Model) resumeDirect() tea.Cmd {
-	r, ok := m.opts.Launcher.(launch.Resumer)
-	if !ok || !m.synced {
-		return nil
-	}
-	tracked := map[string]bool{}
-	for _, st := range m.launches {
-		if st.claim == "" && st.err == nil {
-			return nil
-		}
-		if st.launched.Direct != nil {
-			tracked[st.launched.Direct.Status.ProviderID] = true
-		}
-	}
-	claimAnnotations := map[string]map[string]string{}
-	for _, u := range m.store.claims {
-		if id, _, _ := unstructured.NestedString(u.Object, "status", "providerID"); id != "" {
-			claimAnnotations[id] = u.GetAnnotations()
-		}
-	}
-	var cmds []tea.Cmd
-	for _, name := range slices.Sorted(maps.Keys(m.store.nodes)) {
-		node := m.store.nodes[name]
-		if m.resumed[name] || tracked[node.Spec.ProviderID] || !launch.Resumable(m.opts.DirectCloud, node, claimAnnotations[node.Spec.ProviderID]) {
-			continue
-		}
-		m.resumed[name] = true
-		cmds = append(cmds, func() tea.Msg {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			l, err := r.Resume(ctx, node)
-			return resumeMsg{name, l, err}
-		})
-	}
-	return tea.Batch(cmds...)
-}
-
-// onResumed follows a resumed node as one of this run's launches, from
-// registration on (its pods were planned by the earlier run: none to
-// nominate).
-func (m *Model) onResumed(msg resumeMsg) tea.Cmd {
-	if errors.Is(msg.err, launch.ErrOperatorRuns) {
-		return nil // the operator finishes it
-	}
-	if msg.err != nil {
-		m.setFlash("resuming "+msg.node+": "+oneLine(msg.err.Error()), true)
-		return nil
-	}
-	c := msg.launched.Direct
-	price, _ := strconv.ParseFloat(c.Status.PricePerHour, 64)
-	st := &launchState{
-		req: launch.Request{Name: msg.node, Node: solver.NewNode{
-			Pool: c.Labels[v1alpha1.LabelNodePool], InstanceType: c.Status.InstanceType, Zone: c.Status.Zone, CapacityType: c.Status.CapacityType, Price: price,
-		}},
-		claim: msg.launched.Claim, launched: msg.launched, at: m.opts.Now(), nominated: true, openDue: true,
-	}
-	m.launches = append(m.launches, st)
-	m.setFlash(fmt.Sprintf("node %s (%s), launched directly by an earlier run and still closed to pods: registering it and opening it to pods", msg.node, c.Status.InstanceType), false)
-	m.refreshProposed()
-	return m.registerDirect()
-}
-
-// closedLaunches counts this run's direct launches whose nodes are not
-// open to pods yet.
-func (m *Model) closedLaunches() int {
-	n := 0
-	for _, st := range m.launches {
-		if st.launched.Direct != nil && !st.open && st.err == nil {
-			n++
-		}
-	}
-	return n
-}
-
-// onRegistered records the result of a registration step and starts the next.
-func (m *Model) onRegistered(msg registerMsg) tea.Cmd {
-	st := msg.state
-	st.busy, st.regErr = false, msg.err
-	var wait tea.Cmd
-	switch {
-	case msg.step == stepRegister && msg.err != nil:
-		st.nodeRV = "" // again on the node's next change
-	case msg.step == stepRegister:
-		st.usable = msg.usable
-	case msg.step == stepNominate:
-		// A failed nomination only costs the plan's placement: go on.
-		st.nominated = true
-		wait = tea.Tick(m.opts.NominationWait, func(time.Time) tea.Msg { return openDueMsg{st} })
-	case msg.step == stepOpen && msg.err == nil:
-		st.open = true
-	}
-	if msg.err != nil {
-		m.setFlash(st.claim+": "+oneLine(msg.err.Error()), true)
-	}
-	m.refreshProposed()
-	return tea.Batch(wait, m.registerDirect())
-}
-
-// markDirty notes a change and (re)starts the debounce.
-func (m *Model) markDirty() tea.Cmd {
-	if !m.dirty {
-		m.dirty, m.dirtySince = true, m.opts.Now()
-	}
-	m.gen++
-	gen := m.gen
-	return tea.Tick(m.opts.Debounce, func(time.Time) tea.Msg { return debounceMsg{gen} })
-}
-
-// replanNow re-plans at once (what-if toggles), or as soon as the running
-// plan finishes.
-func (m *Model) replanNow() tea.Cmd {
-	m.dirty, m.dirtySince = true, m.opts.Now()
-	if m.planning || !m.synced {
-		return nil
-	}
-	return m.startPlan()
-}
-
-// startPlan takes the store's objects and plans in a command.
-func (m *Model) startPlan() tea.Cmd {
-	m.planning, m.dirty = true, false
-	in := report.Input{
-		Catalog: m.opts.Catalog, Default: m.opts.Default, WhatIf: m.whatIf, Timeout: m.opts.Timeout, Now: m.opts.Now(),
-	}
-	if m.opts.Manifests != nil {
-		in.Manifests = m.opts.Manifests
-	} else {
-		in.Objects = m.store.objects()
-		in.Claims = append(m.store.claimList(), m.directInFlight()...)
-	}
-	planner := m.planner
-	return func() tea.Msg {
-		rep, err := planner.Build(in)
-		return planMsg{rep, err}
-	}
+	return nil
 }
 
 // setFlash shows a one-line message in the footer until the next key.
 func (m *Model) setFlash(s string, isErr bool) { m.flash, m.flashErr = s, isErr }
 
-// onKey handles a key press in the current mode.
+// replanNow re-plans at once (what-if toggles, direct launches).
+func (m *Model) replanNow() tea.Cmd { return m.planLoop.replanNow() }
+
+// onKey hands a key press to the part the mode gives the keys to.
 func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	if msg.String() == "ctrl+c" {
 		return tea.Quit
@@ -623,16 +289,26 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return nil
 	case modeDetail:
-		return m.onDetailKey(msg)
+		next, cmd := m.detailView.onKey(msg, &m.keys, m.width, m.height)
+		m.mode = next
+		return cmd
 	case modeConfirm:
-		return m.onConfirmKey(msg)
+		cmd, closed := m.launchFlow.onConfirmKey(msg)
+		if closed {
+			m.mode = modeNormal
+		}
+		return cmd
 	case modeFilter, modePrompt:
 		return m.onInputKey(msg)
 	}
+	return m.onNormalKey(msg)
+}
+
+// onNormalKey handles a key over the tables. No two bindings share a key,
+// so the groups below may be tried in any order.
+func (m *Model) onNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 	m.flash = ""
-	armed := m.quitArmed
-	m.quitArmed = false
-	t := m.tables[m.view]
+	armed := m.launchFlow.disarm()
 	if m.opts.ReadOnly {
 		switch msg.String() {
 		case "space", "a", "L":
@@ -640,16 +316,37 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 	}
+	if m.onTableKey(msg) {
+		return nil
+	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
-		if n := m.closedLaunches(); n > 0 && !armed {
-			m.quitArmed = true
-			m.setFlash(fmt.Sprintf("%d launched node(s) not open to pods yet: q again quits anyway (tui --cloud %s opens them when it runs again)", n, m.opts.DirectCloud), true)
+		if !m.launchFlow.mayQuit(armed) {
 			return nil
 		}
 		return tea.Quit
 	case key.Matches(msg, m.keys.Help):
 		m.mode = modeHelp
+	case key.Matches(msg, m.keys.Filter):
+		m.mode = modeFilter
+		m.prompt.filter(m.tables[m.view].filter)
+	case key.Matches(msg, m.keys.Enter):
+		m.openDetail()
+	case key.Matches(msg, m.keys.Select):
+		m.toggleSelect()
+	case key.Matches(msg, m.keys.SelectAll):
+		m.selectAll()
+	case key.Matches(msg, m.keys.Launch):
+		return m.askLaunch()
+	}
+	return m.onWhatIfKey(msg)
+}
+
+// onTableKey moves the cursor, switches views, clears the filter and
+// sorts; it returns whether msg was one of those keys.
+func (m *Model) onTableKey(msg tea.KeyPressMsg) bool {
+	t := m.tables[m.view]
+	switch {
 	case key.Matches(msg, m.keys.Up):
 		t.move(-1)
 	case key.Matches(msg, m.keys.Down):
@@ -674,22 +371,22 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.view = viewNodes
 	case key.Matches(msg, m.keys.View4):
 		m.view = viewConsolidation
-	case key.Matches(msg, m.keys.Filter):
-		m.mode, m.input = modeFilter, []rune(t.filter)
 	case key.Matches(msg, m.keys.Back):
 		t.setFilter("")
 	case key.Matches(msg, m.keys.Sort):
 		t.cycleSort()
 	case key.Matches(msg, m.keys.Reverse):
 		t.reverse()
-	case key.Matches(msg, m.keys.Enter):
-		m.openDetail()
-	case key.Matches(msg, m.keys.Select):
-		m.toggleSelect()
-	case key.Matches(msg, m.keys.SelectAll):
-		m.selectAll()
-	case key.Matches(msg, m.keys.Launch):
-		return m.askLaunch()
+	default:
+		return false
+	}
+	return true
+}
+
+// onWhatIfKey changes the what-if (spot, families, region, reset) and
+// re-plans.
+func (m *Model) onWhatIfKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch {
 	case key.Matches(msg, m.keys.Spot):
 		switch {
 		case m.whatIf.Spot == nil:
@@ -703,7 +400,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.replanNow()
 	case key.Matches(msg, m.keys.Families):
-		m.startPrompt("instance families, comma-separated (empty: as the NodePools say)", strings.Join(m.whatIf.Families, ","), func(m *Model, v string) tea.Cmd {
+		m.mode = modePrompt
+		m.prompt.ask("instance families, comma-separated (empty: as the NodePools say)", strings.Join(m.whatIf.Families, ","), func(v string) tea.Cmd {
 			m.whatIf.Families = nil
 			for _, f := range strings.Split(v, ",") {
 				if f = strings.TrimSpace(f); f != "" {
@@ -713,7 +411,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 			return m.replanNow()
 		})
 	case key.Matches(msg, m.keys.Region):
-		m.startPrompt("region (empty: the cluster's)", m.whatIf.Region, func(m *Model, v string) tea.Cmd {
+		m.mode = modePrompt
+		m.prompt.ask("region (empty: the cluster's)", m.whatIf.Region, func(v string) tea.Cmd {
 			m.whatIf.Region = strings.TrimSpace(v)
 			return m.replanNow()
 		})
@@ -726,108 +425,74 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-func (m *Model) startPrompt(prompt, value string, apply func(*Model, string) tea.Cmd) {
-	m.mode, m.prompt, m.input, m.promptApply = modePrompt, prompt, []rune(value), apply
+// toggleSelect selects or unselects the proposed node under the cursor.
+func (m *Model) toggleSelect() {
+	if m.view != viewProposed || m.rep == nil {
+		return
+	}
+	if reason := m.launchDisabled(); reason != "" {
+		m.setFlash(reason, true)
+		return
+	}
+	r := m.tables[viewProposed].current()
+	if r == nil || r.ref < 0 {
+		return
+	}
+	m.launchFlow.toggle(r.key)
+	m.tables[viewProposed].move(1)
 }
 
-// onInputKey edits the filter or prompt line. The filter applies as it is typed.
-func (m *Model) onInputKey(msg tea.KeyPressMsg) tea.Cmd {
-	switch msg.String() {
-	case "esc":
-		if m.mode == modeFilter {
-			m.tables[m.view].setFilter("")
-		}
-		m.mode = modeNormal
-		return nil
-	case "enter":
-		wasPrompt := m.mode == modePrompt
-		m.mode = modeNormal
-		if wasPrompt && m.promptApply != nil {
-			return m.promptApply(m, string(m.input))
-		}
-		return nil
-	case "backspace", "ctrl+h":
-		if len(m.input) > 0 {
-			m.input = m.input[:len(m.input)-1]
-		}
-	case "ctrl+u":
-		m.input = m.input[:0]
-	default:
-		if msg.Text != "" && msg.Mod&^tea.ModShift == 0 {
-			m.input = append(m.input, []rune(msg.Text)...)
-		} else if msg.String() == "space" {
-			m.input = append(m.input, ' ')
-		}
+// selectAll selects every proposed node, or none.
+func (m *Model) selectAll() {
+	if m.view != viewProposed || m.rep == nil {
+		return
 	}
-	if m.mode == modeFilter {
-		m.tables[m.view].setFilter(string(m.input))
+	if reason := m.launchDisabled(); reason != "" {
+		m.setFlash(reason, true)
+		return
 	}
-	return nil
+	m.launchFlow.selectAll(m.rep)
 }
 
-func (m *Model) onDetailKey(msg tea.KeyPressMsg) tea.Cmd {
-	h := m.height - 3
+// launchDisabled says why launching is off, or "".
+func (m *Model) launchDisabled() string {
 	switch {
-	case key.Matches(msg, m.keys.Back), msg.String() == "enter":
-		m.mode = modeNormal
-	case key.Matches(msg, m.keys.Quit):
-		return tea.Quit
-	case key.Matches(msg, m.keys.Help):
-		m.mode = modeHelp
-	case key.Matches(msg, m.keys.Up):
-		m.detailOffset--
-	case key.Matches(msg, m.keys.Down):
-		m.detailOffset++
-	case key.Matches(msg, m.keys.PageUp):
-		m.detailOffset -= h
-	case key.Matches(msg, m.keys.PageDown), msg.String() == "space":
-		m.detailOffset += h
-	case key.Matches(msg, m.keys.Top):
-		m.detailOffset = 0
-	case key.Matches(msg, m.keys.Bottom):
-		m.detailOffset = len(m.detailLines)
+	case m.opts.ReadOnly:
+		return "read-only: launching is off (started with --read-only)"
+	case m.opts.Manifests != nil:
+		return "offline (-f): there is no cluster to launch into; run without -f against a cluster"
+	case m.opts.Launcher == nil:
+		if m.opts.NoLaunch != "" {
+			return m.opts.NoLaunch
+		}
+		return "launching is not available"
+	case m.whatIf.Active():
+		return "a what-if is active (" + m.whatIf.String() + "); press x to reset it before launching"
 	}
-	m.detailOffset = max(min(m.detailOffset, len(m.wrappedDetail())-h), 0)
-	return nil
+	return ""
 }
 
-func (m *Model) onConfirmKey(msg tea.KeyPressMsg) tea.Cmd {
-	switch msg.String() {
-	case "y", "Y":
-		m.mode = modeNormal
-		reqs, keys := m.confirm, m.confirmKeys
-		for _, k := range keys {
-			m.launched[k] = true
-		}
-		m.confirm, m.confirmKeys = nil, nil
-		m.selected = map[string]bool{}
-		var cmds []tea.Cmd
-		// A NodeClaim is one API call; a direct launch may first build the
-		// provider (AWS reads prices) and then wait on the cloud.
-		timeout := 30 * time.Second
-		if _, direct := m.opts.Launcher.(launch.Registrar); direct {
-			timeout = 2 * time.Minute
-		}
-		for i, r := range reqs {
-			st := &launchState{req: r, key: keys[i], at: m.opts.Now()}
-			m.launches = append(m.launches, st)
-			launcher := m.opts.Launcher
-			cmds = append(cmds, func() tea.Msg {
-				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				defer cancel()
-				l, err := launcher.Launch(ctx, st.req)
-				return launchMsg{st, l, err}
-			})
-		}
-		m.setFlash(fmt.Sprintf("launching %d node(s)…", len(reqs)), false)
-		m.refreshProposed()
-		return tea.Batch(cmds...)
-	case "n", "N", "esc", "q":
-		m.mode = modeNormal
-		m.confirm = nil
-		m.setFlash("launch cancelled; nothing was created", false)
+// askLaunch opens the confirmation for the selected nodes (or the one
+// under the cursor when none is selected).
+func (m *Model) askLaunch() tea.Cmd {
+	if m.rep == nil {
+		return nil
 	}
-	return nil
+	if reason := m.launchDisabled(); reason != "" {
+		m.setFlash(reason, true)
+		return nil
+	}
+	var current *row
+	if m.view == viewProposed {
+		current = m.tables[viewProposed].current()
+	}
+	cmd, ok := m.launchFlow.ask(m.rep, current)
+	if !ok {
+		m.setFlash("nothing to launch: select proposed nodes with space in view 2", true)
+		return nil
+	}
+	m.mode = modeConfirm
+	return cmd
 }
 
 // tableHeight is the number of rows a table shows.

@@ -6,11 +6,9 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 )
 
 // View draws the screen.
@@ -31,9 +29,9 @@ func (m *Model) Render() string {
 	case modeHelp:
 		body = m.helpLines()
 	case modeDetail:
-		body = m.detailView(h - 3)
+		body = m.detailView.view(&m.st, w, h-3)
 	case modeConfirm:
-		body = m.confirmLines()
+		body = m.launchFlow.confirmView(&m.st, w)
 	default:
 		// A failed re-plan's error is wrapped, not cut at the edge: its
 		// end says what was wrong (at most 3 lines, then cut).
@@ -282,10 +280,8 @@ func (m *Model) emptyText() string {
 // footerLine: the filter or prompt being typed, a message, or key hints.
 func (m *Model) footerLine() string {
 	switch m.mode {
-	case modeFilter:
-		return "/" + string(m.input) + "█"
-	case modePrompt:
-		return m.prompt + ": " + string(m.input) + "█"
+	case modeFilter, modePrompt:
+		return m.prompt.view()
 	case modeDetail:
 		return m.st.dim.Render("j/k scroll · esc back · ? help · q quit")
 	case modeHelp:
@@ -356,72 +352,4 @@ func (m *Model) helpLines() []string {
 		out = append(out, pad(l, 40, false)+r)
 	}
 	return out
-}
-
-// wrappedDetail wraps the detail lines to the terminal width.
-func (m *Model) wrappedDetail() []string {
-	var out []string
-	for _, l := range m.detailLines {
-		indent := min(len(l)-len(strings.TrimLeft(l, " "))+2, 12)
-		wrapped := ansi.Wrap(l, max(m.width-1-indent, 10), " ,")
-		for k, wl := range strings.Split(wrapped, "\n") {
-			if k > 0 {
-				wl = strings.Repeat(" ", indent) + strings.TrimLeft(wl, " ")
-			}
-			out = append(out, wl)
-		}
-	}
-	return out
-}
-
-func (m *Model) detailView(height int) []string {
-	lines := m.wrappedDetail()
-	m.detailOffset = max(min(m.detailOffset, len(lines)-height+1), 0)
-	end := min(m.detailOffset+height-1, len(lines))
-	title := m.detailTitle
-	if len(lines) > height-1 {
-		title += fmt.Sprintf("  (%d-%d of %d)", m.detailOffset+1, end, len(lines))
-	}
-	return append([]string{m.st.header.Render(title)}, lines[m.detailOffset:end]...)
-}
-
-// confirmLines shows what a launch will create and what it costs.
-func (m *Model) confirmLines() []string {
-	total := 0.0
-	var b strings.Builder
-	// The summary wraps inside the box; the rows below are narrower.
-	text := fmt.Sprintf("Launch %d node(s)? %s", len(m.confirm), m.opts.Launcher.Summary())
-	if _, direct := m.opts.Launcher.(launch.Registrar); direct {
-		text += "\n" + m.adoption()
-	}
-	summary := ansi.Wrap(text, max(m.width-6, 30), " ")
-	fmt.Fprintf(&b, "%s\n\n", summary)
-	for _, r := range m.confirm {
-		n := r.Node
-		fmt.Fprintf(&b, "  %-7s %-14s %-11s %-9s $%.4f/h  %d pods  NodePool %s\n", r.Name, n.InstanceType, n.Zone, n.CapacityType, n.Price, len(r.Pods), n.Pool)
-		total += n.Price
-	}
-	fmt.Fprintf(&b, "\nTotal: $%.4f/h ($%.2f/month)\n\n[y] launch   [n/esc] cancel", total, total*plan.HoursPerMonth)
-	box := m.st.box.Render(b.String())
-	return strings.Split(lipgloss.NewStyle().MarginLeft(1).Render(box), "\n")
-}
-
-// adoption says, for a direct launch, whether NodeClaim objects will record
-// the instances (the CRD is served and their NodePool is ours), or the
-// instances are only marked, for an operator started later to adopt once
-// their NodePool exists.
-func (m *Model) adoption() string {
-	unrecorded := 0
-	for _, r := range m.confirm {
-		if !m.store.claimCRD || m.store.pools["rightsize.dev/"+r.Node.Pool] == nil {
-			unrecorded++
-		}
-	}
-	switch {
-	case unrecorded == 0:
-		return "NodeClaims record them, so that an operator started later adopts them."
-	case unrecorded == len(m.confirm):
-		return "Nothing records them (no NodeClaim CRD or rightsize.dev NodePool): an operator installed later adopts them once their NodePool exists."
-	}
-	return fmt.Sprintf("%d of them get no NodeClaim (their NodePool is not a rightsize.dev one): an operator started later adopts those once their NodePool exists.", unrecorded)
 }
