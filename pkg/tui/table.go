@@ -250,34 +250,36 @@ func (t *table) layout(width int) (shown []int, widths []int) {
 		widths[k] = want(i)
 		used += widths[k]
 	}
-	room := width - used
-	if len(flex) > 0 {
-		// Share the room between flex columns, none wider than it needs.
-		left := flex
-		for len(left) > 0 {
-			share := max(room/len(left), 1)
-			var next []int
-			for _, k := range left {
-				if n := t.natural[cols[k]]; n <= share {
-					widths[k] = n
-					room -= n
-				} else {
-					next = append(next, k)
-				}
-			}
-			if len(next) == len(left) {
-				for j, k := range next {
-					widths[k] = max(room/len(next), 1)
-					if j == len(next)-1 {
-						widths[k] = max(room-(len(next)-1)*(room/len(next)), 1)
-					}
-				}
-				break
-			}
-			left = next
-		}
-	}
+	t.shareFlex(cols, widths, flex, width-used)
 	return cols, widths
+}
+
+// shareFlex shares room between the flex columns (flex indexes cols and
+// widths), none wider than it needs; the others share what is left.
+func (t *table) shareFlex(cols, widths, flex []int, room int) {
+	left := flex
+	for len(left) > 0 {
+		share := max(room/len(left), 1)
+		var next []int
+		for _, k := range left {
+			if n := t.natural[cols[k]]; n <= share {
+				widths[k] = n
+				room -= n
+			} else {
+				next = append(next, k)
+			}
+		}
+		if len(next) == len(left) {
+			for j, k := range next {
+				widths[k] = max(room/len(next), 1)
+				if j == len(next)-1 {
+					widths[k] = max(room-(len(next)-1)*(room/len(next)), 1)
+				}
+			}
+			return
+		}
+		left = next
+	}
 }
 
 // render draws the header line and up to height rows at width.

@@ -45,36 +45,7 @@ func (r *Report) Detail(g *PendingGroup) []string {
 	p := r.Problem
 	pod := &p.Pods[g.PodIndex]
 	add("")
-	add("Constraints of the pod:")
-	add("  ✓ requests %s (one pod slot)", formatRequests(p, pod.Requests))
-	if len(pod.NodeSelector) == 0 && len(pod.Affinity) == 0 {
-		add("  ✓ no nodeSelector or required node affinity")
-	}
-	for _, k := range sortedKeys(pod.NodeSelector) {
-		add("  • nodeSelector %s=%s", k, pod.NodeSelector[k])
-	}
-	for i, t := range pod.Affinity {
-		add("  • node affinity term %d: %s", i+1, formatReqs(t))
-	}
-	if len(pod.Tolerations) > 0 {
-		var ts []string
-		for _, t := range pod.Tolerations {
-			ts = append(ts, formatToleration(t))
-		}
-		add("  • tolerates %s", strings.Join(ts, "; "))
-	}
-	for _, s := range pod.Spread {
-		add("  • topology spread on %s, maxSkew %d, %s", s.TopologyKey, s.MaxSkew, s.WhenUnsatisfiable)
-	}
-	for _, a := range pod.PodAffinity {
-		add("  • pod affinity on %s", a.TopologyKey)
-	}
-	for _, a := range pod.PodAntiAffinity {
-		add("  • pod anti-affinity on %s", a.TopologyKey)
-	}
-	for _, pr := range pod.Preferences {
-		add("  • preference %s (weight %d), relaxed if it blocks placement", pr.Kind, pr.Weight)
-	}
+	out = append(out, constraintLines(p, pod)...)
 	d := solver.Diagnose(p, g.PodIndex)
 	switch {
 	case d.NoPools:
@@ -103,6 +74,44 @@ func (r *Report) Detail(g *PendingGroup) []string {
 	if len(r.Existing) > 0 {
 		out = append(out, "")
 		out = append(out, r.existingDetail(pod)...)
+	}
+	return out
+}
+
+// constraintLines lists every constraint a pod carries: its requests,
+// node selection, tolerations, spreads, pod (anti-)affinities and
+// preferences.
+func constraintLines(p *solver.Problem, pod *solver.Pod) []string {
+	out := []string{"Constraints of the pod:"}
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	add("  ✓ requests %s (one pod slot)", formatRequests(p, pod.Requests))
+	if len(pod.NodeSelector) == 0 && len(pod.Affinity) == 0 {
+		add("  ✓ no nodeSelector or required node affinity")
+	}
+	for _, k := range sortedKeys(pod.NodeSelector) {
+		add("  • nodeSelector %s=%s", k, pod.NodeSelector[k])
+	}
+	for i, t := range pod.Affinity {
+		add("  • node affinity term %d: %s", i+1, formatReqs(t))
+	}
+	if len(pod.Tolerations) > 0 {
+		var ts []string
+		for _, t := range pod.Tolerations {
+			ts = append(ts, formatToleration(t))
+		}
+		add("  • tolerates %s", strings.Join(ts, "; "))
+	}
+	for _, s := range pod.Spread {
+		add("  • topology spread on %s, maxSkew %d, %s", s.TopologyKey, s.MaxSkew, s.WhenUnsatisfiable)
+	}
+	for _, a := range pod.PodAffinity {
+		add("  • pod affinity on %s", a.TopologyKey)
+	}
+	for _, a := range pod.PodAntiAffinity {
+		add("  • pod anti-affinity on %s", a.TopologyKey)
+	}
+	for _, pr := range pod.Preferences {
+		add("  • preference %s (weight %d), relaxed if it blocks placement", pr.Kind, pr.Weight)
 	}
 	return out
 }

@@ -188,19 +188,7 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	}
 	r.Warnings = slices.Clone(m.Warnings) // appended to below; m is planned again on every re-plan
 
-	base := in.Catalog
-	if base.Region == "" {
-		if cl != nil {
-			base.Region = cl.Region()
-		}
-		if base.Region == "" {
-			base.Region = plan.DefaultRegion
-		}
-	}
-	cat := base
-	if in.WhatIf.Region != "" {
-		cat.Region = in.WhatIf.Region
-	}
+	base, cat := catalogs(in, cl)
 	types, source, err := p.instanceTypes(cat)
 	if err != nil {
 		return nil, err
@@ -218,7 +206,7 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	prob, prices := built.Problem, built.Prices
+	prob := built.Problem
 	r.Warnings = append(r.Warnings, plan.WindowsPools(prob)...)
 	r.DefaultPool, r.EKSDaemonSets = built.Defaults()
 	if cl != nil {
@@ -238,24 +226,50 @@ func (p *Planner) Build(in Input) (*Report, error) {
 			return nil, err
 		}
 	}
-	r.Existing = prob.Nodes
-	r.buildProposed()
-	if cl != nil {
-		r.buildPending(cl)
-		r.buildNodes(cl, in.Objects, in.Claims, prices)
-		// The operator's own guards for its pools' nodes, the planner's
-		// for Karpenter's: the verdicts explain --consolidation prints.
-		if c, err := disruption.Consolidation(cl, prob, built.Repriced, in.Now); err == nil {
-			r.Consolidation = c.ConsolidationPlan
-			r.buildActions()
-		} else {
-			r.Warnings = append(r.Warnings, "consolidation: "+err.Error())
-		}
-	} else {
-		r.buildOfflinePending()
-	}
+	r.buildRows(in, cl, built)
 	r.Took = time.Since(start)
 	return r, nil
+}
+
+// catalogs returns the catalog the cluster is planned in (the region
+// given, else the cluster's, else plan.DefaultRegion) and the one the
+// what-if asks for (its region, when it names one).
+func catalogs(in Input, cl *snapshot.Cluster) (base, cat plan.Catalog) {
+	base = in.Catalog
+	if base.Region == "" {
+		if cl != nil {
+			base.Region = cl.Region()
+		}
+		if base.Region == "" {
+			base.Region = plan.DefaultRegion
+		}
+	}
+	cat = base
+	if in.WhatIf.Region != "" {
+		cat.Region = in.WhatIf.Region
+	}
+	return base, cat
+}
+
+// buildRows renders the rows of every view from the solved plan, and live
+// consolidates.
+func (r *Report) buildRows(in Input, cl *snapshot.Cluster, built *plan.Result) {
+	r.Existing = r.Problem.Nodes
+	r.buildProposed()
+	if cl == nil {
+		r.buildOfflinePending()
+		return
+	}
+	r.buildPending(cl)
+	r.buildNodes(cl, in.Objects, in.Claims, built.Prices)
+	// The operator's own guards for its pools' nodes, the planner's
+	// for Karpenter's: the verdicts explain --consolidation prints.
+	if c, err := disruption.Consolidation(cl, r.Problem, built.Repriced, in.Now); err == nil {
+		r.Consolidation = c.ConsolidationPlan
+		r.buildActions()
+	} else {
+		r.Warnings = append(r.Warnings, "consolidation: "+err.Error())
+	}
 }
 
 // baseline solves again without the overrides, for the cost difference.
