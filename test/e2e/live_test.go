@@ -136,6 +136,14 @@ func (e *opEnv) rampPools(t *testing.T, prefix string) (general, gpu *v1alpha1.N
 // RIGHTSIZE_LIVE_SCALE=1 for the full 2,000.
 func TestLiveEqualsPlan(t *testing.T) {
 	scale := scaleFromEnv(t, "RIGHTSIZE_LIVE_SCALE", 0.5)
+	// A failure dumps the control plane's logs (soloEnv's cleanup); the
+	// outcome is said again after them, where a log's tail shows it.
+	var outcome []string
+	t.Cleanup(func() {
+		if t.Failed() && len(outcome) > 0 {
+			t.Logf("TestLiveEqualsPlan outcome, again:\n%s", strings.Join(outcome, "\n"))
+		}
+	})
 	e := soloEnv(t) // a timed ramp: its batches, and so its cost, depend on the load beside it
 	ns := e.namespace(t, "live")
 	general, gpu := e.rampPools(t, "live")
@@ -258,17 +266,24 @@ func TestLiveEqualsPlan(t *testing.T) {
 	m := metricSums(scrape(t, metricsAddr))
 	renominated, nominatedPods := nominatedTwice(t, e, ns)
 	ratio := live / offline.TotalPricePerHour
-	t.Logf("live/offline cost ratio: %.3f", ratio)
-	t.Logf("live: %d pods (created over %s) all Running after %s on %d NodeClaims, $%.2f/h, in %d batches; explain -f: %d nodes, $%.2f/h (lower bound $%.2f/h); p95 Unschedulable→Running %s (%d pods measured); nominations %v first, %v again, %v moved to another node",
+	say := func(format string, args ...any) {
+		t.Helper()
+		outcome = append(outcome, fmt.Sprintf(format, args...))
+		t.Log(outcome[len(outcome)-1])
+	}
+	say("live/offline cost ratio: %.3f", ratio)
+	say("live: %d pods (created over %s) all Running after %s on %d NodeClaims, $%.2f/h, in %d batches; explain -f: %d nodes, $%.2f/h (lower bound $%.2f/h); p95 Unschedulable→Running %s (%d pods measured); nominations %v first, %v again, %v moved to another node",
 		total, lastCreated.Sub(start).Round(time.Second), allRunning.Round(time.Second), nodes, live, len(batches),
 		len(offline.Nodes), offline.TotalPricePerHour, offline.LowerBoundPricePerHour, p95.Round(100*time.Millisecond), len(waits),
 		m[`rightsize_pods_nominated_total{attempt="first"}`], m[`rightsize_pods_nominated_total{attempt="again"}`], m[`rightsize_pods_nominated_total{attempt="moved"}`])
-	t.Logf("pods nominated for more than one NodeClaim: %d of the %d with a Nominated event", renominated, nominatedPods)
+	say("pods nominated for more than one NodeClaim: %d of the %d with a Nominated event", renominated, nominatedPods)
 	for _, b := range batches {
-		t.Logf("  batch: pods %v, pending %v, nodeClaims %v, onInFlightNodes %v, window %v, heldBy %q, solve %v", b["pods"], b["pending"], b["nodeClaims"], b["onInFlightNodes"], b["window"], b["heldBy"], b["solve"])
+		say("  batch: pods %v, pending %v, nodeClaims %v, onInFlightNodes %v, window %v, heldBy %q, solve %v", b["pods"], b["pending"], b["nodeClaims"], b["onInFlightNodes"], b["window"], b["heldBy"], b["solve"])
 	}
 	if ratio > 1.05 {
-		t.Errorf("the live cluster costs $%.2f/h, %.3f× explain -f's $%.2f/h: want at most 1.05×", live, ratio, offline.TotalPricePerHour)
+		msg := fmt.Sprintf("the live cluster costs $%.2f/h, %.3f× explain -f's $%.2f/h: want at most 1.05×", live, ratio, offline.TotalPricePerHour)
+		outcome = append(outcome, "FAIL: "+msg)
+		t.Error(msg)
 	}
 }
 
