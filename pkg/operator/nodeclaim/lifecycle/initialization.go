@@ -173,7 +173,7 @@ func (c *Controller) open(ctx context.Context, members []member) (stale bool, er
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	start := c.clock.Now()
-	planned := c.nominate(ctx, members)
+	planned, unshown := c.nominate(ctx, members)
 	nominated := c.clock.Since(start)
 
 	errs := make([]error, len(members))
@@ -221,7 +221,7 @@ func (c *Controller) open(ctx context.Context, members []member) (stale bool, er
 	for i, m := range members {
 		if written[i] {
 			log.Info("initialized", "node", m.node.Name, "nodeclaim", m.claim.Name, "openedWith", len(members)-1,
-				"nominatedPods", len(planned), "nominating", nominated.Round(time.Millisecond).String())
+				"nominatedPods", len(planned), "nominating", nominated.Round(time.Millisecond).String(), "unshown", unshown)
 		}
 	}
 	if len(planned) > 0 {
@@ -308,11 +308,11 @@ const (
 // shows every nomination. The scheduler drops the nomination of a pod it
 // retries meanwhile, e.g. in the wave of retries that the nodes' arrival
 // started; such nominations are set again, for nominateFor at most.
-func (c *Controller) nominate(ctx context.Context, members []member) []*plannedPod {
+// unshown counts the nominations the cache did not show by then.
+func (c *Controller) nominate(ctx context.Context, members []member) (pods []*plannedPod, unshown int) {
 	if c.opts.NoNominations {
-		return nil
+		return nil, 0
 	}
-	var pods []*plannedPod
 	for _, m := range members {
 		for _, key := range c.opts.NominatedPods(m.claim.Name) {
 			var pod corev1.Pod
@@ -323,13 +323,13 @@ func (c *Controller) nominate(ctx context.Context, members []member) []*plannedP
 		}
 	}
 	if len(pods) == 0 {
-		return nil
+		return nil, 0
 	}
 	deadline := c.clock.Now().Add(nominateFor)
 	for {
 		missing, _ := c.unnominated(ctx, pods)
 		if len(missing) == 0 || c.clock.Now().After(deadline) {
-			return pods
+			return pods, len(missing)
 		}
 		missing = slices.DeleteFunc(missing, func(p *plannedPod) bool { return c.clock.Since(p.patched) < renominateAfter })
 		c.setNominated(ctx, missing)

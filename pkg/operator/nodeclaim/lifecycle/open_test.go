@@ -195,7 +195,7 @@ func TestLatePodsAreNominatedAfterThePodsTheyFollow(t *testing.T) {
 		}
 		return out
 	}
-	pods := c.nominate(context.Background(), []member{{claim: batchClaim("c", "b1", "1", "n"), node: readyNode("n")}})
+	pods, _ := c.nominate(context.Background(), []member{{claim: batchClaim("c", "b1", "1", "n"), node: readyNode("n")}})
 	if got := nominated(); !slices.Contains(got, "first") || slices.Contains(got, "late") {
 		t.Fatalf("nominated %v on opening; want first, not late", got)
 	}
@@ -243,7 +243,7 @@ func TestSpreadPodsAreNominatedUnlessSkipped(t *testing.T) {
 				},
 				SkipSpreadNominations: tt.skip,
 			})
-			pods := c.nominate(context.Background(), []member{{claim: batchClaim("c", "b1", "1", "n"), node: readyNode("n")}})
+			pods, _ := c.nominate(context.Background(), []member{{claim: batchClaim("c", "b1", "1", "n"), node: readyNode("n")}})
 			var patched []string
 			for _, a := range kube.Actions() {
 				if p, ok := a.(k8stesting.PatchAction); ok && p.GetSubresource() == "status" && !slices.Contains(patched, p.GetName()) {
