@@ -243,7 +243,9 @@ func readCluster(ctx context.Context, c snapshot.ClusterClients, opts snapshot.C
 func (o *Options) print(result *Result) error {
 	o.result = result
 	switch o.Output {
-	case "json", "yaml":
+	case "json":
+		return writeJSON(o.Out, result)
+	case "yaml":
 		printer, err := genericclioptions.NewJSONYamlPrintFlags().ToPrinter(o.Output)
 		if err != nil {
 			return err
