@@ -15,5 +15,5 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Output, "output", "o", "", "output format: wide, json or yaml")
 	o.Catalog.AddFlags(fs)
 	o.Default.AddFlags(fs)
-	fs.DurationVar(&o.Timeout, "timeout", 0, "stop improving the plan after this long and print the best found (0: no limit)")
+	fs.DurationVar(&o.Timeout, "timeout", 0, "print the best plan found within this long: the search stops early enough to leave time for printing it (0: no limit)")
 }

@@ -75,7 +75,7 @@ func (o *Options) runLive(ctx context.Context) error {
 		return err
 	}
 	if o.Consolidation {
-		p.Options.Deadline = o.deadline
+		p.Options.Deadline = o.workDeadline(len(p.Pods))
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("consolidation: %w", err)
 		}

@@ -221,6 +221,8 @@ func NewResult(p *solver.Problem, solved *solver.Plan, source ResultSource) *Res
 		LowerBoundApproximate:  solved.BoundApproximate,
 	}
 	options := solver.LaunchInstanceTypes(p, solved, -1)
+	labeler := newNodeLabeler(p)
+	r.Nodes = make([]ResultNode, 0, len(solved.NewNodes))
 	for i, n := range solved.NewNodes {
 		node := ResultNode{
 			Name: plan.NewNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
@@ -228,7 +230,7 @@ func NewResult(p *solver.Problem, solved *solver.Plan, source ResultSource) *Res
 			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested), Reason: n.Reason,
 			InstanceTypeOptions: options[i],
 		}
-		node.Labels, node.Taints = nodeLabelsAndTaints(p, &n)
+		node.Labels, node.Taints = labeler.labelsAndTaints(&n)
 		for i, pod := range n.Pods {
 			node.Pods[i] = p.Pods[pod].Key()
 		}
@@ -246,22 +248,45 @@ func NewResult(p *solver.Problem, solved *solver.Plan, source ResultSource) *Res
 	return r
 }
 
-// nodeLabelsAndTaints returns the labels and taints of a planned node, as
+// nodeLabeler gives planned nodes their labels and taints
+// (labelsAndTaints), finding each pool's instance types by name once.
+type nodeLabeler struct {
+	p     *solver.Problem
+	types []map[string]*solver.InstanceType // by pool index, built when first needed
+}
+
+func newNodeLabeler(p *solver.Problem) *nodeLabeler {
+	return &nodeLabeler{p: p, types: make([]map[string]*solver.InstanceType, len(p.Pools))}
+}
+
+// poolType returns the instance type of pool pi named name (the last of
+// that name, as the labels of each were copied in turn), or nil.
+func (l *nodeLabeler) poolType(pi int, name string) *solver.InstanceType {
+	if l.types[pi] == nil {
+		types := l.p.PoolTypes(pi)
+		l.types[pi] = make(map[string]*solver.InstanceType, len(types))
+		for i := range types {
+			l.types[pi][types[i].Name] = &types[i]
+		}
+	}
+	return l.types[pi][name]
+}
+
+// labelsAndTaints returns the labels and taints of a planned node, as
 // the pool and instance type it is made from give them: a pool requirement
 // that allows one value only labels the node with it, as Karpenter's
 // NodeClaims do.
-func nodeLabelsAndTaints(p *solver.Problem, n *solver.NewNode) (map[string]string, []v1.Taint) {
-	labels := map[string]string{}
+func (l *nodeLabeler) labelsAndTaints(n *solver.NewNode) (map[string]string, []v1.Taint) {
+	p := l.p
+	labels := make(map[string]string, len(n.Labels)+3)
 	var taints []v1.Taint
 	for pi := range p.Pools {
 		pool := &p.Pools[pi]
 		if pool.Name != n.Pool {
 			continue
 		}
-		for _, it := range p.PoolTypes(pi) {
-			if it.Name == n.InstanceType {
-				maps.Copy(labels, it.Labels)
-			}
+		if it := l.poolType(pi, n.InstanceType); it != nil {
+			maps.Copy(labels, it.Labels)
 		}
 		maps.Copy(labels, pool.Labels)
 		// The values the solver chose for the pool's multi-valued or

@@ -492,6 +492,10 @@ type predecoded struct {
 	pod       *corev1.Pod
 	podFields []error
 	podErr    error
+	// cleanPod is set when pod decoded with neither an error nor a
+	// strict-field problem as kind Pod, apiVersion v1: then generic is
+	// not decoded (nothing reads it for such a pod).
+	cleanPod bool
 }
 
 // predecode converts and decodes one document (see predecoded).
@@ -506,13 +510,31 @@ func predecode(doc document) predecoded {
 			return d
 		}
 	}
+	// Most documents of a large input are Pods: one that decodes into its
+	// type without a problem needs no generic decoding (cleanPod), a
+	// fifth of reading DLRM's 23,871 pods. The hint only picks the
+	// documents to try; the decoded kind and apiVersion decide.
+	var pod *corev1.Pod
+	var podFields []error
+	var podErr error
+	if bytes.Contains(d.json, []byte(`"kind":"Pod"`)) {
+		pod = &corev1.Pod{}
+		podFields, podErr = strictjson.DecodeFields(d.json, pod)
+		if podErr == nil && len(podFields) == 0 && pod.Kind == "Pod" && pod.APIVersion == "v1" {
+			d.pod, d.cleanPod = pod, true
+			return d
+		}
+	}
 	d.generic, d.genericErr = decodeGeneric(d.json)
 	obj, ok := d.generic.(map[string]any)
 	if d.genericErr != nil || !ok || obj["kind"] != "Pod" || obj["apiVersion"] != "v1" {
 		return d
 	}
-	d.pod = &corev1.Pod{}
-	d.podFields, d.podErr = strictjson.DecodeFields(d.json, d.pod)
+	if pod == nil {
+		pod = &corev1.Pod{}
+		podFields, podErr = strictjson.DecodeFields(d.json, pod)
+	}
+	d.pod, d.podFields, d.podErr = pod, podFields, podErr
 	return d
 }
 
@@ -631,6 +653,14 @@ func (m *Manifests) decodeDocument(where string, doc document, pre *predecoded) 
 // List item) on its kind and apiVersion. pre, when not nil, is j
 // predecoded.
 func (m *Manifests) decodeObject(where string, j []byte, inList bool, pre *predecoded) error {
+	if pre != nil && pre.cleanPod {
+		o := &pre.pod.ObjectMeta
+		label := fmt.Sprintf("%s %q", "Pod", o.Name)
+		if o.Name == "" {
+			label = "Pod"
+		}
+		return m.decodeNamed(where, "Pod", "v1", o.Name, o.Namespace, label, j, nil, pre)
+	}
 	var generic any
 	var err error
 	if pre != nil {
@@ -689,6 +719,13 @@ func (m *Manifests) decodeObject(where string, j []byte, inList bool, pre *prede
 		m.warnf(where, "%s skipped: apiVersion %s is not supported (want %s)", label, apiVersion, strings.Join(want, " or "))
 		return nil
 	}
+	return m.decodeNamed(where, kind, apiVersion, name, namespace, label, j, generic, pre)
+}
+
+// decodeNamed decodes an object of a known kind and apiVersion, named
+// name in namespace (either may be empty), once per kind, namespace and
+// name. generic is j decoded into an any; nil for a clean Pod (pre).
+func (m *Manifests) decodeNamed(where, kind, apiVersion, name, namespace, label string, j []byte, generic any, pre *predecoded) error {
 	if name != "" {
 		// The API server keeps one object per kind, namespace and name:
 		// a second would replace the first (apply) or be refused

@@ -5,6 +5,8 @@ package explaincmd
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -145,6 +147,7 @@ func (o *ExplainOptions) Validate() error {
 // When ctx ends first (Ctrl-C), it returns promptly with an error that
 // says so, and prints no report.
 func (o *ExplainOptions) Run(ctx context.Context) error {
+	tuneGC(os.Getenv)
 	err := o.Options.Run(ctx)
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("interrupted before the report was ready, nothing printed: %w", err)
@@ -158,4 +161,27 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 		return &flags.ExitError{Code: 1}
 	}
 	return nil
+}
+
+// explain is one batch over a heap that mostly lives to the end (the
+// decoded manifests, the problem, the plan): with Go's default GOGC=100 the
+// collector marks it again and again, a fifth of the CPU of a large run
+// (DLRM's 23,871 pods on every type: 3.4 CPU-s at GOGC=100, 2.5 at 400,
+// peak RSS 208 MB and 352 MB). gcPercent trades that memory for the CPU;
+// gcSoftLimit makes the collector work harder again before the heap passes
+// 1 GiB. GOGC and GOMEMLIMIT, when set, win.
+const (
+	gcPercent   = 400
+	gcSoftLimit = 1 << 30
+)
+
+// tuneGC sets the collector for a batch run unless the environment (getenv)
+// says otherwise.
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(gcSoftLimit)
+	}
 }
