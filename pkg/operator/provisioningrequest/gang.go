@@ -100,7 +100,7 @@ type decision struct {
 func decide(class string, noRetry bool, q *solver.Problem, plan *solver.Plan) decision {
 	n := len(q.Pods)
 	if len(plan.Unschedulable) > 0 {
-		msg := unplacedMessage(q, plan, n)
+		msg := unplacedMessage(q, plan, n, class == prv1.ClassBestEffortAtomicScaleUp)
 		if class == prv1.ClassCheckCapacity && !noRetry {
 			return decision{cond: cond(prv1.ConditionProvisioned, false, ReasonCapacityIsNotFound, msg)}
 		}
@@ -125,15 +125,19 @@ func decide(class string, noRetry bool, q *solver.Problem, plan *solver.Plan) de
 }
 
 // unplacedMessage says in one sentence how many pods cannot be placed
-// and why, with the first pod's reason (the solver's, which names the
+// and why (for an atomic request, that nothing is launched), with the first pod's reason (the solver's, which names the
 // pool limit or the constraint no type meets).
-func unplacedMessage(q *solver.Problem, plan *solver.Plan, n int) string {
+func unplacedMessage(q *solver.Problem, plan *solver.Plan, n int, atomic bool) string {
 	u := plan.Unschedulable[0]
 	name := ""
 	if u.Pod >= 0 && u.Pod < len(q.Pods) {
 		name = " (" + q.Pods[u.Pod].Name + ")"
 	}
-	return fmt.Sprintf("%d of %d pods cannot be placed, so none is launched: %s%s", len(plan.Unschedulable), n, strings.TrimSuffix(u.Reason, "."), name)
+	none := ""
+	if atomic {
+		none = ", so no node is launched"
+	}
+	return fmt.Sprintf("%d of %d pods cannot be placed%s: %s%s", len(plan.Unschedulable), n, none, strings.TrimSuffix(u.Reason, "."), name)
 }
 
 // describeNodes says what new nodes a plan needs: "2 new nodes (2 ×
