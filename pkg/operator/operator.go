@@ -319,7 +319,7 @@ func addControllers(mgr manager.Manager, kube kubernetes.Interface, cp cloud.Clo
 	if err := disruption.New(mgr.GetClient(), kube, prov, recorder, log.WithName("disruption"), opts.Disruption).Register(mgr); err != nil {
 		return fmt.Errorf("operator: disruption: %w", err)
 	}
-	if err := mgr.Add(provisioningrequest.New(mgr.GetClient(), prov, log.WithName("provisioningrequest"), provisioningrequest.Options{})); err != nil {
+	if err := mgr.Add(provisioningrequest.New(mgr.GetClient(), mgr.GetAPIReader(), prov, log.WithName("provisioningrequest"), provisioningrequest.Options{})); err != nil {
 		return fmt.Errorf("operator: provisioning requests: %w", err)
 	}
 

@@ -22,7 +22,10 @@ import (
 // request for a gang of 8 pods of 8 nvidia.com/gpu each, on a GPU pool whose
 // limit allows 7 such nodes, launches no NodeClaim and is Failed with a
 // message naming the limit; with the limit raised, a new request (Kueue
-// makes one per attempt) gets all 8 NodeClaims and Provisioned=True.
+// makes one per attempt) gets all 8 NodeClaims and Provisioned=True once
+// their instances launched; with room for 8 more but the cloud out of the
+// types (injected insufficient capacity), a third request fails and leaves
+// none of its NodeClaims.
 func TestProvisioningRequest(t *testing.T) {
 	const (
 		pool = "provreq-gpu"
@@ -57,9 +60,9 @@ func TestProvisioningRequest(t *testing.T) {
 	// Attempt 1: the limit allows 7 nodes.
 	start := time.Now()
 	first := provisioningRequest(t, e, ns, "trainer-attempt1", tmpl.Name, gang)
-	failed := waitCondition(t, e, first, "Failed", 30*time.Second)
+	failed := waitAnswer(t, e, first, 30*time.Second)
 	t.Logf("attempt 1 answered in %s: Failed=%s %s: %s", time.Since(start).Round(time.Millisecond), failed["status"], failed["reason"], failed["message"])
-	if failed["status"] != "True" || !strings.Contains(failed["message"].(string), "limit") || !strings.Contains(failed["message"].(string), pool) {
+	if failed["type"] != "Failed" || !strings.Contains(failed["message"].(string), "limit") || !strings.Contains(failed["message"].(string), pool) {
 		t.Errorf("attempt 1: Failed %v; want True with a message naming NodePool %s's limit", failed, pool)
 	}
 	if n := len(e.claims(t, pool)); n != 0 {
@@ -79,12 +82,12 @@ func TestProvisioningRequest(t *testing.T) {
 	time.Sleep(time.Second)
 	start = time.Now()
 	second := provisioningRequest(t, e, ns, "trainer-attempt2", tmpl.Name, gang)
-	prov := waitCondition(t, e, second, "Provisioned", 30*time.Second)
+	prov := waitAnswer(t, e, second, 30*time.Second)
 	took := time.Since(start)
 	claims := e.claims(t, pool)
-	t.Logf("attempt 2 answered in %s: Provisioned=%s %s: %s; %d NodeClaims", took.Round(time.Millisecond), prov["status"], prov["reason"], prov["message"], len(claims))
-	if prov["status"] != "True" {
-		t.Fatalf("attempt 2: Provisioned %v; want True", prov)
+	t.Logf("attempt 2 answered in %s: %s=%s %s: %s; %d NodeClaims", took.Round(time.Millisecond), prov["type"], prov["status"], prov["reason"], prov["message"], len(claims))
+	if prov["type"] != "Provisioned" {
+		t.Fatalf("attempt 2: %v; want Provisioned=True", prov)
 	}
 	if len(claims) != gang {
 		t.Errorf("attempt 2: %d NodeClaims in NodePool %s; want %d", len(claims), pool, gang)
@@ -96,6 +99,50 @@ func TestProvisioningRequest(t *testing.T) {
 	if got := len(strings.Split(listed, ",")); listed == "" || got != gang {
 		t.Errorf("status.provisioningClassDetails.nodeClaims lists %d NodeClaims (%q); want %d", got, listed, gang)
 	}
+	// Attempt 3, room for 8 more nodes, but the cloud has none of the
+	// types (injected insufficient capacity): the NodeClaims created for
+	// it are all deleted again and the request fails.
+	if err := e.c.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("128")}
+	if err := e.c.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	snc := &v1alpha1.SimNodeClass{}
+	if err := e.c.Get(ctx, client.ObjectKey{Name: "sim"}, snc); err != nil {
+		t.Fatal(err)
+	}
+	snc.Spec.InsufficientCapacity = []v1alpha1.SimOffering{{InstanceType: "g5.48xlarge"}, {InstanceType: "g6.48xlarge"}}
+	if err := e.c.Update(ctx, snc); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the operator's cache shows the raised limit
+	start = time.Now()
+	third := provisioningRequest(t, e, ns, "trainer-attempt3", tmpl.Name, gang)
+	ice := waitAnswer(t, e, third, 30*time.Second)
+	t.Logf("attempt 3 (no capacity) answered in %s: %s=%s %s: %s", time.Since(start).Round(time.Millisecond), ice["type"], ice["status"], ice["reason"], ice["message"])
+	if ice["type"] != "Failed" || ice["reason"] != "LaunchFailed" {
+		t.Errorf("attempt 3: %v; want Failed, LaunchFailed", ice)
+	}
+	batch := "provreq-" + string(third.GetUID())
+	orphans := func() (n int) {
+		for _, c := range e.claims(t, pool) {
+			if c.Annotations[v1alpha1.AnnotationBatch] == batch {
+				n++
+			}
+		}
+		return n
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return orphans() == 0, nil
+	}); err != nil {
+		t.Errorf("attempt 3 left %d of its NodeClaims; an atomic request that cannot have all its nodes must leave none", orphans())
+	}
+	if n := len(e.claims(t, pool)); n != gang {
+		t.Errorf("after attempt 3, %d NodeClaims in NodePool %s; want attempt 2's %d", n, pool, gang)
+	}
+
 	var pods corev1.PodList
 	if err := e.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
@@ -123,9 +170,9 @@ func provisioningRequest(t *testing.T, e *opEnv, ns, name, template string, coun
 	return pr
 }
 
-// waitCondition waits until a request's status has the condition and
-// returns it (nil fails the test).
-func waitCondition(t *testing.T, e *opEnv, pr *unstructured.Unstructured, typ string, timeout time.Duration) map[string]any {
+// waitAnswer waits until a request is Provisioned or Failed and returns
+// that condition (none fails the test).
+func waitAnswer(t *testing.T, e *opEnv, pr *unstructured.Unstructured, timeout time.Duration) map[string]any {
 	t.Helper()
 	var found map[string]any
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -134,7 +181,7 @@ func waitCondition(t *testing.T, e *opEnv, pr *unstructured.Unstructured, typ st
 		}
 		conds, _, _ := unstructured.NestedSlice(pr.Object, "status", "conditions")
 		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			if m, ok := c.(map[string]any); ok && (m["type"] == "Provisioned" || m["type"] == "Failed") && m["status"] == "True" {
 				found = m
 				return true, nil
 			}
@@ -142,7 +189,7 @@ func waitCondition(t *testing.T, e *opEnv, pr *unstructured.Unstructured, typ st
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("ProvisioningRequest %s: no %s condition after %s; status %v", pr.GetName(), typ, timeout, pr.Object["status"])
+		t.Fatalf("ProvisioningRequest %s: neither Provisioned nor Failed after %s; status %v", pr.GetName(), timeout, pr.Object["status"])
 	}
 	return found
 }

@@ -11,7 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -49,13 +49,19 @@ type Options struct {
 	Retry time.Duration
 	// SolveTimeout bounds the plan of one gang (5 s).
 	SolveTimeout time.Duration
+	// BookingTTL is how long a Provisioned request's capacity is held for
+	// its pods (DefaultBookingTTL).
+	BookingTTL time.Duration
 	// Clock tells the time (the real clock when nil).
 	Clock clock.WithTicker
 }
 
 // Controller answers ProvisioningRequests; only the leader runs it.
 type Controller struct {
-	client  client.Client
+	client client.Client
+	// reader reads NodeClaims from the API server, not the cache: a claim
+	// just created must not look gone.
+	reader  client.Reader
 	planner Planner
 	log     logr.Logger
 	opts    Options
@@ -76,9 +82,10 @@ type answer struct {
 }
 
 // New returns the controller; c reads requests from the API server (as
-// unstructured objects: their CRD may be missing) and PodTemplates, and
-// writes requests' status; pl is the provisioner.
-func New(c client.Client, pl Planner, log logr.Logger, opts Options) *Controller {
+// unstructured objects: their CRD may be missing) and PodTemplates,
+// writes requests' status and deletes the NodeClaims of a gang rolled
+// back; r reads NodeClaims from the API server; pl is the provisioner.
+func New(c client.Client, r client.Reader, pl Planner, log logr.Logger, opts Options) *Controller {
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
@@ -88,10 +95,13 @@ func New(c client.Client, pl Planner, log logr.Logger, opts Options) *Controller
 	if opts.SolveTimeout <= 0 {
 		opts.SolveTimeout = 5 * time.Second
 	}
+	if opts.BookingTTL <= 0 {
+		opts.BookingTTL = DefaultBookingTTL
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	ctrl := &Controller{client: c, planner: pl, log: log, opts: opts, checked: map[types.UID]time.Time{}, unwritten: map[types.UID]answer{}}
+	ctrl := &Controller{client: c, reader: r, planner: pl, log: log, opts: opts, checked: map[types.UID]time.Time{}, unwritten: map[types.UID]answer{}}
 	ctrl.del = func(ctx context.Context, claim *v1alpha1.NodeClaim) error { return c.Delete(ctx, claim) }
 	return ctrl
 }
@@ -118,14 +128,34 @@ func (c *Controller) Start(ctx context.Context) error {
 			continue
 		}
 		now := c.opts.Clock.Now()
+		var holding []*prv1.ProvisioningRequest
+		for _, pr := range requests {
+			switch {
+			case bookingExpired(pr, c.opts.BookingTTL, now):
+				if err := c.writeStatus(ctx, pr, cond(prv1.ConditionBookingExpired, true, ReasonBookingExpired, expiredMessage(c.opts.BookingTTL)), nil); err != nil {
+					c.log.Error(err, "expiring a ProvisioningRequest's booking", "provisioningrequest", pr.Namespace+"/"+pr.Name)
+				}
+			case holds(pr):
+				holding = append(holding, pr)
+			}
+		}
 		seen := map[types.UID]bool{}
 		for _, pr := range requests {
 			seen[pr.UID] = true
-			if !open(pr) || now.Sub(c.checked[pr.UID]) < c.opts.Retry {
+			if !open(pr) {
+				continue
+			}
+			if names := launching(pr); names != nil {
+				if err := c.follow(ctx, pr, names); err != nil {
+					c.log.Error(err, "following a ProvisioningRequest's NodeClaims", "provisioningrequest", pr.Namespace+"/"+pr.Name)
+				}
+				continue
+			}
+			if now.Sub(c.checked[pr.UID]) < c.opts.Retry {
 				continue
 			}
 			c.checked[pr.UID] = now
-			if err := c.answerRequest(ctx, pr); err != nil {
+			if err := c.answerRequest(ctx, pr, holding); err != nil {
 				c.log.Error(err, "answering a ProvisioningRequest", "provisioningrequest", pr.Namespace+"/"+pr.Name)
 				delete(c.checked, pr.UID) // retried at the next poll
 			}
@@ -191,10 +221,11 @@ func (c *Controller) list(ctx context.Context) ([]*prv1.ProvisioningRequest, err
 	return out, nil
 }
 
-// answerRequest plans one request's gang and writes the answer to its status;
-// a best-effort-atomic request whose gang is placed whole has its nodes
-// launched first.
-func (c *Controller) answerRequest(ctx context.Context, pr *prv1.ProvisioningRequest) error {
+// answerRequest plans one request's gang and writes the answer to its
+// status; a best-effort-atomic request whose gang is placed whole has its
+// NodeClaims created first, and is Launching (see follow) until their
+// instances are.
+func (c *Controller) answerRequest(ctx context.Context, pr *prv1.ProvisioningRequest, holding []*prv1.ProvisioningRequest) error {
 	if a, ok := c.unwritten[pr.UID]; ok {
 		if err := c.writeStatus(ctx, pr, a.cond, a.details); err != nil {
 			return err
@@ -202,40 +233,55 @@ func (c *Controller) answerRequest(ctx context.Context, pr *prv1.ProvisioningReq
 		delete(c.unwritten, pr.UID)
 		return nil
 	}
-	var templates corev1.PodTemplateList
-	if err := c.client.List(ctx, &templates, client.InNamespace(pr.Namespace)); err != nil {
-		return fmt.Errorf("reading PodTemplates: %w", err)
-	}
-	byName := make(map[string]*corev1.PodTemplate, len(templates.Items))
-	for i := range templates.Items {
-		byName[templates.Items[i].Name] = &templates.Items[i]
-	}
-	pods, why := gangPods(pr, byName)
-	if why != "" {
-		return c.writeStatus(ctx, pr, cond(prv1.ConditionProvisioned, false, ReasonPodTemplateNotFound, why), nil)
-	}
-	s, index, err := c.planner.SnapshotWith(ctx, pods)
+	templates, err := c.templates(ctx)
 	if err != nil {
 		return err
 	}
-	for i, j := range index {
+	// NodeClaims of this request created before a restart, whose status
+	// was not written: follow them rather than launch a second gang.
+	batch := batchOf(pr)
+	if names, err := c.claimsOf(ctx, batch); err != nil || len(names) > 0 {
+		if err != nil {
+			return err
+		}
+		return c.writeStatus(ctx, pr, cond(prv1.ConditionProvisioned, false, ReasonLaunching,
+			fmt.Sprintf("following the %d NodeClaims created for this request before the operator restarted", len(names))),
+			map[string]prv1.Detail{DetailNodeClaims: prv1.Detail(strings.Join(names, ","))})
+	}
+	pods, why := gangPods(pr, templates[pr.Namespace])
+	if why != "" {
+		return c.writeStatus(ctx, pr, cond(prv1.ConditionProvisioned, false, ReasonPodTemplateNotFound, why), nil)
+	}
+	// The room other requests hold is planned first, so that two requests
+	// are not answered with the same free room.
+	var running corev1.PodList
+	if err := c.client.List(ctx, &running); err != nil {
+		return fmt.Errorf("reading pods: %w", err)
+	}
+	booked := bookedPods(holding, templates, consumedPods(running.Items))
+	s, index, err := c.planner.SnapshotWith(ctx, append(booked, pods...))
+	if err != nil {
+		return err
+	}
+	for i, j := range index[len(booked):] {
 		if j < 0 {
 			return c.writeStatus(ctx, pr, cond(prv1.ConditionFailed, true, ReasonCapacityIsNotFound,
 				fmt.Sprintf("pod %s cannot be planned (its PodTemplate's spec is not modelled; the operator's log says why)", pods[i].Name)), nil)
 		}
 	}
-	q := gangProblem(s.Problem, index)
-	q.Options.Deadline = time.Now().Add(c.opts.SolveTimeout) // the solver reads the wall clock
-	plan, err := solver.Solve(q)
+	q, err := c.planGang(s.Problem, index[:len(booked)], index[len(booked):])
+	if err != nil {
+		return err
+	}
+	plan, err := c.solve(q)
 	if err != nil {
 		return fmt.Errorf("planning the gang: %w", err)
 	}
 	noRetry := strings.EqualFold(string(pr.Spec.Parameters[prv1.ParameterNoRetry]), "true")
 	d := decide(pr.Spec.ProvisioningClassName, noRetry, q, plan)
 	var details map[string]prv1.Detail
-	if d.launch {
-		batch := "provreq-" + strconv.FormatInt(c.opts.Clock.Now().UnixNano(), 36)
-		claims, err := launchAll(ctx, c.planner, c.del, s, q, plan, batch)
+	if len(d.launch) > 0 {
+		claims, err := launchAll(ctx, c.planner, c.del, s, q, d.launch, batch)
 		if err != nil {
 			d.cond = cond(prv1.ConditionFailed, true, ReasonLaunchFailed, oneLine(err.Error()))
 		} else {
@@ -244,14 +290,15 @@ func (c *Controller) answerRequest(ctx context.Context, pr *prv1.ProvisioningReq
 				names[i] = cl.Name
 			}
 			details = map[string]prv1.Detail{DetailNodeClaims: prv1.Detail(strings.Join(names, ","))}
-			d.cond = cond(prv1.ConditionProvisioned, true, ReasonCapacityProvisioned,
-				fmt.Sprintf("launched %s for all %d pods ($%.4f/h)", describeNodes(plan.NewNodes), len(q.Pods), plan.TotalPrice))
+			d.cond = cond(prv1.ConditionProvisioned, false, ReasonLaunching,
+				fmt.Sprintf("launching %s for all %d pods ($%.4f/h); Provisioned once every instance is launched, all deleted if one cannot be",
+					describeNodes(d.launch), len(pods), price(d.launch)))
 		}
 	}
 	c.log.Info("ProvisioningRequest answered", "provisioningrequest", pr.Namespace+"/"+pr.Name, "class", pr.Spec.ProvisioningClassName,
-		"pods", len(q.Pods), "condition", d.cond.Type, "status", d.cond.Status, "reason", d.cond.Reason, "message", d.cond.Message)
+		"pods", len(pods), "booked", len(booked), "condition", d.cond.Type, "status", d.cond.Status, "reason", d.cond.Reason, "message", d.cond.Message)
 	if err := c.writeStatus(ctx, pr, d.cond, details); err != nil {
-		if d.launch {
+		if len(d.launch) > 0 {
 			c.unwritten[pr.UID] = answer{cond: d.cond, details: details}
 		}
 		return err
@@ -289,6 +336,75 @@ func (c *Controller) writeStatus(ctx context.Context, pr *prv1.ProvisioningReque
 	}
 	pr.Status.Conditions = conds
 	return nil
+}
+
+// planGang is the problem of the gang (its pods at gang in p): p's nodes
+// with the room of the booked pods (at booked, -1 for one not modelled)
+// taken first, where a plan of them alone puts them on nodes there are.
+func (c *Controller) planGang(p *solver.Problem, booked, gang []int) (*solver.Problem, error) {
+	q := gangProblem(p, gang)
+	held := slices.DeleteFunc(slices.Clone(booked), func(j int) bool { return j < 0 })
+	if len(held) == 0 {
+		return q, nil
+	}
+	b := gangProblem(p, held)
+	plan, err := c.solve(b)
+	if err != nil {
+		return nil, fmt.Errorf("planning the room other requests hold: %w", err)
+	}
+	return reserve(q, b, plan), nil
+}
+
+// solve plans q within SolveTimeout.
+func (c *Controller) solve(q *solver.Problem) (*solver.Plan, error) {
+	q.Options.Deadline = time.Now().Add(c.opts.SolveTimeout) // the solver reads the wall clock
+	return solver.Solve(q)
+}
+
+// templates reads the PodTemplates, by namespace and name.
+func (c *Controller) templates(ctx context.Context) (map[string]map[string]*corev1.PodTemplate, error) {
+	var list corev1.PodTemplateList
+	if err := c.client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("reading PodTemplates: %w", err)
+	}
+	out := map[string]map[string]*corev1.PodTemplate{}
+	for i := range list.Items {
+		t := &list.Items[i]
+		if out[t.Namespace] == nil {
+			out[t.Namespace] = map[string]*corev1.PodTemplate{}
+		}
+		out[t.Namespace][t.Name] = t
+	}
+	return out, nil
+}
+
+// price sums the nodes' prices per hour.
+func price(nodes []solver.NewNode) float64 {
+	var sum float64
+	for _, n := range nodes {
+		sum += n.Price
+	}
+	return sum
+}
+
+// batchOf is the batch annotation (v1alpha1.AnnotationBatch) of the
+// NodeClaims launched for a request: its UID, so that they are found
+// again after a restart.
+func batchOf(pr *prv1.ProvisioningRequest) string { return "provreq-" + string(pr.UID) }
+
+// claimsOf names the NodeClaims of a batch.
+func (c *Controller) claimsOf(ctx context.Context, batch string) ([]string, error) {
+	var list v1alpha1.NodeClaimList
+	if err := c.client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("reading NodeClaims: %w", err)
+	}
+	var names []string
+	for i := range list.Items {
+		if list.Items[i].Annotations[v1alpha1.AnnotationBatch] == batch && list.Items[i].DeletionTimestamp == nil {
+			names = append(names, list.Items[i].Name)
+		}
+	}
+	return names, nil
 }
 
 // oneLine joins a multi-line error into one sentence for a condition.

@@ -2,6 +2,7 @@ package provisioningrequest
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -85,23 +86,24 @@ func gangProblem(p *solver.Problem, index []int) *solver.Problem {
 type decision struct {
 	// cond is the condition to set: Provisioned (True or False) or Failed.
 	cond metav1.Condition
-	// launch is true when the plan's new nodes are to be launched
-	// (best-effort-atomic, whole gang placed).
-	launch bool
+	// launch are the new nodes to launch (best-effort-atomic, whole gang
+	// placed); none otherwise.
+	launch []solver.NewNode
 }
 
 // decide answers a request of the given class from the plan of its gang
-// (gangProblem's): check-capacity is Provisioned when every pod fits the
-// free room of the nodes there are (or launching); else Provisioned=False
-// (retried), Failed with noRetry. best-effort-atomic fails when a pod
-// cannot be placed at all (a pool limit, no type fits) and otherwise
-// launches the plan's new nodes, all of them; with none needed it is
-// Provisioned at once.
+// (gangProblem's, with the room other requests hold reserved):
+// check-capacity is Provisioned when every pod fits the free room of the
+// nodes there are (or launching); else Provisioned=False (retried), Failed
+// with noRetry. best-effort-atomic fails when a pod cannot be placed at
+// all (a pool limit, no type fits) and otherwise launches the plan's new
+// nodes, all of them; with none needed it is Provisioned at once.
 func decide(class string, noRetry bool, q *solver.Problem, plan *solver.Plan) decision {
 	n := len(q.Pods)
+	atomic := class == prv1.ClassBestEffortAtomicScaleUp
 	if len(plan.Unschedulable) > 0 {
-		msg := unplacedMessage(q, plan, n, class == prv1.ClassBestEffortAtomicScaleUp)
-		if class == prv1.ClassCheckCapacity && !noRetry {
+		msg := unplacedMessage(q, plan.Unschedulable, n, atomic)
+		if !atomic && !noRetry {
 			return decision{cond: cond(prv1.ConditionProvisioned, false, ReasonCapacityIsNotFound, msg)}
 		}
 		return decision{cond: cond(prv1.ConditionFailed, true, ReasonCapacityIsNotFound, msg)}
@@ -110,8 +112,8 @@ func decide(class string, noRetry bool, q *solver.Problem, plan *solver.Plan) de
 		return decision{cond: cond(prv1.ConditionProvisioned, true, ReasonCapacityIsFound,
 			fmt.Sprintf("all %d pods fit the free room of the cluster's nodes", n))}
 	}
-	if class == prv1.ClassBestEffortAtomicScaleUp {
-		return decision{launch: true}
+	if atomic {
+		return decision{launch: plan.NewNodes}
 	}
 	on := 0
 	for _, node := range plan.NewNodes {
@@ -124,11 +126,34 @@ func decide(class string, noRetry bool, q *solver.Problem, plan *solver.Plan) de
 	return decision{cond: cond(prv1.ConditionProvisioned, false, ReasonCapacityIsNotFound, msg)}
 }
 
-// unplacedMessage says in one sentence how many pods cannot be placed
-// and why (for an atomic request, that nothing is launched), with the first pod's reason (the solver's, which names the
+// reserve returns q with the room of the booked pods the plan put on
+// nodes there are (or launching) taken: other requests hold it. Booked
+// pods the plan could not put on those nodes hold nothing (their room is
+// gone; CapacityRevoked is not written yet). q's nodes are not modified.
+func reserve(q *solver.Problem, booked *solver.Problem, plan *solver.Plan) *solver.Problem {
+	if len(plan.Existing) == 0 {
+		return q
+	}
+	at := make(map[string]int, len(q.Nodes))
+	for i := range q.Nodes {
+		at[q.Nodes[i].Name] = i
+	}
+	r := *q
+	r.Nodes = slices.Clone(q.Nodes)
+	for _, pl := range plan.Existing {
+		if i, ok := at[pl.Node]; ok {
+			r.Nodes[i].Requested = r.Nodes[i].Requested.Add(booked.Pods[pl.Pod].Requests)
+		}
+	}
+	return &r
+}
+
+// unplacedMessage says in one sentence how many of the gang's n pods
+// cannot be placed and why (for an atomic request, that nothing is
+// launched), with the first pod's reason (the solver's, which names the
 // pool limit or the constraint no type meets).
-func unplacedMessage(q *solver.Problem, plan *solver.Plan, n int, atomic bool) string {
-	u := plan.Unschedulable[0]
+func unplacedMessage(q *solver.Problem, unplaced []solver.Unschedulable, n int, atomic bool) string {
+	u := unplaced[0]
 	name := ""
 	if u.Pod >= 0 && u.Pod < len(q.Pods) {
 		name = " (" + q.Pods[u.Pod].Name + ")"
@@ -137,7 +162,7 @@ func unplacedMessage(q *solver.Problem, plan *solver.Plan, n int, atomic bool) s
 	if atomic {
 		none = ", so no node is launched"
 	}
-	return fmt.Sprintf("%d of %d pods cannot be placed%s: %s%s", len(plan.Unschedulable), n, none, strings.TrimSuffix(u.Reason, "."), name)
+	return fmt.Sprintf("%d of %d pods cannot be placed%s: %s%s", len(unplaced), n, none, strings.TrimSuffix(u.Reason, "."), name)
 }
 
 // describeNodes says what new nodes a plan needs: "2 new nodes (2 ×

@@ -113,6 +113,19 @@ func gpuProblem(free int64, limitNodes, n int, gpu int64) *solver.Problem {
 	return p
 }
 
+// withBooked puts k pods of 8 GPUs, held by another request, before the
+// problem's pods.
+func withBooked(p *solver.Problem, k int) *solver.Problem {
+	var booked []solver.Pod
+	for i := range k {
+		pod := solver.Pod{Namespace: "ml", Name: "held-0-" + string(rune('0'+i))}
+		pod.Requests[solver.CPU], pod.Requests[solver.Pods], pod.Requests[solver.GPU] = 1000, 1, 8
+		booked = append(booked, pod)
+	}
+	p.Pods = append(booked, p.Pods...)
+	return p
+}
+
 func TestDecide(t *testing.T) {
 	const (
 		check  = prv1.ClassCheckCapacity
@@ -123,43 +136,61 @@ func TestDecide(t *testing.T) {
 		class       string
 		noRetry     bool
 		problem     *solver.Problem
-		launch      bool
+		booked      int // the problem's first pods, held by other requests
+		launch      int // nodes
 		condType    string
 		condStatus  metav1.ConditionStatus
 		reason      string
 		messageHas  []string
 		messageLack string
 	}{
-		{"check: the gang fits the free room", check, false, gpuProblem(8, 0, 2, 4), false,
+		{"check: the gang fits the free room", check, false, gpuProblem(8, 0, 2, 4), 0, 0,
 			prv1.ConditionProvisioned, metav1.ConditionTrue, ReasonCapacityIsFound, []string{"all 2 pods fit"}, ""},
-		{"check: it needs new nodes, retried", check, false, gpuProblem(8, 4, 3, 4), false,
+		{"check: it needs new nodes, retried", check, false, gpuProblem(8, 4, 3, 4), 0, 0,
 			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 3 pods do not fit", "1 new node (1 × g6.48xlarge in NodePool gpu)"}, ""},
-		{"check: it needs new nodes, noRetry fails", check, true, gpuProblem(0, 4, 2, 8), false,
+		{"check: it needs new nodes, noRetry fails", check, true, gpuProblem(0, 4, 2, 8), 0, 0,
 			prv1.ConditionFailed, metav1.ConditionTrue, ReasonCapacityIsNotFound, []string{"2 of 2 pods do not fit", "2 new nodes (2 × g6.48xlarge in NodePool gpu)"}, ""},
-		{"check: a pool limit leaves a pod out", check, false, gpuProblem(0, 1, 2, 8), false,
+		{"check: a pool limit leaves a pod out", check, false, gpuProblem(0, 1, 2, 8), 0, 0,
 			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 2 pods cannot be placed", "NodePool gpu", "limit"}, "no node is launched"},
-		{"check: no type fits", check, false, gpuProblem(0, 4, 1, 16), false,
+		{"check: no type fits", check, false, gpuProblem(0, 4, 1, 16), 0, 0,
 			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 1 pods cannot be placed"}, ""},
-		{"atomic: a pool limit allows 7 of 8 nodes", atomic, false, gpuProblem(0, 7, 8, 8), false,
+		{"atomic: a pool limit allows 7 of 8 nodes", atomic, false, gpuProblem(0, 7, 8, 8), 0, 0,
 			prv1.ConditionFailed, metav1.ConditionTrue, ReasonCapacityIsNotFound, []string{"1 of 8 pods cannot be placed, so no node is launched", "NodePool gpu", "limit"}, ""},
-		{"atomic: all 8 nodes within the limit launch", atomic, false, gpuProblem(0, 8, 8, 8), true, "", "", "", nil, ""},
-		{"atomic: room on the nodes there are", atomic, false, gpuProblem(8, 0, 1, 8), false,
+		{"atomic: all 8 nodes within the limit launch", atomic, false, gpuProblem(0, 8, 8, 8), 0, 8, "", "", "", nil, ""},
+		{"check: room another request holds is not free", check, false, withBooked(gpuProblem(8, 4, 1, 8), 1), 1, 0,
+			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 1 pods do not fit", "1 new node"}, ""},
+		{"atomic: launches only the gang's nodes, not a booked pod's", atomic, false, withBooked(gpuProblem(0, 4, 1, 8), 1), 1, 1, "", "", "", nil, ""},
+		{"atomic: the held room is not the gang's, and the limit leaves none", atomic, false, withBooked(gpuProblem(8, 0, 1, 8), 1), 1, 0,
+			prv1.ConditionFailed, metav1.ConditionTrue, ReasonCapacityIsNotFound, []string{"1 of 1 pods cannot be placed", "limit"}, ""},
+		{"check: two pods held, room for one: none left for the gang", check, false, withBooked(gpuProblem(8, 0, 1, 8), 2), 2, 0,
+			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"cannot be placed"}, ""},
+		{"atomic: room on the nodes there are", atomic, false, gpuProblem(8, 0, 1, 8), 0, 0,
 			prv1.ConditionProvisioned, metav1.ConditionTrue, ReasonCapacityIsFound, []string{"all 1 pods fit"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := solver.Solve(tc.problem)
+			q := tc.problem
+			if tc.booked > 0 { // their room reserved first, as the controller does
+				b := &solver.Problem{}
+				*b = *q
+				b.Pods = q.Pods[:tc.booked]
+				q = gangProblem(q, nil)
+				q.Pods = tc.problem.Pods[tc.booked:]
+				held, err := solver.Solve(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				q = reserve(q, b, held)
+			}
+			plan, err := solver.Solve(q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := decide(tc.class, tc.noRetry, tc.problem, plan)
-			if d.launch != tc.launch {
-				t.Fatalf("launch = %v; want %v (plan: %d new nodes, %d unplaced %v)", d.launch, tc.launch, len(plan.NewNodes), len(plan.Unschedulable), plan.Unschedulable)
+			d := decide(tc.class, tc.noRetry, q, plan)
+			if len(d.launch) != tc.launch {
+				t.Fatalf("launch %d nodes; want %d (plan: %d new nodes, %d unplaced %v)", len(d.launch), tc.launch, len(plan.NewNodes), len(plan.Unschedulable), plan.Unschedulable)
 			}
-			if tc.launch {
-				if len(plan.NewNodes) != len(tc.problem.Pods) {
-					t.Errorf("%d new nodes planned for %d pods of a full node each", len(plan.NewNodes), len(tc.problem.Pods))
-				}
+			if tc.launch > 0 {
 				return
 			}
 			c := d.cond

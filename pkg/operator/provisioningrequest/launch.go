@@ -32,26 +32,26 @@ type Planner interface {
 // deleter deletes a NodeClaim (the API client's Delete).
 type deleter func(ctx context.Context, claim *v1alpha1.NodeClaim) error
 
-// launchAll creates the NodeClaims of every new node of the gang's plan
-// (planned on gangProblem q of snapshot s), one after the other, all
+// launchAll creates the NodeClaims of the gang's new nodes (planned on
+// gangProblem q of snapshot s), one after the other, all
 // annotated with the same batch. When one cannot be created, those created
 // are deleted again, so that none is left behind, and the error says which
 // failed; an error deleting one is joined to it.
-func launchAll(ctx context.Context, pl Planner, del deleter, s *disruption.Snapshot, q *solver.Problem, plan *solver.Plan, batch string) ([]*v1alpha1.NodeClaim, error) {
+func launchAll(ctx context.Context, pl Planner, del deleter, s *disruption.Snapshot, q *solver.Problem, nodes []solver.NewNode, batch string) ([]*v1alpha1.NodeClaim, error) {
 	var created []*v1alpha1.NodeClaim
-	for i := range plan.NewNodes {
-		n := &plan.NewNodes[i]
+	for i := range nodes {
+		n := &nodes[i]
 		keys := make([]string, len(n.Pods))
 		for k, pi := range n.Pods {
 			keys[k] = q.Pods[pi].Key()
 		}
-		claim, err := pl.LaunchGang(ctx, s, n, keys, batch, len(plan.NewNodes))
+		claim, err := pl.LaunchGang(ctx, s, n, keys, batch, len(nodes))
 		if err == nil {
 			created = append(created, claim)
 			continue
 		}
 		err = fmt.Errorf("node %d of %d (%s %s in NodePool %s) could not be created, so the %d created are deleted: %w",
-			i+1, len(plan.NewNodes), n.InstanceType, n.CapacityType, n.Pool, len(created), err)
+			i+1, len(nodes), n.InstanceType, n.CapacityType, n.Pool, len(created), err)
 		return nil, errors.Join(err, rollback(ctx, pl, del, created))
 	}
 	return created, nil

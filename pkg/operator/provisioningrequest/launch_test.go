@@ -80,12 +80,12 @@ func TestLaunchAllLaunchesTheWholeGangOrNone(t *testing.T) {
 				return nil
 			}
 			q := &solver.Problem{}
-			plan := &solver.Plan{}
+			var nodes []solver.NewNode
 			for i := range tc.nodes {
 				q.Pods = append(q.Pods, solver.Pod{Namespace: "ml", Name: fmt.Sprintf("job-0-%d", i)})
-				plan.NewNodes = append(plan.NewNodes, solver.NewNode{Pool: "gpu", InstanceType: "g6.48xlarge", CapacityType: "on-demand", Pods: []int{i}})
+				nodes = append(nodes, solver.NewNode{Pool: "gpu", InstanceType: "g6.48xlarge", CapacityType: "on-demand", Pods: []int{i}})
 			}
-			claims, err := launchAll(context.Background(), pl, del, &disruption.Snapshot{}, q, plan, "provreq-1")
+			claims, err := launchAll(context.Background(), pl, del, &disruption.Snapshot{}, q, nodes, "provreq-1")
 			if len(claims) != tc.created {
 				t.Errorf("%d claims returned; want %d", len(claims), tc.created)
 			}
