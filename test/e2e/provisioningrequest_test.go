@@ -33,6 +33,11 @@ func TestProvisioningRequest(t *testing.T) {
 	)
 	e := sharedEnv(t)
 	ctx := context.Background()
+	// The plane's CRDs include ours (config/crd); applyCRDs waits for the
+	// rightsize.dev ones only.
+	if r := runKubectl(e.Env, "wait", "--for", "condition=Established", "--timeout", "60s", "crd/provisioningrequests.autoscaling.x-k8s.io"); r.err != nil {
+		t.Fatalf("the ProvisioningRequest CRD is not established: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
 	ns := e.namespace(t, "provreq")
 	// g5/g6 on-demand: their largest types have 8 GPUs, so the limit of
 	// 56 GPUs allows 7 nodes of the gang's 8.

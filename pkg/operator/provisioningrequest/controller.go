@@ -159,6 +159,9 @@ func (c *Controller) Start(ctx context.Context) error {
 				c.log.Error(err, "answering a ProvisioningRequest", "provisioningrequest", pr.Namespace+"/"+pr.Name)
 				delete(c.checked, pr.UID) // retried at the next poll
 			}
+			if holds(pr) { // answered now: the next request of this pass plans around it
+				holding = append(holding, pr)
+			}
 		}
 		for uid := range c.checked {
 			if !seen[uid] {
@@ -335,6 +338,9 @@ func (c *Controller) writeStatus(ctx context.Context, pr *prv1.ProvisioningReque
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	pr.Status.Conditions = conds
+	if len(details) > 0 {
+		pr.Status.ProvisioningClassDetails = details
+	}
 	return nil
 }
 
