@@ -18,7 +18,10 @@
 //     NodeClaims whose instance vanished;
 //   - nodepool: NodePool status and the cost metrics;
 //   - disruption: consolidation, expiration and drift: deletes and replaces
-//     nodes within the pools' budgets, never losing a pod.
+//     nodes within the pools' budgets, never losing a pod;
+//   - provisioningrequest: answers ProvisioningRequests (check-capacity,
+//     best-effort-atomic-scale-up) from a plan of their gang, launching
+//     the whole gang's nodes or none.
 //
 // Only the leader acts; other replicas keep warm caches and take over when
 // the leader goes away.
@@ -64,6 +67,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim/repair"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodepool"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioning"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/provisioningrequest"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/static"
 )
@@ -273,7 +277,8 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger, opts 
 
 // addControllers registers the operator's controllers with mgr:
 // provisioning, the NodeClaim lifecycle, drift, repair and pod events,
-// NodePools and static NodePools, garbage collection, disruption, and the
+// NodePools and static NodePools, garbage collection, disruption,
+// ProvisioningRequests, and the
 // cloud provider's own controllers when opts adds them.
 func addControllers(mgr manager.Manager, kube kubernetes.Interface, cp cloud.CloudProvider, recorder events.EventRecorder, log logr.Logger, opts Options) error {
 	unavailable := state.NewUnavailable(0)
@@ -313,6 +318,9 @@ func addControllers(mgr manager.Manager, kube kubernetes.Interface, cp cloud.Clo
 
 	if err := disruption.New(mgr.GetClient(), kube, prov, recorder, log.WithName("disruption"), opts.Disruption).Register(mgr); err != nil {
 		return fmt.Errorf("operator: disruption: %w", err)
+	}
+	if err := mgr.Add(provisioningrequest.New(mgr.GetClient(), mgr.GetAPIReader(), prov, log.WithName("provisioningrequest"), provisioningrequest.Options{})); err != nil {
+		return fmt.Errorf("operator: provisioning requests: %w", err)
 	}
 
 	if opts.CloudControllers != nil {

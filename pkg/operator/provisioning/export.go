@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
@@ -32,6 +34,50 @@ func (p *Provisioner) Snapshot(ctx context.Context) (*disruption.Snapshot, error
 // that takes the same pods (solver.LaunchOptions, at most the launch price
 // premium above the planned one), within the pool's limits and minValues.
 func (p *Provisioner) Launch(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, reason string, pods []string) (*v1alpha1.NodeClaim, error) {
+	now := p.opts.Clock.Now()
+	return p.launchPlanned(ctx, s, n, pods, replacementPremium(reason, p.opts.LaunchPricePremium),
+		"replace-"+strconv.FormatInt(now.UnixNano(), 36), 1, metrics.ReasonDisruption, reason)
+}
+
+// SnapshotWith is Snapshot with pods that do not exist — a
+// ProvisioningRequest's gang, which Kueue creates only once its capacity
+// is there — planned as pending beside the cluster's own. index[i] is
+// pods[i]'s index in the problem's pods, or -1 when the pod could not be
+// modelled (its reason is among the snapshot's warnings, logged).
+func (p *Provisioner) SnapshotWith(ctx context.Context, pods []*corev1.Pod) (s *disruption.Snapshot, index []int, err error) {
+	b, err := p.snapshotWith(ctx, false, pods)
+	if err != nil {
+		return nil, nil, err
+	}
+	at := make(map[string]int, len(b.problem.Pods))
+	for i := range b.problem.Pods {
+		at[b.problem.Pods[i].Key()] = i
+	}
+	index = make([]int, len(pods))
+	for i, pod := range pods {
+		index[i] = -1
+		if j, ok := at[pod.Namespace+"/"+pod.Name]; ok {
+			index[i] = j
+		}
+	}
+	return &disruption.Snapshot{Problem: b.problem, Pools: b.pools, Repriced: b.repriced}, index, nil
+}
+
+// LaunchGang creates the NodeClaim of one node of a gang planned on a
+// SnapshotWith snapshot (a ProvisioningRequest's), as a provisioning batch
+// creates its nodes: the offerings that take the same pods within the
+// launch price premium and the pool's limits. batch names the gang's
+// decision and size is its number of nodes (the claims' batch
+// annotations); pods are the keys of the gang's pods planned onto it. No
+// pod is nominated: none exists yet.
+func (p *Provisioner) LaunchGang(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, pods []string, batch string, size int) (*v1alpha1.NodeClaim, error) {
+	return p.launchPlanned(ctx, s, n, pods, p.opts.LaunchPricePremium, batch, size, metrics.ReasonProvisioning, "")
+}
+
+// launchPlanned creates the NodeClaim of node n planned on s's problem to
+// take the pods of the given keys, counted at once (before the cache shows
+// it); reason and disruptionReason label the creation metrics.
+func (p *Provisioner) launchPlanned(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, pods []string, premium float64, batchID string, size int, reason, disruptionReason string) (*v1alpha1.NodeClaim, error) {
 	np := s.Pools[n.Pool]
 	if np == nil {
 		return nil, fmt.Errorf("NodePool %s is not in the snapshot", n.Pool)
@@ -42,16 +88,16 @@ func (p *Provisioner) Launch(ctx context.Context, s *disruption.Snapshot, n *sol
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster for the replacement's launch options: %w", err)
 	}
-	flex, refusal := p.flexible(b, np, n, replacementOptions(s.Problem, n, pods, replacementPremium(reason, p.opts.LaunchPricePremium)))
+	flex, refusal := p.flexible(b, np, n, replacementOptions(s.Problem, n, pods, premium))
 	if refusal != "" {
-		return nil, fmt.Errorf("replacement for NodePool %s: %s", np.Name, refusal)
+		return nil, fmt.Errorf("node for NodePool %s: %s", np.Name, refusal)
 	}
-	// A batch of its own, of one: the lifecycle opens it as soon as it is
-	// ready instead of waiting for siblings.
+	// A replacement is a batch of its own, of one: the lifecycle opens it
+	// as soon as it is ready instead of waiting for siblings.
 	now := p.opts.Clock.Now()
-	claim := p.newClaim(&batch{problem: s.Problem}, np, n, flex, nil, "replace-"+strconv.FormatInt(now.UnixNano(), 36), 1)
+	claim := p.newClaim(&batch{problem: s.Problem}, np, n, flex, nil, batchID, size)
 	p.remember(claim, nil, now)
-	if err := p.create(ctx, claim, np, metrics.ReasonDisruption, reason); err != nil {
+	if err := p.create(ctx, claim, np, reason, disruptionReason); err != nil {
 		return nil, err
 	}
 	return claim, nil

@@ -87,6 +87,12 @@ type batch struct {
 // batch), the pods of leaving nodes are planned as pending (see
 // batch.moving); the other planners see them where they run.
 func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, error) {
+	return p.snapshotWith(ctx, batching, nil)
+}
+
+// snapshotWith is snapshot with extra pods, which need not exist, planned
+// as pending after the others (see SnapshotWith).
+func (p *Provisioner) snapshotWith(ctx context.Context, batching bool, extra []*corev1.Pod) (*batch, error) {
 	cache, err := p.readCache(ctx)
 	if err != nil {
 		return nil, err
@@ -107,7 +113,7 @@ func (p *Provisioner) snapshot(ctx context.Context, batching bool) (*batch, erro
 	// Pods: bound ones where they run, pending ones to plan unless
 	// nominated to a claim in flight.
 	toPlan, nominated := p.placePods(b, cache.pods.Items, claims, byName, leaving, batching, now)
-	objs.Pods = toPlan
+	objs.Pods = append(toPlan, extra...)
 	b.lapse = nominationLapse(nominated, byName, now)
 
 	// Pools whose node class resolves, and the instance types they offer.
