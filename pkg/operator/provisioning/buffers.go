@@ -19,6 +19,7 @@ import (
 
 	cbv1beta1 "github.com/rightsize-dev/kubectl-rightsize/pkg/apis/capacitybuffer/v1beta1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/optional"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -111,17 +112,24 @@ func (p *Provisioner) pollBuffers(ctx context.Context) {
 	tick := p.opts.Clock.NewTicker(bufferPoll)
 	defer tick.Stop()
 	last, lastBatch := "", time.Time{}
+	var pace optional.Pacer
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C():
 		}
+		now := p.opts.Clock.Now()
+		if pace.Wait(now) {
+			continue
+		}
 		// Unstructured: read from the API server, never an informer that
 		// would wait forever for a kind not installed or not allowed.
 		var list unstructured.UnstructuredList
 		list.SetGroupVersionKind(cbv1beta1.SchemeGroupVersion.WithKind("CapacityBufferList"))
-		if err := p.client.List(ctx, &list); err != nil {
+		err := p.client.List(ctx, &list)
+		pace.Saw(err, now)
+		if err != nil {
 			continue // no CRD, no right: readBuffers says so in a batch
 		}
 		keys := make([]string, 0, len(list.Items))
@@ -130,7 +138,6 @@ func (p *Provisioner) pollBuffers(ctx context.Context) {
 			keys = append(keys, string(o.GetUID())+"@"+strconv.FormatInt(o.GetGeneration(), 10))
 		}
 		slices.Sort(keys)
-		now := p.opts.Clock.Now()
 		if key := strings.Join(keys, ","); key != last || len(keys) > 0 && now.Sub(lastBatch) >= bufferResync {
 			last, lastBatch = key, now
 			p.Trigger()

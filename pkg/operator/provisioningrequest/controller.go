@@ -29,6 +29,7 @@ import (
 
 	prv1 "github.com/rightsize-dev/kubectl-rightsize/pkg/apis/provisioningrequest/v1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/optional"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -73,6 +74,9 @@ type Controller struct {
 	// rather than launching again.
 	unwritten map[types.UID]answer
 	forbidden atomic.Bool
+	// pace leaves ProvisioningRequests alone for a while once the cluster
+	// said it does not serve them or the operator may not list them.
+	pace optional.Pacer
 }
 
 // answer is a condition and class details to write.
@@ -121,6 +125,9 @@ func (c *Controller) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C():
+		}
+		if c.pace.Wait(c.opts.Clock.Now()) {
+			continue
 		}
 		requests, err := c.list(ctx)
 		if err != nil {
@@ -196,7 +203,9 @@ func open(pr *prv1.ProvisioningRequest) bool {
 func (c *Controller) list(ctx context.Context) ([]*prv1.ProvisioningRequest, error) {
 	var list unstructured.UnstructuredList
 	list.SetGroupVersionKind(prv1.SchemeGroupVersion.WithKind("ProvisioningRequestList"))
-	if err := c.client.List(ctx, &list); err != nil {
+	err := c.client.List(ctx, &list)
+	c.pace.Saw(err, c.opts.Clock.Now())
+	if err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			return nil, nil
 		}
