@@ -137,9 +137,52 @@ func TestLiveSideBySide(t *testing.T) {
 			t.Errorf("%s: controller CPU %.2f s, RSS %.0f MiB: want measured", r.System, r.ControllerCPU, r.ControllerRSSMB)
 		}
 	}
+	if b := w.Bound; b == nil || b.LowerBound <= 0 || b.Plan < b.LowerBound*0.999 {
+		t.Errorf("packed from scratch: %+v: want 0 < lower bound <= plan", b)
+	} else {
+		t.Log(w.boundLine())
+	}
 	line := w.line()
 	if !strings.HasPrefix(line, "bench-live ramp: cost-hours ours/karpenter ") {
 		t.Errorf("summary line %q", line)
 	}
 	t.Log(line)
+}
+
+// TestTraceBoundOnly computes the packed-from-scratch bound of a small
+// synthetic trace without running either system: every sample is
+// planned by our binary, the bound is positive and no more than the
+// plan, and the report has no measured rows.
+func TestTraceBoundOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin; not in -short")
+	}
+	cfg, err := parseFlags([]string{"-workloads", "trace", "-bound-only", "-synthetic", "40",
+		"-trace-window", "2m", "-trace-min-life", "30s", "-trace-tail", "30s", "-bound-every", "20s"}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := runBench(context.Background(), cfg, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Workloads) != 1 || len(rep.Workloads[0].Rows) != 0 || rep.Workloads[0].Bound == nil {
+		t.Fatalf("report: %+v", rep)
+	}
+	if len(rep.Builds) != 1 {
+		t.Errorf("builds %+v: want only our binary built", rep.Builds)
+	}
+	b := rep.Workloads[0].Bound
+	// The replay's last event is at most window + min life; 20 s samples.
+	if b.Samples < 8 || b.Samples > 9 {
+		t.Errorf("%d samples over a 2m30s-3m replay every 20 s", b.Samples)
+	}
+	if b.LowerBound <= 0 || b.Plan < b.LowerBound*0.999 {
+		t.Errorf("lower bound $%.4f, plan $%.4f cost-hours: want 0 < bound <= plan", b.LowerBound, b.Plan)
+	}
+	lines := rep.lines()
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "bench-live trace packed from scratch every 20s: lower bound $") {
+		t.Errorf("lines %q", lines)
+	}
+	t.Log(lines[0])
 }

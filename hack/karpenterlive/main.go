@@ -49,6 +49,10 @@ type config struct {
 	keep       string
 	// oursArgs are extra flags for our operator (experiments).
 	oursArgs []string
+	// boundEvery samples the packed-from-scratch bound (0: not computed);
+	// boundOnly computes it without running either system.
+	boundEvery time.Duration
+	boundOnly  bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -71,6 +75,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.parallel, "parallel", false, "run both systems at once (two planes on the machine: faster, but CPU figures distorted); default one after the other")
 	fs.StringVar(&c.out, "out", "", "write the table as OUT.md and OUT.json too")
 	fs.StringVar(&c.keep, "keep", "", "keep the catalog files, binaries and controller logs in this directory")
+	fs.DurationVar(&c.boundEvery, "bound-every", 30*time.Second, "plan what each workload has alive every this often of its run from scratch (explain -f) and report the cost-hours no system could beat; 0: not computed")
+	fs.BoolVar(&c.boundOnly, "bound-only", false, "compute only that bound: build neither controller's plane, run neither system (minutes, not tens of minutes)")
 	oursArgs := fs.String("ours-args", "", "extra space-separated flags for our operator, after its defaults (for experiments, e.g. \"--batch-max 30s\")")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -86,6 +92,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.scale <= 0 || c.scale > 4 {
 		return c, fmt.Errorf("-scale %g: want a number in (0, 4]", c.scale)
+	}
+	if c.boundOnly && c.boundEvery <= 0 {
+		return c, errors.New("-bound-only needs a positive -bound-every")
 	}
 	if c.traceEvery < 1 || c.synthetic < 1 || c.dCycles < 1 || c.dStep <= 0 || c.dPeriod <= 0 || c.traceWin <= 0 {
 		return c, errors.New("-trace-every, -synthetic, -diurnal-cycles, -diurnal-step, -diurnal-period and -trace-window must be positive")
@@ -154,7 +163,7 @@ func runBench(ctx context.Context, cfg config, logf func(string, ...any)) (*repo
 	logf("shared catalog: %d instance types, %d zones, on-demand and spot; both systems read the same types, offerings, prices and allocatable", n, len(benchZones))
 	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Catalog: b.cat.Source, Types: n}
 	began := time.Now()
-	karpBin, oursBin, builds, err := buildBinaries(b.dir, logf)
+	karpBin, oursBin, builds, err := buildBinaries(b.dir, !cfg.boundOnly, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -174,12 +183,22 @@ func runBench(ctx context.Context, cfg config, logf func(string, ...any)) (*repo
 		if err != nil {
 			return nil, err
 		}
-		rows, err := b.runWorkload(ctx, w)
-		if err != nil {
-			return nil, fmt.Errorf("workload %s: %w", name, err)
+		wr := workloadReport{Name: w.name, Desc: w.desc}
+		if !cfg.boundOnly {
+			if wr.Rows, err = b.runWorkload(ctx, w); err != nil {
+				return nil, fmt.Errorf("workload %s: %w", name, err)
+			}
+			logf("%s", wr.line())
 		}
-		rep.Workloads = append(rep.Workloads, workloadReport{Name: w.name, Desc: w.desc, Rows: rows})
-		logf("%s", rep.Workloads[len(rep.Workloads)-1].line())
+		if cfg.boundEvery > 0 {
+			bound, err := boundOf(ctx, oursBin, oursFile, b.dir, benchPools(b.cat), w.end, cfg.boundEvery, w.alive)
+			if err != nil {
+				return nil, fmt.Errorf("workload %s: %w", name, err)
+			}
+			wr.Bound = &bound
+			logf("%s", wr.boundLine())
+		}
+		rep.Workloads = append(rep.Workloads, wr)
 	}
 	return rep, nil
 }

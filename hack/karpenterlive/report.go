@@ -22,6 +22,9 @@ type workloadReport struct {
 	Name string   `json:"name"`
 	Desc string   `json:"description"`
 	Rows []result `json:"rows"`
+	// Bound is what the workload costs packed from scratch at every
+	// instant (trace only; nil when not computed).
+	Bound *packedBound `json:"packedFromScratch,omitempty"`
 }
 
 // row returns the workload's row of a system.
@@ -47,10 +50,28 @@ func (w workloadReport) line() string {
 		w.Name, ratio, o.PendingP95, k.PendingP95, o.Evicted, k.Evicted)
 }
 
+// boundLine says what the workload costs packed from scratch at every
+// instant, and as a fraction of each system's cost-hours measured.
+func (w workloadReport) boundLine() string {
+	b := w.Bound
+	s := fmt.Sprintf("bench-live %s packed from scratch every %s: lower bound $%.3f, our plan $%.3f cost-hours", w.Name, b.Every, b.LowerBound, b.Plan)
+	for _, sys := range []string{systemKarpenter, systemOurs} {
+		if r, ok := w.row(sys); ok && r.CostHours > 0 {
+			s += fmt.Sprintf("; %s measured $%.3f (bound/%s %.3f)", sys, r.CostHours, sys, b.LowerBound/r.CostHours)
+		}
+	}
+	return s
+}
+
 func (r *report) lines() []string {
 	var out []string
 	for _, w := range r.Workloads {
-		out = append(out, w.line())
+		if len(w.Rows) > 0 {
+			out = append(out, w.line())
+		}
+		if w.Bound != nil {
+			out = append(out, w.boundLine())
+		}
 	}
 	return out
 }
@@ -60,12 +81,17 @@ func (r *report) writeMarkdown(w io.Writer) error {
 	var b strings.Builder
 	for _, wl := range r.Workloads {
 		fmt.Fprintf(&b, "\n#### %s\n\n%s.\n\n", wl.Name, wl.Desc)
-		b.WriteString("| system | cost-hours $ (GPU nodes) | peak nodes | nodes created / deleted | never used | pods | ran | pending at end | deleted unrun | pending p50 / p95 / p99 / max s | evicted | controller CPU s | peak RSS MiB |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-		for _, x := range wl.Rows {
-			fmt.Fprintf(&b, "| %s | %.3f (%.3f) | %d | %d / %d | %d | %d | %d | %d | %d | %.1f / %.1f / %.1f / %.1f | %d | %.1f | %.0f |\n",
-				x.System, x.CostHours, x.GPUCostHours, x.PeakNodes, x.NodesCreated, x.NodesDeleted, x.WastedNodes, x.Pods, x.PodsRan, x.PodsPendingEnd,
-				x.PodsNeverRan, x.PendingP50, x.PendingP95, x.PendingP99, x.PendingMax, x.Evicted, x.ControllerCPU, x.ControllerRSSMB)
+		if len(wl.Rows) > 0 {
+			b.WriteString("| system | cost-hours $ (GPU nodes) | peak nodes | nodes created / deleted | never used | pods | ran | pending at end | deleted unrun | pending p50 / p95 / p99 / max s | evicted | controller CPU s | peak RSS MiB |\n")
+			b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+			for _, x := range wl.Rows {
+				fmt.Fprintf(&b, "| %s | %.3f (%.3f) | %d | %d / %d | %d | %d | %d | %d | %d | %.1f / %.1f / %.1f / %.1f | %d | %.1f | %.0f |\n",
+					x.System, x.CostHours, x.GPUCostHours, x.PeakNodes, x.NodesCreated, x.NodesDeleted, x.WastedNodes, x.Pods, x.PodsRan, x.PodsPendingEnd,
+					x.PodsNeverRan, x.PendingP50, x.PendingP95, x.PendingP99, x.PendingMax, x.Evicted, x.ControllerCPU, x.ControllerRSSMB)
+			}
+		}
+		if wl.Bound != nil {
+			fmt.Fprintf(&b, "\n%s.\n", wl.boundLine())
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -26,6 +26,12 @@ type workload struct {
 	// desc says what it is, for the report.
 	desc string
 	run  func(ctx context.Context, cs kubernetes.Interface, ns string, logf func(string, ...any)) error
+	// alive (what is alive at an offset from the start; offsets asked in
+	// increasing order) and end (the run's length) let the bench integrate
+	// what the workload costs packed from scratch at every instant (see
+	// packedBound).
+	alive aliveFunc
+	end   time.Duration
 }
 
 // shape is one Deployment of TestLiveEqualsPlan (test/e2e/live_test.go,
@@ -154,13 +160,21 @@ func rampWorkload(scale float64, up, down time.Duration) workload {
 		total += scaled(s.replicas, scale)
 		after += scaled(scaled(s.replicas, scale), 0.25)
 	}
+	replicas := func(s shape, at time.Duration) int32 {
+		if at < up {
+			return scaled(s.replicas, scale)
+		}
+		return scaled(scaled(s.replicas, scale), 0.25)
+	}
 	return workload{
-		name: "ramp",
-		desc: fmt.Sprintf("TestLiveEqualsPlan's 20 Deployments, %d pods; after %s scaled to %d pods; %s more", total, up, after, down),
+		name:  "ramp",
+		alive: deploymentsAlive(rampShapes, replicas),
+		end:   up + down,
+		desc:  fmt.Sprintf("TestLiveEqualsPlan's 20 Deployments, %d pods; after %s scaled to %d pods; %s more", total, up, after, down),
 		run: func(ctx context.Context, cs kubernetes.Interface, ns string, logf func(string, ...any)) error {
 			start := time.Now()
 			for _, s := range rampShapes {
-				if _, err := cs.AppsV1().Deployments(ns).Create(ctx, deployment(ns, s, scaled(s.replicas, scale)), metav1.CreateOptions{}); err != nil {
+				if _, err := cs.AppsV1().Deployments(ns).Create(ctx, deployment(ns, s, replicas(s, 0)), metav1.CreateOptions{}); err != nil {
 					return fmt.Errorf("creating Deployment %s: %w", s.name, err)
 				}
 			}
@@ -169,7 +183,7 @@ func rampWorkload(scale float64, up, down time.Duration) workload {
 			}
 			logf("ramp: scaling %d pods down to %d", total, after)
 			for _, s := range rampShapes {
-				if err := scaleTo(ctx, cs, ns, s.name, scaled(scaled(s.replicas, scale), 0.25)); err != nil {
+				if err := scaleTo(ctx, cs, ns, s.name, replicas(s, up)); err != nil {
 					return err
 				}
 			}
@@ -187,16 +201,19 @@ func diurnalWorkload(scale float64, period time.Duration, cycles int, step time.
 		peak += scaled(s.replicas, scale)
 	}
 	length := time.Duration(cycles) * period
+	at := func(s shape, t time.Duration) int32 {
+		lo, hi := scaled(s.diurnalLo, scale), scaled(s.replicas, scale)
+		x := math.Sin(math.Pi * float64(t) / float64(period))
+		return lo + int32(math.Round(float64(hi-lo)*x*x))
+	}
 	return workload{
 		name: "diurnal",
-		desc: fmt.Sprintf("%d Deployments swinging to %d pods and back %d times, %s a cycle, rescaled every %s", len(diurnalShapes), peak, cycles, period, step),
+		// The replicas are set every step, from 0 to length.
+		alive: deploymentsAlive(diurnalShapes, func(s shape, t time.Duration) int32 { return at(s, min(t/step*step, length)) }),
+		end:   length + step,
+		desc:  fmt.Sprintf("%d Deployments swinging to %d pods and back %d times, %s a cycle, rescaled every %s", len(diurnalShapes), peak, cycles, period, step),
 		run: func(ctx context.Context, cs kubernetes.Interface, ns string, logf func(string, ...any)) error {
 			start := time.Now()
-			at := func(s shape, t time.Duration) int32 {
-				lo, hi := scaled(s.diurnalLo, scale), scaled(s.replicas, scale)
-				x := math.Sin(math.Pi * float64(t) / float64(period))
-				return lo + int32(math.Round(float64(hi-lo)*x*x))
-			}
 			for _, s := range diurnalShapes {
 				if _, err := cs.AppsV1().Deployments(ns).Create(ctx, deployment(ns, s, at(s, 0)), metav1.CreateOptions{}); err != nil {
 					return fmt.Errorf("creating Deployment %s: %w", s.name, err)
@@ -260,11 +277,17 @@ func traceWorkload(pods []tracePod, evs []traceEvent, tail time.Duration, desc s
 						max(0, time.Since(start)-ev.At).Round(time.Second))
 				}
 			}
-			end := start
-			if len(evs) > 0 {
-				end = start.Add(evs[len(evs)-1].At)
-			}
-			return sleepUntil(ctx, end.Add(tail))
+			return sleepUntil(ctx, start.Add(traceEnd(evs, tail)))
 		},
+		alive: traceAlive(pods, evs),
+		end:   traceEnd(evs, tail),
 	}
+}
+
+// traceEnd is the replay's length: tail after its last event.
+func traceEnd(evs []traceEvent, tail time.Duration) time.Duration {
+	if len(evs) == 0 {
+		return tail
+	}
+	return evs[len(evs)-1].At + tail
 }
