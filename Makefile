@@ -114,7 +114,7 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	$(TEST_ENV) $(GO) test ./pkg/solver -run '^$$' -fuzz '^FuzzSolve$$' -fuzztime $(FUZZTIME)
 	$(TEST_ENV) $(GO) test ./pkg/solver -run '^$$' -fuzz '^FuzzConsolidate$$' -fuzztime $(FUZZTIME)
 	$(TEST_ENV) $(GO) test ./pkg/solver -run '^$$' -fuzz '^FuzzBound$$' -fuzztime $(FUZZTIME)
-	$(TEST_ENV) $(GO) test ./pkg/cloud/aws/interruption -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(TEST_ENV) $(GO) test ./pkg/cloud/aws/interruption/messages -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 conformance: ## Run the conformance scenarios (written from Karpenter's and kube-scheduler's tests) through the binary; ends with "conformance: P/N pass".
 	@mkdir -p bin && rm -f bin/conformance.txt

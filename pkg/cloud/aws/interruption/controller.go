@@ -21,6 +21,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	rsaws "github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws/interruption/messages"
 )
 
 // Defaults.
@@ -219,7 +220,7 @@ func (c *Controller) receive(ctx context.Context, url string) ([]sqstypes.Messag
 // back after the visibility timeout and is tried again.
 func (c *Controller) handle(ctx context.Context, url string, sm *sqstypes.Message) {
 	log := c.log.WithValues("messageID", aws.ToString(sm.MessageId))
-	msg, err := Parse([]byte(aws.ToString(sm.Body)))
+	msg, err := messages.Parse([]byte(aws.ToString(sm.Body)))
 	if err != nil {
 		c.metrics.received.WithLabelValues("malformed").Inc()
 		log.Info("deleting a message that is not an EC2 interruption event", "error", err.Error(), "bytes", len(aws.ToString(sm.Body)))
@@ -228,11 +229,11 @@ func (c *Controller) handle(ctx context.Context, url string, sm *sqstypes.Messag
 	}
 	c.metrics.received.WithLabelValues(string(msg.Kind)).Inc()
 	log = log.WithValues("event", msg.ID, "kind", string(msg.Kind))
-	if msg.Action() == ActionNone {
+	if msg.Action() == messages.ActionNone {
 		// State changes to pending or running are routine; other events
 		// should not be routed to this queue at all.
 		l := log
-		if msg.Kind != KindUnknown {
+		if msg.Kind != messages.KindUnknown {
 			l = log.V(1)
 		}
 		l.Info("deleting an event that needs no action", "detailType", msg.DetailType, "source", msg.Source, "state", msg.State)
@@ -293,10 +294,10 @@ func (c *Controller) claimsByInstance(ctx context.Context) (map[string]*v1alpha1
 }
 
 // act applies the message's action to one instance's NodeClaim.
-func (c *Controller) act(ctx context.Context, msg Message, instanceID string, claim *v1alpha1.NodeClaim) error {
+func (c *Controller) act(ctx context.Context, msg messages.Message, instanceID string, claim *v1alpha1.NodeClaim) error {
 	log := c.log.WithValues("instance", instanceID, "nodeclaim", claim.Name, "kind", string(msg.Kind))
 	note := msg.Describe(instanceID)
-	if msg.Kind == KindSpotInterruption && c.opts.Unavailable != nil && claim.Status.CapacityType == cloud.CapacityTypeSpot {
+	if msg.Kind == messages.KindSpotInterruption && c.opts.Unavailable != nil && claim.Status.CapacityType == cloud.CapacityTypeSpot {
 		typ, zone := claim.Status.InstanceType, claim.Status.Zone
 		if typ == "" {
 			typ = claim.Labels[corev1.LabelInstanceTypeStable]
@@ -310,9 +311,9 @@ func (c *Controller) act(ctx context.Context, msg Message, instanceID string, cl
 			log.Info("spot offering marked unavailable", "instanceType", typ, "zone", zone)
 		}
 	}
-	if msg.Action() == ActionEvent {
+	if msg.Action() == messages.ActionEvent {
 		c.record(ctx, msg, claim, corev1.EventTypeNormal, "None", note)
-		c.metrics.actions.WithLabelValues(string(msg.Kind), string(ActionEvent)).Inc()
+		c.metrics.actions.WithLabelValues(string(msg.Kind), string(messages.ActionEvent)).Inc()
 		log.Info("recorded an interruption event", "note", note)
 		return nil
 	}
@@ -332,13 +333,13 @@ func (c *Controller) act(ctx context.Context, msg Message, instanceID string, cl
 	if err := c.opts.Client.Delete(ctx, claim); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("deleting NodeClaim %s: %w", claim.Name, err))
 	}
-	c.metrics.actions.WithLabelValues(string(msg.Kind), string(ActionDelete)).Inc()
+	c.metrics.actions.WithLabelValues(string(msg.Kind), string(messages.ActionDelete)).Inc()
 	log.Info("deleting NodeClaim for an interruption event", "note", note, "node", claim.Status.NodeName)
 	return nil
 }
 
 // record puts the event on the NodeClaim and on its Node, if it has one.
-func (c *Controller) record(ctx context.Context, msg Message, claim *v1alpha1.NodeClaim, typ, action, note string) {
+func (c *Controller) record(ctx context.Context, msg messages.Message, claim *v1alpha1.NodeClaim, typ, action, note string) {
 	if c.opts.Recorder == nil {
 		return
 	}

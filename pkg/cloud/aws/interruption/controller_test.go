@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,8 +30,21 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	rsaws "github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws/interruption/messages"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/aws/sqstest"
 )
+
+// spotEvent and rebalanceEvent are EventBridge's examples that package
+// messages' tests parse.
+var spotEvent, rebalanceEvent = testEvent("spot.json"), testEvent("rebalance.json")
+
+func testEvent(name string) string {
+	b, err := os.ReadFile(filepath.Join("messages", "testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimSpace(string(b))
+}
 
 const (
 	testQueue    = "rightsize-interruptions"
@@ -230,13 +245,13 @@ func TestSpotInterruptionDeletesTheNodeClaimAndMarksTheOffering(t *testing.T) {
 	if len(evs) != 2 || evs[0] != want || evs[1] != want {
 		t.Errorf("events %q, want twice (NodeClaim and Node) %q", evs, want)
 	}
-	if got := counter(t, f.c.metrics.received, string(KindSpotInterruption)); got != 1 {
+	if got := counter(t, f.c.metrics.received, string(messages.KindSpotInterruption)); got != 1 {
 		t.Errorf("received{spot_interruption} = %v, want 1", got)
 	}
-	if got := counter(t, f.c.metrics.actions, string(KindSpotInterruption), "delete"); got != 1 {
+	if got := counter(t, f.c.metrics.actions, string(messages.KindSpotInterruption), "delete"); got != 1 {
 		t.Errorf("actions{spot_interruption,delete} = %v, want 1", got)
 	}
-	if got := counter(t, f.c.metrics.actions, string(KindSpotInterruption), "mark_unavailable"); got != 1 {
+	if got := counter(t, f.c.metrics.actions, string(messages.KindSpotInterruption), "mark_unavailable"); got != 1 {
 		t.Errorf("actions{spot_interruption,mark_unavailable} = %v, want 1", got)
 	}
 
@@ -252,10 +267,10 @@ func TestSpotInterruptionDeletesTheNodeClaimAndMarksTheOffering(t *testing.T) {
 func TestStateChangeAndScheduledChangeDeleteOnDemandClaims(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
-		kind       Kind
+		kind       messages.Kind
 	}{
-		{"stopping", fmt.Sprintf(`{"detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","time":"2026-11-30T12:00:00Z","detail":{"instance-id":%q,"state":"stopping"}}`, odInstance), KindStateChange},
-		{"scheduled retirement", fmt.Sprintf(`{"detail-type":"AWS Health Event","source":"aws.health","detail":{"service":"EC2","eventTypeCategory":"scheduledChange","eventTypeCode":"AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED","affectedEntities":[{"entityValue":%q}]}}`, odInstance), KindScheduledChange},
+		{"stopping", fmt.Sprintf(`{"detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","time":"2026-11-30T12:00:00Z","detail":{"instance-id":%q,"state":"stopping"}}`, odInstance), messages.KindStateChange},
+		{"scheduled retirement", fmt.Sprintf(`{"detail-type":"AWS Health Event","source":"aws.health","detail":{"service":"EC2","eventTypeCategory":"scheduledChange","eventTypeCode":"AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED","affectedEntities":[{"entityValue":%q}]}}`, odInstance), messages.KindScheduledChange},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, interceptor.Funcs{}, nil)
@@ -314,7 +329,7 @@ func TestUnknownInstancesUnknownEventsAndMalformedMessagesAreDeleted(t *testing.
 	if got := counter(t, f.c.metrics.received, "malformed"); got != 2 {
 		t.Errorf("received{malformed} = %v, want 2", got)
 	}
-	if got := counter(t, f.c.metrics.received, string(KindUnknown)); got != 1 {
+	if got := counter(t, f.c.metrics.received, string(messages.KindUnknown)); got != 1 {
 		t.Errorf("received{unknown} = %v, want 1", got)
 	}
 	if n := f.logged("deleting a message that is not an EC2 interruption event"); n != 2 {

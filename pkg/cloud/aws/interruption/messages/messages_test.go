@@ -1,23 +1,30 @@
-package interruption
+package messages
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
+// spotEvent and rebalanceEvent are EventBridge's examples kept in testdata,
+// which the interruption controller's tests send through SQS too.
+var spotEvent, rebalanceEvent = testEvent("spot.json"), testEvent("rebalance.json")
+
+func testEvent(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // Event bodies in the shapes EventBridge delivers them (the AWS user
 // guides' examples, with our own IDs).
 const (
-	spotEvent = `{"version":"0","id":"1e5527d7-bb36-4607-3370-4164db56a40e","detail-type":"EC2 Spot Instance Interruption Warning",
-"source":"aws.ec2","account":"123456789012","time":"2026-11-30T12:02:05Z","region":"us-east-1",
-"resources":["arn:aws:ec2:us-east-1b:instance/i-0b662ef9931388ba0"],
-"detail":{"instance-id":"i-0b662ef9931388ba0","instance-action":"terminate"}}`
-	rebalanceEvent = `{"version":"0","id":"26112ec9-4b12-4c8a-0b9b-c1fb4b5a7f5d","detail-type":"EC2 Instance Rebalance Recommendation",
-"source":"aws.ec2","account":"123456789012","time":"2026-11-30T12:00:00Z","region":"us-east-1",
-"resources":["arn:aws:ec2:us-east-1b:instance/i-0b662ef9931388ba0"],"detail":{"instance-id":"i-0b662ef9931388ba0"}}`
 	stateEvent = `{"version":"0","id":"7bf73129-1428-4cd3-a780-95db273d1602","detail-type":"EC2 Instance State-change Notification",
 "source":"aws.ec2","account":"123456789012","time":"2026-11-30T12:00:00Z","region":"us-east-1",
 "resources":["arn:aws:ec2:us-east-1:123456789012:instance/i-abcd1111"],"detail":{"instance-id":"i-abcd1111","state":"%s"}}`
