@@ -56,7 +56,7 @@ testenv: ## Build (once) the local test control plane into ~/.cache/kubectl-righ
 # and the unit tests that hold a wall-clock bound (UNIT_SOLO: --timeout
 # covering the printing of 20,000 pods within 50 ms, which missed by 0.5 s
 # beside the e2e) alone on the machine; then side by side, as one
-# step each: the rest of the e2e (its tests share three control planes,
+# step each: the rest of the e2e (its tests share four control planes,
 # test/e2e/planes_test.go), the unit tests, Karpenter's live controller
 # beside ours (hack/karpenterlive), and the release tools followed by the
 # distribution tests (-tags dist: the tools, a goreleaser snapshot, the
@@ -77,15 +77,22 @@ TEST_UNIT   = $(STEP) unit sh -c '$(TEST_ENV) $(GOTEST) unit -tags dist -timeout
 	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/karpenterbench unit-karpenterbench ./... && \
 	  $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/gencatalog unit-gencatalog ./...'
 TEST_LIVE   = $(STEP) karpenterlive env $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/karpenterlive karpenterlive -timeout 15m ./...
-# hack/image's tests run the pinned helm, so they follow the tools; the
-# fuzz runs follow them, in the time the longest e2e tests still take.
-TEST_DIST   = { $(STEP) tools $(MAKE) --no-print-directory tools && \
+# The release tools are built from the start in the background at the
+# lowest priority (TEST_TOOLS: nothing when they are cached; cold, ~8
+# CPU-minutes that use what vet, the control plane's build and the solo
+# step leave of the two cores); the distribution tests wait for them
+# (tools-wait; hack/tools/build.sh builds one at a time). hack/image's
+# tests run the pinned helm, so they follow; the fuzz runs follow them, in
+# the time the longest e2e tests still take.
+TEST_TOOLS  = RIGHTSIZE_TOOLS_NICE=19 $(STEP) tools-early $(MAKE) --no-print-directory tools
+TEST_DIST   = { $(STEP) tools-wait $(MAKE) --no-print-directory tools && \
 	  $(STEP) dist env $(TEST_ENV) $(GOTEST) dist -tags dist -timeout 45m -run '$(E2E_DIST)' $(E2E_PKG) && \
 	  $(STEP) unit-image env $(TEST_ENV) GOWORK=off $(GOTEST) -C hack/image unit-image -timeout 15m ./... && \
 	  $(STEP) fuzz $(MAKE) --no-print-directory fuzz; }
 
 test: ## Vet, build the test control plane and release tools if missing, run every test (the dist ones too), then a short run of each fuzz target; prints the slowest tests and each step's time.
 	@mkdir -p bin && rm -f bin/steps.tsv bin/test-*.json bin/test-*.md
+	@{ $(TEST_TOOLS); } > bin/step-tools-early.log 2>&1 &
 	@GOFLAGS= $(GO) build -o bin/testtime ./hack/testtime
 	@$(STEP) vet $(MAKE) --no-print-directory vet || $(TEST_FAILED)
 	@$(STEP) testenv hack/testenv/build.sh || $(TEST_FAILED)
@@ -98,7 +105,7 @@ test: ## Vet, build the test control plane and release tools if missing, run eve
 	  { $(TEST_DIST) } > bin/step-dist.log 2>&1 & dist=$$!; \
 	  $(TEST_UNIT) || rc=1; \
 	  for p in $$live $$dist $$e2e; do wait $$p || rc=1; done; \
-	  for s in karpenterlive dist e2e; do echo "--- $$s (bin/step-$$s.log)"; cat bin/step-$$s.log; done; \
+	  for s in tools-early karpenterlive dist e2e; do echo "--- $$s (bin/step-$$s.log)"; cat bin/step-$$s.log; done; \
 	  [ $$rc = 0 ] || $(TEST_FAILED)
 	@$(TEST_REPORT)
 

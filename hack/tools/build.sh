@@ -44,6 +44,12 @@ build() {
 }
 
 [ $# -gt 0 ] || set -- goreleaser krew validate-krew-manifest helm
+# One build at a time: make test starts one early in the background, and
+# the distribution tests' own call waits here for it, then finds the tools
+# built.
+mkdir -p "$DIR"
+exec 9>"$DIR/.lock"
+flock 9
 for tool in "$@"; do
 	case $tool in
 	goreleaser)

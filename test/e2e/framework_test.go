@@ -8,7 +8,7 @@
 // Starting a plane and installing the CRDs takes 10-30 s on a loaded
 // 2-core machine, and most of a test's time on it is spent waiting on
 // timers (batch windows, validation delays, drains), so the tests share a
-// few planes and run side by side ([planes]: three unless
+// few planes and run side by side ([planes]: four unless
 // RIGHTSIZE_E2E_PLANES says otherwise, started as tests need them and
 // stopped by TestMain). [sharedEnv] calls t.Parallel and gives the test a
 // plane to itself, the longest tests first; after each test the plane is
