@@ -278,7 +278,8 @@ func TestLiveEqualsPlan(t *testing.T) {
 		m[`rightsize_pods_nominated_total{attempt="first"}`], m[`rightsize_pods_nominated_total{attempt="again"}`], m[`rightsize_pods_nominated_total{attempt="moved"}`])
 	say("pods nominated for more than one NodeClaim: %d of the %d with a Nominated event", renominated, nominatedPods)
 	for _, b := range batches {
-		say("  batch: pods %v, pending %v, nodeClaims %v, onInFlightNodes %v, window %v, heldBy %q, solve %v", b["pods"], b["pending"], b["nodeClaims"], b["onInFlightNodes"], b["window"], b["heldBy"], b["solve"])
+		say("  batch at +%s: pods %v, pending %v, nodeClaims %v, onInFlightNodes %v, window %v, heldBy %q, solve %v", logTime(t, b).Sub(start).Round(time.Second),
+			b["pods"], b["pending"], b["nodeClaims"], b["onInFlightNodes"], b["window"], b["heldBy"], b["solve"])
 	}
 	if ratio > 1.05 {
 		msg := fmt.Sprintf("the live cluster costs $%.2f/h, %.3f× explain -f's $%.2f/h: want at most 1.05×", live, ratio, offline.TotalPricePerHour)
