@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -116,16 +114,10 @@ func deploymentsAlive(shapes []shape, replicas func(s shape, at time.Duration) i
 	}
 }
 
-// tracePodYAML is the replay's pod i as a manifest, the same spec the
-// trace workload creates.
+// tracePodYAML is the replay's pod i as a manifest, as the trace
+// workload creates it.
 func tracePodYAML(i int, p tracePod) (string, error) {
-	pod := corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("trace-%05d", i)},
-		Spec: podSpec(*resource.NewMilliQuantity(p.CPUMilli, resource.DecimalSI),
-			*resource.NewQuantity(p.MemMiB<<20, resource.BinarySI), p.GPUs, false),
-	}
-	out, err := yaml.Marshal(pod)
+	out, err := yaml.Marshal(tracePodObject("bench", i, p))
 	return string(out), err
 }
 

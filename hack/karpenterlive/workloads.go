@@ -253,15 +253,11 @@ func traceWorkload(pods []tracePod, evs []traceEvent, tail time.Duration, desc s
 				if err := sleepUntil(ctx, start.Add(ev.At)); err != nil {
 					return err
 				}
-				p := pods[ev.Pod]
-				name := fmt.Sprintf("trace-%05d", ev.Pod)
+				pod := tracePodObject(ns, ev.Pod, pods[ev.Pod])
+				name := pod.Name
 				if ev.Create {
-					spec := podSpec(*resource.NewMilliQuantity(p.CPUMilli, resource.DecimalSI),
-						*resource.NewQuantity(p.MemMiB<<20, resource.BinarySI), p.GPUs, false)
-					pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-						Labels: map[string]string{"app": "trace"}, Annotations: map[string]string{"trace/name": p.Name}}, Spec: spec}
 					if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-						return fmt.Errorf("creating trace pod %s (%s): %w", name, p.Name, err)
+						return fmt.Errorf("creating trace pod %s (%s): %w", name, pods[ev.Pod].Name, err)
 					}
 					created++
 				} else {
@@ -290,4 +286,16 @@ func traceEnd(evs []traceEvent, tail time.Duration) time.Duration {
 		return tail
 	}
 	return evs[len(evs)-1].At + tail
+}
+
+// tracePodObject is the replay's pod i of ns: GPU pods request whole GPUs
+// and tolerate the GPU pool's taint.
+func tracePodObject(ns string, i int, p tracePod) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("trace-%05d", i),
+			Labels: map[string]string{"app": "trace"}, Annotations: map[string]string{"trace/name": p.Name}},
+		Spec: podSpec(*resource.NewMilliQuantity(p.CPUMilli, resource.DecimalSI),
+			*resource.NewQuantity(p.MemMiB<<20, resource.BinarySI), p.GPUs, false),
+	}
 }
