@@ -261,8 +261,9 @@ func (r *report) writeMarkdown(w io.Writer, slowest int) {
 	}
 }
 
-// writeFailures prints the output of every failed test and package again,
-// so that the end of a long log shows what went wrong.
+// writeFailures names every failed test and package again, each test with
+// its messages (failureLines), so that the end of a long log shows what
+// went wrong.
 func (r *report) writeFailures(w io.Writer) {
 	if len(r.failures) == 0 {
 		return
@@ -275,7 +276,53 @@ func (r *report) writeFailures(w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(w, "--- FAIL: %s (%s)\n", test, pkg)
+		for _, l := range failureLines(r.output[k]) {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
 	}
+}
+
+// messageRe matches the start of a t.Log, t.Error or t.Fatal message.
+var messageRe = regexp.MustCompile(`^\s+[\w.-]+_test\.go:\d+: `)
+
+// The most of a failed test's messages writeFailures repeats: the summary
+// at the end of a long run must show why a test failed even when the
+// test dumped its components' logs after the failure.
+const (
+	maxFailureLines  = 40
+	maxContinuations = 6
+	maxLineBytes     = 300
+)
+
+// failureLines picks from a failed test's output its messages (the lines
+// t.Log, t.Error and t.Fatal start), each with a few of its continuation
+// lines, leaving out JSON log lines (a component's log dumped into a
+// message) and cutting long lines.
+func failureLines(output []string) []string {
+	var lines []string
+	cont := 0
+	for _, chunk := range output {
+		for _, l := range strings.Split(strings.TrimRight(chunk, "\n"), "\n") {
+			if len(lines) == maxFailureLines {
+				return append(lines, "…")
+			}
+			switch t := strings.TrimSpace(l); {
+			case messageRe.MatchString(l):
+				cont = 0
+			case t == "" || strings.HasPrefix(t, "{") || strings.HasPrefix(t, "--- ") || strings.HasPrefix(t, "=== "):
+				continue
+			case cont >= maxContinuations:
+				continue
+			default:
+				cont++
+			}
+			if len(l) > maxLineBytes {
+				l = l[:maxLineBytes] + "…"
+			}
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	return lines
 }
 
 // short drops the module path from a package name.

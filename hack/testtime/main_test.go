@@ -58,6 +58,19 @@ func TestReportOfStaticStreams(t *testing.T) {
 			wantOut:    []string{"x_test.go:9: got 1, want 2", "--- FAIL: TestX (0.60s)", "### Failed (3)", "--- FAIL: TestX/case (example.com/m/a)", "FAIL example.com/m/a"},
 		},
 		{
+			name: "the summary repeats a failed test's messages, not the logs dumped after them",
+			in: line("run", "TestY", "", "") + line("output", "TestY", "", "    y_test.go:3: rollout status: timed out") +
+				line("output", "TestY", "", "        events: FailedScheduling") +
+				strings.Repeat(line("output", "TestY", "", `        {\"msg\":\"Patch pod\"}`), 50) +
+				line("output", "TestY", "", "    framework_test.go:205: I1207 scheduler.go:1] a klog line") +
+				strings.Repeat(line("output", "TestY", "", "        I1207 more klog"), 20) +
+				line("fail", "TestY", "2", "") + line("fail", "", "3", ""),
+			wantRC:     1,
+			wantCounts: "tests: 0 passed, 1 failed, 0 skipped",
+			wantOut: []string{"### Failed (2)\n\n--- FAIL: TestY (example.com/m/a)\n    y_test.go:3: rollout status: timed out\n    events: FailedScheduling\n" +
+				"    framework_test.go:205: I1207 scheduler.go:1] a klog line\n" + strings.Repeat("    I1207 more klog\n", 6) + "FAIL example.com/m/a"},
+		},
+		{
 			name:       "a package that never ended (killed) fails",
 			in:         line("run", "TestHang", "", "") + line("output", "TestHang", "", "waiting"),
 			wantRC:     1,
@@ -160,8 +173,10 @@ func TestSkip(t *testing.T) { t.Skip("not here") }
 	if !strings.HasSuffix(strings.TrimSpace(out.String()), "tests: 3 passed, 1 failed, 1 skipped") {
 		t.Errorf("recorded run:\n%s", out.String())
 	}
-	if !strings.Contains(out.String(), "--- FAIL: TestFail (example.com/m/a)") || strings.Contains(out.String(), "the why of it") {
-		t.Errorf("recorded run: want the failed test listed and no stream:\n%s", out.String())
+	// Its messages once: in the summary, not in a stream.
+	if !strings.Contains(out.String(), "--- FAIL: TestFail (example.com/m/a)\n    a_test.go:10: the why of it\n    a_test.go:10: boom\n") ||
+		strings.Count(out.String(), "the why of it") != 1 {
+		t.Errorf("recorded run: want the failed test listed with its messages, and no stream:\n%s", out.String())
 	}
 }
 
