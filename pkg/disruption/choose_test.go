@@ -764,3 +764,38 @@ func TestChoosePDBAllowingOneLetsTheEvictionAPIPace(t *testing.T) {
 		}
 	}
 }
+
+// TestNextDeadline: the next plan comes when a node's consolidateAfter
+// elapses, or soon while a node awaits pods planned onto it (a refusal
+// that passes without a change the controller watches), else at the
+// interval.
+func TestNextDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		setup    func(f *fixture)
+		interval time.Duration
+		want     time.Duration
+	}{
+		{"nothing to wait for", func(f *fixture) { f.node("a", "large", 3000) }, 5 * time.Minute, 5 * time.Minute},
+		{"consolidateAfter elapses in 40 s", func(f *fixture) {
+			f.p.Pools[0].Consolidation.After = time.Minute
+			f.node("a", "large", 3000).LastPodChange = now.Add(-20 * time.Second)
+		}, 5 * time.Minute, 40*time.Second + 500*time.Millisecond},
+		{"a node awaits a planned pod", func(f *fixture) {
+			n := f.node("a", "small")
+			n.Requested = n.Requested.Add(res(500, gi))
+		}, 5 * time.Minute, AwaitingRecheck},
+		{"a node awaits a planned pod, a shorter interval", func(f *fixture) {
+			n := f.node("a", "small")
+			n.Requested = n.Requested.Add(res(500, gi))
+		}, 3 * time.Second, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture()
+			tc.setup(f)
+			if got := f.view(t).NextDeadline(tc.interval); got != tc.want {
+				t.Errorf("NextDeadline(%s) = %s, want %s", tc.interval, got, tc.want)
+			}
+		})
+	}
+}

@@ -52,7 +52,19 @@ type nodeInfo struct {
 	// disrupting says why the node counts against its pool's budget
 	// already (being disrupted, deleted or NotReady); "" when it does not.
 	disrupting string
+	// awaiting is set while pods the provisioner planned onto the node
+	// have not arrived: a refusal that passes without any change the
+	// controller watches, so the node is looked at again soon
+	// (NextDeadline).
+	awaiting bool
 }
+
+// AwaitingRecheck is how soon a node whose planned pods have not arrived
+// yet is planned for again: the period of Karpenter's disruption loop. The
+// provisioner forgets a nomination without any change the disruption
+// controller watches (the pod went to another node, the nomination
+// lapsed), and the refusal it told must not stay the node's last word.
+const AwaitingRecheck = 10 * time.Second
 
 // View is one look at the cluster: the solver's problem prepared for
 // consolidation, and what the guards need besides. Build it with NewView.
@@ -159,6 +171,7 @@ func NewView(in Input) (*View, error) {
 			// requests before they are bound: the node only looks empty.
 			v.blocked[sn.Name] = fmt.Sprintf("%d pod(s) the provisioner planned onto it have not arrived yet",
 				sn.Requested[solver.Pods]-int64(len(sn.Pods)))
+			info.awaiting = true
 		case info.claim == nil:
 			v.blocked[sn.Name] = "no rightsize NodeClaim owns it, so the operator never removes it"
 		case info.pool == nil:
@@ -204,8 +217,9 @@ func (v *View) Pool(node string) string {
 }
 
 // NextDeadline is how long until a node's consolidateAfter elapses (plus
-// half a second, so that it has), at most interval: the node is planned for
-// then rather than at the next interval.
+// half a second, so that it has), or AwaitingRecheck while a node awaits
+// the pods planned onto it, at most interval: the node is planned for then
+// rather than at the next interval.
 func (v *View) NextDeadline(interval time.Duration) time.Duration {
 	next := interval
 	after := map[string]time.Duration{}
@@ -214,6 +228,10 @@ func (v *View) NextDeadline(interval time.Duration) time.Duration {
 	}
 	for name, info := range v.nodes {
 		sn := &v.problem.Nodes[info.index]
+		if info.awaiting {
+			next = min(next, AwaitingRecheck)
+			continue
+		}
 		a := after[sn.Pool]
 		if a <= 0 || v.blocked[name] != "" {
 			continue

@@ -67,6 +67,11 @@ type Options struct {
 	// Debounce is how long the cluster must stay unchanged before a change
 	// is planned for (2 s when zero).
 	Debounce time.Duration
+	// DebounceMax bounds that wait after the first change (10 s, the
+	// period of Karpenter's disruption loop, when zero): a cluster that
+	// never stays unchanged for Debounce — pods created and deleted every
+	// second, nodes and NodeClaims updated — is still planned for.
+	DebounceMax time.Duration
 	// ValidationDelay is how long an action waits before the cluster is
 	// planned again to check it still holds (15 s when zero).
 	ValidationDelay time.Duration
@@ -136,6 +141,9 @@ func New(c client.Client, kube kubernetes.Interface, source Source, recorder eve
 	}
 	if opts.Debounce <= 0 {
 		opts.Debounce = 2 * time.Second
+	}
+	if opts.DebounceMax <= 0 {
+		opts.DebounceMax = 10 * time.Second
 	}
 	if opts.ValidationDelay <= 0 {
 		opts.ValidationDelay = 15 * time.Second
@@ -250,19 +258,8 @@ func (c *Controller) Start(ctx context.Context) error {
 		case <-wake.C():
 		case <-c.trigger:
 			wake.Stop()
-			// Debounce: wait until the cluster has been quiet for a while.
-			quiet := c.clock.NewTimer(c.opts.Debounce)
-		wait:
-			for {
-				select {
-				case <-ctx.Done():
-					quiet.Stop()
-					return nil
-				case <-c.trigger:
-					quiet.Reset(c.opts.Debounce)
-				case <-quiet.C():
-					break wait
-				}
+			if !c.settle(ctx) {
+				return nil
 			}
 		}
 		var err error
@@ -272,6 +269,28 @@ func (c *Controller) Start(ctx context.Context) error {
 			next = 10 * time.Second
 		}
 		next = min(max(next, 0), c.opts.Interval)
+	}
+}
+
+// settle waits, after a change, until the cluster has been quiet for
+// Debounce or DebounceMax has passed since the change, whichever is
+// first; false when ctx ends.
+func (c *Controller) settle(ctx context.Context) bool {
+	quiet := c.clock.NewTimer(c.opts.Debounce)
+	defer quiet.Stop()
+	limit := c.clock.NewTimer(c.opts.DebounceMax)
+	defer limit.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-c.trigger:
+			quiet.Reset(c.opts.Debounce)
+		case <-quiet.C():
+			return true
+		case <-limit.C():
+			return true
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,40 @@ func TestTellRefusalsOncePerReason(t *testing.T) {
 	}
 	if len(got) != 2 || !strings.Contains(got[0], "consolidateAfter") || !strings.Contains(got[1], "PDB") {
 		t.Errorf("events %q, want one per distinct reason, on node a only", got)
+	}
+}
+
+// TestSettleIsBoundedByDebounceMax: after a change, a plan waits for the
+// cluster to be quiet for Debounce, but never longer than DebounceMax:
+// under changes every 20 ms (a trace replay's pods, kwok's node updates)
+// the wait used to last as long as the changes.
+func TestSettleIsBoundedByDebounceMax(t *testing.T) {
+	const debounce, debounceMax = 200 * time.Millisecond, time.Second
+	for _, tc := range []struct {
+		name       string
+		changesFor time.Duration // a change every 20 ms for this long
+		min, max   time.Duration
+	}{
+		{"quiet after the change", 0, debounce, debounceMax},
+		{"changes for 300 ms, then quiet", 300 * time.Millisecond, 2 * debounce, debounceMax},
+		{"changes for 3 s", 3 * time.Second, debounceMax, 2500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(nil, nil, nil, events.NewFakeRecorder(1), logr.Discard(), Options{Debounce: debounce, DebounceMax: debounceMax})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				for end := time.Now().Add(tc.changesFor); time.Now().Before(end) && ctx.Err() == nil; time.Sleep(20 * time.Millisecond) {
+					c.Trigger()
+				}
+			}()
+			start := time.Now()
+			if !c.settle(ctx) {
+				t.Fatal("settle ended without its context ending")
+			}
+			if took := time.Since(start); took < tc.min || took > tc.max {
+				t.Errorf("settled after %s, want %s to %s", took.Round(time.Millisecond), tc.min, tc.max)
+			}
+		})
 	}
 }

@@ -6,8 +6,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -82,10 +82,23 @@ func (p *Provisioner) Register(mgr ctrl.Manager) error {
 			}
 		},
 	}
+	// A pod turning Unschedulable triggers the batch through the
+	// reconciler; whether a controller owns it is noted first (see
+	// window: only such arrivals grow the idle gap).
+	arrived := func(pod *corev1.Pod) bool {
+		if metav1.GetControllerOf(pod) != nil {
+			p.ownedArrived.Store(true)
+		}
+		return true
+	}
 	turnedUnschedulable := predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return unschedulable(e.Object.(*corev1.Pod)) },
+		CreateFunc: func(e event.CreateEvent) bool {
+			pod := e.Object.(*corev1.Pod)
+			return unschedulable(pod) && arrived(pod)
+		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return unschedulable(e.ObjectNew.(*corev1.Pod)) && !unschedulable(e.ObjectOld.(*corev1.Pod))
+			pod := e.ObjectNew.(*corev1.Pod)
+			return unschedulable(pod) && !unschedulable(e.ObjectOld.(*corev1.Pod)) && arrived(pod)
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },

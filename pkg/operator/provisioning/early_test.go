@@ -48,7 +48,7 @@ func TestWindowDecidesEarlyWhileArrivalsKeepItOpen(t *testing.T) {
 			var got []ret
 			for now := t0; now.Sub(t0) <= 2*time.Minute; now = now.Add(100 * time.Millisecond) {
 				if d := now.Sub(t0); d > 0 && d < tt.arrivalsFor && d%(500*time.Millisecond) == 0 {
-					w.arrive(now)
+					w.arrive(now, true)
 					timer = w.wakeAt()
 				}
 				if now.Before(timer) {

@@ -79,6 +79,10 @@ type Provisioner struct {
 	opts        Options
 	unavailable *state.Unavailable
 	trigger     chan struct{}
+	// ownedArrived is set when a pod a controller owns turns
+	// Unschedulable, and read with the trigger it sends: only such
+	// arrivals grow a window's idle gap (see window).
+	ownedArrived atomic.Bool
 
 	mu sync.Mutex
 	// nominations maps pods to the NodeClaim planned for them.
@@ -209,6 +213,7 @@ func (p *Provisioner) await(ctx context.Context, recheck <-chan time.Time, open 
 		case <-p.trigger:
 		}
 		w = newWindow(clk.Now(), p.opts.BatchIdle, p.opts.BatchHold, p.opts.BatchMax)
+		p.ownedArrived.Store(false) // the opening trigger's: no gap before it
 	}
 	timer := clk.NewTimer(w.wakeAt().Sub(clk.Now()))
 	defer timer.Stop()
@@ -217,7 +222,7 @@ func (p *Provisioner) await(ctx context.Context, recheck <-chan time.Time, open 
 		case <-ctx.Done():
 			return nil, false
 		case <-p.trigger:
-			w.arrive(clk.Now())
+			w.arrive(clk.Now(), p.ownedArrived.Swap(false))
 			timer.Reset(w.wakeAt().Sub(clk.Now()))
 			continue
 		case <-timer.C():

@@ -6,9 +6,12 @@ import "time"
 // with the first trigger and closes once no trigger came for its idle gap,
 // or once it has been open for max, whichever is first.
 //
-// The idle gap adapts to the arrivals: it starts at the configured idle
-// and grows to twice the longest gap seen between two triggers of the
-// window, up to maxIdleFactor times the configured idle. A ramp whose
+// The idle gap adapts to the arrivals of a workload's pods: it starts at
+// the configured idle and grows to twice the longest gap seen before a
+// trigger that brought a pod a controller owns, up to maxIdleFactor times
+// the configured idle. Pods nothing owns (bare pods, as a trace replays
+// them, arriving one by one) do not grow it: they keep Karpenter's 1 s
+// idle gap, and each waits about that long rather than four times it. A ramp whose
 // controller pauses between its bursts (the ReplicaSet controller's slow
 // start, a rate-limited client) stays one window, one decision over all
 // its pods, instead of a decision per burst, each planned as if it were
@@ -53,9 +56,10 @@ func newWindow(now time.Time, idle, hold, max time.Duration) *window {
 	return &window{opened: now, last: now, idle: idle, hold: hold, max: max}
 }
 
-// arrive records a trigger at now.
-func (w *window) arrive(now time.Time) {
-	if gap := now.Sub(w.last); gap > w.longestGap {
+// arrive records a trigger at now; grows says whether it brought a pod a
+// workload owns, whose gap since the last trigger grows the idle gap.
+func (w *window) arrive(now time.Time, grows bool) {
+	if gap := now.Sub(w.last); grows && gap > w.longestGap {
 		w.longestGap = gap
 	}
 	w.last = now

@@ -27,12 +27,14 @@ func TestWindowClosesAt(t *testing.T) {
 		name     string
 		hold     time.Duration
 		arrivals []time.Duration
+		bare     bool          // the arrivals are pods no workload owns
 		want     time.Duration // when the window closes, from its opening
 	}{
 		{name: "a lone pod waits the idle gap", hold: 90 * time.Second, want: time.Second},
 		{name: "a burst closes one idle gap after its last pod", hold: 90 * time.Second, arrivals: []time.Duration{ms(100), ms(200)}, want: ms(1200)},
 		{name: "a pause longer than the idle gap closes the window", hold: 90 * time.Second, arrivals: []time.Duration{ms(1500)}, want: time.Second},
 		{name: "pauses grow the idle gap to twice the longest", hold: 90 * time.Second, arrivals: []time.Duration{ms(900), ms(2500)}, want: ms(5700)},
+		{name: "pauses between bare pods do not grow the idle gap", hold: 90 * time.Second, arrivals: []time.Duration{ms(900), ms(1800), ms(2700), ms(4000)}, bare: true, want: ms(3700)},
 		{name: "the idle gap grows to 4× at most", hold: 90 * time.Second, arrivals: []time.Duration{ms(900), ms(2600), ms(5800)}, want: ms(9800)},
 		{name: "a steady ramp is bounded by max", hold: 90 * time.Second, arrivals: steady(ms(500), 200*time.Second), want: 90 * time.Second},
 		{name: "the grown gap stops at the end of the hold", hold: 5 * time.Second, arrivals: []time.Duration{ms(900), ms(2500)}, want: 5 * time.Second},
@@ -50,7 +52,7 @@ func TestWindowClosesAt(t *testing.T) {
 				if t0.Add(d).After(w.closesAt()) {
 					break // closed before this arrival
 				}
-				w.arrive(t0.Add(d))
+				w.arrive(t0.Add(d), !tt.bare)
 			}
 			if got := w.closesAt().Sub(t0); got != tt.want {
 				t.Errorf("closes after %s, want %s", got, tt.want)
