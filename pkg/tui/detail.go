@@ -10,8 +10,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 )
 
 // detailView is the detail screen (enter on a row): a title over lines

@@ -19,10 +19,10 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/tuicmd"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/explain"
 	rsplan "github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report/detailtest"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report/detailtest"
 )
 
 // verdict is what one front end says of one pod: placed on a new node, on
