@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -167,7 +167,7 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 	}
 
 	// What the plan does with each planned pod.
-	outcomes := solved.Outcomes(len(p.Pods))
+	outcomes := report.Outcomes(p, solved, built.InFlight)
 	targetNodes := map[string]bool{}
 	for i := range cl.Pending {
 		pp := &cl.Pending[i]
@@ -175,23 +175,23 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 			continue
 		}
 		rp := ResultPending{Pod: pp.Key(), Owner: pp.Owner, SchedulerReason: pp.SchedulerReason, SchedulerMessage: pp.SchedulerMessage}
-		switch {
-		case pp.Index < 0:
+		if pp.Index < 0 {
 			rp.Reason = pp.NotPlanned
-		case outcomes[pp.Index].NewNode >= 0:
-			ni := outcomes[pp.Index].NewNode
-			n := &solved.NewNodes[ni]
-			rp.Node, rp.NewNode = plan.NewNodeName(ni), true
+			live.Pending = append(live.Pending, rp)
+			continue
+		}
+		switch o := &outcomes[pp.Index]; o.Kind {
+		case report.OutcomeNew:
+			n := &solved.NewNodes[o.NewNode]
+			rp.Node, rp.NewNode = plan.NewNodeName(o.NewNode), true
 			rp.InstanceType, rp.CapacityType, rp.Zone, rp.PricePerHour = n.InstanceType, n.CapacityType, n.Zone, n.Price
-		case outcomes[pp.Index].Node != "" && slices.Contains(built.InFlight, outcomes[pp.Index].Node):
-			rp.Node = outcomes[pp.Index].Node
-			rp.Note = plan.InFlightNote(rp.Node)
-		case outcomes[pp.Index].Node != "":
-			rp.Node = outcomes[pp.Index].Node
-			rp.Note = plan.ExistingNodeNote
+		case report.OutcomeLaunching:
+			rp.Node, rp.Note = o.Node, o.Reason
+		case report.OutcomeExisting:
+			rp.Node, rp.Note = o.Node, o.Reason
 			targetNodes[rp.Node] = true
 		default:
-			rp.Reason = withPlacingFlag(plan.UnplacedReason(&p.Pods[pp.Index], outcomes[pp.Index].Reason), flags[pp.Index])
+			rp.Reason = withPlacingFlag(o.Reason, flags[pp.Index])
 		}
 		live.Pending = append(live.Pending, rp)
 	}
@@ -226,7 +226,7 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 		}
 		en := ResultExistingNode{
 			Name: n.Name, InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
-			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested),
+			Allocatable: report.Quantities(p, n.Allocatable), Requested: report.Quantities(p, n.Requested),
 			Pods: int(n.Requested[solver.Pods]), Cordoned: n.Unschedulable, Initializing: n.InFlight,
 		}
 		if known {

@@ -4,20 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -220,21 +218,10 @@ func NewResult(p *solver.Problem, solved *solver.Plan, source ResultSource) *Res
 		LowerBoundPricePerHour: solved.LowerBound,
 		LowerBoundApproximate:  solved.BoundApproximate,
 	}
-	options := solver.LaunchInstanceTypes(p, solved, -1)
-	labeler := newNodeLabeler(p)
-	r.Nodes = make([]ResultNode, 0, len(solved.NewNodes))
-	for i, n := range solved.NewNodes {
-		node := ResultNode{
-			Name: plan.NewNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
-			PricePerHour: n.Price, Pods: make([]string, len(n.Pods)),
-			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested), Reason: n.Reason,
-			InstanceTypeOptions: options[i],
-		}
-		node.Labels, node.Taints = labeler.labelsAndTaints(&n)
-		for i, pod := range n.Pods {
-			node.Pods[i] = p.Pods[pod].Key()
-		}
-		r.Nodes = append(r.Nodes, node)
+	proposed := report.ProposedNodes(p, solved)
+	r.Nodes = make([]ResultNode, len(proposed))
+	for i := range proposed {
+		r.Nodes[i] = resultNode(&proposed[i])
 	}
 	for _, u := range solved.Unschedulable {
 		pod := &p.Pods[u.Pod]
@@ -248,106 +235,13 @@ func NewResult(p *solver.Problem, solved *solver.Plan, source ResultSource) *Res
 	return r
 }
 
-// nodeLabeler gives planned nodes their labels and taints
-// (labelsAndTaints), finding each pool's instance types by name once.
-type nodeLabeler struct {
-	p     *solver.Problem
-	types []map[string]*solver.InstanceType // by pool index, built when first needed
-}
-
-func newNodeLabeler(p *solver.Problem) *nodeLabeler {
-	return &nodeLabeler{p: p, types: make([]map[string]*solver.InstanceType, len(p.Pools))}
-}
-
-// poolType returns the instance type of pool pi named name (the last of
-// that name, as the labels of each were copied in turn), or nil.
-func (l *nodeLabeler) poolType(pi int, name string) *solver.InstanceType {
-	if l.types[pi] == nil {
-		types := l.p.PoolTypes(pi)
-		l.types[pi] = make(map[string]*solver.InstanceType, len(types))
-		for i := range types {
-			l.types[pi][types[i].Name] = &types[i]
-		}
+// resultNode is a proposed node's row as -o json and -o yaml write it.
+func resultNode(n *report.ProposedNode) ResultNode {
+	return ResultNode{
+		Name: n.Name, InstanceType: n.InstanceType, CapacityType: n.Capacity, Zone: n.Zone, NodePool: n.Pool,
+		PricePerHour: n.Price, Pods: n.Pods, Allocatable: n.AllocatableQuantities, Requested: n.RequestedQuantities,
+		Labels: n.Labels, Taints: n.Taints, Reason: n.Reason, InstanceTypeOptions: n.InstanceTypeOptions,
 	}
-	return l.types[pi][name]
-}
-
-// labelsAndTaints returns the labels and taints of a planned node, as
-// the pool and instance type it is made from give them: a pool requirement
-// that allows one value only labels the node with it, as Karpenter's
-// NodeClaims do.
-func (l *nodeLabeler) labelsAndTaints(n *solver.NewNode) (map[string]string, []v1.Taint) {
-	p := l.p
-	labels := make(map[string]string, len(n.Labels)+3)
-	var taints []v1.Taint
-	for pi := range p.Pools {
-		pool := &p.Pools[pi]
-		if pool.Name != n.Pool {
-			continue
-		}
-		if it := l.poolType(pi, n.InstanceType); it != nil {
-			maps.Copy(labels, it.Labels)
-		}
-		maps.Copy(labels, pool.Labels)
-		// The values the solver chose for the pool's multi-valued or
-		// Exists requirements (the ones the node's pods select).
-		maps.Copy(labels, n.Labels)
-		for _, r := range pool.Requirements {
-			if _, set := labels[r.Key]; !set && r.Operator == solver.OpIn && len(r.Values) == 1 {
-				labels[r.Key] = r.Values[0]
-			}
-		}
-		for _, t := range pool.Taints {
-			taints = append(taints, v1.Taint{Key: t.Key, Value: t.Value, Effect: v1.TaintEffect(t.Effect)})
-		}
-	}
-	labels[solver.LabelNodePool] = n.Pool
-	labels[solver.LabelZone] = n.Zone
-	labels[solver.LabelCapacityType] = n.CapacityType
-	return labels, taints
-}
-
-// quantities renders r as Kubernetes quantities in canonical form (CPU in
-// millicores when not whole, memory and storage in the largest binary unit
-// that is exact), so that a program reading the JSON can check a fit
-// exactly; the tables round them for people (humanQuantity).
-func quantities(p *solver.Problem, r solver.Resources) map[string]string {
-	out := map[string]string{}
-	for i := range r {
-		if name := p.ResourceName(i); name != "" && r[i] != 0 {
-			out[name] = canonicalQuantity(i, r[i])
-		}
-	}
-	return out
-}
-
-func canonicalQuantity(i int, v int64) string {
-	switch i {
-	case solver.CPU:
-		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
-	case solver.Memory, solver.EphemeralStorage:
-		return resource.NewQuantity(v, resource.BinarySI).String()
-	}
-	return strconv.FormatInt(v, 10)
-}
-
-// humanQuantity renders one of quantities' values of the resource name the
-// way the tables show it ("3.92", "14.1Gi"); "0" for none.
-func humanQuantity(name, q string) string {
-	if q == "" {
-		return "0"
-	}
-	v, err := resource.ParseQuantity(q)
-	if err != nil {
-		return q
-	}
-	switch name {
-	case "cpu":
-		return solver.FormatQuantity(solver.CPU, v.MilliValue())
-	case "memory":
-		return solver.FormatQuantity(solver.Memory, v.Value())
-	}
-	return q
 }
 
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
@@ -407,7 +301,7 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		fmt.Fprintln(tw, "NODE\tINSTANCE TYPE\tZONE\tCPU\tMEMORY\tPODS")
 		for _, n := range r.Nodes {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s/%s\t%s\n", n.Name, n.InstanceType, n.Zone,
-				humanQuantity("cpu", n.Requested["cpu"]), humanQuantity("cpu", n.Allocatable["cpu"]), humanQuantity("memory", n.Requested["memory"]), humanQuantity("memory", n.Allocatable["memory"]), strings.Join(n.Pods, ","))
+				report.HumanQuantity("cpu", n.Requested["cpu"]), report.HumanQuantity("cpu", n.Allocatable["cpu"]), report.HumanQuantity("memory", n.Requested["memory"]), report.HumanQuantity("memory", n.Allocatable["memory"]), strings.Join(n.Pods, ","))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -577,7 +471,7 @@ func printExisting(w io.Writer, live *LiveResult) error {
 			name += " (initializing)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%s/%s\t%d/%s\n", name, dash(n.InstanceType), dash(n.CapacityType), dash(n.Zone), dash(n.NodePool), price,
-			humanQuantity("cpu", n.Requested["cpu"]), humanQuantity("cpu", n.Allocatable["cpu"]), humanQuantity("memory", n.Requested["memory"]), humanQuantity("memory", n.Allocatable["memory"]), n.Pods, orZero(n.Allocatable["pods"]))
+			report.HumanQuantity("cpu", n.Requested["cpu"]), report.HumanQuantity("cpu", n.Allocatable["cpu"]), report.HumanQuantity("memory", n.Requested["memory"]), report.HumanQuantity("memory", n.Allocatable["memory"]), n.Pods, orZero(n.Allocatable["pods"]))
 	}
 	return tw.Flush()
 }

@@ -78,6 +78,9 @@ type Report struct {
 	UnreadNodePools []string
 	// Existing are the existing and in-flight nodes as the solver sees them.
 	Existing []solver.Node
+	// inFlight names the nodes of NodeClaims launched but not registered
+	// (plan.Result.InFlight).
+	inFlight []string
 	Took     time.Duration
 	BuiltAt  time.Time
 }
@@ -100,23 +103,6 @@ type PendingGroup struct {
 	PodIndex int
 	// NewNodes are the indices of the proposed nodes that take them.
 	NewNodes []int
-}
-
-// ProposedNode is one node of the plan.
-type ProposedNode struct {
-	Index                              int
-	Name                               string
-	Pool, InstanceType, Zone, Capacity string
-	Price                              float64
-	Pods                               []string
-	CPU, Memory                        float64 // utilisation it would reach, 0–1
-	Requested, Allocatable             solver.Resources
-	Reason                             string
-	// InstanceTypeOptions are the instance types its NodeClaim would
-	// allow, the planned one first, then by price: every type that holds
-	// the same pods (solver.LaunchOptions), at most 60, as the operator
-	// launches it and `explain -o json` lists it.
-	InstanceTypeOptions []string
 }
 
 // NodeRow is an existing node, or an in-flight NodeClaim.
@@ -256,8 +242,8 @@ func catalogs(in Input, cl *snapshot.Cluster) (base, cat plan.Catalog) {
 // buildRows renders the rows of every view from the solved plan, and live
 // consolidates.
 func (r *Report) buildRows(in Input, cl *snapshot.Cluster, built *plan.Result) {
-	r.Existing = r.Problem.Nodes
-	r.buildProposed()
+	r.Existing, r.inFlight = r.Problem.Nodes, built.InFlight
+	r.Proposed = ProposedNodes(r.Problem, r.Plan)
 	if cl == nil {
 		r.buildOfflinePending()
 		return
@@ -295,73 +281,28 @@ func (p *Planner) baseline(in Input, m *snapshot.Manifests, cl *snapshot.Cluster
 	return solved.TotalPrice, nil
 }
 
-func (r *Report) buildProposed() {
-	p, solved := r.Problem, r.Plan
-	r.Proposed = make([]ProposedNode, len(solved.NewNodes))
-	options := solver.LaunchInstanceTypes(p, solved, -1)
-	for i, n := range solved.NewNodes {
-		pn := ProposedNode{
-			Index: i, Name: plan.NewNodeName(i), Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone, Capacity: n.CapacityType,
-			Price: n.Price, Pods: make([]string, len(n.Pods)), Requested: n.Requested, Allocatable: n.Allocatable, Reason: n.Reason,
-			CPU: ratio(n.Requested[solver.CPU], n.Allocatable[solver.CPU]), Memory: ratio(n.Requested[solver.Memory], n.Allocatable[solver.Memory]),
+// outcomes returns the outcome of each pod by index, a new node's named
+// with its type ("new-1 m7i.large").
+func (r *Report) outcomes() func(index int) Outcome {
+	all := Outcomes(r.Problem, r.Plan, r.inFlight)
+	return func(index int) Outcome {
+		o := all[index]
+		if o.Kind == OutcomeNew {
+			o.Node = plan.NewNodeName(o.NewNode) + " " + r.Plan.NewNodes[o.NewNode].InstanceType
 		}
-		for k, pod := range n.Pods {
-			pn.Pods[k] = p.Pods[pod].Key()
-		}
-		pn.InstanceTypeOptions = options[i]
-		r.Proposed[i] = pn
+		return o
 	}
-}
-
-func ratio(a, b int64) float64 {
-	if b <= 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
-}
-
-// outcome is what the plan does with one pending pod.
-type outcome struct {
-	kind, node, reason string
-	newNode            int
-}
-
-func (r *Report) outcomes() (func(index int) outcome, map[string]bool) {
-	solved := r.Plan
-	outcomes := solved.Outcomes(len(r.Problem.Pods))
-	inflight := map[string]bool{}
-	for i := range r.Existing {
-		if r.Existing[i].InFlight {
-			inflight[r.Existing[i].Name] = true
-		}
-	}
-	return func(index int) outcome {
-		o := outcomes[index]
-		if ni := o.NewNode; ni >= 0 {
-			n := &solved.NewNodes[ni]
-			return outcome{kind: "new", node: plan.NewNodeName(ni) + " " + n.InstanceType, reason: n.Reason, newNode: ni}
-		}
-		if node := o.Node; node != "" {
-			if inflight[node] {
-				return outcome{kind: "launching", node: node, reason: plan.InFlightNote(node), newNode: -1}
-			}
-			return outcome{kind: "existing", node: node, reason: plan.ExistingNodeNote, newNode: -1}
-		}
-		// explain's sentence, which names an OS no catalog has where the
-		// solver's names the types it searched.
-		return outcome{kind: "unschedulable", reason: plan.UnplacedReason(&r.Problem.Pods[index], o.Reason), newNode: -1}
-	}, inflight
 }
 
 func (r *Report) buildPending(cl *snapshot.Cluster) {
-	out, _ := r.outcomes()
+	out := r.outcomes()
 	index := map[string]int{}
 	r.PendingPods = len(cl.Pending)
 	for i := range cl.Pending {
 		pp := &cl.Pending[i]
-		var o outcome
+		var o Outcome
 		if pp.Index < 0 {
-			o = outcome{kind: "not planned", reason: pp.NotPlanned, newNode: -1}
+			o = Outcome{Kind: OutcomeNotPlanned, Reason: pp.NotPlanned, NewNode: -1}
 		} else {
 			o = out(pp.Index)
 		}
@@ -375,26 +316,26 @@ func (r *Report) buildPending(cl *snapshot.Cluster) {
 		if pp.Index >= 0 {
 			req = formatRequests(r.Problem, r.Problem.Pods[pp.Index].Requests)
 		}
-		node := o.node
-		if o.kind == "new" {
-			node = r.Plan.NewNodes[o.newNode].InstanceType // grouped over several new nodes
+		node := o.Node
+		if o.Kind == OutcomeNew {
+			node = r.Plan.NewNodes[o.NewNode].InstanceType // grouped over several new nodes
 		}
-		key := strings.Join([]string{pp.Namespace, pp.Owner, scheduler, o.kind, node, o.reason, req}, "\x00")
+		key := strings.Join([]string{pp.Namespace, pp.Owner, scheduler, o.Kind, node, o.Reason, req}, "\x00")
 		gi, ok := index[key]
 		if !ok {
 			gi = len(r.Pending)
 			index[key] = gi
 			r.Pending = append(r.Pending, PendingGroup{
 				Owner: pp.Owner, Namespace: pp.Namespace, Requests: req, Scheduler: scheduler,
-				Outcome: o.kind, Node: o.node, Reason: o.reason, PodIndex: pp.Index,
+				Outcome: o.Kind, Node: o.Node, Reason: o.Reason, PodIndex: pp.Index,
 			})
 		}
 		g := &r.Pending[gi]
 		g.Pods = append(g.Pods, pp.Key())
-		if o.newNode >= 0 && !slices.Contains(g.NewNodes, o.newNode) {
-			g.NewNodes = append(g.NewNodes, o.newNode)
+		if o.NewNode >= 0 && !slices.Contains(g.NewNodes, o.NewNode) {
+			g.NewNodes = append(g.NewNodes, o.NewNode)
 			if len(g.NewNodes) > 1 {
-				g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.newNode].InstanceType)
+				g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.NewNode].InstanceType)
 			}
 		}
 	}
@@ -408,34 +349,34 @@ func (r *Report) buildPending(cl *snapshot.Cluster) {
 
 // buildOfflinePending treats every pod of the manifests as pending.
 func (r *Report) buildOfflinePending() {
-	out, _ := r.outcomes()
+	out := r.outcomes()
 	index := map[string]int{}
 	p := r.Problem
 	r.PendingPods = len(p.Pods)
 	for i := range p.Pods {
 		pod := &p.Pods[i]
 		o := out(i)
-		node := o.node
-		if o.kind == "new" {
-			node = r.Plan.NewNodes[o.newNode].InstanceType
+		node := o.Node
+		if o.Kind == OutcomeNew {
+			node = r.Plan.NewNodes[o.NewNode].InstanceType
 		}
 		req := formatRequests(p, pod.Requests)
-		key := strings.Join([]string{pod.Namespace, pod.Owner, o.kind, node, o.reason, req}, "\x00")
+		key := strings.Join([]string{pod.Namespace, pod.Owner, o.Kind, node, o.Reason, req}, "\x00")
 		gi, ok := index[key]
 		if !ok {
 			gi = len(r.Pending)
 			index[key] = gi
 			r.Pending = append(r.Pending, PendingGroup{
 				Owner: pod.Owner, Namespace: pod.Namespace, Requests: req, Scheduler: "(offline: from manifests)",
-				Outcome: o.kind, Node: o.node, Reason: o.reason, PodIndex: i,
+				Outcome: o.Kind, Node: o.Node, Reason: o.Reason, PodIndex: i,
 			})
 		}
 		g := &r.Pending[gi]
 		g.Pods = append(g.Pods, pod.Key())
-		if o.newNode >= 0 && !slices.Contains(g.NewNodes, o.newNode) {
-			g.NewNodes = append(g.NewNodes, o.newNode)
+		if o.NewNode >= 0 && !slices.Contains(g.NewNodes, o.NewNode) {
+			g.NewNodes = append(g.NewNodes, o.NewNode)
 			if len(g.NewNodes) > 1 {
-				g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.newNode].InstanceType)
+				g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.NewNode].InstanceType)
 			}
 		}
 	}
