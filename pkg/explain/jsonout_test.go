@@ -13,6 +13,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/bench"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -190,7 +191,7 @@ func mixResult(t *testing.T, n int) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewResult(built.Problem, solved, ResultSource{Origin: "embedded", Description: desc})
+	r := NewResult(report.FromPlan(built.Problem, solved, built.InFlight), ResultSource{Origin: "embedded", Description: desc})
 	setDefaults(r, built)
 	return r
 }

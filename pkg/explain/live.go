@@ -59,7 +59,8 @@ func (o *Options) runLive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	result := o.newResult(p, solved, source)
+	rep := report.FromPlan(p, solved, built.InFlight)
+	result := o.newResult(rep, source)
 	result.Buffers = newBuffers(p, solved, built.Buffers)
 	setDefaults(result, built)
 	var flags map[int]*plan.Widening
@@ -70,7 +71,7 @@ func (o *Options) runLive(ctx context.Context) error {
 			return err
 		}
 	}
-	live, err := newLiveResult(cl, built, solved, flags, scope, o.target)
+	live, err := newLiveResult(cl, built, rep, flags, scope, o.target)
 	if err != nil {
 		return err
 	}
@@ -151,8 +152,8 @@ func (w *workload) matches(name, owner string) bool {
 // with what the plan does for them, the existing nodes and their cost.
 // flags (from notDiagnosedFlags, by pod index) names the widening that
 // would place a pod the solver did not diagnose.
-func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan, flags map[int]*plan.Widening, namespace string, target *workload) (*LiveResult, error) {
-	p := built.Problem
+func newLiveResult(cl *snapshot.Cluster, built *plan.Result, rep *report.Report, flags map[int]*plan.Widening, namespace string, target *workload) (*LiveResult, error) {
+	p, solved := rep.Problem, rep.Plan
 	live := &LiveResult{
 		Scope: ResultScope{Namespace: namespace, PendingInCluster: len(cl.Pending), PodNamespace: cl.PodNamespace,
 			NodePoolsUnread: cl.UnreadNodePools},
@@ -167,7 +168,6 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 	}
 
 	// What the plan does with each planned pod.
-	outcomes := report.Outcomes(p, solved, built.InFlight)
 	targetNodes := map[string]bool{}
 	for i := range cl.Pending {
 		pp := &cl.Pending[i]
@@ -180,7 +180,7 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 			live.Pending = append(live.Pending, rp)
 			continue
 		}
-		switch o := &outcomes[pp.Index]; o.Kind {
+		switch o := &rep.Outcomes[pp.Index]; o.Kind {
 		case report.OutcomeNew:
 			n := &solved.NewNodes[o.NewNode]
 			rp.Node, rp.NewNode = plan.NewNodeName(o.NewNode), true

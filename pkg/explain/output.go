@@ -206,26 +206,26 @@ func (r *Result) DeepCopyObject() runtime.Object {
 	return out
 }
 
-// NewResult renders a plan with pod names and readable quantities.
-func NewResult(p *solver.Problem, solved *solver.Plan, source ResultSource) *Result {
+// NewResult renders a plan's report (report.FromPlan) with pod names and
+// readable quantities.
+func NewResult(rep *report.Report, source ResultSource) *Result {
+	p, solved := rep.Problem, rep.Plan
 	r := &Result{
 		TypeMeta:               metav1.TypeMeta{APIVersion: "rightsize.dev/v1alpha1", Kind: "Plan"},
 		Source:                 source,
-		Nodes:                  []ResultNode{},
 		Unschedulable:          []ResultUnscheduled{},
 		TotalPricePerHour:      solved.TotalPrice,
 		TotalPricePerMonth:     round2(solved.TotalPrice * plan.HoursPerMonth),
 		LowerBoundPricePerHour: solved.LowerBound,
 		LowerBoundApproximate:  solved.BoundApproximate,
 	}
-	proposed := report.ProposedNodes(p, solved)
-	r.Nodes = make([]ResultNode, len(proposed))
-	for i := range proposed {
-		r.Nodes[i] = resultNode(&proposed[i])
+	r.Nodes = make([]ResultNode, len(rep.Proposed))
+	for i := range rep.Proposed {
+		r.Nodes[i] = resultNode(&rep.Proposed[i])
 	}
 	for _, u := range solved.Unschedulable {
 		pod := &p.Pods[u.Pod]
-		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: pod.Key(), Owner: pod.Owner, Reason: plan.UnplacedReason(pod, u.Reason)})
+		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: pod.Key(), Owner: pod.Owner, Reason: rep.Outcomes[u.Pod].Reason})
 	}
 	for i := range p.Pods {
 		if q := &p.Pods[i].Requests; q[solver.CPU] == 0 && q[solver.Memory] == 0 {

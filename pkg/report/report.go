@@ -78,9 +78,8 @@ type Report struct {
 	UnreadNodePools []string
 	// Existing are the existing and in-flight nodes as the solver sees them.
 	Existing []solver.Node
-	// inFlight names the nodes of NodeClaims launched but not registered
-	// (plan.Result.InFlight).
-	inFlight []string
+	// Outcomes are what the plan does with each pod of Problem, by index.
+	Outcomes []Outcome
 	Took     time.Duration
 	BuiltAt  time.Time
 }
@@ -207,7 +206,8 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("planning: %w", err)
 	}
-	r.Problem, r.Plan, r.Baseline = prob, solved, solved.TotalPrice
+	r.setPlan(prob, solved, built.InFlight)
+	r.Baseline = solved.TotalPrice
 	if in.WhatIf.Active() {
 		r.Baseline, err = p.baseline(in, m, cl, base)
 		if err != nil {
@@ -217,6 +217,22 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	r.buildRows(in, cl, built)
 	r.Took = time.Since(start)
 	return r, nil
+}
+
+// FromPlan is the report of a solved plan as every front end shows it:
+// the proposed nodes and what the plan does with each pod. inFlight are
+// the nodes of NodeClaims launched but not registered (plan.Result.InFlight).
+func FromPlan(p *solver.Problem, solved *solver.Plan, inFlight []string) *Report {
+	r := &Report{}
+	r.setPlan(p, solved, inFlight)
+	return r
+}
+
+// setPlan sets the solved plan and the rows built from it alone.
+func (r *Report) setPlan(p *solver.Problem, solved *solver.Plan, inFlight []string) {
+	r.Problem, r.Plan, r.Existing = p, solved, p.Nodes
+	r.Proposed = ProposedNodes(p, solved)
+	r.Outcomes = Outcomes(p, solved, inFlight)
 }
 
 // catalogs returns the catalog the cluster is planned in (the region
@@ -242,8 +258,6 @@ func catalogs(in Input, cl *snapshot.Cluster) (base, cat plan.Catalog) {
 // buildRows renders the rows of every view from the solved plan, and live
 // consolidates.
 func (r *Report) buildRows(in Input, cl *snapshot.Cluster, built *plan.Result) {
-	r.Existing, r.inFlight = r.Problem.Nodes, built.InFlight
-	r.Proposed = ProposedNodes(r.Problem, r.Plan)
 	if cl == nil {
 		r.buildOfflinePending()
 		return
@@ -284,9 +298,8 @@ func (p *Planner) baseline(in Input, m *snapshot.Manifests, cl *snapshot.Cluster
 // outcomes returns the outcome of each pod by index, a new node's named
 // with its type ("new-1 m7i.large").
 func (r *Report) outcomes() func(index int) Outcome {
-	all := Outcomes(r.Problem, r.Plan, r.inFlight)
 	return func(index int) Outcome {
-		o := all[index]
+		o := r.Outcomes[index]
 		if o.Kind == OutcomeNew {
 			o.Node = plan.NewNodeName(o.NewNode) + " " + r.Plan.NewNodes[o.NewNode].InstanceType
 		}
