@@ -228,6 +228,7 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, rep *report.Report,
 			Name: n.Name, InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
 			Allocatable: report.Quantities(p, n.Allocatable), Requested: report.Quantities(p, n.Requested),
 			Pods: int(n.Requested[solver.Pods]), Cordoned: n.Unschedulable, Initializing: n.InFlight,
+			Usage: report.NewUsage(n.Requested, n.Allocatable),
 		}
 		if known {
 			en.PricePerHour = &price

@@ -160,6 +160,9 @@ type ResultExistingNode struct {
 	// Initializing is set for the node of a rightsize NodeClaim that has
 	// not initialized yet.
 	Initializing bool `json:"initializing,omitempty"`
+	// Usage is Requested and Allocatable as the tables show them; not
+	// written by -o json or yaml, where the quantities are exact.
+	Usage report.Usage `json:"-"`
 }
 
 // ResultNode is one proposed node.
@@ -189,6 +192,9 @@ type ResultNode struct {
 	// the same pods (solver.LaunchOptions), at most 60, as the operator
 	// launches it with no --launch-price-premium.
 	InstanceTypeOptions []string `json:"instanceTypeOptions,omitempty"`
+	// Usage is Requested and Allocatable as the tables show them; not
+	// written by -o json or yaml, where the quantities are exact.
+	Usage report.Usage `json:"-"`
 }
 
 // ResultUnscheduled is one pod left pending, with the reason.
@@ -240,7 +246,7 @@ func resultNode(n *report.ProposedNode) ResultNode {
 	return ResultNode{
 		Name: n.Name, InstanceType: n.InstanceType, CapacityType: n.Capacity, Zone: n.Zone, NodePool: n.Pool,
 		PricePerHour: n.Price, Pods: n.Pods, Allocatable: n.AllocatableQuantities, Requested: n.RequestedQuantities,
-		Labels: n.Labels, Taints: n.Taints, Reason: n.Reason, InstanceTypeOptions: n.InstanceTypeOptions,
+		Labels: n.Labels, Taints: n.Taints, Reason: n.Reason, InstanceTypeOptions: n.InstanceTypeOptions, Usage: n.Usage,
 	}
 }
 
@@ -301,7 +307,7 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		fmt.Fprintln(tw, "NODE\tINSTANCE TYPE\tZONE\tCPU\tMEMORY\tPODS")
 		for _, n := range r.Nodes {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s/%s\t%s\n", n.Name, n.InstanceType, n.Zone,
-				report.HumanQuantity("cpu", n.Requested["cpu"]), report.HumanQuantity("cpu", n.Allocatable["cpu"]), report.HumanQuantity("memory", n.Requested["memory"]), report.HumanQuantity("memory", n.Allocatable["memory"]), strings.Join(n.Pods, ","))
+				n.Usage.CPURequested, n.Usage.CPUAllocatable, n.Usage.MemoryRequested, n.Usage.MemoryAllocatable, strings.Join(n.Pods, ","))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -471,7 +477,7 @@ func printExisting(w io.Writer, live *LiveResult) error {
 			name += " (initializing)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%s/%s\t%d/%s\n", name, dash(n.InstanceType), dash(n.CapacityType), dash(n.Zone), dash(n.NodePool), price,
-			report.HumanQuantity("cpu", n.Requested["cpu"]), report.HumanQuantity("cpu", n.Allocatable["cpu"]), report.HumanQuantity("memory", n.Requested["memory"]), report.HumanQuantity("memory", n.Allocatable["memory"]), n.Pods, orZero(n.Allocatable["pods"]))
+			n.Usage.CPURequested, n.Usage.CPUAllocatable, n.Usage.MemoryRequested, n.Usage.MemoryAllocatable, n.Pods, orZero(n.Allocatable["pods"]))
 	}
 	return tw.Flush()
 }

@@ -111,10 +111,13 @@ type NodeRow struct {
 	Price            *float64
 	CPUReq, CPUAlloc int64
 	MemReq, MemAlloc int64
-	Pods, MaxPods    int64
-	Created          time.Time
-	Status           string
-	Claim            bool
+	// Usage is the CPU and memory requested and allocatable as the views
+	// show them.
+	Usage         Usage
+	Pods, MaxPods int64
+	Created       time.Time
+	Status        string
+	Claim         bool
 }
 
 // ActionRow is a consolidation action or a node left alone.
@@ -431,7 +434,7 @@ func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims
 			CPUReq: n.Requested[solver.CPU], CPUAlloc: n.Allocatable[solver.CPU],
 			MemReq: n.Requested[solver.Memory], MemAlloc: n.Allocatable[solver.Memory],
 			Pods: n.Requested[solver.Pods], MaxPods: n.Allocatable[solver.Pods], Created: n.Created,
-			Status: nodeStatus(raw[n.Name]),
+			Status: nodeStatus(raw[n.Name]), Usage: NewUsage(n.Requested, n.Allocatable),
 		}
 		if price, ok := prices.Node(n); ok {
 			row.Price = &price
@@ -445,7 +448,7 @@ func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims
 		}
 		row := NodeRow{Name: f.Name, InstanceType: f.InstanceType, Capacity: f.CapacityType, Zone: f.Zone, Pool: f.Pool,
 			CPUAlloc: f.Allocatable[solver.CPU], MemAlloc: f.Allocatable[solver.Memory], MaxPods: f.Allocatable[solver.Pods],
-			Created: f.Created, Claim: true, Status: "NodeClaim: pending"}
+			Created: f.Created, Claim: true, Status: "NodeClaim: pending", Usage: NewUsage(solver.Resources{}, f.Allocatable)}
 		for _, c := range claims {
 			if c.Name == f.Name {
 				row.Status = "NodeClaim: " + claimPhase(c)

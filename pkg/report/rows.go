@@ -28,7 +28,9 @@ type ProposedNode struct {
 	// RequestedQuantities and AllocatableQuantities are Requested and
 	// Allocatable as Kubernetes quantities by resource name (Quantities).
 	RequestedQuantities, AllocatableQuantities map[string]string
-	Reason                                     string
+	// Usage is Requested and Allocatable as the tables show them.
+	Usage  Usage
+	Reason string
 	// InstanceTypeOptions are the instance types its NodeClaim would
 	// allow, the planned one first, then by price: every type that holds
 	// the same pods (solver.LaunchOptions), at most 60, as the operator
@@ -55,7 +57,7 @@ func ProposedNodes(p *solver.Problem, solved *solver.Plan) []ProposedNode {
 		pn := ProposedNode{
 			Index: i, Name: plan.NewNodeName(i), Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone, Capacity: n.CapacityType,
 			Price: n.Price, Pods: make([]string, len(n.Pods)), Requested: n.Requested, Allocatable: n.Allocatable, Reason: n.Reason,
-			RequestedQuantities: Quantities(p, n.Requested), AllocatableQuantities: Quantities(p, n.Allocatable),
+			RequestedQuantities: Quantities(p, n.Requested), AllocatableQuantities: Quantities(p, n.Allocatable), Usage: NewUsage(n.Requested, n.Allocatable),
 			CPU: ratio(n.Requested[solver.CPU], n.Allocatable[solver.CPU]), Memory: ratio(n.Requested[solver.Memory], n.Allocatable[solver.Memory]),
 			InstanceTypeOptions: options[i],
 		}
@@ -188,7 +190,7 @@ func (l *nodeLabeler) labelsAndTaints(n *solver.NewNode) (map[string]string, []v
 // Quantities renders r as Kubernetes quantities in canonical form (CPU in
 // millicores when not whole, memory and storage in the largest binary unit
 // that is exact), by resource name, so that a program reading the JSON can
-// check a fit exactly; the tables round them for people (HumanQuantity).
+// check a fit exactly; the tables round them for people (Usage).
 func Quantities(p *solver.Problem, r solver.Resources) map[string]string {
 	out := map[string]string{}
 	for i := range r {
@@ -209,21 +211,17 @@ func canonicalQuantity(i int, v int64) string {
 	return strconv.FormatInt(v, 10)
 }
 
-// HumanQuantity renders one of Quantities' values of the resource name
-// the way the tables show it ("3.92", "14.1Gi"); "0" for none.
-func HumanQuantity(name, q string) string {
-	if q == "" {
-		return "0"
+// Usage is a node's CPU and memory, requested and allocatable, as the
+// tables and views show them ("3.92", "14.1Gi"; "0" for none).
+type Usage struct {
+	CPURequested, CPUAllocatable       string
+	MemoryRequested, MemoryAllocatable string
+}
+
+// NewUsage formats the CPU and memory of requested and allocatable.
+func NewUsage(requested, allocatable solver.Resources) Usage {
+	return Usage{
+		CPURequested: solver.FormatQuantity(solver.CPU, requested[solver.CPU]), CPUAllocatable: solver.FormatQuantity(solver.CPU, allocatable[solver.CPU]),
+		MemoryRequested: solver.FormatQuantity(solver.Memory, requested[solver.Memory]), MemoryAllocatable: solver.FormatQuantity(solver.Memory, allocatable[solver.Memory]),
 	}
-	v, err := resource.ParseQuantity(q)
-	if err != nil {
-		return q
-	}
-	switch name {
-	case "cpu":
-		return solver.FormatQuantity(solver.CPU, v.MilliValue())
-	case "memory":
-		return solver.FormatQuantity(solver.Memory, v.Value())
-	}
-	return q
 }
