@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
@@ -80,9 +79,10 @@ func (o *Options) runLive(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("consolidation: %w", err)
 		}
-		if live.Consolidation, err = disruption.Consolidation(cl, p, built.Repriced, time.Now()); err != nil {
+		if err := rep.Consolidate(cl, built, time.Now()); err != nil {
 			return err
 		}
+		live.Consolidation = rep.Consolidation
 	}
 	result.LiveResult = live
 	return o.print(result)

@@ -60,8 +60,9 @@ type Report struct {
 	Pending  []PendingGroup
 	Proposed []ProposedNode
 	Nodes    []NodeRow
-	// Consolidation is nil offline.
-	Consolidation *solver.ConsolidationPlan
+	// Consolidation is what consolidation would do now (Consolidate); nil
+	// offline.
+	Consolidation *disruption.Report
 	Actions       []ActionRow
 
 	// Cluster totals for the header.
@@ -238,6 +239,19 @@ func (r *Report) setPlan(p *solver.Problem, solved *solver.Plan, inFlight []stri
 	r.Outcomes = Outcomes(p, solved, inFlight)
 }
 
+// Consolidate sets Consolidation: what the consolidation planner would do
+// now with the cluster the plan was built from, under the operator's own
+// guards for its pools' nodes and the planner's for Karpenter's. Nothing
+// is changed.
+func (r *Report) Consolidate(cl *snapshot.Cluster, built *plan.Result, now time.Time) error {
+	c, err := disruption.Consolidation(cl, r.Problem, built.Repriced, now)
+	if err != nil {
+		return fmt.Errorf("consolidation: %w", err)
+	}
+	r.Consolidation = c
+	return nil
+}
+
 // catalogs returns the catalog the cluster is planned in (the region
 // given, else the cluster's, else plan.DefaultRegion) and the one the
 // what-if asks for (its region, when it names one).
@@ -269,11 +283,10 @@ func (r *Report) buildRows(in Input, cl *snapshot.Cluster, built *plan.Result) {
 	r.buildNodes(cl, in.Objects, in.Claims, built.Prices)
 	// The operator's own guards for its pools' nodes, the planner's
 	// for Karpenter's: the verdicts explain --consolidation prints.
-	if c, err := disruption.Consolidation(cl, r.Problem, built.Repriced, in.Now); err == nil {
-		r.Consolidation = c.ConsolidationPlan
+	if err := r.Consolidate(cl, built, in.Now); err == nil {
 		r.buildActions()
 	} else {
-		r.Warnings = append(r.Warnings, "consolidation: "+err.Error())
+		r.Warnings = append(r.Warnings, err.Error())
 	}
 }
 
