@@ -10,12 +10,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/tuicmd"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/report/detailtest"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui"
 )
 
 // verdict is what the detail view says of a pod: placed on a new node, on
@@ -72,7 +71,7 @@ func TestDetailViewAgreesWithDiagnosis(t *testing.T) {
 }
 
 // scenarioReport builds the TUI's report of the scenario, with the
-// command's own flags and defaults.
+// program's own flags and defaults (tui.Options.AddFlags).
 func scenarioReport(sc *scenario, planner *report.Planner, dir string) (*report.Report, error) {
 	in, err := sc.writeInput(dir)
 	if err != nil {
@@ -82,9 +81,9 @@ func scenarioReport(sc *scenario, planner *report.Planner, dir string) (*report.
 	if err != nil {
 		return nil, err
 	}
-	var planning flags.Planning
+	var o tui.Options
 	fs := pflag.NewFlagSet("detail", pflag.ContinueOnError)
-	planning.AddFlags(fs)
+	o.AddFlags(fs)
 	if err := fs.Parse(append([]string{"--instance-types", typesFile}, sc.Args...)); err != nil {
 		return nil, fmt.Errorf("flags: %w", err)
 	}
@@ -92,7 +91,7 @@ func scenarioReport(sc *scenario, planner *report.Planner, dir string) (*report.
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", in, err)
 	}
-	r, err := planner.Build(report.Input{Manifests: m, Catalog: planning.Catalog, Default: planning.Default, Timeout: tuicmd.DefaultTimeout})
+	r, err := planner.Build(report.Input{Manifests: m, Catalog: o.Catalog, Default: o.Default, Timeout: o.Timeout})
 	if err != nil {
 		return nil, fmt.Errorf("TUI report: %w", err)
 	}
