@@ -323,17 +323,18 @@ func (r *Report) outcomes() func(index int) Outcome {
 	}
 }
 
+// buildPending groups the cluster's pending pods.
 func (r *Report) buildPending(cl *snapshot.Cluster) {
 	out := r.outcomes()
-	index := map[string]int{}
+	groups := pendingGroups{r: r, index: map[string]int{}}
 	r.PendingPods = len(cl.Pending)
 	for i := range cl.Pending {
 		pp := &cl.Pending[i]
-		var o Outcome
-		if pp.Index < 0 {
-			o = Outcome{Kind: OutcomeNotPlanned, Reason: pp.NotPlanned, NewNode: -1}
-		} else {
+		o := Outcome{Kind: OutcomeNotPlanned, Reason: pp.NotPlanned, NewNode: -1}
+		req := ""
+		if pp.Index >= 0 {
 			o = out(pp.Index)
+			req = formatRequests(r.Problem, r.Problem.Pods[pp.Index].Requests)
 		}
 		scheduler := pp.SchedulerMessage
 		if scheduler == "" {
@@ -341,32 +342,7 @@ func (r *Report) buildPending(cl *snapshot.Cluster) {
 		} else if pp.SchedulerReason != "" && pp.SchedulerReason != "Unschedulable" {
 			scheduler = pp.SchedulerReason + ": " + scheduler
 		}
-		req := ""
-		if pp.Index >= 0 {
-			req = formatRequests(r.Problem, r.Problem.Pods[pp.Index].Requests)
-		}
-		node := o.Node
-		if o.Kind == OutcomeNew {
-			node = r.Plan.NewNodes[o.NewNode].InstanceType // grouped over several new nodes
-		}
-		key := strings.Join([]string{pp.Namespace, pp.Owner, scheduler, o.Kind, node, o.Reason, req}, "\x00")
-		gi, ok := index[key]
-		if !ok {
-			gi = len(r.Pending)
-			index[key] = gi
-			r.Pending = append(r.Pending, PendingGroup{
-				Owner: pp.Owner, Namespace: pp.Namespace, Requests: req, Scheduler: scheduler,
-				Outcome: o.Kind, Node: o.Node, Reason: o.Reason, PodIndex: pp.Index,
-			})
-		}
-		g := &r.Pending[gi]
-		g.Pods = append(g.Pods, pp.Key())
-		if o.NewNode >= 0 && !slices.Contains(g.NewNodes, o.NewNode) {
-			g.NewNodes = append(g.NewNodes, o.NewNode)
-			if len(g.NewNodes) > 1 {
-				g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.NewNode].InstanceType)
-			}
-		}
+		groups.add(pp.Namespace, pp.Owner, pp.Key(), scheduler, req, pp.Index, o)
 	}
 	sort.SliceStable(r.Pending, func(a, b int) bool {
 		if r.Pending[a].Namespace != r.Pending[b].Namespace {
@@ -379,34 +355,46 @@ func (r *Report) buildPending(cl *snapshot.Cluster) {
 // buildOfflinePending treats every pod of the manifests as pending.
 func (r *Report) buildOfflinePending() {
 	out := r.outcomes()
-	index := map[string]int{}
+	groups := pendingGroups{r: r, index: map[string]int{}}
 	p := r.Problem
 	r.PendingPods = len(p.Pods)
 	for i := range p.Pods {
 		pod := &p.Pods[i]
-		o := out(i)
-		node := o.Node
-		if o.Kind == OutcomeNew {
-			node = r.Plan.NewNodes[o.NewNode].InstanceType
-		}
-		req := formatRequests(p, pod.Requests)
-		key := strings.Join([]string{pod.Namespace, pod.Owner, o.Kind, node, o.Reason, req}, "\x00")
-		gi, ok := index[key]
-		if !ok {
-			gi = len(r.Pending)
-			index[key] = gi
-			r.Pending = append(r.Pending, PendingGroup{
-				Owner: pod.Owner, Namespace: pod.Namespace, Requests: req, Scheduler: "(offline: from manifests)",
-				Outcome: o.Kind, Node: o.Node, Reason: o.Reason, PodIndex: i,
-			})
-		}
-		g := &r.Pending[gi]
-		g.Pods = append(g.Pods, pod.Key())
-		if o.NewNode >= 0 && !slices.Contains(g.NewNodes, o.NewNode) {
-			g.NewNodes = append(g.NewNodes, o.NewNode)
-			if len(g.NewNodes) > 1 {
-				g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.NewNode].InstanceType)
-			}
+		groups.add(pod.Namespace, pod.Owner, pod.Key(), "(offline: from manifests)", formatRequests(p, pod.Requests), i, out(i))
+	}
+}
+
+// pendingGroups groups a report's pending pods: those of one owner with
+// the same scheduler message, outcome and requests share a PendingGroup.
+type pendingGroups struct {
+	r     *Report
+	index map[string]int // of r.Pending, by group key
+}
+
+// add puts the pod (key, index podIndex in the problem, -1 when not
+// planned) into its group, and the group's proposed nodes with it.
+func (pg *pendingGroups) add(namespace, owner, key, scheduler, req string, podIndex int, o Outcome) {
+	r := pg.r
+	node := o.Node
+	if o.Kind == OutcomeNew {
+		node = r.Plan.NewNodes[o.NewNode].InstanceType // grouped over several new nodes
+	}
+	k := strings.Join([]string{namespace, owner, scheduler, o.Kind, node, o.Reason, req}, "\x00")
+	gi, ok := pg.index[k]
+	if !ok {
+		gi = len(r.Pending)
+		pg.index[k] = gi
+		r.Pending = append(r.Pending, PendingGroup{
+			Owner: owner, Namespace: namespace, Requests: req, Scheduler: scheduler,
+			Outcome: o.Kind, Node: o.Node, Reason: o.Reason, PodIndex: podIndex,
+		})
+	}
+	g := &r.Pending[gi]
+	g.Pods = append(g.Pods, key)
+	if o.NewNode >= 0 && !slices.Contains(g.NewNodes, o.NewNode) {
+		g.NewNodes = append(g.NewNodes, o.NewNode)
+		if len(g.NewNodes) > 1 {
+			g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.NewNode].InstanceType)
 		}
 	}
 }
