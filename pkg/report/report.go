@@ -1,11 +1,17 @@
-// Package report is what the screens show, owned by no front end, so
-// that explain and the TUI can draw from the same rows. It is the TUI's
-// model of the cluster, in the spirit of eks-node-viewer's model package:
-// from the objects a watcher holds (or manifests read offline) and the
-// catalog it builds the solver's problem, asks the solver for the plan and
-// for consolidation, and turns the answers into the rows the screens show.
-// It does no I/O beyond loading the catalog and draws nothing; the
-// bubbletea program in pkg/tui only renders a Report.
+// Package report is what the screens show of a plan, owned by no front
+// end. FromPlan builds it once from a solved plan: the proposed nodes
+// (launch options, labels, taints, quantities exact and as the tables
+// write them) and what the plan does with every pod; Consolidate adds what
+// consolidation would do. explain prints it as tables, JSON and YAML, and
+// the TUI draws it.
+//
+// It is also the TUI's model of the cluster, in the spirit of
+// eks-node-viewer's model package: from the objects a watcher holds (or
+// manifests read offline) and the catalog, Planner builds the solver's
+// problem, asks the solver for the plan and for consolidation, and turns
+// the answers into the rows the screens show. It does no I/O beyond
+// loading the catalog and draws nothing; the bubbletea program in pkg/tui
+// only renders a Report.
 package report
 
 import (
