@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -269,7 +270,7 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := NewResult(built.Problem, solved, ResultSource{})
+			r := NewResult(report.FromPlan(built.Problem, solved, built.InFlight), ResultSource{})
 			if err := setAdvice(context.Background(), r, in, built.Problem, solved, took, time.Time{}); err != nil {
 				t.Fatal(err)
 			}

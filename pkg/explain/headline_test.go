@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -39,7 +40,7 @@ func TestBestEffortPodsMakeAFloor(t *testing.T) {
 		{Namespace: "default", Name: "c", Requests: solver.Resources{solver.Memory: 1 << 20}},
 		{Namespace: "default", Name: "d", Requests: solver.Resources{solver.Pods: 1}},
 	}}
-	r := NewResult(p, &solver.Plan{}, ResultSource{})
+	r := NewResult(report.FromPlan(p, &solver.Plan{}, nil), ResultSource{})
 	if r.BestEffortPods != 2 {
 		t.Errorf("BestEffortPods %d, want 2 (a and d)", r.BestEffortPods)
 	}

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -59,7 +58,8 @@ func (o *Options) runLive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	result := o.newResult(p, solved, source)
+	rep := report.FromPlan(p, solved, built.InFlight)
+	result := o.newResult(rep, source)
 	result.Buffers = newBuffers(p, solved, built.Buffers)
 	setDefaults(result, built)
 	var flags map[int]*plan.Widening
@@ -70,7 +70,7 @@ func (o *Options) runLive(ctx context.Context) error {
 			return err
 		}
 	}
-	live, err := newLiveResult(cl, built, solved, flags, scope, o.target)
+	live, err := newLiveResult(cl, built, rep, flags, scope, o.target)
 	if err != nil {
 		return err
 	}
@@ -79,9 +79,10 @@ func (o *Options) runLive(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("consolidation: %w", err)
 		}
-		if live.Consolidation, err = disruption.Consolidation(cl, p, built.Repriced, time.Now()); err != nil {
+		if err := rep.Consolidate(cl, built, time.Now()); err != nil {
 			return err
 		}
+		live.Consolidation = rep.Consolidation
 	}
 	result.LiveResult = live
 	return o.print(result)
@@ -151,8 +152,8 @@ func (w *workload) matches(name, owner string) bool {
 // with what the plan does for them, the existing nodes and their cost.
 // flags (from notDiagnosedFlags, by pod index) names the widening that
 // would place a pod the solver did not diagnose.
-func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan, flags map[int]*plan.Widening, namespace string, target *workload) (*LiveResult, error) {
-	p := built.Problem
+func newLiveResult(cl *snapshot.Cluster, built *plan.Result, rep *report.Report, flags map[int]*plan.Widening, namespace string, target *workload) (*LiveResult, error) {
+	p, solved := rep.Problem, rep.Plan
 	live := &LiveResult{
 		Scope: ResultScope{Namespace: namespace, PendingInCluster: len(cl.Pending), PodNamespace: cl.PodNamespace,
 			NodePoolsUnread: cl.UnreadNodePools},
@@ -167,7 +168,6 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 	}
 
 	// What the plan does with each planned pod.
-	outcomes := solved.Outcomes(len(p.Pods))
 	targetNodes := map[string]bool{}
 	for i := range cl.Pending {
 		pp := &cl.Pending[i]
@@ -175,23 +175,23 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 			continue
 		}
 		rp := ResultPending{Pod: pp.Key(), Owner: pp.Owner, SchedulerReason: pp.SchedulerReason, SchedulerMessage: pp.SchedulerMessage}
-		switch {
-		case pp.Index < 0:
+		if pp.Index < 0 {
 			rp.Reason = pp.NotPlanned
-		case outcomes[pp.Index].NewNode >= 0:
-			ni := outcomes[pp.Index].NewNode
-			n := &solved.NewNodes[ni]
-			rp.Node, rp.NewNode = plan.NewNodeName(ni), true
+			live.Pending = append(live.Pending, rp)
+			continue
+		}
+		switch o := &rep.Outcomes[pp.Index]; o.Kind {
+		case report.OutcomeNew:
+			n := &solved.NewNodes[o.NewNode]
+			rp.Node, rp.NewNode = plan.NewNodeName(o.NewNode), true
 			rp.InstanceType, rp.CapacityType, rp.Zone, rp.PricePerHour = n.InstanceType, n.CapacityType, n.Zone, n.Price
-		case outcomes[pp.Index].Node != "" && slices.Contains(built.InFlight, outcomes[pp.Index].Node):
-			rp.Node = outcomes[pp.Index].Node
-			rp.Note = plan.InFlightNote(rp.Node)
-		case outcomes[pp.Index].Node != "":
-			rp.Node = outcomes[pp.Index].Node
-			rp.Note = plan.ExistingNodeNote
+		case report.OutcomeLaunching:
+			rp.Node, rp.Note = o.Node, o.Reason
+		case report.OutcomeExisting:
+			rp.Node, rp.Note = o.Node, o.Reason
 			targetNodes[rp.Node] = true
 		default:
-			rp.Reason = withPlacingFlag(plan.UnplacedReason(&p.Pods[pp.Index], outcomes[pp.Index].Reason), flags[pp.Index])
+			rp.Reason = withPlacingFlag(o.Reason, flags[pp.Index])
 		}
 		live.Pending = append(live.Pending, rp)
 	}
@@ -226,8 +226,9 @@ func newLiveResult(cl *snapshot.Cluster, built *plan.Result, solved *solver.Plan
 		}
 		en := ResultExistingNode{
 			Name: n.Name, InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
-			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested),
+			Allocatable: report.Quantities(p, n.Allocatable), Requested: report.Quantities(p, n.Requested),
 			Pods: int(n.Requested[solver.Pods]), Cordoned: n.Unschedulable, Initializing: n.InFlight,
+			Usage: report.NewUsage(n.Requested, n.Allocatable),
 		}
 		if known {
 			en.PricePerHour = &price

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -131,7 +132,7 @@ func TestLiveCountsInFlightClaimsAndPaidPrices(t *testing.T) {
 	if len(solved.NewNodes) != 0 {
 		t.Errorf("proposed %d new nodes; the launching NodeClaim has room", len(solved.NewNodes))
 	}
-	live, err := newLiveResult(cl, built, solved, nil, "", nil)
+	live, err := newLiveResult(cl, built, report.FromPlan(built.Problem, solved, built.InFlight), nil, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestLiveNotDiagnosedPodsGetTheFlagThatPlacesThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := newLiveResult(cl, built, solved, flags, "", nil)
+	live, err := newLiveResult(cl, built, report.FromPlan(built.Problem, solved, built.InFlight), flags, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,20 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -162,6 +160,9 @@ type ResultExistingNode struct {
 	// Initializing is set for the node of a rightsize NodeClaim that has
 	// not initialized yet.
 	Initializing bool `json:"initializing,omitempty"`
+	// Usage is Requested and Allocatable as the tables show them; not
+	// written by -o json or yaml, where the quantities are exact.
+	Usage report.Usage `json:"-"`
 }
 
 // ResultNode is one proposed node.
@@ -191,6 +192,9 @@ type ResultNode struct {
 	// the same pods (solver.LaunchOptions), at most 60, as the operator
 	// launches it with no --launch-price-premium.
 	InstanceTypeOptions []string `json:"instanceTypeOptions,omitempty"`
+	// Usage is Requested and Allocatable as the tables show them; not
+	// written by -o json or yaml, where the quantities are exact.
+	Usage report.Usage `json:"-"`
 }
 
 // ResultUnscheduled is one pod left pending, with the reason.
@@ -208,37 +212,26 @@ func (r *Result) DeepCopyObject() runtime.Object {
 	return out
 }
 
-// NewResult renders a plan with pod names and readable quantities.
-func NewResult(p *solver.Problem, solved *solver.Plan, source ResultSource) *Result {
+// NewResult renders a plan's report (report.FromPlan) with pod names and
+// readable quantities.
+func NewResult(rep *report.Report, source ResultSource) *Result {
+	p, solved := rep.Problem, rep.Plan
 	r := &Result{
 		TypeMeta:               metav1.TypeMeta{APIVersion: "rightsize.dev/v1alpha1", Kind: "Plan"},
 		Source:                 source,
-		Nodes:                  []ResultNode{},
 		Unschedulable:          []ResultUnscheduled{},
 		TotalPricePerHour:      solved.TotalPrice,
 		TotalPricePerMonth:     round2(solved.TotalPrice * plan.HoursPerMonth),
 		LowerBoundPricePerHour: solved.LowerBound,
 		LowerBoundApproximate:  solved.BoundApproximate,
 	}
-	options := solver.LaunchInstanceTypes(p, solved, -1)
-	labeler := newNodeLabeler(p)
-	r.Nodes = make([]ResultNode, 0, len(solved.NewNodes))
-	for i, n := range solved.NewNodes {
-		node := ResultNode{
-			Name: plan.NewNodeName(i), InstanceType: n.InstanceType, CapacityType: n.CapacityType, Zone: n.Zone, NodePool: n.Pool,
-			PricePerHour: n.Price, Pods: make([]string, len(n.Pods)),
-			Allocatable: quantities(p, n.Allocatable), Requested: quantities(p, n.Requested), Reason: n.Reason,
-			InstanceTypeOptions: options[i],
-		}
-		node.Labels, node.Taints = labeler.labelsAndTaints(&n)
-		for i, pod := range n.Pods {
-			node.Pods[i] = p.Pods[pod].Key()
-		}
-		r.Nodes = append(r.Nodes, node)
+	r.Nodes = make([]ResultNode, len(rep.Proposed))
+	for i := range rep.Proposed {
+		r.Nodes[i] = resultNode(&rep.Proposed[i])
 	}
 	for _, u := range solved.Unschedulable {
 		pod := &p.Pods[u.Pod]
-		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: pod.Key(), Owner: pod.Owner, Reason: plan.UnplacedReason(pod, u.Reason)})
+		r.Unschedulable = append(r.Unschedulable, ResultUnscheduled{Pod: pod.Key(), Owner: pod.Owner, Reason: rep.Outcomes[u.Pod].Reason})
 	}
 	for i := range p.Pods {
 		if q := &p.Pods[i].Requests; q[solver.CPU] == 0 && q[solver.Memory] == 0 {
@@ -248,106 +241,13 @@ func NewResult(p *solver.Problem, solved *solver.Plan, source ResultSource) *Res
 	return r
 }
 
-// nodeLabeler gives planned nodes their labels and taints
-// (labelsAndTaints), finding each pool's instance types by name once.
-type nodeLabeler struct {
-	p     *solver.Problem
-	types []map[string]*solver.InstanceType // by pool index, built when first needed
-}
-
-func newNodeLabeler(p *solver.Problem) *nodeLabeler {
-	return &nodeLabeler{p: p, types: make([]map[string]*solver.InstanceType, len(p.Pools))}
-}
-
-// poolType returns the instance type of pool pi named name (the last of
-// that name, as the labels of each were copied in turn), or nil.
-func (l *nodeLabeler) poolType(pi int, name string) *solver.InstanceType {
-	if l.types[pi] == nil {
-		types := l.p.PoolTypes(pi)
-		l.types[pi] = make(map[string]*solver.InstanceType, len(types))
-		for i := range types {
-			l.types[pi][types[i].Name] = &types[i]
-		}
+// resultNode is a proposed node's row as -o json and -o yaml write it.
+func resultNode(n *report.ProposedNode) ResultNode {
+	return ResultNode{
+		Name: n.Name, InstanceType: n.InstanceType, CapacityType: n.Capacity, Zone: n.Zone, NodePool: n.Pool,
+		PricePerHour: n.Price, Pods: n.Pods, Allocatable: n.AllocatableQuantities, Requested: n.RequestedQuantities,
+		Labels: n.Labels, Taints: n.Taints, Reason: n.Reason, InstanceTypeOptions: n.InstanceTypeOptions, Usage: n.Usage,
 	}
-	return l.types[pi][name]
-}
-
-// labelsAndTaints returns the labels and taints of a planned node, as
-// the pool and instance type it is made from give them: a pool requirement
-// that allows one value only labels the node with it, as Karpenter's
-// NodeClaims do.
-func (l *nodeLabeler) labelsAndTaints(n *solver.NewNode) (map[string]string, []v1.Taint) {
-	p := l.p
-	labels := make(map[string]string, len(n.Labels)+3)
-	var taints []v1.Taint
-	for pi := range p.Pools {
-		pool := &p.Pools[pi]
-		if pool.Name != n.Pool {
-			continue
-		}
-		if it := l.poolType(pi, n.InstanceType); it != nil {
-			maps.Copy(labels, it.Labels)
-		}
-		maps.Copy(labels, pool.Labels)
-		// The values the solver chose for the pool's multi-valued or
-		// Exists requirements (the ones the node's pods select).
-		maps.Copy(labels, n.Labels)
-		for _, r := range pool.Requirements {
-			if _, set := labels[r.Key]; !set && r.Operator == solver.OpIn && len(r.Values) == 1 {
-				labels[r.Key] = r.Values[0]
-			}
-		}
-		for _, t := range pool.Taints {
-			taints = append(taints, v1.Taint{Key: t.Key, Value: t.Value, Effect: v1.TaintEffect(t.Effect)})
-		}
-	}
-	labels[solver.LabelNodePool] = n.Pool
-	labels[solver.LabelZone] = n.Zone
-	labels[solver.LabelCapacityType] = n.CapacityType
-	return labels, taints
-}
-
-// quantities renders r as Kubernetes quantities in canonical form (CPU in
-// millicores when not whole, memory and storage in the largest binary unit
-// that is exact), so that a program reading the JSON can check a fit
-// exactly; the tables round them for people (humanQuantity).
-func quantities(p *solver.Problem, r solver.Resources) map[string]string {
-	out := map[string]string{}
-	for i := range r {
-		if name := p.ResourceName(i); name != "" && r[i] != 0 {
-			out[name] = canonicalQuantity(i, r[i])
-		}
-	}
-	return out
-}
-
-func canonicalQuantity(i int, v int64) string {
-	switch i {
-	case solver.CPU:
-		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
-	case solver.Memory, solver.EphemeralStorage:
-		return resource.NewQuantity(v, resource.BinarySI).String()
-	}
-	return strconv.FormatInt(v, 10)
-}
-
-// humanQuantity renders one of quantities' values of the resource name the
-// way the tables show it ("3.92", "14.1Gi"); "0" for none.
-func humanQuantity(name, q string) string {
-	if q == "" {
-		return "0"
-	}
-	v, err := resource.ParseQuantity(q)
-	if err != nil {
-		return q
-	}
-	switch name {
-	case "cpu":
-		return solver.FormatQuantity(solver.CPU, v.MilliValue())
-	case "memory":
-		return solver.FormatQuantity(solver.Memory, v.Value())
-	}
-	return q
 }
 
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
@@ -407,7 +307,7 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		fmt.Fprintln(tw, "NODE\tINSTANCE TYPE\tZONE\tCPU\tMEMORY\tPODS")
 		for _, n := range r.Nodes {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s/%s\t%s\n", n.Name, n.InstanceType, n.Zone,
-				humanQuantity("cpu", n.Requested["cpu"]), humanQuantity("cpu", n.Allocatable["cpu"]), humanQuantity("memory", n.Requested["memory"]), humanQuantity("memory", n.Allocatable["memory"]), strings.Join(n.Pods, ","))
+				n.Usage.CPURequested, n.Usage.CPUAllocatable, n.Usage.MemoryRequested, n.Usage.MemoryAllocatable, strings.Join(n.Pods, ","))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -577,7 +477,7 @@ func printExisting(w io.Writer, live *LiveResult) error {
 			name += " (initializing)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%s/%s\t%d/%s\n", name, dash(n.InstanceType), dash(n.CapacityType), dash(n.Zone), dash(n.NodePool), price,
-			humanQuantity("cpu", n.Requested["cpu"]), humanQuantity("cpu", n.Allocatable["cpu"]), humanQuantity("memory", n.Requested["memory"]), humanQuantity("memory", n.Allocatable["memory"]), n.Pods, orZero(n.Allocatable["pods"]))
+			n.Usage.CPURequested, n.Usage.CPUAllocatable, n.Usage.MemoryRequested, n.Usage.MemoryAllocatable, n.Pods, orZero(n.Allocatable["pods"]))
 	}
 	return tw.Flush()
 }

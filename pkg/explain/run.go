@@ -12,6 +12,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud/catalog"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver/baseline"
@@ -137,7 +138,7 @@ func (o *Options) runManifests(ctx context.Context, m *snapshot.Manifests) error
 	if err != nil {
 		return err
 	}
-	result := o.newResult(p, solved, source)
+	result := o.newResult(report.FromPlan(p, solved, built.InFlight), source)
 	result.Buffers = newBuffers(p, solved, built.Buffers)
 	setDefaults(result, built)
 	if built.DefaultPool != "" {
@@ -167,10 +168,12 @@ func (o *Options) instanceTypes() ([]solver.InstanceType, ResultSource, error) {
 	return types, src, nil
 }
 
-// newResult renders the plan with what the run learnt about it: whether
-// the search stopped at --timeout, and for small inputs the optimum.
-func (o *Options) newResult(p *solver.Problem, solved *solver.Plan, source ResultSource) *Result {
-	r := NewResult(p, solved, source)
+// newResult renders the plan's report with what the run learnt about it:
+// whether the search stopped at --timeout, and for small inputs the
+// optimum.
+func (o *Options) newResult(rep *report.Report, source ResultSource) *Result {
+	p, solved := rep.Problem, rep.Plan
+	r := NewResult(rep, source)
 	r.StoppedEarly = o.stoppedEarly
 	if len(p.Pods) <= ExactLimit && len(solved.Unschedulable) == 0 && len(solved.Existing) == 0 && len(solved.NewNodes) > 0 && !o.stoppedEarly {
 		if opt, ok := baseline.Exact(p, exactSteps); ok {

@@ -286,6 +286,9 @@ func minResources(a, b Resources) Resources {
 // once when a host has no room for the smallest request among them.
 const donorBlock = 32
 
+// superBlock is how many donors a super-block of donorBlock blocks spans.
+const superBlock = donorBlock * donorBlock
+
 // backfill moves pods from dearer nodes into the free room of cheaper ones
 // of the same pool weight, cheapest hosts first, dearest donors first, then
 // moves every node to the cheapest kind that holds what it kept and drops
@@ -304,6 +307,62 @@ func (s *state) backfill(deadline stopAt) {
 	for i, n := range nodes {
 		free[i] = s.kinds[n.kind].alloc.Sub(s.takesReq(n.takes))
 	}
+	ix := s.newDonorIndex(nodes)
+	moved := false
+	for _, hi := range ix.byPrice {
+		if expired(deadline) {
+			break
+		}
+		if s.backfillHost(nodes, free, ix, hi) {
+			moved = true
+		}
+	}
+	if !moved {
+		return
+	}
+	s.nodes = s.dropEmptyNodes(nodes)
+	s.downsize(deadline)
+}
+
+// donorIndex is what backfill knows of its nodes before it moves a pod.
+// A node donates only before its own turn as a host (donors are dearer
+// than their host) and only loses pods then, so the indexes built from its
+// takes stay valid while it donates: smallest[x], the smallest request per
+// resource of node byPrice[x]'s classes, lets a host skip a donor it has no
+// room for at once, and shapes[x] holds the CPU, memory and constraint
+// group of each take with pods, side by side, in the takes' order, so that
+// a host passes over the takes it has no room for, or may not run, without
+// visiting their classes (at 20,000 pods of Karpenter's mix: 7,315
+// classes, most of them of one pod, up to some 64 on a node). Takes a
+// donor gave away stay as zero counts until its turn as a host so that
+// positions hold. minReq, the smallest request of all, ends a host's scan
+// once it has no room left.
+type donorIndex struct {
+	// byPrice holds the nodes' indexes, cheapest kind first.
+	byPrice []int
+	// smallest is the smallest request per resource of each position's
+	// classes.
+	smallest []Resources
+	// shapes is built lazily, the first time a host scans the donor.
+	shapes [][]takeShape
+	// minReq is the smallest request of all.
+	minReq Resources
+	// blockMin[b] is the smallest request per resource of the donors at
+	// positions b·donorBlock … (b+1)·donorBlock−1: a host with no room for
+	// it has room for none of them, and since its room only shrinks while
+	// it scans, it passes over the whole block at once. The scan stays
+	// quadratic only in blocks, not in nodes (4,000 nodes at 20,000 pods
+	// of Karpenter's mix).
+	blockMin []Resources
+	// superMin is blockMin again over donorBlock blocks at a time: at
+	// 23,871 pods of Alibaba's DLRM trace on every type (16,000 nodes,
+	// most with some room) the block scan alone took half the solve.
+	superMin []Resources
+}
+
+// newDonorIndex orders the nodes by price and computes their smallest
+// requests, alone, by block and by super-block.
+func (s *state) newDonorIndex(nodes []plannedNode) *donorIndex {
 	byPrice := make([]int, len(nodes))
 	for i := range byPrice {
 		byPrice[i] = i
@@ -311,123 +370,121 @@ func (s *state) backfill(deadline stopAt) {
 	sort.SliceStable(byPrice, func(a, b int) bool {
 		return s.kinds[nodes[byPrice[a]].kind].price < s.kinds[nodes[byPrice[b]].kind].price
 	})
-	// A node donates only before its own turn as a host (donors are
-	// dearer than their host) and only loses pods then, so two indexes
-	// built from its takes stay valid while it donates: smallest[x], the
-	// smallest request per resource of node byPrice[x]'s classes, lets a
-	// host skip a donor it has no room for at once, and shapes[x] holds
-	// the CPU, memory and constraint group of each take with pods, side by
-	// side, in the takes' order, so that a host passes over the takes it
-	// has no room for, or may not run, without visiting their classes (at
-	// 20,000 pods of Karpenter's mix: 7,315 classes, most of them of one
-	// pod, up to some 64 on a node). Takes a donor gave away stay as zero
-	// counts until its turn as a host so that positions hold. minReq, the
-	// smallest request of all, ends a host's scan once it has no room left.
-	smallest := make([]Resources, len(byPrice))
-	shapes := make([][]takeShape, len(byPrice))
-	minReq := s.smallestReq(nil)
+	ix := &donorIndex{
+		byPrice:  byPrice,
+		smallest: make([]Resources, len(byPrice)),
+		shapes:   make([][]takeShape, len(byPrice)),
+		minReq:   s.smallestReq(nil),
+	}
 	for x, i := range byPrice {
-		smallest[x] = s.smallestReq(nodes[i].takes)
-		minReq = minResources(minReq, smallest[x])
+		ix.smallest[x] = s.smallestReq(nodes[i].takes)
+		ix.minReq = minResources(ix.minReq, ix.smallest[x])
 	}
-	// blockMin[b] is the smallest request per resource of the donors at
-	// positions b·donorBlock … (b+1)·donorBlock−1: a host with no room for
-	// it has room for none of them, and since its room only shrinks while
-	// it scans, it passes over the whole block at once. The scan stays
-	// quadratic only in blocks, not in nodes (4,000 nodes at 20,000 pods
-	// of Karpenter's mix).
-	blockMin := make([]Resources, (len(byPrice)+donorBlock-1)/donorBlock)
-	for b := range blockMin {
-		blockMin[b] = s.smallestReq(nil)
-		for x := b * donorBlock; x < min((b+1)*donorBlock, len(byPrice)); x++ {
-			blockMin[b] = minResources(blockMin[b], smallest[x])
+	ix.blockMin = s.blockMins(ix.smallest)
+	ix.superMin = s.blockMins(ix.blockMin)
+	return ix
+}
+
+// blockMins returns, for every run of donorBlock entries of mins, their
+// smallest request per resource.
+func (s *state) blockMins(mins []Resources) []Resources {
+	out := make([]Resources, (len(mins)+donorBlock-1)/donorBlock)
+	for b := range out {
+		out[b] = s.smallestReq(nil)
+		for x := b * donorBlock; x < min((b+1)*donorBlock, len(mins)); x++ {
+			out[b] = minResources(out[b], mins[x])
 		}
 	}
-	// superMin is blockMin again over donorBlock blocks at a time: at
-	// 23,871 pods of Alibaba's DLRM trace on every type (16,000 nodes,
-	// most with some room) the block scan alone took half the solve.
-	const superBlock = donorBlock * donorBlock
-	superMin := make([]Resources, (len(blockMin)+donorBlock-1)/donorBlock)
-	for sb := range superMin {
-		superMin[sb] = s.smallestReq(nil)
-		for b := sb * donorBlock; b < min((sb+1)*donorBlock, len(blockMin)); b++ {
-			superMin[sb] = minResources(superMin[sb], blockMin[b])
-		}
-	}
+	return out
+}
+
+// backfillHost moves into node hi what it has room for from the dearer
+// nodes of its pool weight, dearest first, and reports whether a pod moved.
+func (s *state) backfillHost(nodes []plannedNode, free []Resources, ix *donorIndex, hi int) bool {
+	h := &nodes[hi]
+	h.takes = dropEmpty(h.takes)
+	kh := s.kinds[h.kind]
+	weight := s.p.Pools[kh.pool].Weight
+	// Donors no dearer than the host end the scan: it stops above them
+	// (lo, by binary search over the price order). A block or super-block
+	// is tested as the scan enters it: the host's room only shrinks, so a
+	// donor it passes while the test is stale is one whose own smallest
+	// request does not fit either.
+	lo := sort.Search(len(ix.byPrice), func(x int) bool { return s.kinds[nodes[ix.byPrice[x]].kind].price > kh.price })
+	enteredBlock, enteredSuper := -1, -1
 	moved := false
-	for _, hi := range byPrice {
-		if expired(deadline) {
-			break
-		}
-		h := &nodes[hi]
-		h.takes = dropEmpty(h.takes)
-		kh := s.kinds[h.kind]
-		weight := s.p.Pools[kh.pool].Weight
-		// Donors no dearer than the host end the scan: it stops above
-		// them (lo, by binary search over the price order). A block or
-		// super-block is tested as the scan enters it: the host's room
-		// only shrinks, so a donor it passes while the test is stale is
-		// one whose own smallest request does not fit either.
-		lo := sort.Search(len(byPrice), func(x int) bool { return s.kinds[nodes[byPrice[x]].kind].price > kh.price })
-		enteredBlock, enteredSuper := -1, -1
-		for x := len(byPrice) - 1; x >= lo && minReq.Fits(free[hi]); x-- {
-			if sb := x / superBlock; sb != enteredSuper {
-				enteredSuper = sb
-				if !superMin[sb].Fits(free[hi]) {
-					x = sb * superBlock
-					continue
-				}
-			}
-			if b := x / donorBlock; b != enteredBlock {
-				enteredBlock = b
-				if !blockMin[b].Fits(free[hi]) {
-					// Skipped donors would each have been passed
-					// over.
-					x = b * donorBlock
-					continue
-				}
-			}
-			di := byPrice[x]
-			d := &nodes[di]
-			kd := s.kinds[d.kind]
-			if kd.price <= kh.price {
-				break
-			}
-			if !smallest[x].Fits(free[hi]) || s.p.Pools[kd.pool].Weight != weight {
+	for x := len(ix.byPrice) - 1; x >= lo && ix.minReq.Fits(free[hi]); x-- {
+		if sb := x / superBlock; sb != enteredSuper {
+			enteredSuper = sb
+			if !ix.superMin[sb].Fits(free[hi]) {
+				x = sb * superBlock
 				continue
 			}
-			if shapes[x] == nil {
-				shapes[x] = s.takeShapes(d.takes)
-			}
-			for si := 0; si < len(shapes[x]); si++ {
-				sh := &shapes[x][si]
-				if sh.cpu > free[hi][CPU] || sh.memory > free[hi][Memory] || !kh.compat.has(sh.group) {
-					continue
-				}
-				t := &d.takes[sh.at]
-				c := s.classes[t.class]
-				if !c.req.Fits(free[hi]) || s.conflictsWith(t.class, h.takes) {
-					continue
-				}
-				n := min(t.n, fitCount(free[hi], c.req), s.capRoomOn(t.class, nil, h.takes))
-				if n <= 0 {
-					continue
-				}
-				t.n -= n
-				if t.n == 0 { // later hosts need not pass over it
-					shapes[x] = slices.Delete(shapes[x], si, si+1)
-					si--
-				}
-				h.takes = mergeTakes(h.takes, []take{{t.class, n}})
-				free[hi] = free[hi].Sub(c.req.Scale(int64(n)))
-				free[di] = free[di].Add(c.req.Scale(int64(n)))
-				moved = true
+		}
+		if b := x / donorBlock; b != enteredBlock {
+			enteredBlock = b
+			if !ix.blockMin[b].Fits(free[hi]) {
+				// Skipped donors would each have been passed over.
+				x = b * donorBlock
+				continue
 			}
 		}
+		di := ix.byPrice[x]
+		kd := s.kinds[nodes[di].kind]
+		if kd.price <= kh.price {
+			break
+		}
+		if !ix.smallest[x].Fits(free[hi]) || s.p.Pools[kd.pool].Weight != weight {
+			continue
+		}
+		if ix.shapes[x] == nil {
+			ix.shapes[x] = s.takeShapes(nodes[di].takes)
+		}
+		if s.takeFromDonor(nodes, free, &ix.shapes[x], hi, di) {
+			moved = true
+		}
 	}
-	if !moved {
-		return
+	return moved
+}
+
+// takeFromDonor moves into node hi as many pods of donor di's takes as
+// its room, the classes' per-node caps and conflicts allow, and reports
+// whether a pod moved. Takes the donor gives away entirely leave shapes,
+// so that later hosts need not pass over them.
+func (s *state) takeFromDonor(nodes []plannedNode, free []Resources, shapes *[]takeShape, hi, di int) bool {
+	h, d := &nodes[hi], &nodes[di]
+	kh := s.kinds[h.kind]
+	moved := false
+	for si := 0; si < len(*shapes); si++ {
+		sh := &(*shapes)[si]
+		if sh.cpu > free[hi][CPU] || sh.memory > free[hi][Memory] || !kh.compat.has(sh.group) {
+			continue
+		}
+		t := &d.takes[sh.at]
+		c := s.classes[t.class]
+		if !c.req.Fits(free[hi]) || s.conflictsWith(t.class, h.takes) {
+			continue
+		}
+		n := min(t.n, fitCount(free[hi], c.req), s.capRoomOn(t.class, nil, h.takes))
+		if n <= 0 {
+			continue
+		}
+		t.n -= n
+		if t.n == 0 {
+			*shapes = slices.Delete(*shapes, si, si+1)
+			si--
+		}
+		h.takes = mergeTakes(h.takes, []take{{t.class, n}})
+		free[hi] = free[hi].Sub(c.req.Scale(int64(n)))
+		free[di] = free[di].Add(c.req.Scale(int64(n)))
+		moved = true
 	}
+	return moved
+}
+
+// dropEmptyNodes returns the nodes that kept a pod, giving the capacity of
+// the others back to their pools.
+func (s *state) dropEmptyNodes(nodes []plannedNode) []plannedNode {
 	kept := nodes[:0]
 	for _, n := range nodes {
 		n.takes = dropEmpty(n.takes)
@@ -438,6 +495,5 @@ func (s *state) backfill(deadline stopAt) {
 		}
 		kept = append(kept, n)
 	}
-	s.nodes = kept
-	s.downsize(deadline)
+	return kept
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 )
 
 // detailView is the detail screen (enter on a row): a title over lines
@@ -125,15 +125,16 @@ func (m *Model) proposedDetail(r *row) (string, []string) {
 		l := m.launches[-1-r.ref]
 		n := l.req.Node
 		p = report.ProposedNode{Name: r.cells[0], Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone, Capacity: n.CapacityType,
-			Price: n.Price, Pods: l.req.Pods, Requested: n.Requested, Allocatable: n.Allocatable, Reason: n.Reason}
+			Price: n.Price, Pods: l.req.Pods, Requested: n.Requested, Allocatable: n.Allocatable, Reason: n.Reason,
+			Usage: report.NewUsage(n.Requested, n.Allocatable)}
 		status = m.launchFlow.status(l)
 	}
 	lines := []string{
 		fmt.Sprintf("%s: %s in %s, %s, NodePool %s", p.Name, p.InstanceType, p.Zone, p.Capacity, p.Pool),
 		fmt.Sprintf("Price: $%.4f/h ($%.2f/month)", p.Price, p.Price*plan.HoursPerMonth),
 		fmt.Sprintf("Requested/allocatable: CPU %s/%s (%s), memory %s/%s (%s)",
-			solver.FormatQuantity(solver.CPU, p.Requested[solver.CPU]), solver.FormatQuantity(solver.CPU, p.Allocatable[solver.CPU]), pct(ratio(p.Requested[solver.CPU], p.Allocatable[solver.CPU])),
-			solver.FormatQuantity(solver.Memory, p.Requested[solver.Memory]), solver.FormatQuantity(solver.Memory, p.Allocatable[solver.Memory]), pct(ratio(p.Requested[solver.Memory], p.Allocatable[solver.Memory]))),
+			p.Usage.CPURequested, p.Usage.CPUAllocatable, pct(ratio(p.Requested[solver.CPU], p.Allocatable[solver.CPU])),
+			p.Usage.MemoryRequested, p.Usage.MemoryAllocatable, pct(ratio(p.Requested[solver.Memory], p.Allocatable[solver.Memory]))),
 		"Status: " + status,
 		"Why: " + p.Reason,
 	}
@@ -173,8 +174,8 @@ func (m *Model) nodeDetail(n *report.NodeRow) (string, []string) {
 		fmt.Sprintf("%s: %s, %s, zone %s, NodePool %s", n.Name, dash(n.InstanceType), dash(n.Capacity), dash(n.Zone), dash(n.Pool)),
 		"Price: " + price,
 		"Status: " + n.Status,
-		fmt.Sprintf("CPU requested %s of %s allocatable (%s)", solver.FormatQuantity(solver.CPU, n.CPUReq), solver.FormatQuantity(solver.CPU, n.CPUAlloc), pct(ratio(n.CPUReq, n.CPUAlloc))),
-		fmt.Sprintf("Memory requested %s of %s allocatable (%s)", solver.FormatQuantity(solver.Memory, n.MemReq), solver.FormatQuantity(solver.Memory, n.MemAlloc), pct(ratio(n.MemReq, n.MemAlloc))),
+		fmt.Sprintf("CPU requested %s of %s allocatable (%s)", n.Usage.CPURequested, n.Usage.CPUAllocatable, pct(ratio(n.CPUReq, n.CPUAlloc))),
+		fmt.Sprintf("Memory requested %s of %s allocatable (%s)", n.Usage.MemoryRequested, n.Usage.MemoryAllocatable, pct(ratio(n.MemReq, n.MemAlloc))),
 		fmt.Sprintf("Pods %d of %d", n.Pods, n.MaxPods),
 	}
 	if n.Claim {

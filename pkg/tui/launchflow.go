@@ -17,9 +17,9 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
 

@@ -9,8 +9,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 )
 
 // fakeHost records what the launch flow asks of the program.

@@ -6,8 +6,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 )
 
 // planLoop re-plans as the cluster changes: after a quiet time once a

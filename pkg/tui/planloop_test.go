@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 )
 
 // idleLoop returns a synced plan loop at the fixed clock; reads counts the

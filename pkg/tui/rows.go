@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 )
 
 // setReport takes a new report and rebuilds every table's rows.

@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
 )
 

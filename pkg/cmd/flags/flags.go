@@ -1,7 +1,8 @@
-// Package flags holds the flag sets that more than one command shares: the
-// catalog and default-pool flags of explain and tui, and the resolution of
-// the kubeconfig flags (genericclioptions.ConfigFlags) into a cluster. One
-// definition and one validation each, so that the commands cannot drift.
+// Package flags holds what more than one command shares around its flags:
+// the resolution of the kubeconfig flags (genericclioptions.ConfigFlags)
+// into a cluster, the error without input, and running Complete, Validate
+// and Run. Each package binds its own options' flags (explain.Options,
+// tui.Options, plan.Catalog, … AddFlags); the commands copy nothing.
 package flags
 
 import (
@@ -9,12 +10,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 )
 
 // DefaultRequestTimeout bounds each request to a live cluster when
@@ -23,31 +21,6 @@ const DefaultRequestTimeout = 30 * time.Second
 
 // defaultHost is where client-go points when no kubeconfig exists.
 const defaultHost = "http://localhost:8080"
-
-// Planning are the flags that choose the instance types and prices to plan
-// with (--region, --instance-types, --vm-memory-overhead-percent,
-// --max-pods) and what to plan for when the input lacks it: the NodePool
-// (--capacity-type, --instance-family, --arch, --all-instance-types) and
-// the EKS DaemonSets (--no-eks-daemonsets).
-type Planning struct {
-	Catalog plan.Catalog
-	Default plan.DefaultPool
-}
-
-// AddFlags registers the planning flags on fs (plan.Catalog's and
-// plan.DefaultPool's AddFlags).
-func (p *Planning) AddFlags(fs *pflag.FlagSet) {
-	p.Catalog.AddFlags(fs)
-	p.Default.AddFlags(fs)
-}
-
-// Validate checks the planning flags before anything is read.
-func (p *Planning) Validate() error {
-	if err := p.Catalog.Validate(); err != nil {
-		return err
-	}
-	return p.Default.Validate()
-}
 
 // Cluster is a live cluster resolved from the kubeconfig flags.
 type Cluster struct {

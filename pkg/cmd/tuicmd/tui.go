@@ -28,10 +28,6 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/launch"
 )
 
-// DefaultTimeout bounds each re-plan of the TUI: the best plan found by
-// then is shown, so that a big cluster still refreshes promptly.
-const DefaultTimeout = 10 * time.Second
-
 const tuiExample = `  # Pending pods, proposed nodes, current nodes and consolidation of the current cluster
   kubectl rightsize tui
 
@@ -44,15 +40,19 @@ const tuiExample = `  # Pending pods, proposed nodes, current nodes and consolid
   # What-if on manifests, offline: toggle spot (c), families (f) and region (r) on screen
   kubectl rightsize tui -f deploy/`
 
-// TUIOptions are the options of `kubectl rightsize tui`.
+// TUIOptions are the options of `kubectl rightsize tui`: the program's,
+// bound to their flags by tui.Options.AddFlags, and what only the command
+// needs.
 type TUIOptions struct {
+	// Options are the program's; Run sets the input, the cluster's context
+	// and the launcher.
+	tui.Options
 	genericiooptions.IOStreams
 	// Cluster gives the kubeconfig flags of the root command.
 	Cluster genericclioptions.RESTClientGetter
 
 	// Input, when given, makes the TUI work offline on manifests.
-	Input    snapshot.Input
-	ReadOnly bool
+	Input snapshot.Input
 	// Cloud is "" (launch through NodeClaims), "sim" or "aws" (launch
 	// through that cloud provider directly, for clusters without the
 	// operator).
@@ -66,8 +66,6 @@ type TUIOptions struct {
 	// OperatorLease is the name of the operator's leader-election Lease: a
 	// fresh one means an operator runs, and direct launches are refused.
 	OperatorLease string
-	Planning      flags.Planning
-	Timeout       time.Duration
 
 	// Set by Complete.
 	cluster    *flags.Cluster
@@ -82,7 +80,7 @@ func NewCmdTUI(streams genericiooptions.IOStreams, cluster genericclioptions.RES
 	o.NewCloud = func(ctx context.Context, region string, cfg *rest.Config, c client.Client) (cloud.CloudProvider, error) {
 		co := cloudprovider.Options{
 			Cloud: o.Cloud, ClusterName: o.ClusterName, Region: region,
-			InstanceTypesFile: o.Planning.Catalog.InstanceTypesFile, Model: o.Planning.Catalog.Model, Logger: logr.Discard(),
+			InstanceTypesFile: o.Catalog.InstanceTypesFile, Model: o.Catalog.Model, Logger: logr.Discard(),
 		}
 		return cloudprovider.New(ctx, co, cfg, c)
 	}
@@ -113,11 +111,9 @@ region and show the cost difference. Press ? for every key.`,
 	}
 	f := cmd.Flags()
 	o.Input.AddFlags(f, "a file or a directory")
-	f.BoolVar(&o.ReadOnly, "read-only", false, "show only: no selecting or launching")
 	f.StringVar(&o.Cloud, "cloud", "", "launch through this cloud provider directly when no operator runs: sim (kwok nodes) or aws")
 	f.StringVar(&o.ClusterName, "cluster-name", "", "with --cloud: the cluster name instances are tagged with; the operator's --cluster-name, so that it adopts them (required with --cloud aws; rightsize with sim)")
-	o.Planning.AddFlags(f)
-	f.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "stop improving each re-plan after this long and show the best found")
+	o.Options.AddFlags(f)
 	return cmd
 }
 
@@ -167,7 +163,7 @@ func (o *TUIOptions) Validate() error {
 			return errors.New("-f -: the TUI reads keys from the terminal; pass a file or a directory")
 		}
 	}
-	return o.Planning.Validate()
+	return o.Options.Validate()
 }
 
 // errNoTerminal is Run's error when the input is not a terminal: a script
@@ -181,12 +177,10 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 	if f, ok := o.In.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
 		return errNoTerminal
 	}
-	o.Planning.Catalog.MaxInputSize = o.Input.MaxInputSize
+	o.Catalog.MaxInputSize = o.Input.MaxInputSize
 	o.Input.RemoteTimeout = o.Timeout
-	opts := tui.Options{
-		Catalog: o.Planning.Catalog, Default: o.Planning.Default, Timeout: o.Timeout, ReadOnly: o.ReadOnly,
-		NoColor: os.Getenv("NO_COLOR") != "",
-	}
+	opts := o.Options
+	opts.NoColor = os.Getenv("NO_COLOR") != ""
 	if o.Input.Given() {
 		m, err := o.Input.ReadContext(ctx, nil)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cmd/flags"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui"
 )
 
 const flashSale = "../../../examples/flash-sale.yaml"
@@ -34,8 +35,8 @@ func TestNewCmdTUIParsesIntoOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.ReadOnly || o.Planning.Catalog.Region != "eu-west-1" || o.Planning.Default.CapacityTypes[0] != "spot" ||
-		o.Planning.Catalog.Model.MaxPods != 58 || o.Timeout != DefaultTimeout || o.ClusterName != "" || o.NewCloud == nil {
+	if !o.ReadOnly || o.Catalog.Region != "eu-west-1" || o.Default.CapacityTypes[0] != "spot" ||
+		o.Catalog.Model.MaxPods != 58 || o.Timeout != tui.DefaultTimeout || o.ClusterName != "" || o.NewCloud == nil {
 		t.Errorf("parsed %+v", o)
 	}
 }
@@ -86,7 +87,7 @@ func TestCommandRejectsCloudWithOfflineReadOnlyOrUnknownClouds(t *testing.T) {
 		want string
 	}{
 		{"-f", TUIOptions{Cloud: "sim", Input: snapshot.Input{Filenames: []string{"x.yaml"}}, ClusterName: "c", NewCloud: newCloud}, "--cloud sim launches into a cluster, and -f works offline"},
-		{"--read-only", TUIOptions{Cloud: "aws", ReadOnly: true, ClusterName: "c", NewCloud: newCloud, cluster: live}, "--cloud aws is for launching, which --read-only turns off"},
+		{"--read-only", TUIOptions{Cloud: "aws", Options: tui.Options{ReadOnly: true}, ClusterName: "c", NewCloud: newCloud, cluster: live}, "--cloud aws is for launching, which --read-only turns off"},
 		{"no cluster name on aws", TUIOptions{Cloud: "aws", NewCloud: newCloud, cluster: live}, "--cluster-name is required with --cloud aws"},
 		{"unknown", TUIOptions{Cloud: "gcp", cluster: live}, `--cloud "gcp": must be sim or aws`},
 	} {
@@ -104,7 +105,7 @@ func TestTUIAcceptsCloudOnALiveCluster(t *testing.T) {
 		NewCloud: func(context.Context, string, *rest.Config, client.Client) (cloud.CloudProvider, error) {
 			return nil, nil
 		}}
-	o.Planning.Catalog.Model.VMMemoryOverheadPercent = 0.075
+	o.Catalog.Model.VMMemoryOverheadPercent = 0.075
 	if err := o.Validate(); err != nil {
 		t.Errorf("Validate() = %v", err)
 	}

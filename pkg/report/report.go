@@ -1,9 +1,17 @@
-// Package report is the TUI's model of the cluster, in the spirit of
+// Package report is what the screens show of a plan, owned by no front
+// end. FromPlan builds it once from a solved plan: the proposed nodes
+// (launch options, labels, taints, quantities exact and as the tables
+// write them) and what the plan does with every pod; Consolidate adds what
+// consolidation would do. explain prints it as tables, JSON and YAML, and
+// the TUI draws it.
+//
+// It is also the TUI's model of the cluster, in the spirit of
 // eks-node-viewer's model package: from the objects a watcher holds (or
-// manifests read offline) and the catalog it builds the solver's problem,
-// asks the solver for the plan and for consolidation, and turns the answers
-// into the rows the screens show. It does no I/O beyond loading the catalog
-// and draws nothing; the bubbletea program in pkg/tui only renders a Report.
+// manifests read offline) and the catalog, Planner builds the solver's
+// problem, asks the solver for the plan and for consolidation, and turns
+// the answers into the rows the screens show. It does no I/O beyond
+// loading the catalog and draws nothing; the bubbletea program in pkg/tui
+// only renders a Report.
 package report
 
 import (
@@ -58,8 +66,9 @@ type Report struct {
 	Pending  []PendingGroup
 	Proposed []ProposedNode
 	Nodes    []NodeRow
-	// Consolidation is nil offline.
-	Consolidation *solver.ConsolidationPlan
+	// Consolidation is what consolidation would do now (Consolidate); nil
+	// offline.
+	Consolidation *disruption.Report
 	Actions       []ActionRow
 
 	// Cluster totals for the header.
@@ -76,6 +85,8 @@ type Report struct {
 	UnreadNodePools []string
 	// Existing are the existing and in-flight nodes as the solver sees them.
 	Existing []solver.Node
+	// Outcomes are what the plan does with each pod of Problem, by index.
+	Outcomes []Outcome
 	Took     time.Duration
 	BuiltAt  time.Time
 }
@@ -100,23 +111,6 @@ type PendingGroup struct {
 	NewNodes []int
 }
 
-// ProposedNode is one node of the plan.
-type ProposedNode struct {
-	Index                              int
-	Name                               string
-	Pool, InstanceType, Zone, Capacity string
-	Price                              float64
-	Pods                               []string
-	CPU, Memory                        float64 // utilisation it would reach, 0–1
-	Requested, Allocatable             solver.Resources
-	Reason                             string
-	// InstanceTypeOptions are the instance types its NodeClaim would
-	// allow, the planned one first, then by price: every type that holds
-	// the same pods (solver.LaunchOptions), at most 60, as the operator
-	// launches it and `explain -o json` lists it.
-	InstanceTypeOptions []string
-}
-
 // NodeRow is an existing node, or an in-flight NodeClaim.
 type NodeRow struct {
 	Name, InstanceType, Capacity, Zone, Pool string
@@ -124,10 +118,13 @@ type NodeRow struct {
 	Price            *float64
 	CPUReq, CPUAlloc int64
 	MemReq, MemAlloc int64
-	Pods, MaxPods    int64
-	Created          time.Time
-	Status           string
-	Claim            bool
+	// Usage is the CPU and memory requested and allocatable as the views
+	// show them.
+	Usage         Usage
+	Pods, MaxPods int64
+	Created       time.Time
+	Status        string
+	Claim         bool
 }
 
 // ActionRow is a consolidation action or a node left alone.
@@ -219,7 +216,8 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("planning: %w", err)
 	}
-	r.Problem, r.Plan, r.Baseline = prob, solved, solved.TotalPrice
+	r.setPlan(prob, solved, built.InFlight)
+	r.Baseline = solved.TotalPrice
 	if in.WhatIf.Active() {
 		r.Baseline, err = p.baseline(in, m, cl, base)
 		if err != nil {
@@ -229,6 +227,35 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	r.buildRows(in, cl, built)
 	r.Took = time.Since(start)
 	return r, nil
+}
+
+// FromPlan is the report of a solved plan as every front end shows it:
+// the proposed nodes and what the plan does with each pod. inFlight are
+// the nodes of NodeClaims launched but not registered (plan.Result.InFlight).
+func FromPlan(p *solver.Problem, solved *solver.Plan, inFlight []string) *Report {
+	r := &Report{}
+	r.setPlan(p, solved, inFlight)
+	return r
+}
+
+// setPlan sets the solved plan and the rows built from it alone.
+func (r *Report) setPlan(p *solver.Problem, solved *solver.Plan, inFlight []string) {
+	r.Problem, r.Plan, r.Existing = p, solved, p.Nodes
+	r.Proposed = ProposedNodes(p, solved)
+	r.Outcomes = Outcomes(p, solved, inFlight)
+}
+
+// Consolidate sets Consolidation: what the consolidation planner would do
+// now with the cluster the plan was built from, under the operator's own
+// guards for its pools' nodes and the planner's for Karpenter's. Nothing
+// is changed.
+func (r *Report) Consolidate(cl *snapshot.Cluster, built *plan.Result, now time.Time) error {
+	c, err := disruption.Consolidation(cl, r.Problem, built.Repriced, now)
+	if err != nil {
+		return fmt.Errorf("consolidation: %w", err)
+	}
+	r.Consolidation = c
+	return nil
 }
 
 // catalogs returns the catalog the cluster is planned in (the region
@@ -254,8 +281,6 @@ func catalogs(in Input, cl *snapshot.Cluster) (base, cat plan.Catalog) {
 // buildRows renders the rows of every view from the solved plan, and live
 // consolidates.
 func (r *Report) buildRows(in Input, cl *snapshot.Cluster, built *plan.Result) {
-	r.Existing = r.Problem.Nodes
-	r.buildProposed()
 	if cl == nil {
 		r.buildOfflinePending()
 		return
@@ -264,11 +289,10 @@ func (r *Report) buildRows(in Input, cl *snapshot.Cluster, built *plan.Result) {
 	r.buildNodes(cl, in.Objects, in.Claims, built.Prices)
 	// The operator's own guards for its pools' nodes, the planner's
 	// for Karpenter's: the verdicts explain --consolidation prints.
-	if c, err := disruption.Consolidation(cl, r.Problem, built.Repriced, in.Now); err == nil {
-		r.Consolidation = c.ConsolidationPlan
+	if err := r.Consolidate(cl, built, in.Now); err == nil {
 		r.buildActions()
 	} else {
-		r.Warnings = append(r.Warnings, "consolidation: "+err.Error())
+		r.Warnings = append(r.Warnings, err.Error())
 	}
 }
 
@@ -293,75 +317,30 @@ func (p *Planner) baseline(in Input, m *snapshot.Manifests, cl *snapshot.Cluster
 	return solved.TotalPrice, nil
 }
 
-func (r *Report) buildProposed() {
-	p, solved := r.Problem, r.Plan
-	r.Proposed = make([]ProposedNode, len(solved.NewNodes))
-	options := solver.LaunchInstanceTypes(p, solved, -1)
-	for i, n := range solved.NewNodes {
-		pn := ProposedNode{
-			Index: i, Name: plan.NewNodeName(i), Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone, Capacity: n.CapacityType,
-			Price: n.Price, Pods: make([]string, len(n.Pods)), Requested: n.Requested, Allocatable: n.Allocatable, Reason: n.Reason,
-			CPU: ratio(n.Requested[solver.CPU], n.Allocatable[solver.CPU]), Memory: ratio(n.Requested[solver.Memory], n.Allocatable[solver.Memory]),
+// outcomes returns the outcome of each pod by index, a new node's named
+// with its type ("new-1 m7i.large").
+func (r *Report) outcomes() func(index int) Outcome {
+	return func(index int) Outcome {
+		o := r.Outcomes[index]
+		if o.Kind == OutcomeNew {
+			o.Node = plan.NewNodeName(o.NewNode) + " " + r.Plan.NewNodes[o.NewNode].InstanceType
 		}
-		for k, pod := range n.Pods {
-			pn.Pods[k] = p.Pods[pod].Key()
-		}
-		pn.InstanceTypeOptions = options[i]
-		r.Proposed[i] = pn
+		return o
 	}
 }
 
-func ratio(a, b int64) float64 {
-	if b <= 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
-}
-
-// outcome is what the plan does with one pending pod.
-type outcome struct {
-	kind, node, reason string
-	newNode            int
-}
-
-func (r *Report) outcomes() (func(index int) outcome, map[string]bool) {
-	solved := r.Plan
-	outcomes := solved.Outcomes(len(r.Problem.Pods))
-	inflight := map[string]bool{}
-	for i := range r.Existing {
-		if r.Existing[i].InFlight {
-			inflight[r.Existing[i].Name] = true
-		}
-	}
-	return func(index int) outcome {
-		o := outcomes[index]
-		if ni := o.NewNode; ni >= 0 {
-			n := &solved.NewNodes[ni]
-			return outcome{kind: "new", node: plan.NewNodeName(ni) + " " + n.InstanceType, reason: n.Reason, newNode: ni}
-		}
-		if node := o.Node; node != "" {
-			if inflight[node] {
-				return outcome{kind: "launching", node: node, reason: plan.InFlightNote(node), newNode: -1}
-			}
-			return outcome{kind: "existing", node: node, reason: plan.ExistingNodeNote, newNode: -1}
-		}
-		// explain's sentence, which names an OS no catalog has where the
-		// solver's names the types it searched.
-		return outcome{kind: "unschedulable", reason: plan.UnplacedReason(&r.Problem.Pods[index], o.Reason), newNode: -1}
-	}, inflight
-}
-
+// buildPending groups the cluster's pending pods.
 func (r *Report) buildPending(cl *snapshot.Cluster) {
-	out, _ := r.outcomes()
-	index := map[string]int{}
+	out := r.outcomes()
+	groups := pendingGroups{r: r, index: map[string]int{}}
 	r.PendingPods = len(cl.Pending)
 	for i := range cl.Pending {
 		pp := &cl.Pending[i]
-		var o outcome
-		if pp.Index < 0 {
-			o = outcome{kind: "not planned", reason: pp.NotPlanned, newNode: -1}
-		} else {
+		o := Outcome{Kind: OutcomeNotPlanned, Reason: pp.NotPlanned, NewNode: -1}
+		req := ""
+		if pp.Index >= 0 {
 			o = out(pp.Index)
+			req = formatRequests(r.Problem, r.Problem.Pods[pp.Index].Requests)
 		}
 		scheduler := pp.SchedulerMessage
 		if scheduler == "" {
@@ -369,32 +348,7 @@ func (r *Report) buildPending(cl *snapshot.Cluster) {
 		} else if pp.SchedulerReason != "" && pp.SchedulerReason != "Unschedulable" {
 			scheduler = pp.SchedulerReason + ": " + scheduler
 		}
-		req := ""
-		if pp.Index >= 0 {
-			req = formatRequests(r.Problem, r.Problem.Pods[pp.Index].Requests)
-		}
-		node := o.node
-		if o.kind == "new" {
-			node = r.Plan.NewNodes[o.newNode].InstanceType // grouped over several new nodes
-		}
-		key := strings.Join([]string{pp.Namespace, pp.Owner, scheduler, o.kind, node, o.reason, req}, "\x00")
-		gi, ok := index[key]
-		if !ok {
-			gi = len(r.Pending)
-			index[key] = gi
-			r.Pending = append(r.Pending, PendingGroup{
-				Owner: pp.Owner, Namespace: pp.Namespace, Requests: req, Scheduler: scheduler,
-				Outcome: o.kind, Node: o.node, Reason: o.reason, PodIndex: pp.Index,
-			})
-		}
-		g := &r.Pending[gi]
-		g.Pods = append(g.Pods, pp.Key())
-		if o.newNode >= 0 && !slices.Contains(g.NewNodes, o.newNode) {
-			g.NewNodes = append(g.NewNodes, o.newNode)
-			if len(g.NewNodes) > 1 {
-				g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.newNode].InstanceType)
-			}
-		}
+		groups.add(pp.Namespace, pp.Owner, pp.Key(), scheduler, req, pp.Index, o)
 	}
 	sort.SliceStable(r.Pending, func(a, b int) bool {
 		if r.Pending[a].Namespace != r.Pending[b].Namespace {
@@ -406,35 +360,47 @@ func (r *Report) buildPending(cl *snapshot.Cluster) {
 
 // buildOfflinePending treats every pod of the manifests as pending.
 func (r *Report) buildOfflinePending() {
-	out, _ := r.outcomes()
-	index := map[string]int{}
+	out := r.outcomes()
+	groups := pendingGroups{r: r, index: map[string]int{}}
 	p := r.Problem
 	r.PendingPods = len(p.Pods)
 	for i := range p.Pods {
 		pod := &p.Pods[i]
-		o := out(i)
-		node := o.node
-		if o.kind == "new" {
-			node = r.Plan.NewNodes[o.newNode].InstanceType
-		}
-		req := formatRequests(p, pod.Requests)
-		key := strings.Join([]string{pod.Namespace, pod.Owner, o.kind, node, o.reason, req}, "\x00")
-		gi, ok := index[key]
-		if !ok {
-			gi = len(r.Pending)
-			index[key] = gi
-			r.Pending = append(r.Pending, PendingGroup{
-				Owner: pod.Owner, Namespace: pod.Namespace, Requests: req, Scheduler: "(offline: from manifests)",
-				Outcome: o.kind, Node: o.node, Reason: o.reason, PodIndex: i,
-			})
-		}
-		g := &r.Pending[gi]
-		g.Pods = append(g.Pods, pod.Key())
-		if o.newNode >= 0 && !slices.Contains(g.NewNodes, o.newNode) {
-			g.NewNodes = append(g.NewNodes, o.newNode)
-			if len(g.NewNodes) > 1 {
-				g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.newNode].InstanceType)
-			}
+		groups.add(pod.Namespace, pod.Owner, pod.Key(), "(offline: from manifests)", formatRequests(p, pod.Requests), i, out(i))
+	}
+}
+
+// pendingGroups groups a report's pending pods: those of one owner with
+// the same scheduler message, outcome and requests share a PendingGroup.
+type pendingGroups struct {
+	r     *Report
+	index map[string]int // of r.Pending, by group key
+}
+
+// add puts the pod (key, index podIndex in the problem, -1 when not
+// planned) into its group, and the group's proposed nodes with it.
+func (pg *pendingGroups) add(namespace, owner, key, scheduler, req string, podIndex int, o Outcome) {
+	r := pg.r
+	node := o.Node
+	if o.Kind == OutcomeNew {
+		node = r.Plan.NewNodes[o.NewNode].InstanceType // grouped over several new nodes
+	}
+	k := strings.Join([]string{namespace, owner, scheduler, o.Kind, node, o.Reason, req}, "\x00")
+	gi, ok := pg.index[k]
+	if !ok {
+		gi = len(r.Pending)
+		pg.index[k] = gi
+		r.Pending = append(r.Pending, PendingGroup{
+			Owner: owner, Namespace: namespace, Requests: req, Scheduler: scheduler,
+			Outcome: o.Kind, Node: o.Node, Reason: o.Reason, PodIndex: podIndex,
+		})
+	}
+	g := &r.Pending[gi]
+	g.Pods = append(g.Pods, key)
+	if o.NewNode >= 0 && !slices.Contains(g.NewNodes, o.NewNode) {
+		g.NewNodes = append(g.NewNodes, o.NewNode)
+		if len(g.NewNodes) > 1 {
+			g.Node = fmt.Sprintf("%d× %s", len(g.NewNodes), r.Plan.NewNodes[o.NewNode].InstanceType)
 		}
 	}
 }
@@ -475,7 +441,7 @@ func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims
 			CPUReq: n.Requested[solver.CPU], CPUAlloc: n.Allocatable[solver.CPU],
 			MemReq: n.Requested[solver.Memory], MemAlloc: n.Allocatable[solver.Memory],
 			Pods: n.Requested[solver.Pods], MaxPods: n.Allocatable[solver.Pods], Created: n.Created,
-			Status: nodeStatus(raw[n.Name]),
+			Status: nodeStatus(raw[n.Name]), Usage: NewUsage(n.Requested, n.Allocatable),
 		}
 		if price, ok := prices.Node(n); ok {
 			row.Price = &price
@@ -489,7 +455,7 @@ func (r *Report) buildNodes(cl *snapshot.Cluster, objs *snapshot.Objects, claims
 		}
 		row := NodeRow{Name: f.Name, InstanceType: f.InstanceType, Capacity: f.CapacityType, Zone: f.Zone, Pool: f.Pool,
 			CPUAlloc: f.Allocatable[solver.CPU], MemAlloc: f.Allocatable[solver.Memory], MaxPods: f.Allocatable[solver.Pods],
-			Created: f.Created, Claim: true, Status: "NodeClaim: pending"}
+			Created: f.Created, Claim: true, Status: "NodeClaim: pending", Usage: NewUsage(solver.Resources{}, f.Allocatable)}
 		for _, c := range claims {
 			if c.Name == f.Name {
 				row.Status = "NodeClaim: " + claimPhase(c)

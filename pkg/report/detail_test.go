@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report/detailtest"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/report/detailtest"
 )
 
 const gib = int64(1) << 30
