@@ -201,3 +201,20 @@ func (m *Manifests) decodeRightsize(where, kind string, j []byte, generic any) e
 	m.NodeClasses = append(m.NodeClasses, name)
 	return nil
 }
+
+// decodeCommitment reads a Commitment, refusing one the API server would
+// refuse.
+func (m *Manifests) decodeCommitment(j []byte, generic any) error {
+	var c v1alpha1.Commitment
+	if err := m.decodeFields(j, &c, generic); err != nil {
+		return err
+	}
+	if c.Name == "" {
+		return errors.New("metadata.name is required")
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	m.Commitments = append(m.Commitments, c)
+	return nil
+}
