@@ -137,8 +137,18 @@ func (o *Options) runManifests(ctx context.Context, m *snapshot.Manifests) error
 	if err != nil {
 		return err
 	}
+	var spent *plan.Spending
+	if len(m.Commitments) > 0 {
+		if spent, err = o.spend(ctx, p, solved, m, source); err != nil {
+			return err
+		}
+		solved = spent.Plan
+	}
 	result := o.newResult(p, solved, source)
 	result.Buffers = newBuffers(p, solved, built.Buffers)
+	if spent != nil {
+		result.Commitments = newCommitments(spent)
+	}
 	setDefaults(result, built)
 	if built.DefaultPool != "" {
 		if err := setAdvice(ctx, result, in, p, solved, time.Since(start), o.workDeadline(len(p.Pods))); err != nil {
@@ -146,6 +156,31 @@ func (o *Options) runManifests(ctx context.Context, m *snapshot.Manifests) error
 		}
 	}
 	return o.print(result)
+}
+
+// spend plans the pods again with the input's commitments as a budget
+// (plan.Spend), keeping the blind plan solved when none bills less; past
+// --timeout's planning time it makes no more plans, and the report says
+// the search stopped early when any plan it made was cut short.
+func (o *Options) spend(ctx context.Context, p *solver.Problem, blind *solver.Plan, m *snapshot.Manifests, source ResultSource) (*plan.Spending, error) {
+	cs, warnings, err := plan.CommitmentsOf(m.Commitments, source.Region)
+	if err != nil {
+		return nil, err
+	}
+	o.warn(warnings)
+	spent, err := plan.Spend(p, blind, cs, func(q *solver.Problem) (*solver.Plan, error) {
+		if d := o.workDeadline(len(q.Pods)); !d.IsZero() && time.Now().After(d) {
+			return nil, nil // --timeout: the plans made so far
+		}
+		cut := o.stoppedEarly
+		solved, err := o.solve(ctx, q)
+		o.stoppedEarly = o.stoppedEarly || cut
+		return solved, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return spent, nil
 }
 
 // instanceTypes loads the catalog and checks --instance-family against it.

@@ -1,11 +1,14 @@
 package plan
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 func TestNormalizedUnitsAreAWSs(t *testing.T) {
@@ -152,5 +155,133 @@ func TestCommitmentsOf(t *testing.T) {
 	objs[0].Spec.ReservedInstances.InstanceCount = 0
 	if _, _, err := CommitmentsOf(objs, ""); err == nil || !strings.Contains(err.Error(), "Commitment ri: spec.reservedInstances.instanceCount") {
 		t.Errorf("invalid commitment: err = %v", err)
+	}
+}
+
+// spendProblem is n pods of 1 CPU and 2 GiB on a pool of m6i and c6i,
+// spot or on-demand, in us-east-1a and us-east-1b, from the embedded
+// catalog.
+func spendProblem(t *testing.T, n int) *solver.Problem {
+	t.Helper()
+	p := &solver.Problem{InstanceTypes: catalogTypes(t), Pools: []solver.Pool{{Name: "default", Requirements: []solver.Requirement{
+		{Key: cloud.LabelInstanceFamily, Operator: "In", Values: []string{"m6i", "c6i"}},
+		{Key: solver.LabelZone, Operator: "In", Values: []string{"us-east-1a", "us-east-1b"}},
+	}}}}
+	for i := range n {
+		var r solver.Resources
+		r[solver.CPU], r[solver.Memory], r[solver.Pods] = 1000, 2*gi, 1
+		p.Pods = append(p.Pods, solver.Pod{Namespace: "default", Name: fmt.Sprintf("web-%d", i), Requests: r})
+	}
+	return p
+}
+
+func TestSpend(t *testing.T) {
+	solve := func(q *solver.Problem) (*solver.Plan, error) { return solver.Solve(q) }
+	for _, tc := range []struct {
+		name string
+		cs   []Commitment
+		// check looks at the chosen plan's bill.
+		check func(t *testing.T, s *Spending)
+	}{
+		{"no commitments: the blind plan", nil, func(t *testing.T, s *Spending) {
+			if s.Aware || s.Rounds != 0 || s.Saving() != 0 {
+				t.Errorf("Aware %v, %d rounds, saving %v: want the blind plan untouched", s.Aware, s.Rounds, s.Saving())
+			}
+		}},
+		{"a regional reservation is used whole, size-flexibly", []Commitment{{Name: "ri", Type: v1alpha1.CommitmentReservedInstances,
+			InstanceType: "m6i.large", Family: "m6i", Count: 6, Units: 24, Fee: 6 * 0.06}}, func(t *testing.T, s *Spending) {
+			if u := s.Bill.Commitments[0]; u.Utilization < 0.99 {
+				t.Errorf("reservation %.0f%% used, want all", 100*u.Utilization)
+			}
+		}},
+		{"a zonal reservation is used whole", []Commitment{{Name: "zonal", Type: v1alpha1.CommitmentReservedInstances,
+			InstanceType: "m6i.xlarge", Family: "m6i", Zone: "us-east-1b", Count: 2}}, func(t *testing.T, s *Spending) {
+			if u := s.Bill.Commitments[0]; u.Used != 2 {
+				t.Errorf("zonal reservation: %v of 2 instances used", u.Used)
+			}
+		}},
+		{"a Savings Plan with room buys on-demand it covers instead of spot", []Commitment{{Name: "sp", Type: v1alpha1.CommitmentComputeSavingsPlan,
+			Hourly: 0.5, Fee: 0.5, Discount: 0.3}}, func(t *testing.T, s *Spending) {
+			if u := s.Bill.Commitments[0]; u.Utilization < 0.9 {
+				t.Errorf("savings plan %.0f%% used, want at least 90%%", 100*u.Utilization)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := spendProblem(t, 40)
+			blind, err := solver.Solve(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := Spend(p, blind, tc.cs, solve)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("bill $%.4f/h, blind $%.4f/h, bound $%.4f/h, %d rounds", s.Bill.Total, s.Blind.Total, s.Bound, s.Rounds)
+			if s.Bill.Total > s.Blind.Total+1e-9 {
+				t.Errorf("bill $%.4f/h dearer than the blind plan's $%.4f/h", s.Bill.Total, s.Blind.Total)
+			}
+			if s.Bound > s.Bill.Total+1e-9 {
+				t.Errorf("bound $%.4f/h above the bill $%.4f/h", s.Bound, s.Bill.Total)
+			}
+			if len(tc.cs) > 0 && !s.Aware {
+				t.Errorf("no commitment-aware plan bills less than the blind one ($%.4f/h)", s.Blind.Total)
+			}
+			if len(s.Plan.Unschedulable) != 0 {
+				t.Errorf("%d pods unplaced", len(s.Plan.Unschedulable))
+			}
+			sum := 0.0
+			for _, n := range s.Plan.NewNodes {
+				sum += n.Price
+			}
+			if math.Abs(sum-s.Bill.List) > 1e-6 || math.Abs(s.Plan.TotalPrice-s.Bill.List) > 1e-6 {
+				t.Errorf("nodes sum to $%.4f/h, TotalPrice $%.4f/h, list $%.4f/h: the plan must carry list prices", sum, s.Plan.TotalPrice, s.Bill.List)
+			}
+			tc.check(t, s)
+		})
+	}
+}
+
+func TestSpendDoesNotChangeTheProblem(t *testing.T) {
+	p := spendProblem(t, 10)
+	before := fmt.Sprint(p.InstanceTypes[0].Offerings, len(p.InstanceTypes), p.Pools)
+	blind, err := solver.Solve(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := []Commitment{{Name: "ri", Type: v1alpha1.CommitmentReservedInstances, InstanceType: "m6i.large", Family: "m6i", Count: 2, Units: 8},
+		{Name: "sp", Type: v1alpha1.CommitmentComputeSavingsPlan, Hourly: 0.3, Fee: 0.3, Discount: 0.3}}
+	if _, err := Spend(p, blind, cs, func(q *solver.Problem) (*solver.Plan, error) { return solver.Solve(q) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, types := range typeLists(p) {
+		for _, typ := range types {
+			for _, o := range typ.Offerings {
+				if o.Count != 0 || o.Reservation != "" {
+					t.Fatalf("%s gained a reserved offering %+v", typ.Name, o)
+				}
+			}
+		}
+	}
+	if after := fmt.Sprint(p.InstanceTypes[0].Offerings, len(p.InstanceTypes), p.Pools); after != before {
+		t.Errorf("the problem changed:\n%s\n%s", before, after)
+	}
+}
+
+func TestBillBound(t *testing.T) {
+	p := &solver.Problem{Pools: []solver.Pool{{Name: "default"}}, InstanceTypes: []solver.InstanceType{
+		{Name: "m6i.large", Offerings: []solver.Offering{{Zone: "a", CapacityType: "on-demand", Price: 0.1}, {Zone: "a", CapacityType: "spot", Price: 0.04}}},
+		{Name: "m6i.xlarge", Offerings: []solver.Offering{{Zone: "a", CapacityType: "on-demand", Price: 0.24}}},
+		{Name: "c6i.large", Offerings: []solver.Offering{{Zone: "a", CapacityType: "on-demand", Price: 0.08}}},
+	}}
+	cs := []Commitment{
+		{Name: "ri", Type: v1alpha1.CommitmentReservedInstances, Family: "m6i", Units: 8, Fee: 0.1},                                                   // at most 8 × 0.03 (the xlarge's unit)
+		{Name: "sp", Type: v1alpha1.CommitmentComputeSavingsPlan, Hourly: 0.5, Fee: 0.5, Rates: map[string]float64{"c6i.large": 0.04}, Discount: 0.2}, // at most 0.5 × 2
+	}
+	if got, want := BillBound(p, 2, cs), 0.6+2-0.24-1; math.Abs(got-want) > 1e-9 {
+		t.Errorf("BillBound = %v, want %v", got, want)
+	}
+	if got := BillBound(p, 0.5, cs); got != 0.6 {
+		t.Errorf("BillBound with little to cover = %v, want the fees 0.6", got)
 	}
 }
