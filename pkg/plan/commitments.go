@@ -337,7 +337,10 @@ type Spending struct {
 // ignoring them and applying them to the bill afterwards.
 func (s *Spending) Saving() float64 { return s.Blind.Total - s.Bill.Total }
 
-// spendRounds bounds the plans Spend makes for its Savings Plans.
+// maxPlans bounds the plans Spend makes in all: each is a whole solve.
+const maxPlans = 16
+
+// spendRounds bounds the plans Spend makes for its Savings Plans' price.
 const spendRounds = 8
 
 // Spend plans p with its commitments as a budget, and bills every plan
@@ -370,7 +373,7 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 	}
 	stopped := false
 	try := func(q *solver.Problem) (Bill, bool, error) {
-		if stopped {
+		if stopped || s.Rounds >= maxPlans {
 			return Bill{}, false, nil
 		}
 		plan, err := solve(q)
@@ -393,7 +396,9 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 		return b, true, nil
 	}
 	base, chosen := p, []reservation(nil)
-	for _, choice := range reservationChoices(p, cs) {
+	// The existing nodes use their commitments first, whatever is planned.
+	existing := BillOf(billNodes(p, &solver.Plan{}, list), cs)
+	for _, choice := range reservationChoices(p, cs, existing) {
 		q := reserve(p, cs, choice)
 		if _, better, err := try(q); err != nil {
 			return nil, err
@@ -440,7 +445,7 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 		if err != nil {
 			return nil, err
 		}
-		if stopped {
+		if stopped || s.Rounds >= maxPlans {
 			break
 		}
 		last = b
@@ -472,7 +477,9 @@ const maxChoices = 6
 // capacity reservations: first every regional one as the largest sizes
 // of its family its units buy (greedily), then each regional one as one
 // size, the others greedily. A zonal one is always its type and count.
-func reservationChoices(p *solver.Problem, cs []Commitment) [][]reservation {
+// Only what the existing nodes leave of each (existing is their bill) is
+// planned.
+func reservationChoices(p *solver.Problem, cs []Commitment, existing Bill) [][]reservation {
 	sizes := map[string][]string{} // family -> type names, largest first, with on-demand offerings
 	units := map[string]float64{}
 	for _, types := range typeLists(p) {
@@ -495,10 +502,13 @@ func reservationChoices(p *solver.Problem, cs []Commitment) [][]reservation {
 	greedy := func(ci int) []reservation {
 		c := &cs[ci]
 		if c.Zone != "" {
-			return []reservation{{ci, c.InstanceType, c.Count}}
+			if n := c.Count - int(existing.Commitments[ci].Used); n > 0 {
+				return []reservation{{ci, c.InstanceType, n}}
+			}
+			return nil
 		}
 		var out []reservation
-		left := c.Units
+		left := c.Units - existing.Commitments[ci].Used
 		for _, t := range sizes[c.Family] {
 			if n := int(left / units[t]); n > 0 {
 				out = append(out, reservation{ci, t, n})
@@ -534,7 +544,7 @@ func reservationChoices(p *solver.Problem, cs []Commitment) [][]reservation {
 			continue
 		}
 		for _, t := range sizes[c.Family] {
-			n := int(c.Units / units[t])
+			n := int((c.Units - existing.Commitments[ci].Used) / units[t])
 			if n == 0 || len(choices) >= maxChoices {
 				continue
 			}

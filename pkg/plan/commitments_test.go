@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -283,5 +284,77 @@ func TestBillBound(t *testing.T) {
 	}
 	if got := BillBound(p, 0.5, cs); got != 0.6 {
 		t.Errorf("BillBound with little to cover = %v, want the fees 0.6", got)
+	}
+}
+
+func TestReservationChoices(t *testing.T) {
+	p := spendProblem(t, 1)
+	cs := []Commitment{
+		{Name: "ri", Type: v1alpha1.CommitmentReservedInstances, InstanceType: "m6i.large", Family: "m6i", Count: 6, Units: 24},
+		{Name: "zonal", Type: v1alpha1.CommitmentReservedInstances, InstanceType: "c6i.large", Family: "c6i", Zone: "us-east-1a", Count: 3},
+		{Name: "sp", Type: v1alpha1.CommitmentComputeSavingsPlan, Hourly: 1, Discount: 0.3},
+	}
+	uses := func(ri, zonal float64) Bill {
+		return Bill{Commitments: []CommitmentUse{{Used: ri}, {Used: zonal}, {}}}
+	}
+	choices := reservationChoices(p, cs, uses(0, 0))
+	if got := fmt.Sprint(choices[0]); got != "[{0 m6i.2xlarge 1} {0 m6i.xlarge 1} {1 c6i.large 3}]" {
+		t.Errorf("greedy choice = %s, want 24 units as one 2xlarge and one xlarge, and the zonal reservation", got)
+	}
+	for _, c := range choices[1:] {
+		if len(c) != 2 || c[1] != (reservation{1, "c6i.large", 3}) || c[0].commitment != 0 {
+			t.Errorf("choice %v: want one m6i size and the zonal reservation", c)
+		}
+	}
+	// Existing nodes already use 8 of the units and one zonal instance.
+	if got := fmt.Sprint(reservationChoices(p, cs, uses(8, 1))[0]); got != "[{0 m6i.2xlarge 1} {1 c6i.large 2}]" {
+		t.Errorf("with existing nodes, greedy choice = %s, want what they leave", got)
+	}
+}
+
+// TestSpendIsNeverDearerThanBlind spends random mixes of commitments on
+// random workloads: the bill is never above the blind plan's, the bound
+// never above the bill, and no pod is left unplaced.
+func TestSpendIsNeverDearerThanBlind(t *testing.T) {
+	rng := rand.New(rand.NewPCG(32, 3))
+	families := []string{"m6i", "c6i"}
+	sizes := []string{"large", "xlarge", "2xlarge"}
+	for i := range 12 {
+		p := spendProblem(t, 5+rng.IntN(60))
+		for j := range p.Pods {
+			p.Pods[j].Requests[solver.CPU] = int64(250 * (1 + rng.IntN(8)))
+			p.Pods[j].Requests[solver.Memory] = int64(1+rng.IntN(8)) * gi / 2
+		}
+		var cs []Commitment
+		for k := range 1 + rng.IntN(3) {
+			f, size := families[rng.IntN(2)], sizes[rng.IntN(3)]
+			n := 1 + rng.IntN(4)
+			switch rng.IntN(4) {
+			case 0:
+				cs = append(cs, Commitment{Name: fmt.Sprint("zonal-", k), Type: v1alpha1.CommitmentReservedInstances, InstanceType: f + "." + size,
+					Family: f, Zone: "us-east-1b", Count: n, Fee: 0.05 * float64(n)})
+			case 1:
+				cs = append(cs, Commitment{Name: fmt.Sprint("ri-", k), Type: v1alpha1.CommitmentReservedInstances, InstanceType: f + "." + size,
+					Family: f, Count: n, Units: float64(n) * NormalizedUnits(size, 0), Fee: 0.05 * float64(n)})
+			case 2:
+				h := 0.1 * float64(1+rng.IntN(10))
+				cs = append(cs, Commitment{Name: fmt.Sprint("ec2-", k), Type: v1alpha1.CommitmentEC2InstanceSavingsPlan, Family: f, Hourly: h, Fee: h, Discount: 0.3})
+			default:
+				h := 0.1 * float64(1+rng.IntN(10))
+				cs = append(cs, Commitment{Name: fmt.Sprint("compute-", k), Type: v1alpha1.CommitmentComputeSavingsPlan, Hourly: h, Fee: h, Discount: 0.25})
+			}
+		}
+		blind, err := solver.Solve(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Spend(p, blind, cs, func(q *solver.Problem) (*solver.Plan, error) { return solver.Solve(q) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("case %d: %d pods, %d commitments: bill $%.4f/h, blind $%.4f/h, bound $%.4f/h, %d plans", i, len(p.Pods), len(cs), s.Bill.Total, s.Blind.Total, s.Bound, s.Rounds)
+		if s.Bill.Total > s.Blind.Total+1e-9 || s.Bound > s.Bill.Total+1e-9 || len(s.Plan.Unschedulable) > 0 || s.Rounds > maxPlans {
+			t.Errorf("case %d (%+v): bill $%.4f/h, blind $%.4f/h, bound $%.4f/h, %d unplaced, %d plans", i, cs, s.Bill.Total, s.Blind.Total, s.Bound, len(s.Plan.Unschedulable), s.Rounds)
+		}
 	}
 }
