@@ -59,8 +59,18 @@ func (o *Options) runLive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var spent *plan.Spending
+	if len(cl.Commitments) > 0 {
+		if spent, err = o.spend(ctx, p, solved, &cl.Manifests, source); err != nil {
+			return err
+		}
+		solved = spent.Plan
+	}
 	result := o.newResult(p, solved, source)
 	result.Buffers = newBuffers(p, solved, built.Buffers)
+	if spent != nil {
+		result.Commitments = newCommitments(spent)
+	}
 	setDefaults(result, built)
 	var flags map[int]*plan.Widening
 	if built.DefaultPool != "" {

@@ -366,7 +366,9 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 	s := &Spending{Plan: blind, Bill: BillOf(billNodes(p, blind, list), cs)}
 	s.Blind = s.Bill
 	if blind.LowerBound > 0 {
-		s.Bound = BillBound(p, blind.LowerBound, cs)
+		// The existing nodes stay whatever is planned: their price is
+		// part of every plan's list price.
+		s.Bound = BillBound(p, blind.LowerBound+listOfExisting(p), cs)
 	}
 	if len(cs) == 0 {
 		return s, nil
