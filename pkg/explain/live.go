@@ -70,6 +70,11 @@ func (o *Options) runLive(ctx context.Context) error {
 	result.Buffers = newBuffers(p, solved, built.Buffers)
 	if spent != nil {
 		result.Commitments = newCommitments(spent)
+		if spent.Aware {
+			// The exhaustive search minimises the list price, which a
+			// plan made for the bill does not.
+			result.OptimalPricePerHour = 0
+		}
 	}
 	setDefaults(result, built)
 	var flags map[int]*plan.Widening

@@ -148,6 +148,11 @@ func (o *Options) runManifests(ctx context.Context, m *snapshot.Manifests) error
 	result.Buffers = newBuffers(p, solved, built.Buffers)
 	if spent != nil {
 		result.Commitments = newCommitments(spent)
+		if spent.Aware {
+			// The exhaustive search minimises the list price, which a
+			// plan made for the bill does not.
+			result.OptimalPricePerHour = 0
+		}
 	}
 	setDefaults(result, built)
 	if built.DefaultPool != "" {
