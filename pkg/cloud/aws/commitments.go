@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -11,29 +12,60 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/savingsplans"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 )
 
-// ReservedInstances returns the account's active EC2 Reserved Instances in
-// the provider's region as Commitment objects, for the planner to spend
-// (see pkg/plan's Spend): one per purchase, named ri-<reservedInstancesId>,
-// regional ones size-flexible, each instance's hourly price its upfront
-// fee over the term plus its usage and hourly recurring charges. Only
-// Linux/UNIX reservations of default tenancy are returned: the nodes this
-// provider launches are those, and no other reservation covers them.
-// It needs ec2:DescribeReservedInstances.
-func (p *Provider) ReservedInstances(ctx context.Context) ([]v1alpha1.Commitment, error) {
-	ctx, cancel := p.call(ctx)
-	defer cancel()
-	out, err := p.ec2.DescribeReservedInstances(ctx, &ec2.DescribeReservedInstancesInput{
+// ReservedInstancesAPI is what ReservedInstances asks of the EC2 client
+// (*ec2.Client).
+type ReservedInstancesAPI interface {
+	DescribeReservedInstances(context.Context, *ec2.DescribeReservedInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeReservedInstancesOutput, error)
+}
+
+// ReservedInstances returns the account's active EC2 Reserved Instances
+// as Commitment objects, for the planner to spend (see pkg/plan's Spend):
+// one per purchase, named ri-<reservedInstancesId>, regional ones (in
+// region) size-flexible, each instance's hourly price its upfront fee over
+// the term plus its usage and hourly recurring charges. Only Linux/UNIX
+// reservations of default tenancy are returned: the nodes this provider
+// launches are those, and no other reservation covers them. It needs
+// ec2:DescribeReservedInstances.
+func ReservedInstances(ctx context.Context, api ReservedInstancesAPI, region string) ([]v1alpha1.Commitment, error) {
+	out, err := api.DescribeReservedInstances(ctx, &ec2.DescribeReservedInstancesInput{
 		Filters: []ec2types.Filter{{Name: aws.String("state"), Values: []string{string(ec2types.ReservedInstanceStateActive)}}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("describing reserved instances: %w", err)
 	}
-	return reservedCommitments(out.ReservedInstances, p.region), nil
+	return reservedCommitments(out.ReservedInstances, region), nil
+}
+
+// ReservedInstances is the package's ReservedInstances in the provider's
+// region, within its request timeout.
+func (p *Provider) ReservedInstances(ctx context.Context) ([]v1alpha1.Commitment, error) {
+	ctx, cancel := p.call(ctx)
+	defer cancel()
+	return ReservedInstances(ctx, p.ec2, p.region)
+}
+
+// ImportCommitments returns what the account of cfg bought in cfg's
+// region: its Reserved Instances, then its Savings Plans, as Commitment
+// objects (ReservedInstances, SavingsPlans).
+func ImportCommitments(ctx context.Context, cfg aws.Config) ([]v1alpha1.Commitment, error) {
+	if cfg.Region == "" {
+		return nil, errors.New("no region: set --region, AWS_REGION or a region in the shared config")
+	}
+	ris, err := ReservedInstances(ctx, ec2.NewFromConfig(cfg), cfg.Region)
+	if err != nil {
+		return nil, err
+	}
+	sps, err := SavingsPlans(ctx, savingsplans.NewFromConfig(cfg), cfg.Region)
+	if err != nil {
+		return nil, err
+	}
+	return append(ris, sps...), nil
 }
 
 // reservedCommitments converts what DescribeReservedInstances returned.
