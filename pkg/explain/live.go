@@ -58,9 +58,14 @@ func (o *Options) runLive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	solved, spent, err := o.spend(ctx, p, solved, &cl.Manifests, source)
+	if err != nil {
+		return err
+	}
 	rep := report.FromPlan(p, solved, built.InFlight)
 	result := o.newResult(rep, source)
 	result.Buffers = newBuffers(p, solved, built.Buffers)
+	setCommitments(result, spent)
 	setDefaults(result, built)
 	var flags map[int]*plan.Widening
 	if built.DefaultPool != "" {

@@ -63,6 +63,10 @@ type Result struct {
 	// Buffers are the CapacityBuffers' room: the nodes that hold it and
 	// its price.
 	Buffers []ResultBuffer `json:"buffers,omitempty"`
+	// Commitments are the input's Commitments: each one's utilisation,
+	// the plan's bill with them, and the saving against planning as if
+	// there were none.
+	Commitments *ResultCommitments `json:"commitments,omitempty"`
 	// LiveResult is set when a live cluster was read; its fields are
 	// inlined in JSON and YAML.
 	*LiveResult
@@ -323,6 +327,9 @@ func PrintHuman(w io.Writer, r *Result, wide bool) error {
 		}
 	}
 	if err := printBuffers(w, r.Buffers); err != nil {
+		return err
+	}
+	if err := printCommitments(w, r.Commitments); err != nil {
 		return err
 	}
 	// Live, the pending section already gives every pod in scope its reason.

@@ -138,8 +138,13 @@ func (o *Options) runManifests(ctx context.Context, m *snapshot.Manifests) error
 	if err != nil {
 		return err
 	}
+	solved, spent, err := o.spend(ctx, p, solved, m, source)
+	if err != nil {
+		return err
+	}
 	result := o.newResult(report.FromPlan(p, solved, built.InFlight), source)
 	result.Buffers = newBuffers(p, solved, built.Buffers)
+	setCommitments(result, spent)
 	setDefaults(result, built)
 	if built.DefaultPool != "" {
 		if err := setAdvice(ctx, result, in, p, solved, time.Since(start), o.workDeadline(len(p.Pods))); err != nil {
@@ -147,6 +152,50 @@ func (o *Options) runManifests(ctx context.Context, m *snapshot.Manifests) error
 		}
 	}
 	return o.print(result)
+}
+
+// spend plans the pods again with the input's commitments as a budget
+// (plan.Spend), keeping the blind plan solved when none bills less, and
+// returns the plan to show with what it spent (blind and nil when the
+// input holds no Commitment); past --timeout's planning time it makes no
+// more plans, and the report says the search stopped early when any plan
+// it made was cut short.
+func (o *Options) spend(ctx context.Context, p *solver.Problem, blind *solver.Plan, m *snapshot.Manifests, source ResultSource) (*solver.Plan, *plan.Spending, error) {
+	if len(m.Commitments) == 0 {
+		return blind, nil, nil
+	}
+	cs, warnings, err := plan.CommitmentsOf(m.Commitments, source.Region)
+	if err != nil {
+		return nil, nil, err
+	}
+	o.warn(warnings)
+	spent, err := plan.Spend(p, blind, cs, func(q *solver.Problem) (*solver.Plan, error) {
+		if d := o.workDeadline(len(q.Pods)); !d.IsZero() && time.Now().After(d) {
+			return nil, nil // --timeout: the plans made so far
+		}
+		cut := o.stoppedEarly
+		solved, err := o.solve(ctx, q)
+		o.stoppedEarly = o.stoppedEarly || cut
+		return solved, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return spent.Plan, spent, nil
+}
+
+// setCommitments puts what the plan spent of the commitments in the
+// result (nothing without commitments).
+func setCommitments(r *Result, spent *plan.Spending) {
+	if spent == nil {
+		return
+	}
+	r.Commitments = newCommitments(spent)
+	if spent.Aware {
+		// The exhaustive search minimises the list price, which a plan
+		// made for the bill does not.
+		r.OptimalPricePerHour = 0
+	}
 }
 
 // instanceTypes loads the catalog and checks --instance-family against it.

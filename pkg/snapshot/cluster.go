@@ -154,8 +154,8 @@ func NewClusterClients(cfg *rest.Config) (ClusterClients, error) {
 }
 
 // ReadCluster reads pods, nodes, DaemonSets, PodDisruptionBudgets and, when
-// their CRDs exist, Karpenter NodePools and rightsize.dev NodePools and
-// NodeClaims, and converts them for the solver exactly as FromObjects
+// their CRDs exist, Karpenter NodePools and rightsize.dev NodePools,
+// NodeClaims and Commitments, and converts them for the solver exactly as FromObjects
 // converts a watcher's objects (one assembly for both). Lists are
 // paginated. Errors are *APIError: one line naming what could not be read
 // and what to do. A missing Karpenter or rightsize.dev CRD is not
@@ -188,6 +188,8 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 		volErr, csiErr                error
 		overlays                      []json.RawMessage
 		overlayErr, bufferErr         error
+		commitments                   []json.RawMessage
+		commitErr                     error
 		buffers                       []*cbv1beta1.CapacityBuffer
 		templates                     []*corev1.PodTemplate
 	)
@@ -207,6 +209,7 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	wg.Go(func() { volumes, volErr, csiErr = r.readVolumes(ctx, metav1.NamespaceAll) })
 	wg.Go(func() { overlays, _, overlayErr = r.custom(ctx, KarpenterNodeOverlays) })
 	wg.Go(func() { buffers, templates, bufferErr = r.liveBuffers(ctx) })
+	wg.Go(func() { commitments, _, commitErr = r.custom(ctx, RightsizeCommitments) })
 	wg.Wait()
 	unread, poolWarnings := unreadPools(len(pools)+len(rsPools), &kpErr, &rsErr)
 	if forbidden(claimErr) {
@@ -223,7 +226,7 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	// the assembly a watcher's objects go through (FromObjects).
 	o := &Objects{PodNamespace: podNS, KarpenterInstalled: karpenter, RightsizeInstalled: rightsize, NodePools: pools,
 		Pods: pointers(pods), Nodes: pointers(nodes), DaemonSets: pointers(daemonSets), PDBs: pointers(pdbs), Volumes: volumes,
-		NodeOverlays: overlays, UnreadNodePools: unread, CapacityBuffers: buffers, PodTemplates: templates}
+		NodeOverlays: overlays, UnreadNodePools: unread, CapacityBuffers: buffers, PodTemplates: templates, Commitments: commitments}
 	warnings := poolWarnings
 	if bufferErr != nil {
 		warnings = append(warnings, bufferErr.Error()+"; CapacityBuffers are not planned")
@@ -233,6 +236,9 @@ func ReadCluster(ctx context.Context, c ClusterClients, opts ClusterOptions) (*C
 	}
 	if volErr != nil {
 		warnings = append(warnings, volErr.Error()+"; pods with volumes are planned as if they had none (their volumes' zones and attach limits are not known)")
+	}
+	if commitErr != nil {
+		warnings = append(warnings, commitErr.Error()+"; Commitments (Reserved Instances, Savings Plans) are not planned")
 	}
 	if overlayErr != nil {
 		warnings = append(warnings, overlayErr.Error()+"; NodeOverlay prices and capacity are not applied")

@@ -51,6 +51,9 @@ type Objects struct {
 	// pods of Pods only.
 	CapacityBuffers []*cbv1beta1.CapacityBuffer
 	PodTemplates    []*corev1.PodTemplate
+	// Commitments are the rightsize.dev Commitments (Reserved Instances,
+	// Savings Plans) as JSON, when their CRD exists: Manifests.Commitments.
+	Commitments []json.RawMessage
 }
 
 // FromObjects converts objects already read (for example by informers) the
@@ -90,6 +93,7 @@ func assemble(o *Objects, warnings []string) *Cluster {
 	for _, raw := range o.NodeOverlays {
 		cl.addLiveOverlay(raw)
 	}
+	cl.addCommitments(o.Commitments)
 	cl.Rightsize.Installed = o.RightsizeInstalled
 	cl.addRightsizePools(o.RightsizeNodePools)
 	for i, gvr := range classResources {

@@ -15,11 +15,13 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
-// RightsizeNodePools and RightsizeNodeClaims are the resources of our own
-// operator, read (never written) when their CRDs are installed.
+// RightsizeNodePools, RightsizeNodeClaims and RightsizeCommitments are
+// the resources of our own operator, read (never written) when their CRDs
+// are installed.
 var (
-	RightsizeNodePools  = v1alpha1.SchemeGroupVersion.WithResource("nodepools")
-	RightsizeNodeClaims = v1alpha1.SchemeGroupVersion.WithResource("nodeclaims")
+	RightsizeNodePools   = v1alpha1.SchemeGroupVersion.WithResource("nodepools")
+	RightsizeNodeClaims  = v1alpha1.SchemeGroupVersion.WithResource("nodeclaims")
+	RightsizeCommitments = v1alpha1.SchemeGroupVersion.WithResource("commitments")
 )
 
 // Pool owners, the values of Cluster.PoolOwners.
@@ -200,4 +202,39 @@ func (m *Manifests) decodeRightsize(where, kind string, j []byte, generic any) e
 	}
 	m.NodeClasses = append(m.NodeClasses, name)
 	return nil
+}
+
+// decodeCommitment reads a Commitment, refusing one the API server would
+// refuse.
+func (m *Manifests) decodeCommitment(j []byte, generic any) error {
+	var c v1alpha1.Commitment
+	if err := m.decodeFields(j, &c, generic); err != nil {
+		return err
+	}
+	if c.Name == "" {
+		return errors.New("metadata.name is required")
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	m.Commitments = append(m.Commitments, c)
+	return nil
+}
+
+// addCommitments reads the cluster's Commitments as explain -f reads them
+// from manifests; one the API server's rules would refuse is left out with
+// a warning.
+func (c *Cluster) addCommitments(raws []json.RawMessage) {
+	for _, raw := range raws {
+		var cm v1alpha1.Commitment
+		if err := json.Unmarshal(raw, &cm); err != nil {
+			c.warnf("Commitment", "left out: %v", err)
+			continue
+		}
+		if err := cm.Validate(); err != nil {
+			c.warnf("Commitment "+cm.Name, "left out: %v", err)
+			continue
+		}
+		c.Manifests.Commitments = append(c.Manifests.Commitments, cm)
+	}
 }

@@ -59,6 +59,10 @@ type Manifests struct {
 	// Buffers are the CapacityBuffers read (autoscaling.x-k8s.io), each
 	// resolved to its chunk's shape and count; pkg/plan plans their room.
 	Buffers []Buffer
+	// Commitments are the Commitment objects read (Reserved Instances and
+	// Savings Plans), checked as the API server checks them; pkg/plan
+	// spends them (plan.CommitmentsOf, plan.BillOf).
+	Commitments []v1alpha1.Commitment
 	// ExtendedResources names the solver's resource indices
 	// solver.NumFixedResources and above, in order.
 	ExtendedResources []string
@@ -458,6 +462,7 @@ var kinds = map[string][]string{
 	"NodePool":                {"karpenter.sh/v1", "karpenter.sh/v1beta1", rightsizeAPIVersion},
 	"EC2NodeClass":            {"karpenter.k8s.aws/v1", "karpenter.k8s.aws/v1beta1", "karpenter.sh/v1alpha5", rightsizeAPIVersion},
 	"SimNodeClass":            {rightsizeAPIVersion},
+	"Commitment":              {rightsizeAPIVersion},
 	"NodeOverlay":             {"karpenter.sh/v1alpha1"},
 	"HorizontalPodAutoscaler": {"autoscaling/v2", "autoscaling/v1"},
 	"PersistentVolumeClaim":   {"v1"},
@@ -489,6 +494,8 @@ func (m *Manifests) decodeKind(where, kind, apiVersion string, j []byte, generic
 		return m.decodeAutoscaler(where, j, generic)
 	case "CapacityBuffer":
 		return m.decodeCapacityBuffer(where, j, generic)
+	case "Commitment":
+		return m.decodeCommitment(j, generic)
 	case "PodTemplate":
 		return m.decodePodTemplate(j, generic)
 	case "PersistentVolumeClaim", "PersistentVolume", "StorageClass":

@@ -25,6 +25,7 @@ var resources = map[string]string{
 	"NodeClaim":    "nodeclaims",
 	"EC2NodeClass": "ec2nodeclasses",
 	"SimNodeClass": "simnodeclasses",
+	"Commitment":   "commitments",
 }
 
 // parseObject reads one YAML object of this API.
@@ -125,7 +126,27 @@ spec:
   insufficientCapacity: [{instanceType: m5.large, zone: us-east-1a}]
   tags: {env: test}
 `
+	validCommitments = `
+apiVersion: rightsize.dev/v1alpha1
+kind: Commitment
+metadata: {name: m6i-ri}
+spec:
+  type: ReservedInstances
+  reservedInstances: {instanceType: m6i.large, instanceCount: 5, region: us-east-1, pricePerHour: "0.06"}
+---
+apiVersion: rightsize.dev/v1alpha1
+kind: Commitment
+metadata: {name: compute-sp}
+spec:
+  type: ComputeSavingsPlan
+  savingsPlan: {commitment: "5", discount: "0.28", rates: [{instanceType: m6i.large, pricePerHour: "0.0691"}]}
+`
 )
+
+// commitment is a Commitment document named bad with spec.
+func commitment(spec string) string {
+	return "apiVersion: rightsize.dev/v1alpha1\nkind: Commitment\nmetadata: {name: bad}\nspec: " + spec + "\n"
+}
 
 // TestCRDsValidate installs the generated CRDs on a real API server and
 // checks that valid objects, including the imported seed walkthrough, are
@@ -142,7 +163,8 @@ func TestCRDsValidate(t *testing.T) {
 	defer cancel()
 
 	t.Run("valid objects are accepted and defaulted", func(t *testing.T) {
-		for _, doc := range []string{validNodePool, validEC2NodeClass, validNodeClaim, validSimNodeClass} {
+		docs := []string{validNodePool, validEC2NodeClass, validNodeClaim, validSimNodeClass}
+		for _, doc := range append(docs, strings.Split(validCommitments, "---\n")...) {
 			if _, err := create(ctx, t, dyn, doc); err != nil {
 				t.Fatalf("create: %v\n%s", err, doc)
 			}
@@ -397,6 +419,14 @@ var invalidObjects = []struct {
 		[]string{`spec.disruption.minSaving.percent`, "less than or equal to 100"}},
 	{"minSaving perHour not a number", pool(`disruption: {minSaving: {perHour: "one cent"}}`),
 		[]string{`spec.disruption.minSaving.perHour`, "should match"}},
+	{"commitment of reserved instances without them", commitment(`{type: ReservedInstances, savingsPlan: {commitment: "5", discount: "0.2"}}`),
+		[]string{`spec.reservedInstances`, "reservedInstances is set exactly when type is ReservedInstances"}},
+	{"zonal and regional reserved instances", commitment(`{type: ReservedInstances, reservedInstances: {instanceType: m6i.large, instanceCount: 1, region: us-east-1, availabilityZone: us-east-1a}}`),
+		[]string{`spec.reservedInstances`, "not both"}},
+	{"EC2 instance savings plan without a family", commitment(`{type: EC2InstanceSavingsPlan, savingsPlan: {commitment: "5", discount: "0.3", region: us-east-1}}`),
+		[]string{`spec.savingsPlan`, "names its instanceFamily and region"}},
+	{"savings plan without rates or discount", commitment(`{type: ComputeSavingsPlan, savingsPlan: {commitment: "5"}}`),
+		[]string{`spec.savingsPlan`, "give the plan's rates or a discount"}},
 	{"httpTokens bogus", ec2Class(`metadataOptions: {httpTokens: bogus}`),
 		[]string{`spec.metadataOptions.httpTokens`, `Unsupported value: "bogus"`}},
 	{"hop limit 0", ec2Class(`metadataOptions: {httpPutResponseHopLimit: 0}`),

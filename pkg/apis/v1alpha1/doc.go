@@ -1,6 +1,6 @@
 // Package v1alpha1 holds the rightsize.dev/v1alpha1 API: the custom resources
-// the operator reads and writes (NodePool, NodeClaim, EC2NodeClass and
-// SimNodeClass).
+// the operator reads and writes (NodePool, NodeClaim, EC2NodeClass,
+// SimNodeClass) and the Commitments the planner spends.
 //
 // Field names follow Karpenter v1 (karpenter.sh/v1 and karpenter.k8s.aws/v1)
 // so that a Karpenter user reads them without a manual; where this API adds a

@@ -34,6 +34,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NodeClaim{}, &NodeClaimList{},
 		&EC2NodeClass{}, &EC2NodeClassList{},
 		&SimNodeClass{}, &SimNodeClassList{},
+		&Commitment{}, &CommitmentList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

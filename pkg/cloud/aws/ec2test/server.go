@@ -50,29 +50,30 @@ type Server struct {
 	// Now is the server's clock (time.Now when nil).
 	Now func() time.Time
 
-	mu            sync.Mutex
-	beforeAction  func(action string)
-	region        string
-	pageSize      int
-	latency       time.Duration
-	listLag       time.Duration
-	types         map[string]*InstanceType
-	subnets       []Subnet
-	reservations  []*CapacityReservation
-	groups        []SecurityGroup
-	images        []Image
-	spotPrices    []SpotPrice
-	templates     map[string]*LaunchTemplate // by ID
-	instances     map[string]*Instance
-	instanceOrder []string
-	params        map[string]string
-	refused       map[capacityKey]string // → error code
-	faults        map[string][]fault     // action → queued faults
-	fleets        map[string][]byte      // client token → response
-	calls         map[string]int
-	requests      map[string][]map[string][]string
-	terminated    []Instance // terminated since OnTerminate was last called
-	seq           int
+	mu                sync.Mutex
+	beforeAction      func(action string)
+	region            string
+	pageSize          int
+	latency           time.Duration
+	listLag           time.Duration
+	types             map[string]*InstanceType
+	subnets           []Subnet
+	reservations      []*CapacityReservation
+	reservedInstances []*ReservedInstances
+	groups            []SecurityGroup
+	images            []Image
+	spotPrices        []SpotPrice
+	templates         map[string]*LaunchTemplate // by ID
+	instances         map[string]*Instance
+	instanceOrder     []string
+	params            map[string]string
+	refused           map[capacityKey]string // → error code
+	faults            map[string][]fault     // action → queued faults
+	fleets            map[string][]byte      // client token → response
+	calls             map[string]int
+	requests          map[string][]map[string][]string
+	terminated        []Instance // terminated since OnTerminate was last called
+	seq               int
 }
 
 // New returns a server for region with nothing in it.
@@ -236,6 +237,8 @@ func (s *Server) dispatch(action string, p params) ([]byte, []Instance, error) {
 		v, err = s.describeSubnets(m, p)
 	case "DescribeCapacityReservations":
 		v, err = s.describeCapacityReservations(m, p)
+	case "DescribeReservedInstances":
+		v, err = s.describeReservedInstances(m, p)
 	case "DescribeSecurityGroups":
 		v, err = s.describeSecurityGroups(m, p)
 	case "DescribeImages":
