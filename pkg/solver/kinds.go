@@ -235,7 +235,9 @@ func (s *state) pruneDominated() {
 	for _, k := range s.kinds {
 		dominated := false
 		for _, o := range keep {
-			if o.pool == k.pool && o.price <= k.price && k.compat.subsetOf(o.compat) && k.alloc.Fits(o.alloc) &&
+			// Room first: a dearer kind mostly has more, and the check
+			// ends at the first resource.
+			if o.pool == k.pool && k.alloc.Fits(o.alloc) && o.price <= k.price && k.compat.subsetOf(o.compat) &&
 				s.p.PoolTypes(o.pool)[o.typ].Capacity.Fits(s.p.PoolTypes(k.pool)[k.typ].Capacity) {
 				dominated = true
 				break
