@@ -106,7 +106,7 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			}
 			sort.Stable(&keys)
 		}
-		k.shape = k.shape[:0]
+		k.shape = slices.Grow(k.shape[:0], len(k.order))
 		for _, ci := range k.order {
 			var sh classShape
 			for r, q := range s.classes[ci].req {
