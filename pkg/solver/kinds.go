@@ -230,7 +230,13 @@ func allMatch(reqs []Requirement, labels Labels) bool {
 // allocatable, costs no more and uses no more of the pool's limits.
 // It leaves the kinds sorted by price, which cheapestHolding relies on.
 func (s *state) pruneDominated() {
-	sort.SliceStable(s.kinds, func(a, b int) bool { return s.kinds[a].price < s.kinds[b].price })
+	// The generic sort makes sort.SliceStable's comparisons, on < alone.
+	slices.SortStableFunc(s.kinds, func(a, b *kind) int {
+		if a.price < b.price {
+			return -1
+		}
+		return 0
+	})
 	keep := s.kinds[:0:0]
 	for _, k := range s.kinds {
 		dominated := false
