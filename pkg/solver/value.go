@@ -70,7 +70,11 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			}
 		}
 	}
-	index := map[bucketKey]int{}
+	bucketOf := bucketsOf(s.classes)
+	slot := make([]int32, len(s.classes))
+	for i := range slot {
+		slot[i] = -1
+	}
 	var keys fillOrder
 	var entries []fillEntry
 	for _, ki := range kinds {
@@ -119,7 +123,7 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			sh.length = math.Sqrt(sh.length)
 			k.shape = append(k.shape, sh)
 		}
-		k.buckets = k.shapeBuckets(s.classes, index)
+		k.buckets = k.shapeBuckets(s.classes, bucketOf, slot)
 	}
 }
 
