@@ -66,6 +66,10 @@ func (s *state) findCells(pod *Pod, keys []string, f domainFilter) []cell {
 		}
 		return true
 	}
+	// Pods without node selector or affinity accept every node: their
+	// affinity filter needs no labels.
+	anyNode := len(pod.NodeSelector) == 0 && len(pod.Affinity) == 0
+	var cost []float64 // per cell of a variant: the cheapest offering's
 	for pi := range s.p.Pools {
 		pool := &s.p.Pools[pi]
 		if f.taints && untolerated(pod.Tolerations, pool.Taints) != nil {
@@ -74,36 +78,53 @@ func (s *state) findCells(pod *Pod, keys []string, f domainFilter) []cell {
 		variants := keyVariants(pool, poolLabelsFor(pool, pod), keys)
 		types := s.p.PoolTypes(pi)
 		// What the pod asks of each type alone: launchable, and whether
-		// it fits (the cost of a cell it does not fit is +Inf).
+		// it fits (the cost of a cell it does not fit is +Inf), and the
+		// largest share of the type's allocatable it takes.
 		fits := make([]int8, len(types)) // 0: unknown, 1: fits, 2: does not, 3: left out
+		shares := make([]float64, len(types))
 		for _, pl := range variants {
-			for _, ref := range s.poolOffers(pi, pl) {
+			pc := s.poolCells(pi, pl, keys)
+			cost = slices.Grow(cost[:0], len(pc.values))[:len(pc.values)]
+			for c := range cost {
+				cost[c] = math.NaN() // no offering of the cell yet
+			}
+			for j, ref := range pc.refs {
 				it := &types[ref.typ]
 				if fits[ref.typ] == 0 {
 					fits[ref.typ] = 1
+					alloc := it.Allocatable()
 					switch {
 					case f.launchable && !s.poolHolds(pi, it.Capacity):
 						fits[ref.typ] = 3
-					case !pod.Requests.Fits(it.Allocatable()):
+					case !pod.Requests.Fits(alloc):
 						fits[ref.typ] = 2
 						if f.fits {
 							fits[ref.typ] = 3
 						}
+					default:
+						shares[ref.typ] = share(pod.Requests, alloc)
 					}
 				}
 				if fits[ref.typ] == 3 {
 					continue
 				}
 				o := &it.Offerings[ref.offering]
-				labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
-				if !read(labels) || f.affinity && !matchesAffinity(pod.NodeSelector, pod.Affinity, labels) {
+				if f.affinity && !anyNode && !matchesAffinity(pod.NodeSelector, pod.Affinity, &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}) {
 					continue
 				}
 				c := math.Inf(1)
 				if fits[ref.typ] == 1 {
-					c = o.Price * share(pod.Requests, it.Allocatable())
+					c = o.Price * shares[ref.typ]
 				}
-				note(c)
+				if ci := pc.cell[j]; math.IsNaN(cost[ci]) || c < cost[ci] {
+					cost[ci] = c
+				}
+			}
+			for ci, c := range cost {
+				if !math.IsNaN(c) {
+					copy(values, pc.values[ci])
+					note(c)
+				}
 			}
 		}
 	}
@@ -140,14 +161,7 @@ type offerRef struct{ typ, offering int }
 func (s *state) poolOffers(pi int, pl map[string]string) []offerRef {
 	var key string
 	if s.domains != nil {
-		b := strconv.AppendInt(nil, int64(pi), 10)
-		for _, k := range slices.Sorted(maps.Keys(pl)) {
-			b = append(b, 0)
-			b = append(b, k...)
-			b = append(b, 1)
-			b = append(b, pl[k]...)
-		}
-		key = string(b)
+		key = string(offersKey(pi, pl))
 		s.domains.mu.Lock()
 		out, ok := s.domains.offers[key]
 		s.domains.mu.Unlock()
@@ -176,6 +190,85 @@ func (s *state) poolOffers(pi int, pl map[string]string) []offerRef {
 		s.domains.mu.Unlock()
 	}
 	return out
+}
+
+// offerCells are the offerings of a pool's types whose nodes, carrying
+// given pool labels, meet the pool's requirements (poolOffers) and carry
+// every one of some topology keys, each with the index in values of the
+// keys' values there: the part of findCells that does not depend on the
+// pod.
+type offerCells struct {
+	refs   []offerRef
+	cell   []int // per entry of refs
+	values [][]string
+}
+
+// poolCells is offerCells for pool pi, pool labels pl and keys,
+// remembered as poolOffers is.
+func (s *state) poolCells(pi int, pl map[string]string, keys []string) *offerCells {
+	var key string
+	if s.domains != nil {
+		b := offersKey(pi, pl)
+		for _, k := range keys {
+			b = append(b, 2)
+			b = append(b, k...)
+		}
+		key = string(b)
+		s.domains.mu.Lock()
+		out, ok := s.domains.cells[key]
+		s.domains.mu.Unlock()
+		if ok {
+			return out
+		}
+	}
+	types := s.p.PoolTypes(pi)
+	out := &offerCells{}
+	byValues := map[string]int{}
+	values := make([]string, len(keys))
+	for _, ref := range s.poolOffers(pi, pl) {
+		it := &types[ref.typ]
+		o := &it.Offerings[ref.offering]
+		labels := &candidateLabels{zone: o.Zone, capacityType: o.CapacityType, pool: pl, typ: it.Labels}
+		ok := true
+		for i, k := range keys {
+			if values[i], ok = labels.Label(k); !ok {
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		k := strings.Join(values, "\x00")
+		ci, seen := byValues[k]
+		if !seen {
+			ci = len(out.values)
+			byValues[k] = ci
+			out.values = append(out.values, slices.Clone(values))
+		}
+		out.refs = append(out.refs, ref)
+		out.cell = append(out.cell, ci)
+	}
+	if s.domains != nil {
+		s.domains.mu.Lock()
+		if s.domains.cells == nil {
+			s.domains.cells = map[string]*offerCells{}
+		}
+		s.domains.cells[key] = out
+		s.domains.mu.Unlock()
+	}
+	return out
+}
+
+// offersKey identifies pool pi with pool labels pl in the memo.
+func offersKey(pi int, pl map[string]string) []byte {
+	b := strconv.AppendInt(nil, int64(pi), 10)
+	for _, k := range slices.Sorted(maps.Keys(pl)) {
+		b = append(b, 0)
+		b = append(b, k...)
+		b = append(b, 1)
+		b = append(b, pl[k]...)
+	}
+	return b
 }
 
 // keyVariants returns the pool labels pl once per combination of the

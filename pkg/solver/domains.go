@@ -26,8 +26,10 @@ type derived struct {
 type domainMemo struct {
 	mu   sync.Mutex
 	seen map[string][]string
-	// offers remembers poolOffers per pool and pool labels.
+	// offers remembers poolOffers per pool and pool labels; cells,
+	// poolCells per pool, pool labels and keys.
 	offers map[string][]offerRef
+	cells  map[string]*offerCells
 }
 
 // domainsOf is findDomains, remembered per node constraints, requests, key

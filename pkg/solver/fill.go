@@ -60,25 +60,45 @@ type bucketKey struct {
 	value float64
 }
 
+// bucketsOf numbers the classes by what a bucket's classes share
+// (bucketKey), as a map keyed by it would tell them apart.
+func bucketsOf(classes []*class) []int32 {
+	ids := map[bucketKey]int32{}
+	out := make([]int32, len(classes))
+	for ci, c := range classes {
+		kk := bucketKey{c.req, c.value}
+		id, ok := ids[kk]
+		if !ok {
+			id = int32(len(ids))
+			ids[kk] = id
+		}
+		out[ci] = id
+	}
+	return out
+}
+
 // shapeBuckets groups the kind's fill order into buckets, in the order of
 // their first member. Classes that request nothing the kind has are left
-// out: they never add value to a node. index is scratch space.
-func (k *kind) shapeBuckets(classes []*class, index map[bucketKey]int) []shapeBucket {
-	clear(index)
+// out: they never add value to a node. bucketOf numbers the classes
+// (bucketsOf); slot is scratch space, one entry per number, each -1.
+func (k *kind) shapeBuckets(classes []*class, bucketOf, slot []int32) []shapeBucket {
 	var out []shapeBucket
 	for i, ci := range k.order {
 		if k.shape[i].max == 0 {
 			continue
 		}
-		c := classes[ci]
-		kk := bucketKey{c.req, c.value}
-		b, ok := index[kk]
-		if !ok {
-			b = len(out)
-			index[kk] = b
+		id := bucketOf[ci]
+		b := slot[id]
+		if b < 0 {
+			b = int32(len(out))
+			slot[id] = b
+			c := classes[ci]
 			out = append(out, shapeBucket{req: c.req, value: c.value, shape: k.shape[i]})
 		}
 		out[b].members = append(out[b].members, int32(i))
+	}
+	for _, b := range out {
+		slot[bucketOf[k.order[b.members[0]]]] = -1
 	}
 	return out
 }

@@ -27,13 +27,25 @@ func (s *state) takesReq(takes []take) Resources {
 // holds reports whether one node of kind k may run the takes: every class
 // may run there, they fit, per-node caps hold and no two conflict.
 func (s *state) holds(k *kind, takes []take, req Resources) bool {
-	if !req.Fits(k.alloc) {
-		return false
+	return req.Fits(k.alloc) && s.admitsAll(k, takes) && s.togetherOnNode(takes)
+}
+
+// admitsAll reports whether every class of the takes may run on kind k.
+func (s *state) admitsAll(k *kind, takes []take) bool {
+	for _, t := range takes {
+		if !k.compat.has(s.classes[t.class].group) {
+			return false
+		}
 	}
+	return true
+}
+
+// togetherOnNode reports whether the takes may share one node, whatever
+// its kind: per-node caps hold and no two conflict.
+func (s *state) togetherOnNode(takes []take) bool {
 	defer s.resetCaps(takes)
 	for i, t := range takes {
-		c := s.classes[t.class]
-		if !k.compat.has(c.group) || t.n > s.capRoom(t.class) || s.conflictsWith(t.class, takes[:i]) {
+		if t.n > s.capRoom(t.class) || s.conflictsWith(t.class, takes[:i]) {
 			return false
 		}
 		s.countCap(t.class, t.n)
@@ -50,13 +62,23 @@ func (s *state) cheapestHolding(takes []take, count int, weight int32, freed []R
 	// list of the kinds it may run on, so the first kind that qualifies is
 	// the cheapest. Only the kinds on the shortest such list of the takes'
 	// classes can hold them all.
+	together := 0 // togetherOnNode(takes), once known: 1 yes, -1 no
 	for _, ki := range s.shortestKinds(takes) {
 		k := s.kinds[ki]
 		if k.price >= below {
 			break
 		}
-		if s.p.Pools[k.pool].Weight != weight || !s.holds(k, takes, req) {
+		if s.p.Pools[k.pool].Weight != weight || !req.Fits(k.alloc) || !s.admitsAll(k, takes) {
 			continue
+		}
+		if together == 0 {
+			together = -1
+			if s.togetherOnNode(takes) {
+				together = 1
+			}
+		}
+		if together < 0 {
+			return -1 // no kind holds them
 		}
 		after := s.used[k.pool].Sub(freed[k.pool]).Add(s.p.PoolTypes(k.pool)[k.typ].Capacity.Scale(int64(count)))
 		if !withinLimits(&s.p.Pools[k.pool], after) {

@@ -1,6 +1,9 @@
 package solver
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // poolOrder returns pool indices by descending weight, then name.
 func (p *Problem) poolOrder() []int {
@@ -50,6 +53,15 @@ func (s *state) buildKinds() {
 	seen := map[dedupeKey]int{}
 	sigOf, sigs := s.nodeSigs()
 	runs := make([]bool, len(sigs))
+	// compats remembers, per set of signatures that may run on an
+	// offering (on: 1 each that may), the groups that may.
+	type compatOf struct {
+		bits  bitset
+		key   string
+		empty bool
+	}
+	compats := map[string]compatOf{}
+	on := make([]byte, len(sigs))
 	for _, pi := range p.poolOrder() {
 		pool := &p.Pools[pi]
 		types := p.PoolTypes(pi)
@@ -78,20 +90,35 @@ func (s *state) buildKinds() {
 					parts = mv.split(vt/len(types), ti, oi, runs)
 				}
 				for _, part := range parts {
-					compat := newBitset(len(s.groups))
-					for g := range s.groups {
-						if runs[sigOf[g]] && (part.sigs == nil || part.sigs[sigOf[g]]) {
-							compat.set(g)
+					// The groups that may run here follow from which
+					// signatures do: most offerings share one answer.
+					for i := range sigs {
+						on[i] = 0
+						if runs[i] && (part.sigs == nil || part.sigs[i]) {
+							on[i] = 1
 						}
 					}
-					if compat.empty() {
+					ck, ok := compats[string(on)]
+					if !ok {
+						ck.bits = newBitset(len(s.groups))
+						for g := range s.groups {
+							if on[sigOf[g]] == 1 {
+								ck.bits.set(g)
+							}
+						}
+						ck.key, ck.empty = ck.bits.key(), ck.bits.empty()
+						compats[string(on)] = ck
+					}
+					if ck.empty {
 						continue
 					}
+					// Each kind owns its bits (preferUntainted clears some).
+					compat := ck.bits
 					if o.Count > 0 {
-						s.addReservedKind(pi, ti, oi, part.alloc, compat, openLabels(pool, pl))
+						s.addReservedKind(pi, ti, oi, part.alloc, slices.Clone(compat), openLabels(pool, pl))
 						continue
 					}
-					key := dedupeKey{pi, ti, compat.key(), part.alloc}
+					key := dedupeKey{pi, ti, ck.key, part.alloc}
 					if j, ok := seen[key]; ok {
 						switch k := s.kinds[j]; {
 						case o.Price < k.price:
@@ -102,7 +129,7 @@ func (s *state) buildKinds() {
 						continue
 					}
 					seen[key] = len(s.kinds)
-					s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, ties: []int{oi}, price: o.Price, alloc: part.alloc, compat: compat, labels: openLabels(pool, pl)})
+					s.kinds = append(s.kinds, &kind{pool: pi, typ: ti, offering: oi, ties: []int{oi}, price: o.Price, alloc: part.alloc, compat: slices.Clone(compat), labels: openLabels(pool, pl)})
 				}
 			}
 		}
@@ -203,12 +230,20 @@ func allMatch(reqs []Requirement, labels Labels) bool {
 // allocatable, costs no more and uses no more of the pool's limits.
 // It leaves the kinds sorted by price, which cheapestHolding relies on.
 func (s *state) pruneDominated() {
-	sort.SliceStable(s.kinds, func(a, b int) bool { return s.kinds[a].price < s.kinds[b].price })
+	// The generic sort makes sort.SliceStable's comparisons, on < alone.
+	slices.SortStableFunc(s.kinds, func(a, b *kind) int {
+		if a.price < b.price {
+			return -1
+		}
+		return 0
+	})
 	keep := s.kinds[:0:0]
 	for _, k := range s.kinds {
 		dominated := false
 		for _, o := range keep {
-			if o.pool == k.pool && o.price <= k.price && k.compat.subsetOf(o.compat) && k.alloc.Fits(o.alloc) &&
+			// Room first: a dearer kind mostly has more, and the check
+			// ends at the first resource.
+			if o.pool == k.pool && k.alloc.Fits(o.alloc) && o.price <= k.price && k.compat.subsetOf(o.compat) &&
 				s.p.PoolTypes(o.pool)[o.typ].Capacity.Fits(s.p.PoolTypes(k.pool)[k.typ].Capacity) {
 				dominated = true
 				break

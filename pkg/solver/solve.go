@@ -331,11 +331,22 @@ func (s *state) buildClasses() {
 	if s.hasTopology {
 		sels = s.p.selectors()
 	}
+	// Which selectors match a pod depends on its namespace and labels
+	// only (see problemSelector), which many pods share.
+	seenBy := map[string]string{}
+	var w keyWriter
 	for i := range s.p.Pods {
 		pod := &s.p.Pods[i]
 		seen := ""
 		if s.hasTopology {
-			seen = sels.seen(pod)
+			w.b = w.b[:0]
+			w.str(pod.Namespace)
+			w.labels(pod.Labels, false)
+			var ok bool
+			if seen, ok = seenBy[string(w.b)]; !ok {
+				seen = sels.seen(pod)
+				seenBy[string(w.b)] = seen
+			}
 		}
 		ck := constraintKey(pod, seen)
 		g, ok := groupIdx[ck]

@@ -15,16 +15,44 @@ import (
 // buildConflicts records, for every pair of classes where one's hostname
 // anti-affinity selects the other's pods, that they must not share a node.
 func (s *state) buildConflicts() {
+	// The classes of a group share its terms and its pods' labels: each
+	// group's terms are asked once whether they select each group's pods
+	// (sel: 0 not asked yet, 1 one of them does, 2 none does), a group at
+	// a time so that one answer vector serves. A class listed once per
+	// term that selects is listed once in the end (sorted, compacted).
+	byGroup := make([][]int, len(s.groups))
 	for a, ca := range s.classes {
-		ra := s.groups[ca.group].rep
-		for _, t := range hostnameAntiTerms(ra) {
+		byGroup[ca.group] = append(byGroup[ca.group], a)
+	}
+	sel := make([]int8, len(s.groups))
+	for g, members := range byGroup {
+		if len(members) == 0 {
+			continue
+		}
+		ra := s.groups[g].rep
+		terms := hostnameAntiTerms(ra)
+		if len(terms) == 0 {
+			continue
+		}
+		clear(sel)
+		for _, a := range members {
+			ca := s.classes[a]
 			for b, cb := range s.classes {
 				// A cap group of one pod per node already keeps its classes apart.
 				if a == b || s.unitCapTogether(ca, cb) {
 					continue
 				}
-				rb := s.groups[cb.group].rep
-				if t.selects(ra, rb) {
+				if sel[cb.group] == 0 {
+					sel[cb.group] = 2
+					rb := s.groups[cb.group].rep
+					for i := range terms {
+						if terms[i].selects(ra, rb) {
+							sel[cb.group] = 1
+							break
+						}
+					}
+				}
+				if sel[cb.group] == 1 {
 					ca.conflicts = append(ca.conflicts, b)
 					cb.conflicts = append(cb.conflicts, a)
 				}

@@ -153,7 +153,8 @@ func topologyKey(p *Pod, seen string) string {
 }
 
 // problemSelector is one label selector some pod's topology reads, in the
-// namespaces it reads it.
+// namespaces it reads it. matches reads only the pod's namespace and
+// labels.
 type problemSelector struct {
 	sel     Selector
 	matches func(*Pod) bool

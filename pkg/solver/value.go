@@ -1,7 +1,9 @@
 package solver
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -68,27 +70,99 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			}
 		}
 	}
-	index := map[bucketKey]int{}
+	bucketOf := bucketsOf(s.classes)
+	slot := make([]int32, len(s.classes))
+	for i := range slot {
+		slot[i] = -1
+	}
 	var keys fillOrder
+	var entries, runs []fillEntry
+	var runOf, count, rank []int
+	var classes []int
 	for _, ki := range kinds {
 		k := s.kinds[ki]
-		// Density and share are computed once per class, not per
-		// comparison; sort.Stable makes the same comparisons and swaps
-		// as the sort.SliceStable this replaced, so the order is the same.
-		keys.order = k.order
-		keys.density, keys.share = keys.density[:0], keys.share[:0]
-		for _, ci := range k.order {
-			c := s.classes[ci]
-			sh := share(c.req, k.alloc)
-			d := math.Inf(1)
-			if sh != 0 {
-				d = c.value / sh
+		// Classes of one bucket number (bucketsOf) have one density and
+		// share on the kind: they are computed once per number, the
+		// numbers (runs) are sorted, and each run's classes keep their
+		// place, which is the order of a stable sort as long as no two
+		// runs tie (else the classes are sorted one by one).
+		runs, runOf = runs[:0], runOf[:0]
+		ordered := true // no NaN: the comparison is a strict weak order
+		for pos, ci := range k.order {
+			id := bucketOf[ci]
+			if slot[id] < 0 {
+				c := s.classes[ci]
+				sh := share(c.req, k.alloc)
+				d := math.Inf(1)
+				if sh != 0 {
+					d = c.value / sh
+				}
+				ordered = ordered && !math.IsNaN(d) && !math.IsNaN(sh)
+				slot[id] = int32(len(runs))
+				runs = append(runs, fillEntry{d, sh, pos, len(runs)})
 			}
-			keys.density = append(keys.density, d)
-			keys.share = append(keys.share, sh)
+			runOf = append(runOf, int(slot[id]))
 		}
-		sort.Stable(&keys)
-		k.shape = k.shape[:0]
+		for _, ci := range k.order {
+			slot[bucketOf[ci]] = -1
+		}
+		if ordered {
+			slices.SortFunc(runs, compareFill)
+		}
+		tied := false
+		for i := 1; i < len(runs) && ordered && !tied; i++ {
+			tied = runs[i].density == runs[i-1].density && runs[i].share == runs[i-1].share
+		}
+		// rank is each run's place once sorted, by its place before.
+		rank = slices.Grow(rank[:0], len(runs))[:len(runs)]
+		for i, r := range runs {
+			rank[r.class] = i
+		}
+		switch {
+		case ordered && !tied:
+			count = slices.Grow(count[:0], len(runs)+1)[:len(runs)+1]
+			clear(count)
+			for _, r := range runOf {
+				count[rank[r]+1]++
+			}
+			for i := 1; i < len(count); i++ {
+				count[i] += count[i-1]
+			}
+			classes = append(classes[:0], k.order...)
+			for pos, ci := range classes {
+				at := &count[rank[runOf[pos]]]
+				k.order[*at] = ci
+				*at++
+			}
+		case ordered:
+			entries = entries[:0]
+			for pos, ci := range k.order {
+				r := &runs[rank[runOf[pos]]]
+				entries = append(entries, fillEntry{r.density, r.share, pos, ci})
+			}
+			// Ties in density and share keep their place: the order of
+			// a stable sort, in O(n log n) rather than sort.Stable's
+			// O(n log² n) swaps.
+			slices.SortFunc(entries, compareFill)
+			for i, e := range entries {
+				k.order[i] = e.class
+			}
+		default:
+			keys.order = k.order
+			keys.density, keys.share = keys.density[:0], keys.share[:0]
+			for _, ci := range k.order {
+				c := s.classes[ci]
+				sh := share(c.req, k.alloc)
+				d := math.Inf(1)
+				if sh != 0 {
+					d = c.value / sh
+				}
+				keys.density = append(keys.density, d)
+				keys.share = append(keys.share, sh)
+			}
+			sort.Stable(&keys)
+		}
+		k.shape = slices.Grow(k.shape[:0], len(k.order))
 		for _, ci := range k.order {
 			var sh classShape
 			for r, q := range s.classes[ci].req {
@@ -101,12 +175,38 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			sh.length = math.Sqrt(sh.length)
 			k.shape = append(k.shape, sh)
 		}
-		k.buckets = k.shapeBuckets(s.classes, index)
+		k.buckets = k.shapeBuckets(s.classes, bucketOf, slot)
 	}
 }
 
+// fillEntry is one class (by index) in a kind's fill order, at pos
+// before sorting.
+type fillEntry struct {
+	density, share float64
+	pos, class     int
+}
+
+// compareFill orders fill entries by density, then share, both
+// descending, then by their place before sorting.
+func compareFill(a, b fillEntry) int {
+	switch {
+	case a.density != b.density:
+		if a.density > b.density {
+			return -1
+		}
+		return 1
+	case a.share != b.share:
+		if a.share > b.share {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(a.pos, b.pos)
+}
+
 // fillOrder sorts a kind's classes by value per share (density), then
-// share, both descending.
+// share, both descending, for orders whose keys include NaN (where only
+// sort.Stable's own order is the one planned before).
 type fillOrder struct {
 	order          []int
 	density, share []float64
