@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,10 +27,16 @@ import (
 // spread and affinity), so a late pod nominated to its node turns away the
 // very pods it must follow. So a late pod is nominated only once the pods
 // it depends on are bound (Provisioner.Waiting); the pods it depends on are
-// the others the plan places whose priority is no higher than its own: a
-// pod of higher priority never sees it (lower-priority nominations are
-// left out of its filters), so a late pod of lower priority than every
-// other is nominated at once.
+// the others the plan places whose priority is no higher than its own (a
+// pod of higher priority never sees it: lower-priority nominations are
+// left out of its filters, so a late pod of lower priority than every
+// other is nominated at once) and that its terms relate it to: those
+// whose spread or pod (anti-)affinity terms select it, which count it in
+// their filters, and those its own terms select, which its own filters
+// count. A pod of another workload that no term relates it to does not
+// hold it: one pod of any workload the scheduler turned away would keep
+// every late pod of the decision waiting for the lifecycle controller's
+// LateWait (a minute).
 
 // lateWait is what one late pod waits for before it is nominated: the
 // pods it depends on, in the order the plan gives.
@@ -38,13 +46,24 @@ type lateWait struct {
 }
 
 // lateDependencies returns, for each late pod of the plan that depends on
-// another, the pods it waits for: every pod the plan places (on new,
-// in-flight or existing nodes) that is not late, and the late pods before
-// it in Plan.Late, of a priority no higher than its own. skip leaves pods
-// out (those of leaving nodes, which are bound already).
+// another, the pods it waits for: the pods the plan places (on new,
+// in-flight or existing nodes) that are not late, and the late pods before
+// it in Plan.Late, of a priority no higher than its own and related to it
+// (see relates: only those can count it, or be counted by it, as they
+// bind). skip leaves pods out (those of leaving nodes, which are bound
+// already).
 func lateDependencies(pods []*corev1.Pod, plan *solver.Plan, skip func(int) bool) map[int][]types.NamespacedName {
 	if len(plan.Late) == 0 {
 		return nil
+	}
+	scopes := make(map[int][]podScope, len(pods))
+	scopesOf := func(i int) []podScope {
+		sc, ok := scopes[i]
+		if !ok {
+			sc = scopesOfPod(pods[i])
+			scopes[i] = sc
+		}
+		return sc
 	}
 	late := make(map[int]int, len(plan.Late)) // pod -> its place in Plan.Late
 	for k, i := range plan.Late {
@@ -66,6 +85,9 @@ func lateDependencies(pods []*corev1.Pod, plan *solver.Plan, skip func(int) bool
 			if k2, isLate := late[j]; j == i || (isLate && k2 > k) || skip(j) || corev1helpers.PodPriority(pods[j]) > prio {
 				continue
 			}
+			if !counts(scopesOf(i), pods[j]) && !counts(scopesOf(j), pods[i]) {
+				continue
+			}
 			deps = append(deps, client.ObjectKeyFromObject(pods[j]))
 		}
 		if len(deps) > 0 {
@@ -73,6 +95,69 @@ func lateDependencies(pods []*corev1.Pod, plan *solver.Plan, skip func(int) bool
 		}
 	}
 	return out
+}
+
+// podScope is one set of pods a pod's topology spread or pod
+// (anti-)affinity term counts: those its selector matches in its
+// namespaces (any namespace when any is set).
+type podScope struct {
+	selector   labels.Selector
+	namespaces []string
+	any        bool
+}
+
+// scopesOfPod returns the sets of pods the pod's topology spread
+// constraints and pod affinity and anti-affinity terms, required and
+// preferred, count. A selector that does not parse counts every pod, and
+// a namespace selector every namespace: a dependency too many only makes
+// a late pod wait longer.
+func scopesOfPod(pod *corev1.Pod) []podScope {
+	var out []podScope
+	add := func(sel *metav1.LabelSelector, namespaces []string, nsSelector *metav1.LabelSelector) {
+		if sel == nil {
+			return // selects no pod
+		}
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			s = labels.Everything()
+		}
+		if len(namespaces) == 0 && nsSelector == nil {
+			namespaces = []string{pod.Namespace}
+		}
+		out = append(out, podScope{selector: s, namespaces: namespaces, any: nsSelector != nil})
+	}
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		add(c.LabelSelector, nil, nil)
+	}
+	if a := pod.Spec.Affinity; a != nil {
+		var terms []corev1.PodAffinityTerm
+		if a.PodAffinity != nil {
+			terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+			for _, w := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				terms = append(terms, w.PodAffinityTerm)
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+			for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				terms = append(terms, w.PodAffinityTerm)
+			}
+		}
+		for _, t := range terms {
+			add(t.LabelSelector, t.Namespaces, t.NamespaceSelector)
+		}
+	}
+	return out
+}
+
+// counts reports whether one of scopes takes in pod.
+func counts(scopes []podScope, pod *corev1.Pod) bool {
+	for _, sc := range scopes {
+		if (sc.any || slices.Contains(sc.namespaces, pod.Namespace)) && sc.selector.Matches(labels.Set(pod.Labels)) {
+			return true
+		}
+	}
+	return false
 }
 
 // holdLate records the pods each late pod of a batch waits for (deps, by

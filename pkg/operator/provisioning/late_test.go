@@ -31,25 +31,50 @@ func keys(names ...string) []types.NamespacedName {
 	return out
 }
 
+// spread gives the pods the label app=web and a zone spread over it.
+func spread(pods ...*corev1.Pod) {
+	for _, p := range pods {
+		p.Labels = map[string]string{"app": "web"}
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	}
+}
+
 // TestLateDependencies: a late pod waits for the other pods the plan
-// places and for the late pods before it, except those of higher priority
-// (kube-scheduler leaves a lower-priority nomination out of their filters)
-// and those of leaving nodes.
+// places and for the late pods before it that its terms relate it to,
+// except those of higher priority (kube-scheduler leaves a lower-priority
+// nomination out of their filters) and those of leaving nodes.
 func TestLateDependencies(t *testing.T) {
 	pods := []*corev1.Pod{
 		prioPod("a", 0), prioPod("b", 0), prioPod("high", 100), prioPod("moving", 0),
 		prioPod("late1", 0), prioPod("late2", 0), prioPod("low", -10), prioPod("pending", 0),
+		prioPod("other", 0), prioPod("web-elsewhere", 0), prioPod("selected", 0), prioPod("anti", 0),
 	}
+	spread(pods[:8]...)
+	// "other" has no label or term the spread relates; "web-elsewhere" has
+	// the label in another namespace; "selected" is selected by the late
+	// pods' terms only through late2's anti-affinity; "anti" selects
+	// app=web from a term over every namespace.
+	pods[9].Namespace, pods[9].Labels = "e", map[string]string{"app": "web"}
+	pods[10].Labels = map[string]string{"role": "cache"}
+	pods[5].Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: corev1.PodAffinityTerm{
+			TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "cache"}}}}}}}
+	pods[11].Namespace = "f"
+	pods[11].Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname,
+			NamespaceSelector: &metav1.LabelSelector{}, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}
 	plan := &solver.Plan{
-		NewNodes:      []solver.NewNode{{Pods: []int{0, 2, 4}}, {Pods: []int{3, 5, 6}}},
+		NewNodes:      []solver.NewNode{{Pods: []int{0, 2, 4, 8}}, {Pods: []int{3, 5, 6, 9, 10, 11}}},
 		Existing:      []solver.Placement{{Pod: 1, Node: "old"}},
 		Late:          []int{4, 5, 6},
 		Unschedulable: []solver.Unschedulable{{Pod: 7}},
 	}
 	got := lateDependencies(pods, plan, func(i int) bool { return pods[i].Name == "moving" })
+	anti := types.NamespacedName{Namespace: "f", Name: "anti"}
 	want := map[string][]types.NamespacedName{
-		"late1": keys("a", "b"),
-		"late2": keys("a", "b", "late1"),
+		"late1": append(keys("a", "b"), anti),
+		"late2": append(keys("a", "b", "late1", "selected"), anti),
 		// low: every other pod has a higher priority, nothing to wait for.
 	}
 	if len(got) != len(want) {
