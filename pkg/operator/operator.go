@@ -205,7 +205,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := addControllers(mgr, kube, cp, recorder, log, opts); err != nil {
 		return err
 	}
-	if err := startInformers(ctx, mgr); err != nil {
+	if err := startInformers(ctx, mgr, opts.Provisioning.Region); err != nil {
 		return err
 	}
 	go func() {
@@ -332,9 +332,10 @@ func addControllers(mgr manager.Manager, kube kubernetes.Interface, cp cloud.Clo
 }
 
 // startInformers starts every informer the controllers read, adds the
-// pod latency and cluster metrics, and the health and readiness checks
-// (ready once the caches have synced).
-func startInformers(ctx context.Context, mgr manager.Manager) error {
+// pod latency and cluster metrics (the commitment gauges billing the
+// Commitments of region), and the health and readiness checks (ready once
+// the caches have synced).
+func startInformers(ctx context.Context, mgr manager.Manager, region string) error {
 	// Start every informer the controllers read now, rather than on the
 	// first read, so that the first batch does not wait for them.
 	for _, o := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &appsv1.DaemonSet{}, &policyv1.PodDisruptionBudget{},
@@ -350,7 +351,9 @@ func startInformers(ctx context.Context, mgr manager.Manager) error {
 	if _, err := podInformer.AddEventHandler(metrics.NewPodLatency(metrics.PodUnschedulableToRunning, metrics.KarpenterPodStartupDuration, nil).Handler()); err != nil {
 		return fmt.Errorf("operator: pod latency: %w", err)
 	}
-	if err := mgr.Add(metrics.NewCluster(mgr.GetCache(), 0)); err != nil {
+	// Commitments through the API server: an informer on the kind would
+	// never sync where an older install lacks its CRD or the right to list.
+	if err := mgr.Add(metrics.NewCluster(mgr.GetCache(), 0).WithCommitments(mgr.GetAPIReader(), region)); err != nil {
 		return fmt.Errorf("operator: cluster gauges: %w", err)
 	}
 	synced := &cacheSynced{cache: mgr.GetCache()}

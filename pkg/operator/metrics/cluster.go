@@ -78,6 +78,8 @@ type Cluster struct {
 	// shown holds the label values each gauge had at the last refresh, so
 	// that series of pools gone are deleted.
 	shown map[*prometheus.GaugeVec]map[string][]string
+	// commitments, when set (WithCommitments), bills the Commitments.
+	commitments *commitmentSource
 }
 
 // NewCluster returns the refresher over reader (the manager's cache),
@@ -106,7 +108,8 @@ func (c *Cluster) Start(ctx context.Context) error {
 	}
 }
 
-// Refresh lists the objects and sets the gauges.
+// Refresh lists the objects and sets the gauges, the commitment gauges
+// last: an error reading or billing Commitments leaves the others set.
 func (c *Cluster) Refresh(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -196,7 +199,7 @@ func (c *Cluster) Refresh(ctx context.Context) error {
 	c.set(KarpenterNodesPodRequests, podRequests)
 	c.set(KarpenterNodesDaemonRequests, daemonRequests)
 	c.set(KarpenterNodesSystemOverhead, overhead)
-	return nil
+	return c.refreshCommitments(ctx, claimList.Items)
 }
 
 // series is one child of a gauge: its label values and value.

@@ -140,5 +140,6 @@ func init() {
 	crmetrics.Registry.MustRegister(PendingPods, NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered, NodeClaimsInitialized,
 		NodeClaimsDeleted, InstancesGarbageCollected, DecisionDuration, SolverDuration, BatchSize, ClusterCost,
 		DisruptionActions, DisruptionSaving, PodsEvicted, DisruptionRolledBack, EventWriteErrors,
-		PodsNominated, DisruptionInvalidated, PodUnschedulableToRunning, NodeClaims, Nodes, PodsPendingByReason, BufferReplicas)
+		PodsNominated, DisruptionInvalidated, PodUnschedulableToRunning, NodeClaims, Nodes, PodsPendingByReason, BufferReplicas,
+		CommitmentUtilization, CommitmentCovered, CommitmentSpilled)
 }
