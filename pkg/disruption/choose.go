@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,7 +36,7 @@ func (v *View) Pools(c *Candidate) []string {
 			set[v.problem.Nodes[info.index].Pool] = true
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // Choose picks the actions to carry out now, together, Karpenter's order:
@@ -82,7 +83,7 @@ func (v *View) Choose(plan *solver.ConsolidationPlan) ([]*Candidate, map[string]
 	// time and alone, since the replacement is planned on the whole
 	// cluster rather than among the planner's independent actions.
 	var forcedOne *Candidate
-	for _, name := range sortedKeys(v.nodes) {
+	for _, name := range slices.Sorted(maps.Keys(v.nodes)) {
 		info := v.nodes[name]
 		if info.claim == nil || info.pool == nil || v.blocked[name] != "" || v.problem.Nodes[info.index].InFlight ||
 			slices.Contains(empty.Action.Nodes, name) {
@@ -170,7 +171,7 @@ func (t *tally) refusal(nodes []string, pods []solver.Pod, reason string) string
 		}
 		count[t.v.problem.Nodes[info.index].Pool]++
 	}
-	for _, pool := range sortedKeys(count) {
+	for _, pool := range slices.Sorted(maps.Keys(count)) {
 		taken := t.nodes[pool]
 		if a := t.v.allowed(pool, reason); count[pool]+taken > a {
 			return fmt.Sprintf("NodePool %s's disruption budget allows %d more node(s) for reason %s now (%d of %d already disrupting, %d in the actions chosen)",

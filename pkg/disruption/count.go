@@ -2,7 +2,9 @@ package disruption
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
@@ -95,7 +97,7 @@ func PlannerConsolidate(p *solver.Problem, budgets map[string][]Budget, now time
 			count[pool[n]]++
 		}
 		why := ""
-		for _, name := range sortedKeys(count) {
+		for _, name := range slices.Sorted(maps.Keys(count)) {
 			if allowed := c.allowed(name, reason); count[name]+taken[name] > allowed {
 				why = fmt.Sprintf("NodePool %s's disruption budget allows %d more node(s) for reason %s now (%d of %d already disrupting, %d in the actions before)",
 					name, allowed, reason, c.disrupting[name], c.total[name], taken[name])

@@ -2,8 +2,8 @@ package disruption
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -317,7 +317,7 @@ func (v *View) budgetRefusal(nodes []string, reason string) string {
 		}
 		count[v.problem.Nodes[info.index].Pool]++
 	}
-	for _, pool := range sortedKeys(count) {
+	for _, pool := range slices.Sorted(maps.Keys(count)) {
 		if a := v.allowed(pool, reason); count[pool] > a {
 			return fmt.Sprintf("NodePool %s's disruption budget allows %d more node(s) for reason %s now (%d of %d already disrupting)",
 				pool, a, reason, v.disrupting[pool], v.total[pool])
@@ -363,7 +363,7 @@ func drifted(node *corev1.Node, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool
 				r.Key, r.Operator, strings.Join(r.Values, ","))
 		}
 	}
-	for _, k := range sortedKeys(t.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(t.Labels)) {
 		if node.Labels[k] != t.Labels[k] {
 			return fmt.Sprintf("NodePool %s now labels its nodes %s=%s", np.Name, k, t.Labels[k])
 		}
@@ -382,13 +382,4 @@ func drifted(node *corev1.Node, claim *v1alpha1.NodeClaim, np *v1alpha1.NodePool
 		return c.Message
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

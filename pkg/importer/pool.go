@@ -128,7 +128,7 @@ func poolSources(s *karpenter.PoolSpec) []poolSource {
 func (c *converter) addSources(where string, tmpl *v1alpha1.NodeClaimTemplate, sources []poolSource) (minValues bool, err error) {
 	spec := &tmpl.Spec
 	for _, src := range sources {
-		for _, k := range sortedKeys(src.labels) {
+		for _, k := range slices.Sorted(maps.Keys(src.labels)) {
 			if slices.Contains(operatorLabels, k) {
 				c.warnf(where, "%s: label %s dropped: the operator sets it on every node", labelsPath(src.path), k)
 				continue
@@ -340,7 +340,7 @@ func limits(raw map[string]json.RawMessage) (corev1.ResourceList, error) {
 		return nil, nil
 	}
 	out := corev1.ResourceList{}
-	for _, name := range sortedKeys(raw) {
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		var q resource.Quantity
 		if err := json.Unmarshal(raw[name], &q); err != nil {
 			return nil, fmt.Errorf("%s.%s: invalid quantity %s", path, name, raw[name])
@@ -458,8 +458,4 @@ func objectMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 		out.Annotations[k] = v
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }

@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -88,7 +90,7 @@ func constraintLines(p *solver.Problem, pod *solver.Pod) []string {
 	if len(pod.NodeSelector) == 0 && len(pod.Affinity) == 0 {
 		add("  ✓ no nodeSelector or required node affinity")
 	}
-	for _, k := range sortedKeys(pod.NodeSelector) {
+	for _, k := range slices.Sorted(maps.Keys(pod.NodeSelector)) {
 		add("  • nodeSelector %s=%s", k, pod.NodeSelector[k])
 	}
 	for i, t := range pod.Affinity {
@@ -165,13 +167,13 @@ func (r *Report) poolDetail(d *solver.Diagnosis, i int) []string {
 			byPool["(no offering)"] = append(byPool["(no offering)"], it.Name)
 		}
 	}
-	for _, k := range sortedKeys(byPool) {
+	for _, k := range slices.Sorted(maps.Keys(byPool)) {
 		add("  ✗ %d type(s) ruled out by the pool's requirement %s: %s", len(byPool[k]), k, shortList(byPool[k], maxNamed))
 	}
-	for _, k := range sortedKeys(bySelector) {
+	for _, k := range slices.Sorted(maps.Keys(bySelector)) {
 		add("  ✗ %d type(s) ruled out by the pod's %s: %s", len(bySelector[k]), k, shortList(bySelector[k], maxNamed))
 	}
-	for _, k := range sortedKeys(short) {
+	for _, k := range slices.Sorted(maps.Keys(short)) {
 		add("  ✗ %d type(s) too small for its %s (closest, %s): %s", len(short[k]), k, largest[k], shortList(short[k], maxNamed))
 	}
 	if len(fits) == 0 {
@@ -220,7 +222,7 @@ func (r *Report) existingDetail(pod *solver.Pod) []string {
 		}
 	}
 	out := []string{fmt.Sprintf("Existing and launching nodes (%d):", len(r.Existing))}
-	for _, k := range sortedKeys(reasons) {
+	for _, k := range slices.Sorted(maps.Keys(reasons)) {
 		out = append(out, fmt.Sprintf("  ✗ %d node(s): %s: %s", len(reasons[k]), k, shortList(reasons[k], maxNamed)))
 	}
 	if len(fits) > 0 {
@@ -311,13 +313,4 @@ func shortList(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s, +%d more", strings.Join(items[:n], ", "), len(items)-n)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -269,7 +270,7 @@ func (m *Manifests) limits(pool *solver.Pool, raw map[string]json.RawMessage, pr
 			return fmt.Errorf("%s: expected a resource list: %w", path, err)
 		}
 	}
-	for _, key := range sortedKeys(raw) {
+	for _, key := range slices.Sorted(maps.Keys(raw)) {
 		p, name := path+"."+key, key
 		if key == "nodes" {
 			name = NodeCountResource

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -240,7 +241,7 @@ var quantityKeys = []string{"requests", "limits", "overhead", "capacity", "alloc
 func findBadQuantity(v any, path string) (where, bad string, found bool) {
 	switch v := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			p := k
 			if path != "" {
 				p = path + "." + k
@@ -252,7 +253,7 @@ func findBadQuantity(v any, path string) (where, bad string, found bool) {
 				continue
 			}
 			if list, ok := v[k].(map[string]any); ok && slices.Contains(quantityKeys, k) {
-				for _, name := range sortedKeys(list) {
+				for _, name := range slices.Sorted(maps.Keys(list)) {
 					if _, isObj := list[name].(map[string]any); isObj {
 						continue
 					}
@@ -288,15 +289,6 @@ func validQuantity(v any) bool {
 		_, err := resource.ParseQuantity(fmt.Sprint(v))
 		return err == nil
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // hostPorts lists the host ports a pod binds, as kube-scheduler's NodePorts

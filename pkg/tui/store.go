@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 
@@ -91,14 +92,14 @@ func (s *store) objects() *snapshot.Objects {
 		KarpenterInstalled: s.karpenter,
 		UnreadNodePools:    s.unreadPools,
 	}
-	for _, k := range sortedKeys(s.pools) {
+	for _, k := range slices.Sorted(maps.Keys(s.pools)) {
 		if j, err := s.pools[k].MarshalJSON(); err == nil {
 			o.NodePools = append(o.NodePools, j)
 		}
 		o.RightsizeInstalled = o.RightsizeInstalled || strings.HasPrefix(s.pools[k].GetAPIVersion(), v1alpha1.Group+"/")
 	}
 	// Node classes, for the pools' kubelet settings.
-	for _, k := range sortedKeys(s.classes) {
+	for _, k := range slices.Sorted(maps.Keys(s.classes)) {
 		group, rest, _ := strings.Cut(k, "/")
 		resource, _, _ := strings.Cut(rest, "/")
 		gvr := schema.GroupVersionResource{Group: group, Version: s.classes[k].GroupVersionKind().Version, Resource: resource}
@@ -111,7 +112,7 @@ func (s *store) objects() *snapshot.Objects {
 	}
 	// Typed NodeClaims give explain's consolidation the operator's view:
 	// node prices, pools, and nodes still initializing.
-	for _, k := range sortedKeys(s.claims) {
+	for _, k := range slices.Sorted(maps.Keys(s.claims)) {
 		var c v1alpha1.NodeClaim
 		if runtime.DefaultUnstructuredConverter.FromUnstructured(s.claims[k].Object, &c) == nil {
 			o.NodeClaims = append(o.NodeClaims, &c)
@@ -122,25 +123,16 @@ func (s *store) objects() *snapshot.Objects {
 
 func values[T any](m map[string]*T) []*T {
 	out := make([]*T, 0, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, m[k])
 	}
 	return out
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // claimList converts the NodeClaims for the planner and the Nodes view.
 func (s *store) claimList() []plan.Claim {
 	out := make([]plan.Claim, 0, len(s.claims))
-	for _, k := range sortedKeys(s.claims) {
+	for _, k := range slices.Sorted(maps.Keys(s.claims)) {
 		out = append(out, claimOf(s.claims[k]))
 	}
 	return out

@@ -2,6 +2,7 @@ package ec2test
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
@@ -67,7 +68,7 @@ func (s *Server) AddCatalog(types []cloud.InstanceType) {
 func (s *Server) describeInstanceTypes(m meta, p params) (any, error) {
 	want := p.list("InstanceType")
 	var all []instanceTypeXML
-	for _, name := range sortedKeys(s.types) {
+	for _, name := range slices.Sorted(maps.Keys(s.types)) {
 		it := s.types[name]
 		if len(want) > 0 && !slices.Contains(want, name) {
 			continue
@@ -116,7 +117,7 @@ func usageClasses(it *InstanceType) []string {
 func (s *Server) describeInstanceTypeOfferings(m meta, p params) (any, error) {
 	lt := cmp.Or(p.get("LocationType"), "region")
 	var all []offeringXML
-	for _, name := range sortedKeys(s.types) {
+	for _, name := range slices.Sorted(maps.Keys(s.types)) {
 		it := s.types[name]
 		var locations []string
 		switch lt {

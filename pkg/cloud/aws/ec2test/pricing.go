@@ -2,6 +2,7 @@ package ec2test
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,7 +134,7 @@ func (s *Server) getProducts(body []byte) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var all []string
-	for _, name := range sortedKeys(s.types) {
+	for _, name := range slices.Sorted(maps.Keys(s.types)) {
 		it := s.types[name]
 		if it.OnDemandPrice <= 0 {
 			continue

@@ -301,8 +301,6 @@ func page[T any](all []T, p params, size int) ([]T, string, error) {
 	return all[start:end], next, nil
 }
 
-func sortedKeys[M ~map[string]V, V any](m M) []string { return slices.Sorted(maps.Keys(m)) }
-
 // serveJSON answers the JSON 1.1 services: SSM and Pricing.
 func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, target string) {
 	service, op, _ := strings.Cut(target, ".")

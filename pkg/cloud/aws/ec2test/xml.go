@@ -2,6 +2,8 @@ package ec2test
 
 import (
 	"encoding/xml"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -34,7 +36,7 @@ type tagXML struct {
 
 func tagsXML(tags map[string]string) *items[tagXML] {
 	var out []tagXML
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		out = append(out, tagXML{Key: k, Value: tags[k]})
 	}
 	return itemsOf(out)
