@@ -41,10 +41,9 @@ type workqueueT = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // Register adds the provisioner (a leader-only runnable) and the controller
 // that triggers it to the manager. Pods turning Unschedulable, NodePools
 // created, deleted or respecified, and NodeClaims going away open or extend
-// a batch, and so does a pod bound away from the node it was planned for
-// (boundAwayFromPlan). Updates of pods that stay Unschedulable (the
-// scheduler retrying them, nominations being set) and of NodePool status
-// do not: they would hold a batch open without changing its input. A pod whose nomination
+// a batch. Updates of pods that stay Unschedulable (the scheduler retrying
+// them, nominations being set) and of NodePool status do not: they would
+// hold a batch open without changing its input. A pod whose nomination
 // lapses is planned again by a trigger at the lapse (see provision).
 func (p *Provisioner) Register(mgr ctrl.Manager) error {
 	if err := mgr.Add(p); err != nil {
@@ -98,8 +97,8 @@ func (p *Provisioner) Register(mgr ctrl.Manager) error {
 			return unschedulable(pod) && arrived(pod)
 		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, pod := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-			return (unschedulable(pod) && !unschedulable(old) && arrived(pod)) || p.boundAwayFromPlan(old, pod)
+			pod := e.ObjectNew.(*corev1.Pod)
+			return unschedulable(pod) && !unschedulable(e.ObjectOld.(*corev1.Pod)) && arrived(pod)
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },

@@ -7,14 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -132,43 +130,5 @@ func TestWaitingEndsWhenTheDependenciesBind(t *testing.T) {
 	p.forget(map[types.UID]bool{})
 	if len(p.late) != 0 {
 		t.Errorf("the wait of a pod no longer pending is kept: %v", p.late)
-	}
-}
-
-// TestBoundAwayFromPlan: a bind triggers a batch only when the pod was
-// nominated by the provisioner to a NodeClaim whose node it did not bind
-// to (the room planned on that node for others may be taken).
-func TestBoundAwayFromPlan(t *testing.T) {
-	claim := testClaim("c1")
-	claim.Status.NodeName = "n1"
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(claim).Build()
-	p := newTestProvisioner(t, c)
-	nominated, gone, unplanned := testPod("nominated"), testPod("gone"), testPod("unplanned")
-	p.nominations[nominated.UID] = nomination{claim: "c1"}
-	p.nominations[gone.UID] = nomination{claim: "deleted"}
-	bound := func(pod *corev1.Pod, node string) *corev1.Pod {
-		b := pod.DeepCopy()
-		b.Spec.NodeName = node
-		return b
-	}
-	for _, tc := range []struct {
-		name     string
-		old, new *corev1.Pod
-		want     bool
-	}{
-		{"bound where planned", nominated, bound(nominated, "n1"), false},
-		{"bound elsewhere", nominated, bound(nominated, "n2"), true},
-		{"still pending", nominated, nominated, false},
-		{"already bound", bound(nominated, "n2"), bound(nominated, "n2"), false},
-		{"never nominated", unplanned, bound(unplanned, "n2"), false},
-		{"its claim gone", gone, bound(gone, "n2"), false},
-	} {
-		if got := p.boundAwayFromPlan(tc.old, tc.new); got != tc.want {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }

@@ -645,30 +645,6 @@ func (p *Provisioner) remember(claim *v1alpha1.NodeClaim, pods []*corev1.Pod, no
 	}
 }
 
-// boundAwayFromPlan reports whether pod, bound just now (old was not),
-// was nominated by this provisioner to a NodeClaim whose node it did not
-// bind to: kube-scheduler dropped its nomination and placed it where it
-// scored best, into room the plan kept for the pods nominated there. Those
-// may no longer fit; a batch finds them (holdWhileFits) and plans them
-// again, so such a bind triggers one rather than leaving them to the next
-// --recheck tick (TestLiveEqualsPlan's turned-away pods waited for it).
-func (p *Provisioner) boundAwayFromPlan(old, pod *corev1.Pod) bool {
-	if old.Spec.NodeName != "" || pod.Spec.NodeName == "" {
-		return false
-	}
-	p.mu.Lock()
-	n, ok := p.nominations[pod.UID]
-	p.mu.Unlock()
-	if !ok {
-		return false
-	}
-	var claim v1alpha1.NodeClaim
-	if err := p.client.Get(context.Background(), client.ObjectKey{Name: n.claim}, &claim); err != nil {
-		return false // a claim deleted triggers a batch of its own (Register's claimGone)
-	}
-	return claim.Status.NodeName != pod.Spec.NodeName
-}
-
 // unnominate drops a pod's nomination to claim, if it is still that.
 func (p *Provisioner) unnominate(uid types.UID, claim string) {
 	p.mu.Lock()
