@@ -184,7 +184,7 @@ func New(ctx context.Context, logf func(string, ...any)) (*Env, error) {
 		}
 		lastErr = err
 		var early *exitedError
-		if !errors.As(err, &early) || !early.portClash() {
+		if !errors.As(err, &early) || !early.clash {
 			return nil, err
 		}
 		logf("testenv: attempt %d: %v; retrying with new ports", attempt, err)
@@ -205,6 +205,7 @@ func start(ctx context.Context, bin string, logf func(string, ...any)) (_ *Env, 
 	e := &Env{Dir: dir, BinDir: bin, keep: os.Getenv("RIGHTSIZE_TESTENV_KEEP") != ""}
 	defer func() {
 		if err != nil {
+			markClash(err) // before Stop removes the log
 			var buf bytes.Buffer
 			e.DumpLogs(&buf, 30)
 			e.Stop()
@@ -611,10 +612,23 @@ func startProcess(path, name, logPath, dir string, args []string) (*process, err
 type exitedError struct {
 	name, logPath string
 	err           error
+	// clash is set, while the log is still there, when the component
+	// exited because another process took its port (portClash).
+	clash bool
 }
 
 func (e *exitedError) Error() string {
 	return fmt.Sprintf("testenv: %s exited during start-up (%v); log: %s", e.name, e.err, e.logPath)
+}
+
+// markClash records in an exitedError within err whether its component
+// lost its port, read from its log: it must run before the Env's
+// directory, which holds the log, is removed (New retries only a clash).
+func markClash(err error) {
+	var early *exitedError
+	if errors.As(err, &early) {
+		early.clash = early.portClash()
+	}
 }
 
 func (e *exitedError) portClash() bool {
