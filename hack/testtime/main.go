@@ -282,6 +282,13 @@ func (r *report) writeFailures(w io.Writer) {
 	}
 }
 
+// errorLineRe matches a component's error line in a dumped log (klog's
+// E-prefixed lines, or one that says an error), which the summary keeps
+// past a message's continuation cap: a dump's last line may be its cause.
+var errorLineRe = regexp.MustCompile(`^E\d{4} |(?i)\berror\b|address already in use|panic:`)
+
+func errorLine(line string) bool { return errorLineRe.MatchString(line) }
+
 // messageRe matches the start of a t.Log, t.Error or t.Fatal message.
 var messageRe = regexp.MustCompile(`^\s+[\w.-]+_test\.go:\d+: `)
 
@@ -311,7 +318,7 @@ func failureLines(output []string) []string {
 				cont = 0
 			case t == "" || strings.HasPrefix(t, "{") || strings.HasPrefix(t, "--- ") || strings.HasPrefix(t, "=== "):
 				continue
-			case cont >= maxContinuations:
+			case cont >= maxContinuations && !errorLine(t):
 				continue
 			default:
 				cont++

@@ -64,11 +64,13 @@ func TestReportOfStaticStreams(t *testing.T) {
 				strings.Repeat(line("output", "TestY", "", `        {\"msg\":\"Patch pod\"}`), 50) +
 				line("output", "TestY", "", "    framework_test.go:205: I1207 scheduler.go:1] a klog line") +
 				strings.Repeat(line("output", "TestY", "", "        I1207 more klog"), 20) +
+				line("output", "TestY", "", `        E1207 run.go:72] command failed err=bind: address already in use`) +
 				line("fail", "TestY", "2", "") + line("fail", "", "3", ""),
 			wantRC:     1,
 			wantCounts: "tests: 0 passed, 1 failed, 0 skipped",
 			wantOut: []string{"### Failed (2)\n\n--- FAIL: TestY (example.com/m/a)\n    y_test.go:3: rollout status: timed out\n    events: FailedScheduling\n" +
-				"    framework_test.go:205: I1207 scheduler.go:1] a klog line\n" + strings.Repeat("    I1207 more klog\n", 6) + "FAIL example.com/m/a"},
+				"    framework_test.go:205: I1207 scheduler.go:1] a klog line\n" + strings.Repeat("    I1207 more klog\n", 6) +
+				"    E1207 run.go:72] command failed err=bind: address already in use\n" + "FAIL example.com/m/a"},
 		},
 		{
 			name:       "a package that never ended (killed) fails",

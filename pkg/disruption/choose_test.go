@@ -784,7 +784,7 @@ func TestNextDeadline(t *testing.T) {
 		{"a node awaits a planned pod", func(f *fixture) {
 			n := f.node("a", "small")
 			n.Requested = n.Requested.Add(res(500, gi))
-		}, 5 * time.Minute, AwaitingRecheck},
+		}, 5 * time.Minute, awaitingRecheck},
 		{"a node awaits a planned pod, a shorter interval", func(f *fixture) {
 			n := f.node("a", "small")
 			n.Requested = n.Requested.Add(res(500, gi))

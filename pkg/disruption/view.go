@@ -59,12 +59,12 @@ type nodeInfo struct {
 	awaiting bool
 }
 
-// AwaitingRecheck is how soon a node whose planned pods have not arrived
+// awaitingRecheck is how soon a node whose planned pods have not arrived
 // yet is planned for again: the period of Karpenter's disruption loop. The
 // provisioner forgets a nomination without any change the disruption
 // controller watches (the pod went to another node, the nomination
 // lapsed), and the refusal it told must not stay the node's last word.
-const AwaitingRecheck = 10 * time.Second
+const awaitingRecheck = 10 * time.Second
 
 // View is one look at the cluster: the solver's problem prepared for
 // consolidation, and what the guards need besides. Build it with NewView.
@@ -217,7 +217,7 @@ func (v *View) Pool(node string) string {
 }
 
 // NextDeadline is how long until a node's consolidateAfter elapses (plus
-// half a second, so that it has), or AwaitingRecheck while a node awaits
+// half a second, so that it has), or awaitingRecheck while a node awaits
 // the pods planned onto it, at most interval: the node is planned for then
 // rather than at the next interval.
 func (v *View) NextDeadline(interval time.Duration) time.Duration {
@@ -229,7 +229,7 @@ func (v *View) NextDeadline(interval time.Duration) time.Duration {
 	for name, info := range v.nodes {
 		sn := &v.problem.Nodes[info.index]
 		if info.awaiting {
-			next = min(next, AwaitingRecheck)
+			next = min(next, awaitingRecheck)
 			continue
 		}
 		a := after[sn.Pool]
