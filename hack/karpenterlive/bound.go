@@ -115,9 +115,9 @@ func deploymentsAlive(shapes []shape, replicas func(s shape, at time.Duration) i
 }
 
 // tracePodYAML is the replay's pod i as a manifest, as the trace
-// workload creates it.
+// workload creates it (without its planned life, which no plan reads).
 func tracePodYAML(i int, p tracePod) (string, error) {
-	out, err := yaml.Marshal(tracePodObject("bench", i, p))
+	out, err := yaml.Marshal(tracePodObject("bench", i, p, 0))
 	return string(out), err
 }
 

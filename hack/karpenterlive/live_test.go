@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestBothSystemsReadTheSameCatalog writes the shared subset for both
@@ -185,4 +189,48 @@ func TestTraceBoundOnly(t *testing.T) {
 		t.Errorf("lines %q", lines)
 	}
 	t.Log(lines[0])
+}
+
+// TestEvictionsCutWorkShort checks the work a disruption ends early: an
+// evicted trace pod counts the time from its eviction to its planned end
+// (times its GPUs); a pod deleted by the replay at its end, an evicted pod
+// without a planned life and one evicted after its planned end count
+// nothing.
+func TestEvictionsCutWorkShort(t *testing.T) {
+	created := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name             string
+		life             string // annotation; "" for none
+		gpus             int64
+		deletedAfter     time.Duration
+		evicted          bool
+		wantPod, wantGPU float64
+	}{
+		{"evicted half an hour early, 2 GPUs", "3600", 2, 30 * time.Minute, true, 0.5, 1},
+		{"evicted, CPU only", "1800", 0, 6 * time.Minute, true, 0.4, 0},
+		{"deleted by the replay at its end", "3600", 1, time.Hour, false, 0, 0},
+		{"evicted, no planned life", "", 1, time.Minute, true, 0, 0},
+		{"evicted after its planned end", "60", 1, 2 * time.Minute, true, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRecorder(nil)
+			pod := tracePodObject("ns", 0, tracePod{Name: "p", CPUMilli: 1000, MemMiB: 1024, GPUs: tt.gpus}, 0)
+			pod.UID, pod.CreationTimestamp = "uid", metav1.NewTime(created)
+			if tt.life != "" {
+				pod.Annotations[lifeAnnotation] = tt.life
+			}
+			r.pod(pod, false)
+			if tt.evicted {
+				pod = pod.DeepCopy()
+				pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}
+			}
+			r.now = func() time.Time { return created.Add(tt.deletedAfter) }
+			r.pod(pod, true)
+			res := r.result(systemOurs, "trace", created, created.Add(2*time.Hour))
+			if math.Abs(res.PodHoursCut-tt.wantPod) > 1e-9 || math.Abs(res.GPUHoursCut-tt.wantGPU) > 1e-9 {
+				t.Errorf("cut short %.4f pod-h, %.4f GPU-h; want %.4f, %.4f", res.PodHoursCut, res.GPUHoursCut, tt.wantPod, tt.wantGPU)
+			}
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -45,7 +46,18 @@ type podRecord struct {
 	created, running, del time.Time // zero when it has not happened
 	disrupted             bool      // deleted with a DisruptionTarget condition
 	node                  string
+	// life is how long the workload meant the pod to live (a trace
+	// pod's annotation lifeAnnotation; zero when unknown) and gpus what
+	// it requests: a disruption that deletes it earlier cuts work short.
+	life time.Duration
+	gpus int64
 }
+
+// lifeAnnotation carries, on a trace pod, the seconds the replay will
+// delete it after its creation: nothing recreates a bare pod, so a
+// disruption that deletes it earlier ends its work, which the cost-hours
+// of that system then do not pay for.
+const lifeAnnotation = "trace/life-seconds"
 
 func newRecorder(cat *sharedCatalog) *recorder {
 	return &recorder{cat: cat, now: time.Now, nodes: map[string]*nodeRecord{}, pods: map[types.UID]*podRecord{}, unpriced: map[string]string{}}
@@ -123,7 +135,10 @@ func (r *recorder) pod(o any, deleted bool) {
 	defer r.mu.Unlock()
 	rec := r.pods[p.UID]
 	if rec == nil {
-		rec = &podRecord{name: p.Namespace + "/" + p.Name, created: p.CreationTimestamp.Time}
+		rec = &podRecord{name: p.Namespace + "/" + p.Name, created: p.CreationTimestamp.Time, gpus: podGPUs(p)}
+		if secs, err := strconv.ParseFloat(p.Annotations[lifeAnnotation], 64); err == nil {
+			rec.life = time.Duration(secs * float64(time.Second))
+		}
 		r.pods[p.UID] = rec
 	}
 	if p.Spec.NodeName != "" {
@@ -168,12 +183,18 @@ type result struct {
 	Unpriced    int `json:"unpricedNodes"`
 	// Pods: created over the run; ran (reached Running); pending at the
 	// end (neither ran nor were deleted); deleted before they ran.
-	Pods            int     `json:"pods"`
-	PodsRan         int     `json:"podsRan"`
-	PodsPendingEnd  int     `json:"podsPendingAtEnd"`
-	PodsRunningEnd  int     `json:"podsRunningAtEnd"`
-	PodsNeverRan    int     `json:"podsDeletedBeforeRunning"`
-	Evicted         int     `json:"podsEvicted"`
+	Pods           int `json:"pods"`
+	PodsRan        int `json:"podsRan"`
+	PodsPendingEnd int `json:"podsPendingAtEnd"`
+	PodsRunningEnd int `json:"podsRunningAtEnd"`
+	PodsNeverRan   int `json:"podsDeletedBeforeRunning"`
+	Evicted        int `json:"podsEvicted"`
+	// PodHoursCut and GPUHoursCut are the work evictions ended early:
+	// for each evicted pod the workload meant to live longer (trace
+	// pods), the time between its eviction and its planned end, and that
+	// times its GPUs.
+	PodHoursCut     float64 `json:"podHoursCutShort"`
+	GPUHoursCut     float64 `json:"gpuHoursCutShort"`
 	PendingP50      float64 `json:"pendingP50Seconds"`
 	PendingP95      float64 `json:"pendingP95Seconds"`
 	PendingP99      float64 `json:"pendingP99Seconds"`
@@ -222,6 +243,10 @@ func (r *recorder) result(system, workload string, start, end time.Time) result 
 		}
 		if p.disrupted {
 			res.Evicted++
+			if cut := p.created.Add(p.life).Sub(p.del); p.life > 0 && cut > 0 {
+				res.PodHoursCut += cut.Hours()
+				res.GPUHoursCut += float64(p.gpus) * cut.Hours()
+			}
 		}
 	}
 	slices.Sort(waits)
@@ -239,6 +264,17 @@ func quantile(xs []float64, q float64) float64 {
 	}
 	i := int(q*float64(len(xs))+0.999999) - 1
 	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+// podGPUs is what a pod's containers request of nvidia.com/gpu.
+func podGPUs(p *corev1.Pod) int64 {
+	var n int64
+	for _, c := range p.Spec.Containers {
+		if q, ok := c.Resources.Requests[gpuResource]; ok {
+			n += q.Value()
+		}
+	}
+	return n
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -88,6 +88,9 @@ func scaled(n int32, scale float64) int32 {
 	return max(1, int32(float64(n)*scale+0.5))
 }
 
+// gpuResource is the extended resource GPU pods request.
+const gpuResource corev1.ResourceName = "nvidia.com/gpu"
+
 // podSpec is a pause container with equal requests and limits.
 func podSpec(cpu, mem resource.Quantity, gpus int64, onDemand bool) corev1.PodSpec {
 	rl := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}
@@ -96,8 +99,8 @@ func podSpec(cpu, mem resource.Quantity, gpus int64, onDemand bool) corev1.PodSp
 		Containers:                    []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
 	}
 	if gpus > 0 {
-		rl["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
-		spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		rl[gpuResource] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		spec.Tolerations = []corev1.Toleration{{Key: string(gpuResource), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	}
 	spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl}
 	if onDemand {
@@ -243,6 +246,14 @@ func diurnalWorkload(scale float64, period time.Duration, cycles int, step time.
 // GPUs (num_gpu) and tolerate the GPU pool's taint, CPU-only pods go to
 // the general pool. The run ends tail after the last event.
 func traceWorkload(pods []tracePod, evs []traceEvent, tail time.Duration, desc string) workload {
+	life := make([]time.Duration, len(pods)) // each pod's deletion after its creation, replay time
+	for _, ev := range evs {
+		if ev.Create {
+			life[ev.Pod] -= ev.At
+		} else {
+			life[ev.Pod] += ev.At
+		}
+	}
 	return workload{
 		name: "trace",
 		desc: desc,
@@ -253,7 +264,7 @@ func traceWorkload(pods []tracePod, evs []traceEvent, tail time.Duration, desc s
 				if err := sleepUntil(ctx, start.Add(ev.At)); err != nil {
 					return err
 				}
-				pod := tracePodObject(ns, ev.Pod, pods[ev.Pod])
+				pod := tracePodObject(ns, ev.Pod, pods[ev.Pod], life[ev.Pod])
 				name := pod.Name
 				if ev.Create {
 					if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -288,13 +299,18 @@ func traceEnd(evs []traceEvent, tail time.Duration) time.Duration {
 	return evs[len(evs)-1].At + tail
 }
 
-// tracePodObject is the replay's pod i of ns: GPU pods request whole GPUs
-// and tolerate the GPU pool's taint.
-func tracePodObject(ns string, i int, p tracePod) *corev1.Pod {
+// tracePodObject is the replay's pod i of ns, which the replay deletes
+// life after creating it: GPU pods request whole GPUs and tolerate the GPU
+// pool's taint.
+func tracePodObject(ns string, i int, p tracePod, life time.Duration) *corev1.Pod {
+	annotations := map[string]string{"trace/name": p.Name}
+	if life > 0 {
+		annotations[lifeAnnotation] = strconv.FormatFloat(life.Seconds(), 'f', 3, 64)
+	}
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("trace-%05d", i),
-			Labels: map[string]string{"app": "trace"}, Annotations: map[string]string{"trace/name": p.Name}},
+			Labels: map[string]string{"app": "trace"}, Annotations: annotations},
 		Spec: podSpec(*resource.NewMilliQuantity(p.CPUMilli, resource.DecimalSI),
 			*resource.NewQuantity(p.MemMiB<<20, resource.BinarySI), p.GPUs, false),
 	}
