@@ -51,5 +51,7 @@
 // [NodeAnnotation].
 //
 // Set RIGHTSIZE_TESTENV_KEEP=1 to keep the temporary directory (logs, etcd
-// data, kubeconfig) after the test; its path is logged.
+// data, kubeconfig) after the test; its path is logged. Set
+// RIGHTSIZE_TESTENV_SCHEDULER_V=3 to have kube-scheduler log every
+// scheduling attempt and every nomination it sets or clears.
 package testenv

@@ -103,6 +103,17 @@ const (
 	controlPlaneBurst = "1000"
 )
 
+// schedulerVerbosity is kube-scheduler's --v: 1, or
+// RIGHTSIZE_TESTENV_SCHEDULER_V to see why pods wait (3 logs every
+// scheduling attempt and every nomination the scheduler sets or clears;
+// the log stays with the plane under RIGHTSIZE_TESTENV_KEEP).
+func schedulerVerbosity() string {
+	if v := os.Getenv("RIGHTSIZE_TESTENV_SCHEDULER_V"); v != "" {
+		return v
+	}
+	return "1"
+}
+
 // kwokOptionsYAML raises kwok's parallelism from its defaults (4 node and 4
 // pod stage workers, one pods-on-node syncer), which make a few hundred
 // nodes Ready at ~5 a second; the stages themselves stay kwok's.
@@ -352,7 +363,7 @@ func start(ctx context.Context, bin string, logf func(string, ...any)) (_ *Env, 
 		"--leader-elect=false",
 		"--kube-api-qps="+controlPlaneQPS, "--kube-api-burst="+controlPlaneBurst,
 		"--profiling=false",
-		"--v=1",
+		"--v="+schedulerVerbosity(),
 	); err != nil {
 		return nil, err
 	}
