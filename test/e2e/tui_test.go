@@ -71,11 +71,22 @@ func (term *terminal) capture() string {
 }
 
 // keys sends tmux key names ("2", "Enter", "Escape", "Space"), one at a
-// time with a pause, so that Escape is never read as Alt with the next key.
+// time with a pause. After Escape it waits until the screen changes (every
+// Escape here closes a view): a key that follows an unread Escape is read
+// with it as Alt+key, which a fixed pause did not prevent on a loaded
+// machine (a clean-clone run read "Escape", "2" as Alt+2, and the help
+// stayed open).
 func (term *terminal) keys(keys ...string) {
 	term.t.Helper()
 	for _, k := range keys {
+		before := ""
+		if k == "Escape" {
+			before = term.capture()
+		}
 		term.tmux("send-keys", "-t", term.name, k)
+		if k == "Escape" {
+			term.waitUntil(10*time.Second, "a change after Escape", func(screen string) bool { return screen != before })
+		}
 		time.Sleep(150 * time.Millisecond)
 	}
 }
