@@ -140,6 +140,9 @@ func TestLiveSideBySide(t *testing.T) {
 		if r.ControllerCPU <= 0 || r.ControllerRSSMB <= 0 {
 			t.Errorf("%s: controller CPU %.2f s, RSS %.0f MiB: want measured", r.System, r.ControllerCPU, r.ControllerRSSMB)
 		}
+		if r.SchedulerCPU <= 0 || r.APIServerCPU <= 0 {
+			t.Errorf("%s: kube-scheduler CPU %.2f s, kube-apiserver %.2f s: want measured", r.System, r.SchedulerCPU, r.APIServerCPU)
+		}
 	}
 	if b := w.Bound; b == nil || b.LowerBound <= 0 || b.Plan < b.LowerBound*0.999 {
 		t.Errorf("packed from scratch: %+v: want 0 < lower bound <= plan", b)

@@ -307,9 +307,11 @@ func (b *bench) runOne(ctx context.Context, s system, w workload) (res result, e
 		case <-wctx.Done():
 		}
 	}()
+	planeBefore := planeCPU(env)
 	start := time.Now()
 	werr := w.run(wctx, env.Client(), ns, logf)
 	end := time.Now()
+	planeAfter := planeCPU(env)
 	if err := c.exited(); err != nil {
 		return res, err
 	}
@@ -319,12 +321,24 @@ func (b *bench) runOne(ctx context.Context, s system, w workload) (res result, e
 	res = rec.result(s.name, w.name, start, end)
 	c.stop()
 	res.ControllerCPU, res.ControllerRSSMB = c.CPU.Seconds(), float64(c.MaxRSS)/(1<<20)
+	res.SchedulerCPU = (planeAfter[0] - planeBefore[0]).Seconds()
+	res.APIServerCPU = (planeAfter[1] - planeBefore[1]).Seconds()
 	logf("cost-hours $%.3f, peak %d nodes (%d created, %d deleted), %d pods (%d ran, %d pending at the end), p95 pending %.1f s, %d evicted, controller CPU %.1f s, RSS %.0f MiB",
 		res.CostHours, res.PeakNodes, res.NodesCreated, res.NodesDeleted, res.Pods, res.PodsRan, res.PodsPendingEnd, res.PendingP95, res.Evicted, res.ControllerCPU, res.ControllerRSSMB)
 	if res.Unpriced > 0 {
 		return res, fmt.Errorf("%d nodes carry labels that name no offering of the shared catalog (e.g. %v)", res.Unpriced, firstValue(rec.unpriced))
 	}
 	return res, nil
+}
+
+// planeCPU is the CPU time kube-scheduler and kube-apiserver have used so
+// far (zero where it cannot be read).
+func planeCPU(env *testenv.Env) [2]time.Duration {
+	var out [2]time.Duration
+	for i, c := range []string{"kube-scheduler", "kube-apiserver"} {
+		out[i], _ = env.CPU(c)
+	}
+	return out
 }
 
 func firstValue(m map[string]string) string {

@@ -193,13 +193,18 @@ type result struct {
 	// for each evicted pod the workload meant to live longer (trace
 	// pods), the time between its eviction and its planned end, and that
 	// times its GPUs.
-	PodHoursCut     float64 `json:"podHoursCutShort"`
-	GPUHoursCut     float64 `json:"gpuHoursCutShort"`
-	PendingP50      float64 `json:"pendingP50Seconds"`
-	PendingP95      float64 `json:"pendingP95Seconds"`
-	PendingP99      float64 `json:"pendingP99Seconds"`
-	PendingMax      float64 `json:"pendingMaxSeconds"`
-	ControllerCPU   float64 `json:"controllerCPUSeconds"`
+	PodHoursCut   float64 `json:"podHoursCutShort"`
+	GPUHoursCut   float64 `json:"gpuHoursCutShort"`
+	PendingP50    float64 `json:"pendingP50Seconds"`
+	PendingP95    float64 `json:"pendingP95Seconds"`
+	PendingP99    float64 `json:"pendingP99Seconds"`
+	PendingMax    float64 `json:"pendingMaxSeconds"`
+	ControllerCPU float64 `json:"controllerCPUSeconds"`
+	// SchedulerCPU and APIServerCPU are what the plane's kube-scheduler
+	// and kube-apiserver spent over the workload: the work each system's
+	// cluster shape and API use cost the control plane.
+	SchedulerCPU    float64 `json:"schedulerCPUSeconds"`
+	APIServerCPU    float64 `json:"apiServerCPUSeconds"`
 	ControllerRSSMB float64 `json:"controllerPeakRSSMiB"`
 }
 

@@ -82,12 +82,12 @@ func (r *report) writeMarkdown(w io.Writer) error {
 	for _, wl := range r.Workloads {
 		fmt.Fprintf(&b, "\n#### %s\n\n%s.\n\n", wl.Name, wl.Desc)
 		if len(wl.Rows) > 0 {
-			b.WriteString("| system | cost-hours $ (GPU nodes) | peak nodes | nodes created / deleted | never used | pods | ran | pending at end | deleted unrun | pending p50 / p95 / p99 / max s | evicted | work evictions cut short: pod-h (GPU-h) | controller CPU s | peak RSS MiB |\n")
-			b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+			b.WriteString("| system | cost-hours $ (GPU nodes) | peak nodes | nodes created / deleted | never used | pods | ran | pending at end | deleted unrun | pending p50 / p95 / p99 / max s | evicted | work evictions cut short: pod-h (GPU-h) | controller CPU s | scheduler / apiserver CPU s | peak RSS MiB |\n")
+			b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 			for _, x := range wl.Rows {
-				fmt.Fprintf(&b, "| %s | %.3f (%.3f) | %d | %d / %d | %d | %d | %d | %d | %d | %.1f / %.1f / %.1f / %.1f | %d | %.2f (%.2f) | %.1f | %.0f |\n",
+				fmt.Fprintf(&b, "| %s | %.3f (%.3f) | %d | %d / %d | %d | %d | %d | %d | %d | %.1f / %.1f / %.1f / %.1f | %d | %.2f (%.2f) | %.1f | %.1f / %.1f | %.0f |\n",
 					x.System, x.CostHours, x.GPUCostHours, x.PeakNodes, x.NodesCreated, x.NodesDeleted, x.WastedNodes, x.Pods, x.PodsRan, x.PodsPendingEnd,
-					x.PodsNeverRan, x.PendingP50, x.PendingP95, x.PendingP99, x.PendingMax, x.Evicted, x.PodHoursCut, x.GPUHoursCut, x.ControllerCPU, x.ControllerRSSMB)
+					x.PodsNeverRan, x.PendingP50, x.PendingP95, x.PendingP99, x.PendingMax, x.Evicted, x.PodHoursCut, x.GPUHoursCut, x.ControllerCPU, x.SchedulerCPU, x.APIServerCPU, x.ControllerRSSMB)
 			}
 		}
 		if wl.Bound != nil {

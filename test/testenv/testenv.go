@@ -480,6 +480,18 @@ func (e *Env) LogPath(component string) string {
 	return filepath.Join(e.Dir, component+".log")
 }
 
+// CPU is the CPU time (user and system) a running component ("etcd",
+// "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+// has used so far: what a benchmark charges to the control plane.
+func (e *Env) CPU(component string) (time.Duration, error) {
+	for _, p := range e.procs {
+		if p.name == component {
+			return cpuTime(p.cmd.Process.Pid)
+		}
+	}
+	return 0, fmt.Errorf("testenv: no component %q", component)
+}
+
 func (e *Env) run(name string, args ...string) error {
 	p, err := startProcess(filepath.Join(e.BinDir, name), name, e.LogPath(name), e.Dir, args)
 	if err != nil {
