@@ -513,6 +513,16 @@ func CoveredPrices(p *solver.Problem, cs []Commitment) {
 	}
 }
 
+// CoveredPricer is CoveredPrices with cs, for a planner that prices the
+// nodes when it is ready to (disruption.Input.Reprice); nil without
+// commitments.
+func CoveredPricer(cs []Commitment) func(*solver.Problem) {
+	if len(cs) == 0 {
+		return nil
+	}
+	return func(p *solver.Problem) { CoveredPrices(p, cs) }
+}
+
 // listOfExisting is the summed price of the problem's existing nodes.
 func listOfExisting(p *solver.Problem) float64 {
 	sum := 0.0

@@ -448,17 +448,16 @@ func (c *Controller) view(ctx context.Context, except []*disruption.Candidate) (
 	if err := c.client.List(ctx, &claims); err != nil {
 		return nil, err
 	}
-	now := c.clock.Now()
-	v, err := disruption.NewView(disruption.Input{Snapshot: snap, Nodes: nodes.Items, Claims: claims.Items,
-		AllowUncontrolled: c.opts.AllowUncontrolled, Now: now})
-	if err != nil {
-		return nil, err
-	}
 	cs, err := c.source.Commitments(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the Commitments the nodes are billed with: %w", err)
 	}
-	plan.CoveredPrices(v.Problem(), cs)
+	now := c.clock.Now()
+	v, err := disruption.NewView(disruption.Input{Snapshot: snap, Nodes: nodes.Items, Claims: claims.Items,
+		AllowUncontrolled: c.opts.AllowUncontrolled, Now: now, Reprice: plan.CoveredPricer(cs)})
+	if err != nil {
+		return nil, err
+	}
 	v.Hold(c.underWay(except))
 	v.Problem().Options.Deadline = now.Add(c.opts.SolveTimeout)
 	return v, nil
