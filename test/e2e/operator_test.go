@@ -519,7 +519,8 @@ func (e *opEnv) testSeedWalkthrough(t *testing.T) {
 // (the cheapest list price), and its gauges on /metrics bill the
 // NodeClaims as AWS would; once the Commitment is deleted, its series go.
 func (e *opEnv) testSeedCommitment(t *testing.T, op *operatorProc, metricsAddr, ns, pool string, first *v1alpha1.NodeClaim) {
-	ctx := context.Background()
+	ctx, start := context.Background(), time.Now()
+	defer func() { t.Logf("the Commitment's steps took %s", time.Since(start).Round(time.Millisecond)) }()
 	ri := &v1alpha1.Commitment{ObjectMeta: metav1.ObjectMeta{Name: "e2e-m5-units"}, Spec: v1alpha1.CommitmentSpec{
 		Type:              v1alpha1.CommitmentReservedInstances,
 		ReservedInstances: &v1alpha1.ReservedInstances{InstanceType: "m5.large", InstanceCount: 4, Region: sim.DefaultRegion, PricePerHour: "0.06"}}}
