@@ -55,7 +55,7 @@ var why = map[string]string{
 	"events.k8s.io/events":               "records what it decided on pods, nodes and NodeClaims (`kubectl describe`)",
 	"karpenter.sh/nodeoverlays":          "reads Karpenter NodeOverlays (prices, capacity) when their CRD is installed",
 	"policy/poddisruptionbudgets":        "plans disruption within every PodDisruptionBudget",
-	"rightsize.dev/commitments":          "reads the Commitments (Reserved Instances, Savings Plans) to export each one's utilisation, covered and spilled dollars (`rightsize_commitment_*`); an install without the CRD or this grant is asked again every 30 s, and only those gauges are missing",
+	"rightsize.dev/commitments":          "reads the Commitments (Reserved Instances, Savings Plans) to launch the capacity they cover first, to price nodes at what they cost beyond them when consolidating, and to export each one's utilisation, covered and spilled dollars (`rightsize_commitment_*`); an install without the CRD or this grant is asked again every 30 s, and plans and gauges go without them",
 	"rightsize.dev/ec2nodeclasses":       "reads the node classes the NodePools point at",
 	"rightsize.dev/nodepools":            "reads the NodePools it provisions for",
 	"rightsize.dev/simnodeclasses":       "reads the node classes the NodePools point at",

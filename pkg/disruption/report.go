@@ -104,7 +104,11 @@ type NodeVerdict struct {
 // (plan.Result.Repriced): their nodes are priced as the problem prices
 // them, as the operator prices them, not at the price their NodeClaim
 // recorded, so that a replacement of the same type is not a saving.
-func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]bool, now time.Time) (*Report, error) {
+// reprice, when not nil, prices the operator's nodes again as its
+// controller does (Input.Reprice: the Commitments' effective prices);
+// Karpenter's verdicts keep list prices, for Karpenter knows no
+// commitment.
+func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]bool, now time.Time, reprice func(*solver.Problem)) (*Report, error) {
 	owner := func(n *solver.Node) string { return cl.PoolOwners[n.Pool] }
 	rc := &Report{Guards: GuardsPlanner, Nodes: []NodeVerdict{}}
 	verdicts := map[string]NodeVerdict{}
@@ -114,7 +118,7 @@ func Consolidation(cl *snapshot.Cluster, p *solver.Problem, repriced map[string]
 		rc.Guards = GuardsOperator
 		d, err := Decide(Input{
 			Snapshot: &Snapshot{Problem: cloneProblem(p), Pools: cl.Rightsize.Pools, Repriced: repriced},
-			Nodes:    cl.Rightsize.NodeObjects, Claims: cl.Rightsize.Claims, Now: now,
+			Nodes:    cl.Rightsize.NodeObjects, Claims: cl.Rightsize.Claims, Now: now, Reprice: reprice,
 		})
 		if err != nil {
 			return nil, err

@@ -95,10 +95,15 @@ type Input struct {
 	// AllowUncontrolled lets actions evict pods no controller recreates.
 	AllowUncontrolled bool
 	Now               time.Time
+	// Reprice, when set, prices the nodes again once they carry their
+	// NodeClaims' prices, before anything is planned: the operator and
+	// explain pass the Commitments' effective prices (plan.CoveredPrices),
+	// so that a saving is what the bill saves.
+	Reprice func(*solver.Problem)
 }
 
 // NewView prepares the snapshot's problem for consolidation: node prices
-// from their NodeClaims, consolidateAfter counted from the NodeClaims'
+// from their NodeClaims (then in.Reprice's), consolidateAfter counted from the NodeClaims'
 // lastPodEventTime too (pod departures, which the snapshot cannot see),
 // nodes already disrupting or not ours blocked, and every pool's
 // NodesAllowed from its budgets.
@@ -186,6 +191,9 @@ func NewView(in Input) (*View, error) {
 			// given is ours.
 			sn.DoNotDisrupt = true
 		}
+	}
+	if in.Reprice != nil {
+		in.Reprice(p)
 	}
 	v.setNodesAllowed(v.problem.Pools)
 	return v, nil

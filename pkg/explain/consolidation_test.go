@@ -3,6 +3,7 @@ package explain
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/report"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
@@ -77,7 +79,7 @@ func TestConsolidationOperatorGuards(t *testing.T) {
 	}}
 	cl := snapshot.FromObjects(&objs)
 	built := buildLive(t, cl)
-	rc, err := disruption.Consolidation(cl, built.Problem, built.Repriced, now)
+	rc, err := disruption.Consolidation(cl, built.Problem, built.Repriced, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func TestConsolidationCountsFromLastPodEvent(t *testing.T) {
 			objs.Pods = append(objs.Pods, appPod("busy", now))
 			cl := snapshot.FromObjects(&objs)
 			built := buildLive(t, cl)
-			rc, err := disruption.Consolidation(cl, built.Problem, built.Repriced, now)
+			rc, err := disruption.Consolidation(cl, built.Problem, built.Repriced, now, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -240,7 +242,7 @@ func TestConsolidationPricesRepricedNodesAsTheOverlay(t *testing.T) {
 	if !built.Repriced["m7i.xlarge"] {
 		t.Fatalf("the overlay re-priced %v, want m7i.xlarge", built.Repriced)
 	}
-	rc, err := disruption.Consolidation(cl, built.Problem, built.Repriced, now)
+	rc, err := disruption.Consolidation(cl, built.Problem, built.Repriced, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,5 +281,52 @@ func appPod(node string, now time.Time) *corev1.Pod {
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+// TestConsolidationKeepsWhatACommitmentPays: explain --consolidation
+// prices the operator's nodes beyond the cluster's Commitments, as its
+// controller does (plan.CoveredPrices): two light nodes merge onto a
+// cheaper spot node at list prices; with a reservation covering one, only
+// the other goes, its pod onto the covered node (replacing the covered
+// node saves nothing the bill sees).
+func TestConsolidationKeepsWhatACommitmentPays(t *testing.T) {
+	now := time.Now()
+	ri := []byte(`{"apiVersion":"rightsize.dev/v1alpha1","kind":"Commitment","metadata":{"name":"ri"},
+		"spec":{"type":"ReservedInstances","reservedInstances":{"instanceType":"m7i.xlarge","instanceCount":1,"availabilityZone":"us-east-1a"}}}`)
+	for _, tc := range []struct {
+		name        string
+		commitments []json.RawMessage
+		deleted     string
+		saving      float64 // at least
+	}{
+		{name: "no Commitment: both go, onto a cheaper node", deleted: "a,b", saving: 0.5},
+		{name: "a reservation covering a: b goes", commitments: []json.RawMessage{ri}, deleted: "b", saving: 0.2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, aClaim := webNode("a", "0.4", now)
+			b, bClaim := webNode("b", "0.2", now)
+			objs := snapshot.Objects{RightsizeInstalled: true, RightsizeNodePools: []*v1alpha1.NodePool{webPool("0s")}, Commitments: tc.commitments,
+				Nodes: []*corev1.Node{a, b}, NodeClaims: []*v1alpha1.NodeClaim{aClaim, bClaim}}
+			for _, n := range []string{"a", "b"} {
+				pod := appPod(n, now)
+				pod.Name = "app-" + n
+				pod.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("500m")
+				objs.Pods = append(objs.Pods, pod)
+			}
+			cl := snapshot.FromObjects(&objs)
+			built := buildLive(t, cl)
+			rep := &report.Report{Problem: built.Problem}
+			if err := rep.Consolidate(cl, built, now); err != nil {
+				t.Fatal(err)
+			}
+			next := rep.Consolidation.Next
+			if next == nil || strings.Join(next.Nodes, ",") != tc.deleted || next.Saving < tc.saving || next.Saving > 0.6 {
+				t.Errorf("next %+v, want %s gone for at least $%v/h of their $0.6/h", next, tc.deleted, tc.saving)
+			}
+			if next != nil && len(tc.commitments) > 0 && math.Abs(next.Saving-0.2) > 1e-9 {
+				t.Errorf("saving $%v/h, want b's $0.2/h alone: a's pod stays on what the reservation pays", next.Saving)
+			}
+		})
 	}
 }

@@ -57,6 +57,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/commitments"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
@@ -202,10 +203,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return fmt.Errorf("operator: events: %w", err)
 	}
 	recorder := broadcaster.NewRecorder(scheme, "rightsize")
-	if err := addControllers(mgr, kube, cp, recorder, log, opts); err != nil {
+	// Commitments through the API server: an informer on the kind would
+	// never sync where an older install lacks its CRD or the right to list.
+	cs := commitments.NewReader(mgr.GetAPIReader(), opts.Provisioning.Region)
+	if err := addControllers(mgr, kube, cp, recorder, log, cs, opts); err != nil {
 		return err
 	}
-	if err := startInformers(ctx, mgr, opts.Provisioning.Region); err != nil {
+	if err := startInformers(ctx, mgr, cs); err != nil {
 		return err
 	}
 	go func() {
@@ -279,11 +283,12 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger, opts 
 // provisioning, the NodeClaim lifecycle, drift, repair and pod events,
 // NodePools and static NodePools, garbage collection, disruption,
 // ProvisioningRequests, and the
-// cloud provider's own controllers when opts adds them.
-func addControllers(mgr manager.Manager, kube kubernetes.Interface, cp cloud.CloudProvider, recorder events.EventRecorder, log logr.Logger, opts Options) error {
+// cloud provider's own controllers when opts adds them. Provisioning and
+// disruption spend the Commitments cs reads.
+func addControllers(mgr manager.Manager, kube kubernetes.Interface, cp cloud.CloudProvider, recorder events.EventRecorder, log logr.Logger, cs *commitments.Reader, opts Options) error {
 	unavailable := state.NewUnavailable(0)
 
-	prov := provisioning.New(mgr.GetClient(), metrics.MeasureCloud(cp, "provisioning"), recorder, log.WithName("provisioning"), unavailable, opts.Provisioning)
+	prov := provisioning.New(mgr.GetClient(), metrics.MeasureCloud(cp, "provisioning"), recorder, log.WithName("provisioning"), unavailable, opts.Provisioning).WithCommitments(cs)
 	if err := prov.Register(mgr); err != nil {
 		return fmt.Errorf("operator: provisioning: %w", err)
 	}
@@ -333,9 +338,9 @@ func addControllers(mgr manager.Manager, kube kubernetes.Interface, cp cloud.Clo
 
 // startInformers starts every informer the controllers read, adds the
 // pod latency and cluster metrics (the commitment gauges billing the
-// Commitments of region), and the health and readiness checks (ready once
+// Commitments cs reads), and the health and readiness checks (ready once
 // the caches have synced).
-func startInformers(ctx context.Context, mgr manager.Manager, region string) error {
+func startInformers(ctx context.Context, mgr manager.Manager, cs *commitments.Reader) error {
 	// Start every informer the controllers read now, rather than on the
 	// first read, so that the first batch does not wait for them.
 	for _, o := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &appsv1.DaemonSet{}, &policyv1.PodDisruptionBudget{},
@@ -351,9 +356,7 @@ func startInformers(ctx context.Context, mgr manager.Manager, region string) err
 	if _, err := podInformer.AddEventHandler(metrics.NewPodLatency(metrics.PodUnschedulableToRunning, metrics.KarpenterPodStartupDuration, nil).Handler()); err != nil {
 		return fmt.Errorf("operator: pod latency: %w", err)
 	}
-	// Commitments through the API server: an informer on the kind would
-	// never sync where an older install lacks its CRD or the right to list.
-	if err := mgr.Add(metrics.NewCluster(mgr.GetCache(), 0).WithCommitments(mgr.GetAPIReader(), region)); err != nil {
+	if err := mgr.Add(metrics.NewCluster(mgr.GetCache(), 0).WithCommitments(cs)); err != nil {
 		return fmt.Errorf("operator: cluster gauges: %w", err)
 	}
 	synced := &cacheSynced{cache: mgr.GetCache()}

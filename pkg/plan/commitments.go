@@ -193,6 +193,24 @@ func billOrder(c *Commitment) int {
 // BillOf prices nodes with the commitments, as AWS bills an hour of them.
 // It is pure: the same nodes and commitments give the same bill.
 func BillOf(nodes []BillNode, commitments []Commitment) Bill {
+	b, _ := billShares(nodes, commitments)
+	return b
+}
+
+// EffectivePrices are what each node costs an hour beyond the commitments'
+// sunk fees, as BillOf spends them: its list price times the share of it
+// no commitment covers. They sum to the bill's OnDemand.
+func EffectivePrices(nodes []BillNode, commitments []Commitment) []float64 {
+	_, rem := billShares(nodes, commitments)
+	out := make([]float64, len(nodes))
+	for i := range nodes {
+		out[i] = nodes[i].Price * rem[i]
+	}
+	return out
+}
+
+// billShares is BillOf, with the share of each node no commitment covers.
+func billShares(nodes []BillNode, commitments []Commitment) (Bill, []float64) {
 	rem := make([]float64, len(nodes)) // the share of each node no commitment covers yet
 	var b Bill
 	for i, n := range nodes {
@@ -216,7 +234,7 @@ func BillOf(nodes []BillNode, commitments []Commitment) Bill {
 		b.OnDemand += n.Price * rem[i]
 	}
 	b.Total = b.Sunk + b.OnDemand
-	return b
+	return b, rem
 }
 
 // eligible reports whether the commitment may cover node n at all.
@@ -326,6 +344,9 @@ type Spending struct {
 	Blind Bill
 	// Aware reports whether Plan is not the blind plan.
 	Aware bool
+	// Covered is, for each of Plan's new nodes, the share of it the
+	// commitments cover in Bill (0 for a node paid at list price).
+	Covered []float64
 	// Rounds is how many commitment-aware plans were made and billed.
 	Rounds int
 	// Bound is a bill no plan can beat (BillBound of the blind plan's
@@ -363,7 +384,8 @@ const spendRounds = 8
 // over makes them dearer.
 func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*solver.Problem) (*solver.Plan, error)) (*Spending, error) {
 	list := listPrices(p)
-	s := &Spending{Plan: blind, Bill: BillOf(billNodes(p, blind, list), cs)}
+	s := &Spending{Plan: blind}
+	s.Bill, s.Covered = billNew(p, billNodes(p, blind, list), cs)
 	s.Blind = s.Bill
 	if blind.LowerBound > 0 {
 		// The existing nodes stay whatever is planned: their price is
@@ -385,7 +407,7 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 		}
 		s.Rounds++
 		nodes := billNodes(p, plan, list)
-		b := BillOf(nodes, cs)
+		b, covered := billNew(p, nodes, cs)
 		if len(plan.Unschedulable) > len(s.Plan.Unschedulable) || b.Total >= s.Bill.Total-1e-9 {
 			return b, false, nil
 		}
@@ -394,7 +416,7 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 		}
 		plan.TotalPrice = b.List - listOfExisting(p)
 		plan.LowerBound, plan.BoundApproximate = blind.LowerBound, blind.BoundApproximate
-		s.Plan, s.Bill, s.Aware = plan, b, true
+		s.Plan, s.Bill, s.Aware, s.Covered = plan, b, true, covered
 		return b, true, nil
 	}
 	base, chosen := p, []reservation(nil)
@@ -453,6 +475,52 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 		last = b
 	}
 	return s, nil
+}
+
+// billNew bills nodes (billNodes: p's existing nodes, then a plan's new
+// ones) and returns the share of each new node the commitments cover.
+func billNew(p *solver.Problem, nodes []BillNode, cs []Commitment) (Bill, []float64) {
+	b, rem := billShares(nodes, cs)
+	covered := make([]float64, len(nodes)-len(p.Nodes))
+	for i := range covered {
+		covered[i] = 1 - rem[len(p.Nodes)+i]
+	}
+	return b, covered
+}
+
+// CoveredPrices prices each of p's existing nodes at its effective price
+// with the commitments (EffectivePrices, the nodes billed together), and a
+// node they cover whole at a thousandth of its list price, as reserve
+// prices reserved capacity: paid for either way, yet not free (the
+// solver takes a node without a price for one of unknown price). A
+// consolidation planned on p then counts as saving only what the bill
+// saves: a node moved off covered capacity saves the part of its price no
+// commitment covers, never the commitment's value, so replacing a covered
+// node by an uncovered one of a lower list price saves nothing. The saving
+// it counts is a lower bound of the bill's (the room a removed node frees
+// may cover the nodes that stay, or the replacements, which are priced at
+// list). Without commitments p is left as it is.
+func CoveredPrices(p *solver.Problem, cs []Commitment) {
+	if len(cs) == 0 {
+		return
+	}
+	effective := EffectivePrices(billNodes(p, &solver.Plan{}, nil), cs)
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		if n.Price > 0 {
+			n.Price = max(effective[i], n.Price/1000)
+		}
+	}
+}
+
+// CoveredPricer is CoveredPrices with cs, for a planner that prices the
+// nodes when it is ready to (disruption.Input.Reprice); nil without
+// commitments.
+func CoveredPricer(cs []Commitment) func(*solver.Problem) {
+	if len(cs) == 0 {
+		return nil
+	}
+	return func(p *solver.Problem) { CoveredPrices(p, cs) }
 }
 
 // listOfExisting is the summed price of the problem's existing nodes.

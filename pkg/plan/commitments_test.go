@@ -2,10 +2,12 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
@@ -356,5 +358,161 @@ func TestSpendIsNeverDearerThanBlind(t *testing.T) {
 		if s.Bill.Total > s.Blind.Total+1e-9 || s.Bound > s.Bill.Total+1e-9 || len(s.Plan.Unschedulable) > 0 || s.Rounds > maxPlans {
 			t.Errorf("case %d (%+v): bill $%.4f/h, blind $%.4f/h, bound $%.4f/h, %d unplaced, %d plans", i, cs, s.Bill.Total, s.Blind.Total, s.Bound, len(s.Plan.Unschedulable), s.Rounds)
 		}
+	}
+}
+
+func TestEffectivePrices(t *testing.T) {
+	od := func(typ string, price float64) BillNode {
+		return BillNode{InstanceType: typ, Zone: "us-east-1a", CapacityType: cloud.CapacityTypeOnDemand, Price: price}
+	}
+	for _, tc := range []struct {
+		name        string
+		nodes       []BillNode
+		commitments []Commitment
+		want        []float64
+	}{
+		{name: "no commitments: the list prices", nodes: []BillNode{od("m6i.large", 0.096), od("c6i.large", 0.085)}, want: []float64{0.096, 0.085}},
+		{
+			name:  "a regional reservation covers the smallest size whole and what is left of the next",
+			nodes: []BillNode{od("m6i.2xlarge", 0.384), od("m6i.large", 0.096)},
+			commitments: []Commitment{{Name: "ri", Type: v1alpha1.CommitmentReservedInstances, InstanceType: "m6i.large", Family: "m6i",
+				Count: 2, Units: 8}}, // the large's 4 units, then 4 of the 2xlarge's 16
+			want: []float64{0.384 * 0.75, 0},
+		},
+		{
+			name:        "spot is never covered",
+			nodes:       []BillNode{{InstanceType: "m6i.large", CapacityType: cloud.CapacityTypeSpot, Price: 0.04}},
+			commitments: []Commitment{{Name: "sp", Type: v1alpha1.CommitmentComputeSavingsPlan, Hourly: 1, Fee: 1, Discount: 0.3}},
+			want:        []float64{0.04},
+		},
+		{
+			name:        "a Savings Plan covers at its rate until its dollars run out",
+			nodes:       []BillNode{od("c6i.xlarge", 0.2), od("r6i.xlarge", 0.2)},
+			commitments: []Commitment{{Name: "sp", Type: v1alpha1.CommitmentComputeSavingsPlan, Hourly: 0.15, Fee: 0.15, Discount: 0.5}},
+			want:        []float64{0, 0.1},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := EffectivePrices(tc.nodes, tc.commitments)
+			sum := 0.0
+			for i := range tc.want {
+				if math.Abs(got[i]-tc.want[i]) > 1e-9 {
+					t.Errorf("node %d (%s): effective $%v/h, want $%v/h", i, tc.nodes[i].InstanceType, got[i], tc.want[i])
+				}
+				sum += got[i]
+			}
+			if b := BillOf(tc.nodes, tc.commitments); math.Abs(sum-b.OnDemand) > 1e-9 {
+				t.Errorf("effective prices sum to $%v/h, the bill's uncovered part is $%v/h", sum, b.OnDemand)
+			}
+		})
+	}
+}
+
+// consolidationProblem is one on-demand m6i.2xlarge in us-east-1a of pool
+// default (m6i and c6i, on-demand and spot) running one 1-CPU pod: a node
+// consolidation replaces by a smaller, cheaper one at list prices.
+func consolidationProblem(t *testing.T, capacityType string) *solver.Problem {
+	t.Helper()
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	p := &solver.Problem{InstanceTypes: catalogTypes(t), Options: solver.Options{Now: now},
+		Pools: []solver.Pool{{Name: "default", Requirements: []solver.Requirement{
+			{Key: cloud.LabelInstanceFamily, Operator: "In", Values: []string{"m6i", "c6i"}},
+			{Key: solver.LabelZone, Operator: "In", Values: []string{"us-east-1a"}},
+		}, Consolidation: solver.Consolidation{Policy: solver.WhenEmptyOrUnderutilized, NodesAllowed: -1}}}}
+	n := solver.Node{Name: "big", Pool: "default", InstanceType: "m6i.2xlarge", Zone: "us-east-1a", CapacityType: capacityType,
+		Created: now.Add(-time.Hour), LastPodChange: now.Add(-time.Hour)}
+	for i := range p.InstanceTypes {
+		it := &p.InstanceTypes[i]
+		if it.Name != n.InstanceType {
+			continue
+		}
+		n.Allocatable = it.Allocatable()
+		n.Labels = maps.Clone(it.Labels)
+		for _, o := range it.Offerings {
+			if o.Zone == n.Zone && o.CapacityType == capacityType {
+				n.Price = o.Price
+			}
+		}
+	}
+	n.Labels[solver.LabelNodePool], n.Labels[solver.LabelZone], n.Labels[solver.LabelCapacityType], n.Labels[solver.LabelHostname] = "default", n.Zone, capacityType, n.Name
+	var r solver.Resources
+	r[solver.CPU], r[solver.Memory], r[solver.Pods] = 1000, 2*gi, 1
+	n.Pods = []solver.Pod{{Namespace: "default", Name: "web-0", Requests: r, Controller: true}}
+	n.Requested = r
+	p.Nodes = []solver.Node{n}
+	return p
+}
+
+func TestCoveredPricesKeepConsolidationOffWhatTheCommitmentPays(t *testing.T) {
+	ri := func(units float64) Commitment {
+		return Commitment{Name: "ri", Type: v1alpha1.CommitmentReservedInstances, InstanceType: "m6i.large", Family: "m6i",
+			Count: int(units / 4), Units: units, Fee: units / 4 * 0.06}
+	}
+	for _, tc := range []struct {
+		name         string
+		capacityType string
+		cs           []Commitment
+		replaced     bool
+	}{
+		{name: "no commitment: the oversized node is replaced", capacityType: cloud.CapacityTypeOnDemand, replaced: true},
+		{name: "a reservation covering it whole: kept, a cheaper list price saves nothing", capacityType: cloud.CapacityTypeOnDemand,
+			cs: []Commitment{ri(16)}},
+		{name: "a Savings Plan covering it whole: kept", capacityType: cloud.CapacityTypeOnDemand,
+			cs: []Commitment{{Name: "sp", Type: v1alpha1.CommitmentComputeSavingsPlan, Hourly: 1, Fee: 1, Discount: 0.3}}},
+		{name: "a reservation covering a quarter of it: the rest is worth replacing", capacityType: cloud.CapacityTypeOnDemand,
+			cs: []Commitment{ri(4)}, replaced: true},
+		{name: "a Savings Plan of another family: replaced", capacityType: cloud.CapacityTypeOnDemand, replaced: true,
+			cs: []Commitment{{Name: "c6i", Type: v1alpha1.CommitmentEC2InstanceSavingsPlan, Family: "c6i", Hourly: 1, Fee: 1, Discount: 0.3}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := consolidationProblem(t, tc.capacityType)
+			list := p.Nodes[0].Price
+			CoveredPrices(p, tc.cs)
+			want := EffectivePrices([]BillNode{{InstanceType: "m6i.2xlarge", Zone: "us-east-1a", CapacityType: tc.capacityType, Price: list}}, tc.cs)[0]
+			if got := p.Nodes[0].Price; math.Abs(got-max(want, list/1000)) > 1e-12 {
+				t.Errorf("priced $%v/h, want $%v/h (list $%v/h)", got, max(want, list/1000), list)
+			}
+			plan, err := solver.Consolidate(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if replaced := len(plan.Actions) > 0; replaced != tc.replaced {
+				t.Errorf("actions %+v (blocked %+v): replaced %v, want %v", plan.Actions, plan.Blocked, replaced, tc.replaced)
+			}
+			for _, a := range plan.Actions {
+				if a.Saving <= 0 || a.Saving > list-0.0001 {
+					t.Errorf("action saves $%v/h of a $%v/h node", a.Saving, list)
+				}
+			}
+		})
+	}
+}
+
+func TestSpendSaysWhichNewNodesAreCovered(t *testing.T) {
+	p := spendProblem(t, 10)
+	blind, err := solver.Solve(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := []Commitment{{Name: "zonal", Type: v1alpha1.CommitmentReservedInstances, InstanceType: "m6i.xlarge", Family: "m6i", Zone: "us-east-1b", Count: 1}}
+	s, err := Spend(p, blind, cs, func(q *solver.Problem) (*solver.Plan, error) { return solver.Solve(q) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Covered) != len(s.Plan.NewNodes) {
+		t.Fatalf("%d covered shares for %d new nodes", len(s.Covered), len(s.Plan.NewNodes))
+	}
+	covered := 0
+	for i, n := range s.Plan.NewNodes {
+		isIt := n.InstanceType == "m6i.xlarge" && n.Zone == "us-east-1b" && n.CapacityType == cloud.CapacityTypeOnDemand
+		switch {
+		case s.Covered[i] == 1 && isIt:
+			covered++
+		case s.Covered[i] != 0:
+			t.Errorf("node %d (%s %s %s) %.0f%% covered", i, n.InstanceType, n.Zone, n.CapacityType, 100*s.Covered[i])
+		}
+	}
+	if covered != 1 {
+		t.Errorf("%d new nodes covered by the zonal reservation of one, want 1 (plan %+v)", covered, s.Plan.NewNodes)
 	}
 }

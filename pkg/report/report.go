@@ -250,7 +250,13 @@ func (r *Report) setPlan(p *solver.Problem, solved *solver.Plan, inFlight []stri
 // guards for its pools' nodes and the planner's for Karpenter's. Nothing
 // is changed.
 func (r *Report) Consolidate(cl *snapshot.Cluster, built *plan.Result, now time.Time) error {
-	c, err := disruption.Consolidation(cl, r.Problem, built.Repriced, now)
+	// The operator's nodes are priced beyond the cluster's Commitments,
+	// as its controller prices them.
+	cs, _, err := plan.CommitmentsOf(cl.Manifests.Commitments, cl.Region())
+	if err != nil {
+		return fmt.Errorf("consolidation: %w", err)
+	}
+	c, err := disruption.Consolidation(cl, r.Problem, built.Repriced, now, plan.CoveredPricer(cs))
 	if err != nil {
 		return fmt.Errorf("consolidation: %w", err)
 	}

@@ -237,6 +237,7 @@ var resetTargets = []schema.GroupVersionResource{
 	v1alpha1.SchemeGroupVersion.WithResource("nodepools"),
 	v1alpha1.SchemeGroupVersion.WithResource("simnodeclasses"),
 	v1alpha1.SchemeGroupVersion.WithResource("ec2nodeclasses"),
+	v1alpha1.SchemeGroupVersion.WithResource("commitments"),
 }
 
 // namespaces is the reset target of namespaces.

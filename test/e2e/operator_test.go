@@ -461,7 +461,8 @@ func (e *opEnv) testSeedWalkthrough(t *testing.T) {
 		}
 	}
 	ns := e.namespace(t, "seed")
-	op := e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-seed")
+	metricsAddr := freePort(t)
+	op := e.startOperator(t, "operator", nil, "--leader-election-id", "e2e-seed", "--metrics-bind-address", metricsAddr)
 	t.Cleanup(func() { e.cleanup(t, ns, poolName) })
 
 	if r := kubectl(t, e.Env, "apply", "-n", ns, "-f", filepath.Join(seedDir, "03-memory-hog.yaml")); r.err != nil {
@@ -507,6 +508,99 @@ func (e *opEnv) testSeedWalkthrough(t *testing.T) {
 	}
 	t.Logf("NodePool %s status: nodes %d, cpu %s, memory %s, cost $%s/h", poolName, np.Status.Nodes, ptr.To(np.Status.Resources[corev1.ResourceCPU]).String(),
 		ptr.To(np.Status.Resources[corev1.ResourceMemory]).String(), np.Status.CostPerHour)
+	e.testSeedCommitment(t, op, metricsAddr, ns, poolName, &nc)
+}
+
+// testSeedCommitment goes on from the seed walkthrough (first is its
+// NodeClaim): a regional reservation of 16 m5 units (4 m5.large, one
+// m5.2xlarge's worth) is created, and the hog scaled to a second replica.
+// The operator reads the Commitment live: the second node is the
+// on-demand m5.2xlarge the reservation covers when the first went on spot
+// (the cheapest list price), and its gauges on /metrics bill the
+// NodeClaims as AWS would; once the Commitment is deleted, its series go.
+func (e *opEnv) testSeedCommitment(t *testing.T, op *operatorProc, metricsAddr, ns, pool string, first *v1alpha1.NodeClaim) {
+	ctx, start := context.Background(), time.Now()
+	defer func() { t.Logf("the Commitment's steps took %s", time.Since(start).Round(time.Millisecond)) }()
+	ri := &v1alpha1.Commitment{ObjectMeta: metav1.ObjectMeta{Name: "e2e-m5-units"}, Spec: v1alpha1.CommitmentSpec{
+		Type:              v1alpha1.CommitmentReservedInstances,
+		ReservedInstances: &v1alpha1.ReservedInstances{InstanceType: "m5.large", InstanceCount: 4, Region: sim.DefaultRegion, PricePerHour: "0.06"}}}
+	if err := e.c.Create(ctx, ri); err != nil {
+		t.Fatalf("creating the Commitment: %v", err)
+	}
+	t.Cleanup(func() { _ = e.c.Delete(context.Background(), ri) })
+	if r := kubectl(t, e.Env, "scale", "-n", ns, "deployment/memory-hog-app", "--replicas", "2"); r.err != nil {
+		t.Fatalf("kubectl scale: %v\n%s", r.err, r.stderr)
+	}
+	e.waitRunning(t, ns, 2, 90*time.Second)
+	claims := e.claims(t, pool)
+	var second *v1alpha1.NodeClaim
+	for i := range claims {
+		if claims[i].Name != first.Name {
+			second = &claims[i]
+		}
+	}
+	if len(claims) != 2 || second == nil {
+		t.Fatalf("%d NodeClaims after the second replica, want 2", len(claims))
+	}
+	t.Logf("with the reservation: %s %s $%s/h (the first: %s %s $%s/h); log: %v", second.Status.InstanceType, second.Status.CapacityType,
+		second.Status.PricePerHour, first.Status.InstanceType, first.Status.CapacityType, first.Status.PricePerHour, op.records("commitments spent"))
+	if first.Status.CapacityType == cloud.CapacityTypeSpot && (second.Status.CapacityType != cloud.CapacityTypeOnDemand || second.Status.InstanceType != "m5.2xlarge") {
+		t.Errorf("the second node is %s %s, want the on-demand m5.2xlarge the reservation covers", second.Status.InstanceType, second.Status.CapacityType)
+	}
+	// The bill: the 16 units cover one on-demand m5.2xlarge whole; another
+	// spills, spot is never covered.
+	var covered, spilled float64
+	for _, c := range claims {
+		if c.Status.CapacityType != cloud.CapacityTypeOnDemand || c.Status.InstanceType != "m5.2xlarge" {
+			continue
+		}
+		var price float64
+		if _, err := fmt.Sscan(c.Status.PricePerHour, &price); err != nil {
+			t.Fatalf("NodeClaim %s's price %q: %v", c.Name, c.Status.PricePerHour, err)
+		}
+		if covered == 0 {
+			covered = price
+		} else {
+			spilled += price
+		}
+	}
+	series := func(name string) string { return name + `{commitment="e2e-m5-units",type="ReservedInstances"}` }
+	want := map[string]float64{series("rightsize_commitment_utilization"): 1, series("rightsize_commitment_covered_dollars_per_hour"): covered,
+		series("rightsize_commitment_spilled_dollars_per_hour"): spilled}
+	var m map[string]float64
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		m = metricSums(scrape(t, metricsAddr))
+		for k, v := range want {
+			if got, ok := m[k]; !ok || got < v-1e-6 || got > v+1e-6 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("commitment gauges %v, want %v", pick(m, want), want)
+	}
+	if err := e.c.Delete(ctx, ri); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, ok := metricSums(scrape(t, metricsAddr))[series("rightsize_commitment_utilization")]
+		return !ok, nil
+	})
+	if err != nil {
+		t.Errorf("the deleted Commitment's series are still on /metrics")
+	}
+}
+
+// pick is m's values of want's keys (absent ones left out).
+func pick(m, want map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k := range want {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func (e *opEnv) testLatency(t *testing.T) {

@@ -52,6 +52,7 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -105,6 +106,11 @@ type Source interface {
 	Launch(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, reason string, pods []string) (*v1alpha1.NodeClaim, error)
 	// Forget drops a launched NodeClaim the controller deleted again.
 	Forget(claim string)
+	// Commitments are the Commitments (Reserved Instances, Savings
+	// Plans) the nodes are billed with: a node is priced at what it costs
+	// beyond them (plan.CoveredPrices), so that no action moves a node off
+	// covered capacity for less than the commitment's value.
+	Commitments(ctx context.Context) ([]plan.Commitment, error)
 }
 
 // Controller plans and carries out disruption actions. It is a leader-only
@@ -427,7 +433,8 @@ func (c *Controller) underWay(except []*disruption.Candidate) []*disruption.Cand
 
 // view builds a view of the cluster, prepared for consolidation, that
 // holds the actions under way but those of except (see
-// disruption.View.Hold).
+// disruption.View.Hold), its nodes priced at what they cost beyond the
+// commitments.
 func (c *Controller) view(ctx context.Context, except []*disruption.Candidate) (*disruption.View, error) {
 	snap, err := c.source.Snapshot(ctx)
 	if err != nil {
@@ -441,9 +448,13 @@ func (c *Controller) view(ctx context.Context, except []*disruption.Candidate) (
 	if err := c.client.List(ctx, &claims); err != nil {
 		return nil, err
 	}
+	cs, err := c.source.Commitments(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the Commitments the nodes are billed with: %w", err)
+	}
 	now := c.clock.Now()
 	v, err := disruption.NewView(disruption.Input{Snapshot: snap, Nodes: nodes.Items, Claims: claims.Items,
-		AllowUncontrolled: c.opts.AllowUncontrolled, Now: now})
+		AllowUncontrolled: c.opts.AllowUncontrolled, Now: now, Reprice: plan.CoveredPricer(cs)})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/commitments"
 )
 
 // States of a NodeClaim, the state label of rightsize_nodeclaims.
@@ -79,7 +80,7 @@ type Cluster struct {
 	// that series of pools gone are deleted.
 	shown map[*prometheus.GaugeVec]map[string][]string
 	// commitments, when set (WithCommitments), bills the Commitments.
-	commitments *commitmentSource
+	commitments *commitments.Reader
 }
 
 // NewCluster returns the refresher over reader (the manager's cache),

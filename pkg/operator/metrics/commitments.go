@@ -2,20 +2,15 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/optional"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/commitments"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 )
-
-// +kubebuilder:rbac:groups=rightsize.dev,resources=commitments,verbs=get;list;watch
 
 // Label names of the commitment gauges.
 const (
@@ -44,28 +39,14 @@ var (
 	}, []string{LabelCommitment, LabelType})
 )
 
-// commitmentSource is where and how the cluster refresher reads the
-// Commitments it bills.
-type commitmentSource struct {
-	// api lists Commitments from the API server: an informer on a kind
-	// the cluster does not serve, or the operator may not list, never
-	// syncs (see package optional).
-	api    client.Reader
-	region string
-	pace   optional.Pacer
-	now    func() time.Time
-}
-
 // WithCommitments makes c also set CommitmentUtilization, CommitmentCovered
-// and CommitmentSpilled at each refresh: the Commitments listed through api
-// (the API server, the manager's APIReader, not its cache) of region (the
-// operator's; "" for any) billed with plan.BillOf over the launched
-// NodeClaims. A cluster without the CRD, or an operator not allowed to list
-// Commitments (an older install), is asked again only every optional.Retry
-// and shows no commitment series; the other gauges do not depend on it. It
-// returns c.
-func (c *Cluster) WithCommitments(api client.Reader, region string) *Cluster {
-	c.commitments = &commitmentSource{api: api, region: region, now: time.Now}
+// and CommitmentSpilled at each refresh: the Commitments r reads billed
+// with plan.BillOf over the launched NodeClaims. A cluster without the CRD,
+// or an operator not allowed to list Commitments (an older install), shows
+// no commitment series; the other gauges do not depend on it. It returns
+// c.
+func (c *Cluster) WithCommitments(r *commitments.Reader) *Cluster {
+	c.commitments = r
 	return c
 }
 
@@ -73,41 +54,16 @@ func (c *Cluster) WithCommitments(api client.Reader, region string) *Cluster {
 // An error listing Commitments other than their absence keeps the last
 // values; an invalid Commitment is left out of the bill and reported.
 func (c *Cluster) refreshCommitments(ctx context.Context, claims []v1alpha1.NodeClaim) error {
-	cm := c.commitments
-	if cm == nil {
+	if c.commitments == nil {
 		return nil
 	}
-	now := cm.now()
-	if cm.pace.Wait(now) {
-		return nil
-	}
-	var list v1alpha1.CommitmentList
-	err := cm.api.List(ctx, &list)
-	cm.pace.Saw(err, now)
+	cs, invalid, err := c.commitments.Read(ctx)
 	if err != nil {
-		if optional.Absent(err) {
-			c.setCommitments(nil)
-			return nil
-		}
-		return fmt.Errorf("listing Commitments: %w", err)
+		return err
 	}
-	var (
-		all  []plan.Commitment
-		errs []error
-	)
-	for i := range list.Items {
-		// One at a time: an object the API server let through and
-		// CommitmentsOf refuses must not hide the others.
-		cs, _, err := plan.CommitmentsOf(list.Items[i:i+1], cm.region)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		all = append(all, cs...)
-	}
-	c.setCommitments(plan.BillOf(billNodes(claims), all).Commitments)
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("billing Commitments: %w", err)
+	c.setCommitments(plan.BillOf(billNodes(claims), cs).Commitments)
+	if invalid != nil {
+		return fmt.Errorf("billing Commitments: %w", invalid)
 	}
 	return nil
 }

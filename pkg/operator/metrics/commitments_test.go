@@ -23,6 +23,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/commitments"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/optional"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 )
@@ -171,8 +172,7 @@ func TestCommitmentGaugesBillTheLaunchedNodeClaims(t *testing.T) {
 				},
 			}).Build()
 			now := time.Date(2026, 12, 7, 16, 0, 0, 0, time.UTC)
-			cluster := NewCluster(cache, 0).WithCommitments(api, "us-east-1")
-			cluster.commitments.now = func() time.Time { return now }
+			cluster := NewCluster(cache, 0).WithCommitments(commitments.NewReader(api, "us-east-1").WithClock(func() time.Time { return now }))
 			if err := cluster.Refresh(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -234,8 +234,7 @@ func TestCommitmentGaugesFollowTheCommitments(t *testing.T) {
 		},
 	}).Build()
 	now := time.Date(2026, 12, 7, 16, 0, 0, 0, time.UTC)
-	cluster := NewCluster(cache, 0).WithCommitments(api, "us-east-1")
-	cluster.commitments.now = func() time.Time { return now }
+	cluster := NewCluster(cache, 0).WithCommitments(commitments.NewReader(api, "us-east-1").WithClock(func() time.Time { return now }))
 	ctx := context.Background()
 	if err := cluster.Refresh(ctx); err != nil {
 		t.Fatal(err)

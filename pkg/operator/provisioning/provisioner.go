@@ -25,9 +25,11 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/commitments"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/metrics"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/nodeclaim"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -111,6 +113,11 @@ type Provisioner struct {
 	// bufferStatus is the status last written to each CapacityBuffer
 	// (namespace/name), so that an unchanged one is not written again.
 	bufferStatus map[string]string
+	// commitments reads the Commitments a batch spends (nil: none);
+	// invalidCommitments is the last reason some were left out, said
+	// once.
+	commitments        *commitments.Reader
+	invalidCommitments string
 }
 
 type nomination struct {
@@ -268,7 +275,11 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 		metrics.BufferReplicas.Reset()
 		return nil
 	}
-	plan, options, solveTook, err := p.solve(b)
+	cs, err := p.Commitments(ctx)
+	if err != nil {
+		return err
+	}
+	plan, options, solveTook, err := p.solve(b, cs)
 	if err != nil {
 		return err
 	}
@@ -299,9 +310,11 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 	return nil
 }
 
-// solve plans the batch, within --solve-timeout, and the launch options of
-// its new nodes; the pools left out of the snapshot are said first.
-func (p *Provisioner) solve(b *batch) (*solver.Plan, [][]solver.LaunchOption, time.Duration, error) {
+// solve plans the batch, within --solve-timeout, with the commitments cs
+// as a budget (see spend), and the launch options of its new nodes (the
+// planned offering alone for a node they cover); the pools left out of the
+// snapshot are said first.
+func (p *Provisioner) solve(b *batch, cs []plan.Commitment) (*solver.Plan, [][]solver.LaunchOption, time.Duration, error) {
 	for name, why := range b.skippedPools {
 		if np := b.pools[name]; np != nil {
 			p.recorder.Eventf(np, nil, corev1.EventTypeWarning, "NodeClassNotReady", "Provision", "%s", why)
@@ -309,18 +322,24 @@ func (p *Provisioner) solve(b *batch) (*solver.Plan, [][]solver.LaunchOption, ti
 		p.log.Info("NodePool left out of the plan", "nodepool", name, "reason", why)
 	}
 	// The solver reads the wall clock against its deadline.
-	b.problem.Options.Deadline = time.Now().Add(p.opts.SolveTimeout)
+	deadline := time.Now().Add(p.opts.SolveTimeout)
+	b.problem.Options.Deadline = deadline
 	solveStart := time.Now()
-	plan, err := solver.Solve(b.problem)
+	blind, err := solver.Solve(b.problem)
 	solveTook := time.Since(solveStart)
 	metrics.SolverDuration.Observe(solveTook.Seconds())
 	if err != nil {
 		return nil, nil, solveTook, fmt.Errorf("solving: %w", err)
 	}
-	options := solver.LaunchOptions(b.problem, plan, p.opts.LaunchPricePremium)
+	solved, covered, err := p.spend(b, blind, cs, deadline)
+	if err != nil {
+		return nil, nil, solveTook, fmt.Errorf("spending the commitments: %w", err)
+	}
+	options := solver.LaunchOptions(b.problem, solved, p.opts.LaunchPricePremium)
+	pinCovered(options, covered)
 	metrics.BatchSize.Observe(float64(len(b.problem.Pods)))
-	metrics.PendingPods.WithLabelValues("unplaced").Set(float64(len(plan.Unschedulable)))
-	return plan, options, solveTook, nil
+	metrics.PendingPods.WithLabelValues("unplaced").Set(float64(len(solved.Unschedulable)))
+	return solved, options, solveTook, nil
 }
 
 // holdPlanLate holds the plan's late pods: they are nominated after the
