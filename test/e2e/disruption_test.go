@@ -371,8 +371,9 @@ func (d *disruptionEnv) testRepack(t *testing.T) {
 	after, nodesAfter := d.cost(t, pool)
 	took := time.Since(scaled)
 
-	// The estimate is the target of the plan whose actions were chosen
-	// first: the last plan logged before the first action chosen.
+	// The estimate is what the plan whose actions were chosen first
+	// expected the cluster to cost after them (current price less the
+	// saving): the last plan logged before the first action chosen.
 	var estimate float64
 	found := false
 	if chosen := d.recordsSince("disruption action chosen; validating", scaled); len(chosen) > 0 {
