@@ -117,6 +117,35 @@ func (k *kind) shapeBuckets(classes []*class, bucketOf, slot []int32) []shapeBuc
 	return out
 }
 
+// fillDims is 1 + the last resource the kind allocates or one of its
+// buckets requests. Past it free room, requests and shares are all zero,
+// so that fillBalanced's fit test and scores need not look there: a
+// kind's resources are a few of MaxResources (CPU, memory, storage, pods).
+func (k *kind) fillDims() int {
+	dims := 0
+	for r := range k.alloc {
+		if k.alloc[r] > 0 {
+			dims = r + 1
+		}
+		for i := range k.buckets {
+			if k.buckets[i].req[r] > 0 {
+				dims = r + 1
+			}
+		}
+	}
+	return dims
+}
+
+// fitsWithin is req.Fits(free) on the first dims resources.
+func fitsWithin(req, free *Resources, dims int) bool {
+	for r := range dims {
+		if req[r] > free[r] {
+			return false
+		}
+	}
+	return true
+}
+
 // fillBalanced packs one node of kind k a batch at a time, each time taking
 // the class whose requests best match the shape of what is still free (the
 // cosine of normalised request and free vectors, times the class's value per
@@ -175,7 +204,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 	for {
 		var f Resources64 // free room as shares of alloc
 		fn := 0.0
-		for r := range free {
+		for r := range k.dims {
 			if k.alloc[r] > 0 {
 				f[r] = float64(free[r]) / float64(k.alloc[r])
 				fn += f[r] * f[r]
@@ -190,7 +219,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 		for i := range live {
 			cur := &live[i]
 			b := &k.buckets[cur.bucket]
-			if !b.req.Fits(free) {
+			if !fitsWithin(&b.req, &free, k.dims) {
 				continue
 			}
 			ci, left := s.firstTaker(k, b, cur, weights, poolWeight, takes[start:], last)
@@ -203,7 +232,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 			kept++
 			sh := &b.shape
 			dot := 0.0
-			for r := range f {
+			for r := range k.dims {
 				dot += sh.norm[r] * f[r]
 			}
 			score := dot / (sh.length * fn)
