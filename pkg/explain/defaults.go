@@ -107,6 +107,11 @@ func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time
 	widenings := in.Default.Widenings(in.InstanceTypes)
 	// The wider plans run side by side, one per CPU: each runs one
 	// member of the portfolio (Options.Packing), mostly on one core.
+	// They are taken last first: the last widening, every instance
+	// type, plans the most kinds and takes longest, and on fewer CPUs
+	// than widenings it then runs beside the others, not after them
+	// with a CPU idle (Karpenter's mix, 5,000 pods, on two: the advice
+	// took 0.32 s, now 0.26 s, best of 20).
 	type replan struct {
 		alt  *solver.Plan
 		late bool
@@ -116,8 +121,8 @@ func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time
 	var next atomic.Int64
 	work := func() {
 		for {
-			i := int(next.Add(1)) - 1
-			if i >= len(widenings) {
+			i := len(widenings) - int(next.Add(1))
+			if i < 0 {
 				return
 			}
 			plans[i].alt, plans[i].late, plans[i].err = replanWider(ctx, in, &widenings[i], solved, budget)

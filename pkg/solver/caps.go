@@ -174,6 +174,17 @@ func (s *state) capRoom(ci int) int {
 	return max(room, 0)
 }
 
+// capMask has a bit for each of the class's cap groups, a group's bit
+// being its number modulo 64: two classes whose masks do not meet share
+// no cap group, so taking pods of one leaves the other's capRoom as it was.
+func capMask(c *class) uint64 {
+	var m uint64
+	for _, cm := range c.caps {
+		m |= 1 << (uint(cm.group) % 64)
+	}
+	return m
+}
+
 // countCap records n pods of class ci on the node being filled.
 func (s *state) countCap(ci, n int) {
 	for _, m := range s.classes[ci].caps {

@@ -17,6 +17,9 @@ type filler struct {
 	// needs is fillBalanced's answer beside its takes: per take, the
 	// fewest pods left of its class for which it takes the same.
 	needs []int
+	// lastCaps is, while a node is filled, the capMask of the class the
+	// last batch took (see bucketCursor).
+	lastCaps uint64
 	// taken counts, while a node is filled, its pods per class;
 	// capCount and capCarrier the pods counted by each cap group
 	// (state.caps) and its carriers.
@@ -49,8 +52,19 @@ type shapeBucket struct {
 // one node: members before at cannot take pods on this node (nor will they
 // for the rest of it); checked says the member at at was already checked
 // for conflicts with every class on the node but the last one taken.
+//
+// A checked cursor also keeps what firstTaker found for that member, so
+// that the next batch need not look it up again: its class, its position
+// in the kind's order, and left, how many more pods of it the node may
+// take. Every batch visits every cursor still live, so left goes stale
+// only when the batch before took the class itself (then that batch's
+// class is the class) or a class that counts in one of its cap groups
+// (capMask).
 type bucketCursor struct {
 	bucket, at int32
+	class, pos int32
+	caps       uint64 // capMask of the class
+	left       int32
 	checked    bool
 }
 
@@ -103,6 +117,35 @@ func (k *kind) shapeBuckets(classes []*class, bucketOf, slot []int32) []shapeBuc
 	return out
 }
 
+// fillDims is 1 + the last resource the kind allocates or one of its
+// buckets requests. Past it free room, requests and shares are all zero,
+// so that fillBalanced's fit test and scores need not look there: a
+// kind's resources are a few of MaxResources (CPU, memory, storage, pods).
+func (k *kind) fillDims() int {
+	dims := 0
+	for r := range k.alloc {
+		if k.alloc[r] > 0 {
+			dims = r + 1
+		}
+		for i := range k.buckets {
+			if k.buckets[i].req[r] > 0 {
+				dims = r + 1
+			}
+		}
+	}
+	return dims
+}
+
+// fitsWithin is req.Fits(free) on the first dims resources.
+func fitsWithin(req, free *Resources, dims int) bool {
+	for r := range dims {
+		if req[r] > free[r] {
+			return false
+		}
+	}
+	return true
+}
+
 // fillBalanced packs one node of kind k a batch at a time, each time taking
 // the class whose requests best match the shape of what is still free (the
 // cosine of normalised request and free vectors, times the class's value per
@@ -131,6 +174,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 		s.taken = make([]int, len(s.classes))
 	}
 	s.needs = s.needs[:0]
+	s.lastCaps = 0
 	live := s.cursors[:0]
 	for b := range k.buckets {
 		live = append(live, bucketCursor{bucket: int32(b)})
@@ -160,7 +204,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 	for {
 		var f Resources64 // free room as shares of alloc
 		fn := 0.0
-		for r := range free {
+		for r := range k.dims {
 			if k.alloc[r] > 0 {
 				f[r] = float64(free[r]) / float64(k.alloc[r])
 				fn += f[r] * f[r]
@@ -172,28 +216,31 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 		}
 		bestClass, bestScore, bestLeft, bestPos := -1, 0.0, 0, int32(0)
 		kept := 0
-		for _, cur := range live {
+		for i := range live {
+			cur := &live[i]
 			b := &k.buckets[cur.bucket]
-			if !b.req.Fits(free) {
+			if !fitsWithin(&b.req, &free, k.dims) {
 				continue
 			}
-			ci, left := s.firstTaker(k, b, &cur, weights, poolWeight, takes[start:], last)
+			ci, left := s.firstTaker(k, b, cur, weights, poolWeight, takes[start:], last)
 			if ci < 0 {
 				continue
 			}
-			live[kept] = cur
+			if kept < i {
+				live[kept] = *cur
+			}
 			kept++
 			sh := &b.shape
 			dot := 0.0
-			for r := range f {
+			for r := range k.dims {
 				dot += sh.norm[r] * f[r]
 			}
 			score := dot / (sh.length * fn)
 			if weighted {
 				score *= b.value / sh.max
 			}
-			if pos := b.members[cur.at]; score > bestScore || (bestClass >= 0 && score == bestScore && pos < bestPos) {
-				bestClass, bestScore, bestLeft, bestPos = ci, score, left, pos
+			if score > bestScore || (bestClass >= 0 && score == bestScore && cur.pos < bestPos) {
+				bestClass, bestScore, bestLeft, bestPos = ci, score, left, cur.pos
 			}
 		}
 		live = live[:kept]
@@ -215,6 +262,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 		free = free.Sub(c.req.Scale(int64(n)))
 		value += float64(n) * c.value
 		s.countCap(bestClass, n)
+		s.lastCaps = capMask(c)
 		s.taken[bestClass] += n
 		found := false
 		for i := start; i < len(takes); i++ {
@@ -285,8 +333,17 @@ func (m *fillMemo) remember(takes []take, need []int, value float64) {
 // pods of it the node may take; -1 when no member can. Members with no pods
 // left leave the bucket for good.
 func (s *state) firstTaker(k *kind, b *shapeBucket, cur *bucketCursor, weights []int32, poolWeight int32, onNode []take, last int) (int, int) {
+	if cur.checked && int(cur.class) != last && cur.caps&s.lastCaps == 0 {
+		// The member's answer holds unless it conflicts with the last take.
+		if last < 0 || !s.nearLast[cur.class] {
+			return int(cur.class), int(cur.left)
+		}
+		cur.at++
+		cur.checked = false
+	}
 	for int(cur.at) < len(b.members) {
-		ci := k.order[b.members[cur.at]]
+		pos := b.members[cur.at]
+		ci := k.order[pos]
 		if s.rem[ci] == 0 {
 			b.members = slices.Delete(b.members, int(cur.at), int(cur.at)+1)
 			cur.checked = false
@@ -303,6 +360,8 @@ func (s *state) firstTaker(k *kind, b *shapeBucket, cur *bucketCursor, weights [
 			if !conflicts {
 				cur.checked = true
 				if left := min(s.rem[ci]-s.taken[ci], s.capRoom(ci)); left > 0 {
+					*cur = bucketCursor{bucket: cur.bucket, at: cur.at, class: int32(ci), pos: pos, left: int32(left),
+						caps: capMask(s.classes[ci]), checked: true}
 					return ci, left
 				}
 			}

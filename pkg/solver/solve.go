@@ -63,6 +63,9 @@ type kind struct {
 	// buckets group the entries of order by requests and value, the
 	// inputs of fillBalanced's score (see shapeBuckets).
 	buckets []shapeBucket
+	// dims is 1 + the last resource alloc or a bucket's requests has:
+	// past it both are zero (see fillDims).
+	dims int
 	// ties are the merged offerings as cheap as offering (it included):
 	// emit spreads the kind's nodes over their zones, which costs nothing.
 	ties []int

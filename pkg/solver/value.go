@@ -176,6 +176,7 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			k.shape = append(k.shape, sh)
 		}
 		k.buckets = k.shapeBuckets(s.classes, bucketOf, slot)
+		k.dims = k.fillDims()
 	}
 }
 
