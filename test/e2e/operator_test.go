@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -580,6 +581,7 @@ func (e *opEnv) testSeedCommitment(t *testing.T, op *operatorProc, metricsAddr, 
 	if err != nil {
 		t.Errorf("commitment gauges %v, want %v", pick(m, want), want)
 	}
+	e.explainBillsTheCommitment(t, ri.Name, covered, spilled)
 	if err := e.c.Delete(ctx, ri); err != nil {
 		t.Fatal(err)
 	}
@@ -590,6 +592,44 @@ func (e *opEnv) testSeedCommitment(t *testing.T, op *operatorProc, metricsAddr, 
 	if err != nil {
 		t.Errorf("the deleted Commitment's series are still on /metrics")
 	}
+}
+
+// explainBillsTheCommitment runs `kubectl rightsize explain` against the
+// cluster, which reads the Commitments live as the operator does, and
+// checks that it bills the named one as the operator's gauges do: used
+// whole, covering covered $/h and spilling spilled $/h.
+func (e *opEnv) explainBillsTheCommitment(t *testing.T, name string, covered, spilled float64) {
+	t.Helper()
+	r := plugin(t, e.Kubeconfig, "explain", "--region", sim.DefaultRegion, "-o", "json")
+	if r.err != nil {
+		t.Fatalf("explain: %v\n%s", r.err, r.stderr)
+	}
+	var got struct {
+		Commitments *struct {
+			Commitments []struct {
+				Name                                               string
+				UtilizationPercent, CoveredPerHour, SpilledPerHour float64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("explain output is not JSON: %v\n%s", err, r.stdout)
+	}
+	if got.Commitments == nil {
+		t.Fatalf("live explain prints no commitments with Commitment %s in the cluster:\n%s", name, r.stdout)
+	}
+	for _, c := range got.Commitments.Commitments {
+		if c.Name != name {
+			continue
+		}
+		t.Logf("live explain: %s %.1f %% used, $%.4f/h covered, $%.4f/h spilled", name, c.UtilizationPercent, c.CoveredPerHour, c.SpilledPerHour)
+		if c.UtilizationPercent != 100 || math.Abs(c.CoveredPerHour-covered) > 1e-4 || math.Abs(c.SpilledPerHour-spilled) > 1e-4 {
+			t.Errorf("live explain bills %s at %.1f %% used, $%.4f/h covered, $%.4f/h spilled; the operator's gauges say 100 %%, $%.4f/h, $%.4f/h",
+				name, c.UtilizationPercent, c.CoveredPerHour, c.SpilledPerHour, covered, spilled)
+		}
+		return
+	}
+	t.Errorf("live explain's commitments do not name %s: %+v", name, got.Commitments.Commitments)
 }
 
 // pick is m's values of want's keys (absent ones left out).
