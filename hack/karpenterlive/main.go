@@ -334,11 +334,8 @@ func (b *bench) runOne(ctx context.Context, s system, w workload) (res result, e
 // planeCPU is the CPU time kube-scheduler and kube-apiserver have used so
 // far (zero where it cannot be read).
 func planeCPU(env *testenv.Env) [2]time.Duration {
-	var out [2]time.Duration
-	for i, c := range []string{"kube-scheduler", "kube-apiserver"} {
-		out[i], _ = env.CPU(c)
-	}
-	return out
+	cpu := env.CPUTime()
+	return [2]time.Duration{cpu["kube-scheduler"], cpu["kube-apiserver"]}
 }
 
 func firstValue(m map[string]string) string {

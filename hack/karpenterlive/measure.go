@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // recorder watches Nodes and Pods on one plane and keeps, from the API
@@ -271,15 +272,11 @@ func quantile(xs []float64, q float64) float64 {
 	return xs[min(max(i, 0), len(xs)-1)]
 }
 
-// podGPUs is what a pod's containers request of nvidia.com/gpu.
+// podGPUs is what a pod requests of nvidia.com/gpu, as the scheduler
+// counts it (init containers and pod-level resources included).
 func podGPUs(p *corev1.Pod) int64 {
-	var n int64
-	for _, c := range p.Spec.Containers {
-		if q, ok := c.Resources.Requests[gpuResource]; ok {
-			n += q.Value()
-		}
-	}
-	return n
+	q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[gpuResource]
+	return q.Value()
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -480,18 +480,6 @@ func (e *Env) LogPath(component string) string {
 	return filepath.Join(e.Dir, component+".log")
 }
 
-// CPU is the CPU time (user and system) a running component ("etcd",
-// "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-// has used so far: what a benchmark charges to the control plane.
-func (e *Env) CPU(component string) (time.Duration, error) {
-	for _, p := range e.procs {
-		if p.name == component {
-			return cpuTime(p.cmd.Process.Pid)
-		}
-	}
-	return 0, fmt.Errorf("testenv: no component %q", component)
-}
-
 func (e *Env) run(name string, args ...string) error {
 	p, err := startProcess(filepath.Join(e.BinDir, name), name, e.LogPath(name), e.Dir, args)
 	if err != nil {
@@ -728,6 +716,47 @@ func tail(path string, n int) []string {
 		lines = lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// CPUTime reports the CPU time (user and system) each running component
+// has used so far, read as ResidentMemory reads its figure (Linux only;
+// empty elsewhere): what a benchmark charges to the control plane.
+func (e *Env) CPUTime() map[string]time.Duration {
+	m := map[string]time.Duration{}
+	for _, p := range e.procs {
+		if p.exitErr() != nil {
+			continue
+		}
+		if d, err := cpuTime(p.cmd.Process.Pid); err == nil {
+			m[p.name] = d
+		}
+	}
+	return m
+}
+
+// cpuTime is the CPU time (user and system) the process pid has used, from
+// /proc/<pid>/stat, whose times are in USER_HZ (100 a second on Linux).
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces;
+	// utime and stime are fields 14 and 15, the 12th and 13th after it.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * (time.Second / 100), nil
 }
 
 // ResidentMemory reports each running component's resident set size in bytes
