@@ -488,9 +488,15 @@ func billNew(p *solver.Problem, nodes []BillNode, cs []Commitment) (Bill, []floa
 	return b, covered
 }
 
+// coveredPriceShare is the share of its list price a node or offering the
+// commitments cover whole is planned at: not zero, which the solver reads
+// as a price it does not know, and low enough that covered capacity is
+// always filled first.
+const coveredPriceShare = 1.0 / 1000
+
 // CoveredPrices prices each of p's existing nodes at its effective price
 // with the commitments (EffectivePrices, the nodes billed together), and a
-// node they cover whole at a thousandth of its list price, as reserve
+// node they cover whole at coveredPriceShare of its list price, as reserve
 // prices reserved capacity: paid for either way, yet not free (the
 // solver takes a node without a price for one of unknown price). A
 // consolidation planned on p then counts as saving only what the bill
@@ -508,7 +514,7 @@ func CoveredPrices(p *solver.Problem, cs []Commitment) {
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
 		if n.Price > 0 {
-			n.Price = max(effective[i], n.Price/1000)
+			n.Price = max(effective[i], n.Price*coveredPriceShare)
 		}
 	}
 }
@@ -747,7 +753,7 @@ func reserve(p *solver.Problem, cs []Commitment, rs []reservation) *solver.Probl
 					if o.CapacityType != cloud.CapacityTypeOnDemand || o.Count > 0 || c.Zone != "" && o.Zone != c.Zone {
 						continue
 					}
-					o.Count, o.Reservation, o.Price = r.count, "Commitment "+c.Name+" ("+t.Name+")", o.Price/1000
+					o.Count, o.Reservation, o.Price = r.count, "Commitment "+c.Name+" ("+t.Name+")", o.Price*coveredPriceShare
 					twins = append(twins, o)
 				}
 			}
