@@ -43,16 +43,17 @@ func (p *Provisioner) Commitments(ctx context.Context) ([]plan.Commitment, error
 }
 
 // spend plans the batch again with the commitments as a budget
-// (plan.Spend), every plan within deadline, and returns the plan with the
+// (plan.Spend), every plan within deadline and none once ctx ends (the
+// operator stopping), and returns the plan with the
 // lowest bill, the blind one included, and the share of each of its new
 // nodes the commitments cover; blind and nil without commitments.
-func (p *Provisioner) spend(b *batch, blind *solver.Plan, cs []plan.Commitment, deadline time.Time) (*solver.Plan, []float64, error) {
+func (p *Provisioner) spend(ctx context.Context, b *batch, blind *solver.Plan, cs []plan.Commitment, deadline time.Time) (*solver.Plan, []float64, error) {
 	if len(cs) == 0 {
 		return blind, nil, nil
 	}
 	spent, err := plan.Spend(b.problem, blind, cs, func(q *solver.Problem) (*solver.Plan, error) {
-		if time.Now().After(deadline) {
-			return nil, nil // --solve-timeout: the plans made so far
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, nil // --solve-timeout or shutdown: the plans made so far
 		}
 		return solver.Solve(q)
 	})

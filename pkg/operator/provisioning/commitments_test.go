@@ -73,10 +73,14 @@ func TestABatchLaunchesTheCapacityItsCommitmentsCover(t *testing.T) {
 		// covered is how many m6i.large on-demand nodes are launched, each
 		// pinned to its offering; the rest go on spot.
 		covered int
+		// stopping plans as the operator does once its context ends: the
+		// blind plan, no further solve.
+		stopping bool
 	}{
 		{name: "no Commitment: spot, at list price the cheapest"},
 		{name: "a reservation of two m6i.large: two covered nodes, the rest on spot", commitments: []*v1alpha1.Commitment{ri(2)}, covered: 2},
 		{name: "a reservation of ten: every node covered", commitments: []*v1alpha1.Commitment{ri(10)}, covered: 4},
+		{name: "the operator stopping: the blind plan, no commitment-aware solve", commitments: []*v1alpha1.Commitment{ri(10)}, stopping: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := commitmentScheme(t)
@@ -103,7 +107,12 @@ func TestABatchLaunchesTheCapacityItsCommitmentsCover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			solved, options, _, err := p.solve(b, cs)
+			solveCtx, stop := context.WithCancel(ctx)
+			if tc.stopping {
+				stop()
+			}
+			defer stop()
+			solved, options, _, err := p.solve(solveCtx, b, cs)
 			if err != nil {
 				t.Fatal(err)
 			}

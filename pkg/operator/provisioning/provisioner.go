@@ -279,7 +279,7 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 	if err != nil {
 		return err
 	}
-	plan, options, solveTook, err := p.solve(b, cs)
+	plan, options, solveTook, err := p.solve(ctx, b, cs)
 	if err != nil {
 		return err
 	}
@@ -314,7 +314,7 @@ func (p *Provisioner) provision(ctx context.Context, w *window) error {
 // as a budget (see spend), and the launch options of its new nodes (the
 // planned offering alone for a node they cover); the pools left out of the
 // snapshot are said first.
-func (p *Provisioner) solve(b *batch, cs []plan.Commitment) (*solver.Plan, [][]solver.LaunchOption, time.Duration, error) {
+func (p *Provisioner) solve(ctx context.Context, b *batch, cs []plan.Commitment) (*solver.Plan, [][]solver.LaunchOption, time.Duration, error) {
 	for name, why := range b.skippedPools {
 		if np := b.pools[name]; np != nil {
 			p.recorder.Eventf(np, nil, corev1.EventTypeWarning, "NodeClassNotReady", "Provision", "%s", why)
@@ -331,7 +331,7 @@ func (p *Provisioner) solve(b *batch, cs []plan.Commitment) (*solver.Plan, [][]s
 	if err != nil {
 		return nil, nil, solveTook, fmt.Errorf("solving: %w", err)
 	}
-	solved, covered, err := p.spend(b, blind, cs, deadline)
+	solved, covered, err := p.spend(ctx, b, blind, cs, deadline)
 	if err != nil {
 		return nil, nil, solveTook, fmt.Errorf("spending the commitments: %w", err)
 	}
