@@ -82,6 +82,9 @@ func (m *Model) headerLine() string {
 			fmt.Sprintf("save $%.2f/h", r.Saving()))
 	default:
 		parts = append(parts, fmt.Sprintf("%d pods", r.PendingPods), fmt.Sprintf("plan $%.2f/h $%.0f/mo", r.Plan.TotalPrice, r.Plan.TotalPrice*plan.HoursPerMonth))
+		if r.Spending != nil {
+			parts = append(parts, fmt.Sprintf("bill $%.2f/h with commitments", r.Spending.Bill.Total))
+		}
 	}
 	// What the input lacked and was planned for, as explain says; the
 	// detail view (enter) has explain's sentences.
@@ -195,8 +198,18 @@ func (m *Model) summaryLine() string {
 		if r.Plan.LowerBound > 0 && len(r.Proposed) > 0 {
 			s += fmt.Sprintf(", lower bound $%.4f/h (%.2f×)", r.Plan.LowerBound, r.Plan.TotalPrice/r.Plan.LowerBound)
 		}
+		if sp := r.Spending; sp != nil {
+			// The list prices above are not what is paid: the bill is,
+			// as explain prints it.
+			s += fmt.Sprintf("; bill with commitments $%.4f/h ($%.4f fees + $%.4f not covered), planned ignoring them $%.4f/h",
+				sp.Bill.Total, sp.Bill.Sunk, sp.Bill.OnDemand, sp.Blind.Total)
+		}
 		if r.WhatIf.Active() {
-			s += fmt.Sprintf(", without what-if $%.4f/h", r.Baseline)
+			without := "without what-if"
+			if r.Spending != nil {
+				without = "bill without what-if"
+			}
+			s += fmt.Sprintf(", %s $%.4f/h", without, r.Baseline)
 		}
 		if len(m.selected) > 0 {
 			s += fmt.Sprintf(" · %d selected", len(m.selected))

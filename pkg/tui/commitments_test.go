@@ -1,0 +1,77 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/tui/watch"
+)
+
+// zonalReservation is a Commitment of count reserved instances of typ in
+// us-east-1a, as the watcher delivers it.
+func zonalReservation(name, typ string, count int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rightsize.dev/v1alpha1", "kind": "Commitment",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"type": "ReservedInstances",
+			"reservedInstances": map[string]any{
+				"instanceType": typ, "instanceCount": count, "availabilityZone": "us-east-1a", "pricePerHour": "0.05",
+			},
+		},
+	}}
+}
+
+// TestPendingPodsPlanSpendsTheClustersCommitments feeds the cluster of
+// liveModel with and without a zonal reservation the blind plan does not
+// use: with it, the pending pods are planned on the reserved type, the
+// node is shown covered and the screen gives the bill, as explain does;
+// without it, the plan is the blind one and no bill is shown.
+func TestPendingPodsPlanSpendsTheClustersCommitments(t *testing.T) {
+	blind := liveModel(t, Options{Launcher: &recordingLauncher{}})
+	if blind.rep.Spending != nil {
+		t.Fatalf("no Commitment in the cluster, yet a bill: %+v", blind.rep.Spending)
+	}
+	if len(blind.rep.Plan.NewNodes) != 1 {
+		t.Fatalf("blind plan: %d new nodes, want 1", len(blind.rep.Plan.NewNodes))
+	}
+	const reserved = "m5.2xlarge" // larger than the three web pods need: never the blind plan's
+	if got := blind.rep.Plan.NewNodes[0].InstanceType; got == reserved {
+		t.Fatalf("blind plan already takes %s: the test needs another type", got)
+	}
+	drive(t, blind, keys("2")...)
+	if s := screen(blind); strings.Contains(s, "bill with commitments") || strings.Contains(s, "covered") {
+		t.Errorf("no Commitment, yet the screen speaks of one:\n%s", s)
+	}
+
+	b := cluster()
+	b.Events = append(b.Events, watch.Event{Kind: watch.Commitment, Key: "m5-ri", Obj: zonalReservation("m5-ri", reserved, 1)})
+	m := New(Options{Context: "test-ctx", Catalog: plan.Catalog{Region: "us-east-1"}, Debounce: time.Millisecond,
+		Now: func() time.Time { return now }, Launcher: &recordingLauncher{}})
+	drive(t, m, tea.WindowSizeMsg{Width: 220, Height: 30}, b, watch.Synced{Commitments: true})
+	r := m.rep
+	if r == nil || r.Spending == nil {
+		t.Fatalf("no bill with the Commitment; plan error: %v", m.planErr)
+	}
+	if !r.Spending.Aware || len(r.Plan.NewNodes) != 1 || r.Plan.NewNodes[0].InstanceType != reserved {
+		t.Fatalf("plan %+v (aware %v): want the pods on the reserved %s", r.Plan.NewNodes, r.Spending.Aware, reserved)
+	}
+	if got := r.Covered(0); got != 1 {
+		t.Errorf("reserved node covered %.2f, want whole", got)
+	}
+	if r.Spending.Bill.Total >= r.Spending.Blind.Total {
+		t.Errorf("bill $%.4f/h, blind plan's $%.4f/h: spending the reservation must bill less", r.Spending.Bill.Total, r.Spending.Blind.Total)
+	}
+	if r.Cost() != r.Spending.Bill.Total || r.Baseline != r.Cost() {
+		t.Errorf("cost %.4f, baseline %.4f: without a what-if both are the bill %.4f", r.Cost(), r.Baseline, r.Spending.Bill.Total)
+	}
+	drive(t, m, keys("2")...)
+	mustContain(t, screen(m), "proposed, covered", "bill with commitments", "planned ignoring them")
+	drive(t, m, keys("enter")...)
+	mustContain(t, screen(m), "the commitments cover 100% of it")
+}
