@@ -2,11 +2,13 @@ package plan
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
@@ -475,6 +477,20 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 		last = b
 	}
 	return s, nil
+}
+
+// SpendBy is Spend with the solver's own plans, as every planner that
+// does not count its solves itself spends them (the operator's batches
+// and ProvisioningRequests, the TUI): no plan is started once ctx ends or
+// deadline (zero for none) is past, and the search ends with the plans
+// made by then.
+func SpendBy(ctx context.Context, p *solver.Problem, blind *solver.Plan, cs []Commitment, deadline time.Time) (*Spending, error) {
+	return Spend(p, blind, cs, func(q *solver.Problem) (*solver.Plan, error) {
+		if ctx.Err() != nil || !deadline.IsZero() && time.Now().After(deadline) {
+			return nil, nil // the deadline or shutdown: the plans made so far
+		}
+		return solver.Solve(q)
+	})
 }
 
 // billNew bills nodes (billNodes: p's existing nodes, then a plan's new

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -241,6 +242,44 @@ func TestSpend(t *testing.T) {
 				t.Errorf("nodes sum to $%.4f/h, TotalPrice $%.4f/h, list $%.4f/h: the plan must carry list prices", sum, s.Plan.TotalPrice, s.Bill.List)
 			}
 			tc.check(t, s)
+		})
+	}
+}
+
+// TestSpendByStopsAtTheDeadlineOrTheContext: SpendBy makes the
+// commitment-aware plans until its context ends or its deadline passes,
+// then keeps what it has (the blind plan when it made none).
+func TestSpendByStopsAtTheDeadlineOrTheContext(t *testing.T) {
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	cs := []Commitment{{Name: "zonal", Type: v1alpha1.CommitmentReservedInstances, InstanceType: "m6i.xlarge", Family: "m6i", Zone: "us-east-1b", Count: 2}}
+	for _, tc := range []struct {
+		name     string
+		ctx      context.Context
+		deadline time.Time
+		aware    bool
+	}{
+		{"no deadline: the reservation is planned", context.Background(), time.Time{}, true},
+		{"a deadline ahead: the reservation is planned", context.Background(), time.Now().Add(time.Hour), true},
+		{"the deadline past: the blind plan", context.Background(), time.Now().Add(-time.Second), false},
+		{"the context ended: the blind plan", ended, time.Time{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := spendProblem(t, 10)
+			blind, err := solver.Solve(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := SpendBy(tc.ctx, p, blind, cs, tc.deadline)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Aware != tc.aware || (s.Rounds > 0) != tc.aware {
+				t.Errorf("aware %v after %d plans; want aware %v", s.Aware, s.Rounds, tc.aware)
+			}
+			if !tc.aware && s.Plan != blind {
+				t.Error("no plan made, yet the blind plan is not kept")
+			}
 		})
 	}
 }

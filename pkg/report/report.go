@@ -15,6 +15,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -348,12 +349,7 @@ func solve(prob *solver.Problem, cs []plan.Commitment, timeout time.Duration) (*
 	if len(cs) == 0 {
 		return solved, nil, nil
 	}
-	spent, err := plan.Spend(prob, solved, cs, func(q *solver.Problem) (*solver.Plan, error) {
-		if !deadline.IsZero() && time.Now().After(deadline) {
-			return nil, nil // the timeout: the plans made so far
-		}
-		return solver.Solve(q)
-	})
+	spent, err := plan.SpendBy(context.Background(), prob, solved, cs, deadline)
 	if err != nil {
 		return nil, nil, fmt.Errorf("planning with the commitments: %w", err)
 	}
