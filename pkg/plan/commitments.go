@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -254,6 +255,24 @@ func eligible(c *Commitment, n *BillNode) bool {
 	return family == c.Family
 }
 
+// rate is what an hour of node n costs of Savings Plan c's dollars: its
+// rate for n's type, else its discount off n's price; -1 when c has no
+// rate for it or the rate saves nothing (AWS would not apply the plan).
+// Eligibility (eligible) is the caller's.
+func (c *Commitment) rate(n *BillNode) float64 {
+	r, ok := c.Rates[n.InstanceType]
+	switch {
+	case !ok && c.Discount > 0:
+		r = n.Price * (1 - c.Discount)
+	case !ok:
+		return -1
+	}
+	if r >= n.Price {
+		return -1
+	}
+	return r
+}
+
 // spend applies one commitment to the nodes' uncovered shares rem.
 func spend(c *Commitment, nodes []BillNode, rem []float64) CommitmentUse {
 	u := CommitmentUse{Name: c.Name, Type: c.Type}
@@ -297,21 +316,13 @@ func spend(c *Commitment, nodes []BillNode, rem []float64) CommitmentUse {
 		}
 	default:
 		u.Capacity, u.Unit = c.Hourly, "$/h"
-		rate := func(i int) float64 {
-			if r, ok := c.Rates[nodes[i].InstanceType]; ok {
-				return r
-			}
-			if c.Discount > 0 {
-				return nodes[i].Price * (1 - c.Discount)
-			}
-			return -1 // no rate: not covered
-		}
+		rate := func(i int) float64 { return c.rate(&nodes[i]) }
 		saving := func(i int) float64 { return 1 - rate(i)/nodes[i].Price }
 		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(saving(b), saving(a)) })
 		for _, i := range idx {
 			r := rate(i)
-			if r < 0 || r >= nodes[i].Price {
-				continue // the plan saves nothing here; AWS would not apply it either
+			if r < 0 {
+				continue // no rate, or the plan saves nothing here: AWS would not apply it either
 			}
 			cost := r * rem[i]
 			take := min(cost, u.Capacity-u.Used)
@@ -518,21 +529,71 @@ const coveredPriceShare = 1.0 / 1000
 // consolidation planned on p then counts as saving only what the bill
 // saves: a node moved off covered capacity saves the part of its price no
 // commitment covers, never the commitment's value, so replacing a covered
-// node by an uncovered one of a lower list price saves nothing. The saving
-// it counts is a lower bound of the bill's (the room a removed node frees
-// may cover the nodes that stay, or the replacements, which are priced at
-// list). Without commitments p is left as it is.
+// node by an uncovered one of a lower list price saves nothing.
+//
+// The room the existing nodes leave in the commitments is offered to the
+// replacements as capacity reservations (roomLeft), so that a node may be
+// replaced by one the commitments pay for: a spot node by on-demand
+// capacity a Savings Plan has dollars left for, a node of another family
+// by one of the plan's. The saving counted stays a lower bound of the
+// bill's: the room a removed node frees, and the room beyond what the
+// reservations offer, are not counted. Without commitments p is left as it
+// is.
 func CoveredPrices(p *solver.Problem, cs []Commitment) {
 	if len(cs) == 0 {
 		return
 	}
-	effective := EffectivePrices(billNodes(p, &solver.Plan{}, nil), cs)
+	nodes := billNodes(p, &solver.Plan{}, nil)
+	existing, rem := billShares(nodes, cs)
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
 		if n.Price > 0 {
-			n.Price = max(effective[i], n.Price*coveredPriceShare)
+			n.Price = max(n.Price*rem[i], n.Price*coveredPriceShare)
 		}
 	}
+	*p = *reserve(p, cs, roomLeft(p, cs, existing))
+}
+
+// roomLeft is the room the commitments have left once the existing nodes
+// are billed (existing, their bill), as capacity reservations: each
+// Reserved Instance's as Spend plans it first (reservationChoices' greedy
+// choice: the largest sizes its units buy), and each Savings Plan's as
+// one node of any on-demand type it covers whose rate the dollars left
+// pay whole, one count shared by them all. One node, not as many as the
+// dollars buy: a reservation's count is of nodes, and nodes of different
+// types cost the plan different dollars. The solver fills the cheapest
+// reserved type that takes a pod first, so the node is about the size the
+// pods need. A consolidation's actions draw on the one count, so no two
+// replacements are counted on the same dollars; the next round offers
+// what is left.
+func roomLeft(p *solver.Problem, cs []Commitment, existing Bill) []reservation {
+	var out []reservation
+	if choices := reservationChoices(p, cs, existing); len(choices) > 0 {
+		out = append(out, choices[0]...)
+	}
+	for ci := range cs {
+		c := &cs[ci]
+		room := existing.Commitments[ci].Capacity - existing.Commitments[ci].Used
+		if c.Type == v1alpha1.CommitmentReservedInstances || room <= 0 {
+			continue
+		}
+		paid := map[string]bool{}
+		for _, types := range typeLists(p) {
+			for ti := range types {
+				t := &types[ti]
+				for _, o := range t.Offerings {
+					n := BillNode{InstanceType: t.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price}
+					if r := c.rate(&n); o.Count == 0 && eligible(c, &n) && r >= 0 && r <= room {
+						paid[t.Name] = true
+					}
+				}
+			}
+		}
+		for _, typ := range slices.Sorted(maps.Keys(paid)) {
+			out = append(out, reservation{commitment: ci, instanceType: typ, count: 1, name: "Commitment " + c.Name + " (room left)"})
+		}
+	}
+	return out
 }
 
 // CoveredPricer is CoveredPrices with cs, for a planner that prices the
@@ -560,6 +621,10 @@ type reservation struct {
 	commitment   int
 	instanceType string
 	count        int
+	// name, when set, is the reservation's name, shared by every
+	// reservation of that name (one count across types); else each type
+	// is a reservation of its own.
+	name string
 }
 
 // maxChoices bounds the ways of planning the regional reservations tried.
@@ -595,7 +660,7 @@ func reservationChoices(p *solver.Problem, cs []Commitment, existing Bill) [][]r
 		c := &cs[ci]
 		if c.Zone != "" {
 			if n := c.Count - int(existing.Commitments[ci].Used); n > 0 {
-				return []reservation{{ci, c.InstanceType, n}}
+				return []reservation{{commitment: ci, instanceType: c.InstanceType, count: n}}
 			}
 			return nil
 		}
@@ -603,7 +668,7 @@ func reservationChoices(p *solver.Problem, cs []Commitment, existing Bill) [][]r
 		left := c.Units - existing.Commitments[ci].Used
 		for _, t := range sizes[c.Family] {
 			if n := int(left / units[t]); n > 0 {
-				out = append(out, reservation{ci, t, n})
+				out = append(out, reservation{commitment: ci, instanceType: t, count: n})
 				left -= float64(n) * units[t]
 			}
 		}
@@ -640,7 +705,7 @@ func reservationChoices(p *solver.Problem, cs []Commitment, existing Bill) [][]r
 			if n == 0 || len(choices) >= maxChoices {
 				continue
 			}
-			one := []reservation{{ci, t, n}}
+			one := []reservation{{commitment: ci, instanceType: t, count: n}}
 			if g := greedy(ci); len(g) == 1 && g[0] == one[0] {
 				continue // the greedy choice already
 			}
@@ -682,19 +747,13 @@ func savingsPlanChoices(p *solver.Problem, blind *solver.Plan, bill Bill, cs []C
 			if n.Price == 0 || !eligible(c, &n) {
 				return 0
 			}
-			if r, ok := c.Rates[typ]; ok && r < n.Price {
-				return r
-			}
-			if c.Discount > 0 {
-				return n.Price * (1 - c.Discount)
-			}
-			return 0
+			return max(c.rate(&n), 0)
 		}
 		seen := map[string]bool{}
 		add := func(typ string) {
 			if r := rate(typ); r > 0 && !seen[typ] && int(room/r) > 0 && len(choices) < maxChoices {
 				seen[typ] = true
-				choices = append(choices, []reservation{{ci, typ, int(room / r)}})
+				choices = append(choices, []reservation{{commitment: ci, instanceType: typ, count: int(room / r)}})
 			}
 		}
 		// greedy fills the room with the family's largest sizes first.
@@ -712,7 +771,7 @@ func savingsPlanChoices(p *solver.Problem, blind *solver.Plan, bill Bill, cs []C
 					return out
 				}
 				n := int(left / most)
-				out = append(out, reservation{ci, largest, n})
+				out = append(out, reservation{commitment: ci, instanceType: largest, count: n})
 				left -= float64(n) * most
 			}
 		}
@@ -769,7 +828,11 @@ func reserve(p *solver.Problem, cs []Commitment, rs []reservation) *solver.Probl
 					if o.CapacityType != cloud.CapacityTypeOnDemand || o.Count > 0 || c.Zone != "" && o.Zone != c.Zone {
 						continue
 					}
-					o.Count, o.Reservation, o.Price = r.count, "Commitment "+c.Name+" ("+t.Name+")", o.Price*coveredPriceShare
+					name := r.name
+					if name == "" {
+						name = "Commitment " + c.Name + " (" + t.Name + ")"
+					}
+					o.Count, o.Reservation, o.Price = r.count, name, o.Price*coveredPriceShare
 					twins = append(twins, o)
 				}
 			}
@@ -881,19 +944,14 @@ func coverable(c *Commitment, n *BillNode) float64 {
 	case c.Type == v1alpha1.CommitmentReservedInstances:
 		return 1
 	}
-	rate := -1.0
-	if r, ok := c.Rates[n.InstanceType]; ok {
-		rate = r
-	} else if c.Discount > 0 {
-		rate = n.Price * (1 - c.Discount)
-	}
-	switch {
-	case rate < 0 || rate >= n.Price:
+	switch rate := c.rate(n); {
+	case rate < 0:
 		return 0
 	case rate == 0:
 		return 1
+	default:
+		return min(1, c.Hourly/rate)
 	}
-	return min(1, c.Hourly/rate)
 }
 
 // BillBound is a bill no plan of p's pods can beat with the commitments:
