@@ -532,8 +532,9 @@ func TestCoveredPricesKeepConsolidationOffWhatTheCommitmentPays(t *testing.T) {
 // consolidation's replacements, covered whole, so that a spot node no
 // list-priced replacement beats is replaced by on-demand capacity the plan
 // pays for, and a node of a family the plan does not cover is replaced
-// by one it does, saving the node's whole price. Room too small for a
-// node offers nothing, and the room is offered to one node a round.
+// by one it does, saving the node's whole price; a Reserved Instance's
+// unused units likewise. Room too small for a node offers nothing, and a
+// Savings Plan's room is offered to one node a round.
 func TestCoveredPricesOfferTheRoomLeftToReplacements(t *testing.T) {
 	compute := func(hourly float64) []Commitment {
 		return []Commitment{{Name: "sp", Type: v1alpha1.CommitmentComputeSavingsPlan, Hourly: hourly, Fee: hourly, Discount: 0.3}}
@@ -566,6 +567,9 @@ func TestCoveredPricesOfferTheRoomLeftToReplacements(t *testing.T) {
 		{name: "spot, a Savings Plan with room: replaced by covered on-demand (at list, kept)", capacityType: cloud.CapacityTypeSpot, cs: compute(1),
 			replaced: true, keptAtList: true},
 		{name: "spot, a Savings Plan with too little room for any node: kept", capacityType: cloud.CapacityTypeSpot, cs: compute(0.01)},
+		{name: "spot, a reservation no running node uses: replaced by a reserved m6i", capacityType: cloud.CapacityTypeSpot,
+			cs:       []Commitment{{Name: "ri", Type: v1alpha1.CommitmentReservedInstances, InstanceType: "m6i.large", Family: "m6i", Count: 4, Units: 16, Fee: 0.24}},
+			replaced: true, family: "m6i", keptAtList: true},
 		{name: "on-demand m6i, a c6i Savings Plan with room: replaced by covered c6i, saving more than at list", capacityType: cloud.CapacityTypeOnDemand,
 			cs: c6iPlan, replaced: true, family: "c6i"},
 	} {
