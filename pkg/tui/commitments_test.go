@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,8 @@ func zonalReservation(name, typ string, count int64) *unstructured.Unstructured 
 // liveModel with and without a zonal reservation the blind plan does not
 // use: with it, the pending pods are planned on the reserved type, the
 // node is shown covered and the screen gives the bill, as explain does;
-// without it, the plan is the blind one and no bill is shown.
+// without it, the plan is the blind one and no bill is shown. The launch
+// confirmation says what of the list price the commitments pay.
 func TestPendingPodsPlanSpendsTheClustersCommitments(t *testing.T) {
 	blind := liveModel(t, Options{Launcher: &recordingLauncher{}})
 	if blind.rep.Spending != nil {
@@ -74,4 +76,9 @@ func TestPendingPodsPlanSpendsTheClustersCommitments(t *testing.T) {
 	mustContain(t, screen(m), "proposed, covered", "bill with commitments", "planned ignoring them")
 	drive(t, m, keys("enter")...)
 	mustContain(t, screen(m), "the commitments cover 100% of it")
+	// The launch confirmation says what of the list price they pay.
+	drive(t, m, keys("esc", "L")...)
+	list := r.Plan.NewNodes[0].Price
+	mustContain(t, screen(m), fmt.Sprintf("of which commitments cover $%.4f/h; billed on top: $0.0000/h", list))
+	drive(t, m, keys("n")...)
 }
