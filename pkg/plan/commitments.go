@@ -355,6 +355,9 @@ type Spending struct {
 	// Blind is the bill of the plan planned as if there were no
 	// commitments.
 	Blind Bill
+	// Existing is the bill of the problem's existing nodes alone: what
+	// every plan's bill starts from.
+	Existing Bill
 	// Aware reports whether Plan is not the blind plan.
 	Aware bool
 	// Covered is, for each of Plan's new nodes, the share of it the
@@ -370,6 +373,11 @@ type Spending struct {
 // Saving is what planning with the commitments saves an hour against
 // ignoring them and applying them to the bill afterwards.
 func (s *Spending) Saving() float64 { return s.Blind.Total - s.Bill.Total }
+
+// Added is what Plan's new nodes add to the hour's bill: Bill less the
+// bill of the existing nodes alone (the fees are in both). It compares
+// with a plan's list price made without commitments.
+func (s *Spending) Added() float64 { return s.Bill.Total - s.Existing.Total }
 
 // maxPlans bounds the plans Spend makes in all: each is a whole solve.
 const maxPlans = 16
@@ -400,6 +408,7 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 	s := &Spending{Plan: blind}
 	s.Bill, s.Covered = billNew(p, billNodes(p, blind, list), cs)
 	s.Blind = s.Bill
+	s.Existing = BillOf(billNodes(p, &solver.Plan{}, list), cs)
 	if blind.LowerBound > 0 {
 		// The existing nodes stay whatever is planned: their price is
 		// part of every plan's list price.
@@ -434,7 +443,7 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 	}
 	base, chosen := p, []reservation(nil)
 	// The existing nodes use their commitments first, whatever is planned.
-	existing := BillOf(billNodes(p, &solver.Plan{}, list), cs)
+	existing := s.Existing
 	for _, choice := range reservationChoices(p, cs, existing) {
 		q := reserve(p, cs, choice)
 		if _, better, err := try(q); err != nil {

@@ -228,6 +228,10 @@ func TestSpend(t *testing.T) {
 			if s.Bound > s.Bill.Total+1e-9 {
 				t.Errorf("bound $%.4f/h above the bill $%.4f/h", s.Bound, s.Bill.Total)
 			}
+			if added := s.Bill.Total - s.Existing.Total; math.Abs(s.Added()-added) > 1e-9 || len(tc.cs) == 0 && math.Abs(s.Added()-s.Plan.TotalPrice) > 1e-6 {
+				t.Errorf("added $%.4f/h; want the bill less the existing nodes' ($%.4f/h), the new nodes' list price without commitments ($%.4f/h)",
+					s.Added(), added, s.Plan.TotalPrice)
+			}
 			if len(tc.cs) > 0 && !s.Aware {
 				t.Errorf("no commitment-aware plan bills less than the blind one ($%.4f/h)", s.Blind.Total)
 			}

@@ -571,12 +571,15 @@ func (r *Report) Notices() []string {
 	return plan.DefaultsNotices(r.DefaultPool, r.EKSDaemonSets, r.UnreadNodePools...)
 }
 
-// Cost is what the plan costs an hour as the screens compare plans: with
-// Commitments, its bill (plan.Bill.Total: the fees, plus the existing and
-// new nodes' usage they do not cover); without, its new nodes' list price.
+// Cost is what the plan's new nodes cost an hour, as the screens compare
+// plans (a what-if against its baseline): with Commitments, what they add
+// to the bill (plan.Spending.Added: the commitments' room they use costs
+// nothing more); without, their list price. The two compare: a what-if
+// whose region holds none of the input's commitments is not charged their
+// fees, which are paid either way.
 func (r *Report) Cost() float64 {
 	if r.Spending != nil {
-		return r.Spending.Bill.Total
+		return r.Spending.Added()
 	}
 	return r.Plan.TotalPrice
 }

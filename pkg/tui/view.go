@@ -195,21 +195,24 @@ func (m *Model) summaryLine() string {
 		s = fmt.Sprintf("%d pending pod(s) in %d group(s): %d go on new nodes, %d cannot be placed. enter: why", r.PendingPods, len(r.Pending), newN, cannot)
 	case viewProposed:
 		s = fmt.Sprintf("Plan: %d node(s) $%.4f/h ($%.2f/mo)", len(r.Proposed), r.Plan.TotalPrice, r.Plan.TotalPrice*plan.HoursPerMonth)
-		if r.Plan.LowerBound > 0 && len(r.Proposed) > 0 {
+		switch sp := r.Spending; {
+		case sp != nil:
+			// The list prices above are not what is paid: the bill is,
+			// as explain prints it, and its bound is the bill's.
+			s += fmt.Sprintf(" at list; bill with commitments $%.4f/h ($%.4f fees + $%.4f not covered), planned ignoring them $%.4f/h",
+				sp.Bill.Total, sp.Bill.Sunk, sp.Bill.OnDemand, sp.Blind.Total)
+			if sp.Bound > 0 {
+				s += fmt.Sprintf(", bill's lower bound $%.4f/h (%.2f×)", sp.Bound, sp.Bill.Total/sp.Bound)
+			}
+		case r.Plan.LowerBound > 0 && len(r.Proposed) > 0:
 			s += fmt.Sprintf(", lower bound $%.4f/h (%.2f×)", r.Plan.LowerBound, r.Plan.TotalPrice/r.Plan.LowerBound)
 		}
-		if sp := r.Spending; sp != nil {
-			// The list prices above are not what is paid: the bill is,
-			// as explain prints it.
-			s += fmt.Sprintf("; bill with commitments $%.4f/h ($%.4f fees + $%.4f not covered), planned ignoring them $%.4f/h",
-				sp.Bill.Total, sp.Bill.Sunk, sp.Bill.OnDemand, sp.Blind.Total)
-		}
-		if r.WhatIf.Active() {
-			without := "without what-if"
-			if r.Spending != nil {
-				without = "bill without what-if"
-			}
-			s += fmt.Sprintf(", %s $%.4f/h", without, r.Baseline)
+		switch {
+		case r.WhatIf.Active() && r.Spending != nil:
+			// The what-if's Δ compares what the new nodes add to the bill.
+			s += fmt.Sprintf(", the new nodes add $%.4f/h to it, $%.4f/h without what-if", r.Cost(), r.Baseline)
+		case r.WhatIf.Active():
+			s += fmt.Sprintf(", without what-if $%.4f/h", r.Baseline)
 		}
 		if len(m.selected) > 0 {
 			s += fmt.Sprintf(" · %d selected", len(m.selected))
