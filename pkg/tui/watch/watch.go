@@ -202,6 +202,8 @@ func (w *Watcher) Ensure(gvr schema.GroupVersionResource) error {
 		kind = NodePool
 	case KarpenterNodePools:
 		kind = KarpenterNodePool
+	case Commitments:
+		kind = Commitment
 	}
 	w.dynamic[gvr] = true
 	w.add(w.dynF.ForResource(gvr).Informer(), kind, gvr.Resource+"."+gvr.Group)
