@@ -513,6 +513,20 @@ func SpendBy(ctx context.Context, p *solver.Problem, blind *solver.Plan, cs []Co
 	})
 }
 
+// CoveredList sums new nodes' list prices, and the part of them the
+// commitments cover (covered is each node's share, Spending.Covered; nil
+// or short for none): what a screen says a launch costs at list and what
+// of it the commitments pay.
+func CoveredList(nodes []solver.NewNode, covered []float64) (list, paid float64) {
+	for i := range nodes {
+		list += nodes[i].Price
+		if i < len(covered) {
+			paid += nodes[i].Price * covered[i]
+		}
+	}
+	return list, paid
+}
+
 // billNew bills nodes (billNodes: p's existing nodes, then a plan's new
 // ones) and returns the share of each new node the commitments cover.
 func billNew(p *solver.Problem, nodes []BillNode, cs []Commitment) (Bill, []float64) {

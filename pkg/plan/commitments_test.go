@@ -635,6 +635,24 @@ func TestCoveredPricesOfferTheRoomLeftToReplacements(t *testing.T) {
 	}
 }
 
+func TestCoveredList(t *testing.T) {
+	nodes := []solver.NewNode{{Price: 1}, {Price: 2}, {Price: 4}}
+	for _, tc := range []struct {
+		name       string
+		covered    []float64
+		list, paid float64
+	}{
+		{"no commitments", nil, 7, 0},
+		{"one whole, one half", []float64{1, 0.5, 0}, 7, 2},
+		{"shares for fewer nodes: the rest uncovered", []float64{0, 0, 1}[:1], 7, 0},
+		{"all covered", []float64{1, 1, 1}, 7, 7},
+	} {
+		if list, paid := CoveredList(nodes, tc.covered); list != tc.list || paid != tc.paid {
+			t.Errorf("%s: list $%v/h, covered $%v/h; want $%v/h, $%v/h", tc.name, list, paid, tc.list, tc.paid)
+		}
+	}
+}
+
 func TestSpendSaysWhichNewNodesAreCovered(t *testing.T) {
 	p := spendProblem(t, 10)
 	blind, err := solver.Solve(p)

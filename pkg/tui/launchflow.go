@@ -572,7 +572,6 @@ func (f *launchFlow) directStatus(l *launchState) string {
 // confirmView shows what a launch will create and what it costs, in a box
 // that fits width.
 func (f *launchFlow) confirmView(st *styles, width int) []string {
-	total, paid := 0.0, 0.0
 	var b strings.Builder
 	// The summary wraps inside the box; the rows below are narrower.
 	text := fmt.Sprintf("Launch %d node(s)? %s", len(f.confirm), f.opts.Launcher.Summary())
@@ -581,14 +580,13 @@ func (f *launchFlow) confirmView(st *styles, width int) []string {
 	}
 	summary := ansi.Wrap(text, max(width-6, 30), " ")
 	fmt.Fprintf(&b, "%s\n\n", summary)
+	nodes := make([]solver.NewNode, len(f.confirm))
 	for i, r := range f.confirm {
 		n := r.Node
 		fmt.Fprintf(&b, "  %-7s %-14s %-11s %-9s $%.4f/h  %d pods  NodePool %s\n", r.Name, n.InstanceType, n.Zone, n.CapacityType, n.Price, len(r.Pods), n.Pool)
-		total += n.Price
-		if i < len(f.confirmCovered) {
-			paid += n.Price * f.confirmCovered[i]
-		}
+		nodes[i] = n
 	}
+	total, paid := plan.CoveredList(nodes, f.confirmCovered)
 	fmt.Fprintf(&b, "\nTotal: $%.4f/h ($%.2f/month)", total, total*plan.HoursPerMonth)
 	if paid > 0 {
 		// The list price is what AWS meters; the commitments' fees,

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	prv1 "github.com/rightsize-dev/kubectl-rightsize/pkg/apis/provisioningrequest/v1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -106,13 +107,7 @@ type gangPlan struct {
 // that the Commitments cover when they cover some: "$26.7000/h at list
 // price, $13.3500/h of it covered by commitments".
 func costOf(nodes []solver.NewNode, covered []float64) string {
-	list, paid := 0.0, 0.0
-	for i, n := range nodes {
-		list += n.Price
-		if i < len(covered) {
-			paid += n.Price * covered[i]
-		}
-	}
+	list, paid := plan.CoveredList(nodes, covered)
 	s := fmt.Sprintf("$%.4f/h at list price", list)
 	if paid > 0 {
 		s += fmt.Sprintf(", $%.4f/h of it covered by commitments", paid)
