@@ -2,11 +2,14 @@ package plan
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
@@ -252,6 +255,24 @@ func eligible(c *Commitment, n *BillNode) bool {
 	return family == c.Family
 }
 
+// rate is what an hour of node n costs of Savings Plan c's dollars: its
+// rate for n's type, else its discount off n's price; -1 when c has no
+// rate for it or the rate saves nothing (AWS would not apply the plan).
+// Eligibility (eligible) is the caller's.
+func (c *Commitment) rate(n *BillNode) float64 {
+	r, ok := c.Rates[n.InstanceType]
+	switch {
+	case !ok && c.Discount > 0:
+		r = n.Price * (1 - c.Discount)
+	case !ok:
+		return -1
+	}
+	if r >= n.Price {
+		return -1
+	}
+	return r
+}
+
 // spend applies one commitment to the nodes' uncovered shares rem.
 func spend(c *Commitment, nodes []BillNode, rem []float64) CommitmentUse {
 	u := CommitmentUse{Name: c.Name, Type: c.Type}
@@ -295,21 +316,13 @@ func spend(c *Commitment, nodes []BillNode, rem []float64) CommitmentUse {
 		}
 	default:
 		u.Capacity, u.Unit = c.Hourly, "$/h"
-		rate := func(i int) float64 {
-			if r, ok := c.Rates[nodes[i].InstanceType]; ok {
-				return r
-			}
-			if c.Discount > 0 {
-				return nodes[i].Price * (1 - c.Discount)
-			}
-			return -1 // no rate: not covered
-		}
+		rate := func(i int) float64 { return c.rate(&nodes[i]) }
 		saving := func(i int) float64 { return 1 - rate(i)/nodes[i].Price }
 		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(saving(b), saving(a)) })
 		for _, i := range idx {
 			r := rate(i)
-			if r < 0 || r >= nodes[i].Price {
-				continue // the plan saves nothing here; AWS would not apply it either
+			if r < 0 {
+				continue // no rate, or the plan saves nothing here: AWS would not apply it either
 			}
 			cost := r * rem[i]
 			take := min(cost, u.Capacity-u.Used)
@@ -342,6 +355,9 @@ type Spending struct {
 	// Blind is the bill of the plan planned as if there were no
 	// commitments.
 	Blind Bill
+	// Existing is the bill of the problem's existing nodes alone: what
+	// every plan's bill starts from.
+	Existing Bill
 	// Aware reports whether Plan is not the blind plan.
 	Aware bool
 	// Covered is, for each of Plan's new nodes, the share of it the
@@ -357,6 +373,11 @@ type Spending struct {
 // Saving is what planning with the commitments saves an hour against
 // ignoring them and applying them to the bill afterwards.
 func (s *Spending) Saving() float64 { return s.Blind.Total - s.Bill.Total }
+
+// Added is what Plan's new nodes add to the hour's bill: Bill less the
+// bill of the existing nodes alone (the fees are in both). It compares
+// with a plan's list price made without commitments.
+func (s *Spending) Added() float64 { return s.Bill.Total - s.Existing.Total }
 
 // maxPlans bounds the plans Spend makes in all: each is a whole solve.
 const maxPlans = 16
@@ -387,6 +408,7 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 	s := &Spending{Plan: blind}
 	s.Bill, s.Covered = billNew(p, billNodes(p, blind, list), cs)
 	s.Blind = s.Bill
+	s.Existing = BillOf(billNodes(p, &solver.Plan{}, list), cs)
 	if blind.LowerBound > 0 {
 		// The existing nodes stay whatever is planned: their price is
 		// part of every plan's list price.
@@ -421,7 +443,7 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 	}
 	base, chosen := p, []reservation(nil)
 	// The existing nodes use their commitments first, whatever is planned.
-	existing := BillOf(billNodes(p, &solver.Plan{}, list), cs)
+	existing := s.Existing
 	for _, choice := range reservationChoices(p, cs, existing) {
 		q := reserve(p, cs, choice)
 		if _, better, err := try(q); err != nil {
@@ -477,6 +499,34 @@ func Spend(p *solver.Problem, blind *solver.Plan, cs []Commitment, solve func(*s
 	return s, nil
 }
 
+// SpendBy is Spend with the solver's own plans, as every planner that
+// does not count its solves itself spends them (the operator's batches
+// and ProvisioningRequests, the TUI): no plan is started once ctx ends or
+// deadline (zero for none) is past, and the search ends with the plans
+// made by then.
+func SpendBy(ctx context.Context, p *solver.Problem, blind *solver.Plan, cs []Commitment, deadline time.Time) (*Spending, error) {
+	return Spend(p, blind, cs, func(q *solver.Problem) (*solver.Plan, error) {
+		if ctx.Err() != nil || !deadline.IsZero() && time.Now().After(deadline) {
+			return nil, nil // the deadline or shutdown: the plans made so far
+		}
+		return solver.Solve(q)
+	})
+}
+
+// CoveredList sums new nodes' list prices, and the part of them the
+// commitments cover (covered is each node's share, Spending.Covered; nil
+// or short for none): what a screen says a launch costs at list and what
+// of it the commitments pay.
+func CoveredList(nodes []solver.NewNode, covered []float64) (list, paid float64) {
+	for i := range nodes {
+		list += nodes[i].Price
+		if i < len(covered) {
+			paid += nodes[i].Price * covered[i]
+		}
+	}
+	return list, paid
+}
+
 // billNew bills nodes (billNodes: p's existing nodes, then a plan's new
 // ones) and returns the share of each new node the commitments cover.
 func billNew(p *solver.Problem, nodes []BillNode, cs []Commitment) (Bill, []float64) {
@@ -502,21 +552,71 @@ const coveredPriceShare = 1.0 / 1000
 // consolidation planned on p then counts as saving only what the bill
 // saves: a node moved off covered capacity saves the part of its price no
 // commitment covers, never the commitment's value, so replacing a covered
-// node by an uncovered one of a lower list price saves nothing. The saving
-// it counts is a lower bound of the bill's (the room a removed node frees
-// may cover the nodes that stay, or the replacements, which are priced at
-// list). Without commitments p is left as it is.
+// node by an uncovered one of a lower list price saves nothing.
+//
+// The room the existing nodes leave in the commitments is offered to the
+// replacements as capacity reservations (roomLeft), so that a node may be
+// replaced by one the commitments pay for: a spot node by on-demand
+// capacity a Savings Plan has dollars left for, a node of another family
+// by one of the plan's. The saving counted stays a lower bound of the
+// bill's: the room a removed node frees, and the room beyond what the
+// reservations offer, are not counted. Without commitments p is left as it
+// is.
 func CoveredPrices(p *solver.Problem, cs []Commitment) {
 	if len(cs) == 0 {
 		return
 	}
-	effective := EffectivePrices(billNodes(p, &solver.Plan{}, nil), cs)
+	nodes := billNodes(p, &solver.Plan{}, nil)
+	existing, rem := billShares(nodes, cs)
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
 		if n.Price > 0 {
-			n.Price = max(effective[i], n.Price*coveredPriceShare)
+			n.Price = max(n.Price*rem[i], n.Price*coveredPriceShare)
 		}
 	}
+	*p = *reserve(p, cs, roomLeft(p, cs, existing))
+}
+
+// roomLeft is the room the commitments have left once the existing nodes
+// are billed (existing, their bill), as capacity reservations: each
+// Reserved Instance's as Spend plans it first (reservationChoices' greedy
+// choice: the largest sizes its units buy), and each Savings Plan's as
+// one node of any on-demand type it covers whose rate the dollars left
+// pay whole, one count shared by them all. One node, not as many as the
+// dollars buy: a reservation's count is of nodes, and nodes of different
+// types cost the plan different dollars. The solver fills the cheapest
+// reserved type that takes a pod first, so the node is about the size the
+// pods need. A consolidation's actions draw on the one count, so no two
+// replacements are counted on the same dollars; the next round offers
+// what is left.
+func roomLeft(p *solver.Problem, cs []Commitment, existing Bill) []reservation {
+	var out []reservation
+	if choices := reservationChoices(p, cs, existing); len(choices) > 0 {
+		out = append(out, choices[0]...)
+	}
+	for ci := range cs {
+		c := &cs[ci]
+		room := existing.Commitments[ci].Capacity - existing.Commitments[ci].Used
+		if c.Type == v1alpha1.CommitmentReservedInstances || room <= 0 {
+			continue
+		}
+		paid := map[string]bool{}
+		for _, types := range typeLists(p) {
+			for ti := range types {
+				t := &types[ti]
+				for _, o := range t.Offerings {
+					n := BillNode{InstanceType: t.Name, Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price}
+					if r := c.rate(&n); o.Count == 0 && eligible(c, &n) && r >= 0 && r <= room {
+						paid[t.Name] = true
+					}
+				}
+			}
+		}
+		for _, typ := range slices.Sorted(maps.Keys(paid)) {
+			out = append(out, reservation{commitment: ci, instanceType: typ, count: 1, name: "Commitment " + c.Name + " (room left)"})
+		}
+	}
+	return out
 }
 
 // CoveredPricer is CoveredPrices with cs, for a planner that prices the
@@ -544,6 +644,10 @@ type reservation struct {
 	commitment   int
 	instanceType string
 	count        int
+	// name, when set, is the reservation's name, shared by every
+	// reservation of that name (one count across types); else each type
+	// is a reservation of its own.
+	name string
 }
 
 // maxChoices bounds the ways of planning the regional reservations tried.
@@ -579,7 +683,7 @@ func reservationChoices(p *solver.Problem, cs []Commitment, existing Bill) [][]r
 		c := &cs[ci]
 		if c.Zone != "" {
 			if n := c.Count - int(existing.Commitments[ci].Used); n > 0 {
-				return []reservation{{ci, c.InstanceType, n}}
+				return []reservation{{commitment: ci, instanceType: c.InstanceType, count: n}}
 			}
 			return nil
 		}
@@ -587,7 +691,7 @@ func reservationChoices(p *solver.Problem, cs []Commitment, existing Bill) [][]r
 		left := c.Units - existing.Commitments[ci].Used
 		for _, t := range sizes[c.Family] {
 			if n := int(left / units[t]); n > 0 {
-				out = append(out, reservation{ci, t, n})
+				out = append(out, reservation{commitment: ci, instanceType: t, count: n})
 				left -= float64(n) * units[t]
 			}
 		}
@@ -624,7 +728,7 @@ func reservationChoices(p *solver.Problem, cs []Commitment, existing Bill) [][]r
 			if n == 0 || len(choices) >= maxChoices {
 				continue
 			}
-			one := []reservation{{ci, t, n}}
+			one := []reservation{{commitment: ci, instanceType: t, count: n}}
 			if g := greedy(ci); len(g) == 1 && g[0] == one[0] {
 				continue // the greedy choice already
 			}
@@ -666,19 +770,13 @@ func savingsPlanChoices(p *solver.Problem, blind *solver.Plan, bill Bill, cs []C
 			if n.Price == 0 || !eligible(c, &n) {
 				return 0
 			}
-			if r, ok := c.Rates[typ]; ok && r < n.Price {
-				return r
-			}
-			if c.Discount > 0 {
-				return n.Price * (1 - c.Discount)
-			}
-			return 0
+			return max(c.rate(&n), 0)
 		}
 		seen := map[string]bool{}
 		add := func(typ string) {
 			if r := rate(typ); r > 0 && !seen[typ] && int(room/r) > 0 && len(choices) < maxChoices {
 				seen[typ] = true
-				choices = append(choices, []reservation{{ci, typ, int(room / r)}})
+				choices = append(choices, []reservation{{commitment: ci, instanceType: typ, count: int(room / r)}})
 			}
 		}
 		// greedy fills the room with the family's largest sizes first.
@@ -696,7 +794,7 @@ func savingsPlanChoices(p *solver.Problem, blind *solver.Plan, bill Bill, cs []C
 					return out
 				}
 				n := int(left / most)
-				out = append(out, reservation{ci, largest, n})
+				out = append(out, reservation{commitment: ci, instanceType: largest, count: n})
 				left -= float64(n) * most
 			}
 		}
@@ -753,7 +851,11 @@ func reserve(p *solver.Problem, cs []Commitment, rs []reservation) *solver.Probl
 					if o.CapacityType != cloud.CapacityTypeOnDemand || o.Count > 0 || c.Zone != "" && o.Zone != c.Zone {
 						continue
 					}
-					o.Count, o.Reservation, o.Price = r.count, "Commitment "+c.Name+" ("+t.Name+")", o.Price*coveredPriceShare
+					name := r.name
+					if name == "" {
+						name = "Commitment " + c.Name + " (" + t.Name + ")"
+					}
+					o.Count, o.Reservation, o.Price = r.count, name, o.Price*coveredPriceShare
 					twins = append(twins, o)
 				}
 			}
@@ -865,19 +967,14 @@ func coverable(c *Commitment, n *BillNode) float64 {
 	case c.Type == v1alpha1.CommitmentReservedInstances:
 		return 1
 	}
-	rate := -1.0
-	if r, ok := c.Rates[n.InstanceType]; ok {
-		rate = r
-	} else if c.Discount > 0 {
-		rate = n.Price * (1 - c.Discount)
-	}
-	switch {
-	case rate < 0 || rate >= n.Price:
+	switch rate := c.rate(n); {
+	case rate < 0:
 		return 0
 	case rate == 0:
 		return 1
+	default:
+		return min(1, c.Hourly/rate)
 	}
-	return min(1, c.Hourly/rate)
 }
 
 // BillBound is a bill no plan of p's pods can beat with the commitments:

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -227,6 +228,10 @@ func TestSpend(t *testing.T) {
 			if s.Bound > s.Bill.Total+1e-9 {
 				t.Errorf("bound $%.4f/h above the bill $%.4f/h", s.Bound, s.Bill.Total)
 			}
+			if added := s.Bill.Total - s.Existing.Total; math.Abs(s.Added()-added) > 1e-9 || len(tc.cs) == 0 && math.Abs(s.Added()-s.Plan.TotalPrice) > 1e-6 {
+				t.Errorf("added $%.4f/h; want the bill less the existing nodes' ($%.4f/h), the new nodes' list price without commitments ($%.4f/h)",
+					s.Added(), added, s.Plan.TotalPrice)
+			}
 			if len(tc.cs) > 0 && !s.Aware {
 				t.Errorf("no commitment-aware plan bills less than the blind one ($%.4f/h)", s.Blind.Total)
 			}
@@ -241,6 +246,44 @@ func TestSpend(t *testing.T) {
 				t.Errorf("nodes sum to $%.4f/h, TotalPrice $%.4f/h, list $%.4f/h: the plan must carry list prices", sum, s.Plan.TotalPrice, s.Bill.List)
 			}
 			tc.check(t, s)
+		})
+	}
+}
+
+// TestSpendByStopsAtTheDeadlineOrTheContext: SpendBy makes the
+// commitment-aware plans until its context ends or its deadline passes,
+// then keeps what it has (the blind plan when it made none).
+func TestSpendByStopsAtTheDeadlineOrTheContext(t *testing.T) {
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	cs := []Commitment{{Name: "zonal", Type: v1alpha1.CommitmentReservedInstances, InstanceType: "m6i.xlarge", Family: "m6i", Zone: "us-east-1b", Count: 2}}
+	for _, tc := range []struct {
+		name     string
+		ctx      context.Context
+		deadline time.Time
+		aware    bool
+	}{
+		{"no deadline: the reservation is planned", context.Background(), time.Time{}, true},
+		{"a deadline ahead: the reservation is planned", context.Background(), time.Now().Add(time.Hour), true},
+		{"the deadline past: the blind plan", context.Background(), time.Now().Add(-time.Second), false},
+		{"the context ended: the blind plan", ended, time.Time{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := spendProblem(t, 10)
+			blind, err := solver.Solve(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := SpendBy(tc.ctx, p, blind, cs, tc.deadline)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Aware != tc.aware || (s.Rounds > 0) != tc.aware {
+				t.Errorf("aware %v after %d plans; want aware %v", s.Aware, s.Rounds, tc.aware)
+			}
+			if !tc.aware && s.Plan != blind {
+				t.Error("no plan made, yet the blind plan is not kept")
+			}
 		})
 	}
 }
@@ -300,16 +343,16 @@ func TestReservationChoices(t *testing.T) {
 		return Bill{Commitments: []CommitmentUse{{Used: ri}, {Used: zonal}, {}}}
 	}
 	choices := reservationChoices(p, cs, uses(0, 0))
-	if got := fmt.Sprint(choices[0]); got != "[{0 m6i.2xlarge 1} {0 m6i.xlarge 1} {1 c6i.large 3}]" {
+	if got := fmt.Sprint(choices[0]); got != "[{0 m6i.2xlarge 1 } {0 m6i.xlarge 1 } {1 c6i.large 3 }]" {
 		t.Errorf("greedy choice = %s, want 24 units as one 2xlarge and one xlarge, and the zonal reservation", got)
 	}
 	for _, c := range choices[1:] {
-		if len(c) != 2 || c[1] != (reservation{1, "c6i.large", 3}) || c[0].commitment != 0 {
+		if len(c) != 2 || c[1] != (reservation{commitment: 1, instanceType: "c6i.large", count: 3}) || c[0].commitment != 0 {
 			t.Errorf("choice %v: want one m6i size and the zonal reservation", c)
 		}
 	}
 	// Existing nodes already use 8 of the units and one zonal instance.
-	if got := fmt.Sprint(reservationChoices(p, cs, uses(8, 1))[0]); got != "[{0 m6i.2xlarge 1} {1 c6i.large 2}]" {
+	if got := fmt.Sprint(reservationChoices(p, cs, uses(8, 1))[0]); got != "[{0 m6i.2xlarge 1 } {1 c6i.large 2 }]" {
 		t.Errorf("with existing nodes, greedy choice = %s, want what they leave", got)
 	}
 }
@@ -480,11 +523,133 @@ func TestCoveredPricesKeepConsolidationOffWhatTheCommitmentPays(t *testing.T) {
 				t.Errorf("actions %+v (blocked %+v): replaced %v, want %v", plan.Actions, plan.Blocked, replaced, tc.replaced)
 			}
 			for _, a := range plan.Actions {
-				if a.Saving <= 0 || a.Saving > list-0.0001 {
+				if a.Saving <= 0 || a.Saving >= list {
 					t.Errorf("action saves $%v/h of a $%v/h node", a.Saving, list)
 				}
 			}
 		})
+	}
+}
+
+// TestCoveredPricesOfferTheRoomLeftToReplacements: the room a Savings
+// Plan has left once the existing nodes are billed is offered to
+// consolidation's replacements, covered whole, so that a spot node no
+// list-priced replacement beats is replaced by on-demand capacity the plan
+// pays for, and a node of a family the plan does not cover is replaced
+// by one it does, saving the node's whole price; a Reserved Instance's
+// unused units likewise. Room too small for a node offers nothing, and a
+// Savings Plan's room is offered to one node a round.
+func TestCoveredPricesOfferTheRoomLeftToReplacements(t *testing.T) {
+	compute := func(hourly float64) []Commitment {
+		return []Commitment{{Name: "sp", Type: v1alpha1.CommitmentComputeSavingsPlan, Hourly: hourly, Fee: hourly, Discount: 0.3}}
+	}
+	c6iPlan := []Commitment{{Name: "c6i", Type: v1alpha1.CommitmentEC2InstanceSavingsPlan, Family: "c6i", Hourly: 1, Fee: 1, Discount: 0.3}}
+	saving := func(p *solver.Problem) (*solver.ConsolidationPlan, float64) {
+		t.Helper()
+		plan, err := solver.Consolidate(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0.0
+		for _, a := range plan.Actions {
+			sum += a.Saving
+		}
+		return plan, sum
+	}
+	for _, tc := range []struct {
+		name         string
+		capacityType string
+		cs           []Commitment
+		// replaced says the node is replaced by on-demand capacity the
+		// commitments cover, of family when set.
+		replaced bool
+		family   string
+		// keptAtList says list prices replace nothing: only the room
+		// makes the replacement worth it.
+		keptAtList bool
+	}{
+		{name: "spot, a Savings Plan with room: replaced by covered on-demand (at list, kept)", capacityType: cloud.CapacityTypeSpot, cs: compute(1),
+			replaced: true, keptAtList: true},
+		{name: "spot, a Savings Plan with too little room for any node: kept", capacityType: cloud.CapacityTypeSpot, cs: compute(0.01)},
+		{name: "spot, a reservation no running node uses: replaced by a reserved m6i", capacityType: cloud.CapacityTypeSpot,
+			cs:       []Commitment{{Name: "ri", Type: v1alpha1.CommitmentReservedInstances, InstanceType: "m6i.large", Family: "m6i", Count: 4, Units: 16, Fee: 0.24}},
+			replaced: true, family: "m6i", keptAtList: true},
+		{name: "on-demand m6i, a c6i Savings Plan with room: replaced by covered c6i, saving more than at list", capacityType: cloud.CapacityTypeOnDemand,
+			cs: c6iPlan, replaced: true, family: "c6i"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, atList := saving(consolidationProblem(t, tc.capacityType))
+			if tc.keptAtList && atList != 0 {
+				t.Fatalf("at list prices consolidation saves $%v/h; the case needs a node no list-priced replacement beats", atList)
+			}
+			p := consolidationProblem(t, tc.capacityType)
+			list := p.Nodes[0].Price
+			CoveredPrices(p, tc.cs)
+			plan, saved := saving(p)
+			if !tc.replaced {
+				if saved != atList {
+					t.Errorf("actions %+v save $%v/h; want what list prices save, $%v/h", plan.Actions, saved, atList)
+				}
+				return
+			}
+			if len(plan.Actions) != 1 || len(plan.Actions[0].Replacements) != 1 {
+				t.Fatalf("actions %+v (blocked %+v): want one replacement", plan.Actions, plan.Blocked)
+			}
+			r := plan.Actions[0].Replacements[0]
+			if family, _, _ := strings.Cut(r.InstanceType, "."); tc.family != "" && family != tc.family || r.CapacityType != cloud.CapacityTypeOnDemand {
+				t.Errorf("replacement %s %s; want on-demand %s", r.InstanceType, r.CapacityType, tc.family)
+			}
+			if r.Price > list/100 || saved < 0.99*list || saved <= atList {
+				t.Errorf("covered replacement at $%v/h saves $%v/h of a $%v/h node (at list prices $%v/h): want nearly the whole price, more than at list",
+					r.Price, saved, list, atList)
+			}
+		})
+	}
+	// The room pays for one replacement a round: two spot nodes, each
+	// replaceable only by covered capacity and whose pods may not share a
+	// node, get one.
+	p := consolidationProblem(t, cloud.CapacityTypeSpot)
+	solo := func(pod *solver.Pod) {
+		pod.Labels = map[string]string{"tier": "solo"}
+		pod.PodAntiAffinity = []solver.PodAffinityTerm{{TopologyKey: solver.LabelHostname, Selector: solver.Selector{MatchLabels: pod.Labels}}}
+	}
+	solo(&p.Nodes[0].Pods[0])
+	second := p.Nodes[0]
+	second.Name, second.Pods = "big-2", []solver.Pod{{Namespace: "default", Name: "web-1", Requests: second.Pods[0].Requests, Controller: true}}
+	solo(&second.Pods[0])
+	second.Labels = maps.Clone(second.Labels)
+	second.Labels[solver.LabelHostname] = second.Name
+	p.Nodes = append(p.Nodes, second)
+	CoveredPrices(p, compute(10))
+	plan, _ := saving(p)
+	covered := 0
+	for _, a := range plan.Actions {
+		for _, r := range a.Replacements {
+			if r.CapacityType == cloud.CapacityTypeOnDemand && r.Price < 0.01 {
+				covered++
+			}
+		}
+	}
+	if covered != 1 {
+		t.Errorf("%d covered replacements on one Savings Plan's room in one round (actions %+v); want one", covered, plan.Actions)
+	}
+}
+
+func TestCoveredList(t *testing.T) {
+	nodes := []solver.NewNode{{Price: 1}, {Price: 2}, {Price: 4}}
+	for _, tc := range []struct {
+		name       string
+		covered    []float64
+		list, paid float64
+	}{
+		{"no commitments", nil, 7, 0},
+		{"one whole, one half", []float64{1, 0.5, 0}, 7, 2},
+		{"shares for fewer nodes: the rest uncovered", []float64{0, 0, 1}[:1], 7, 0},
+		{"all covered", []float64{1, 1, 1}, 7, 7},
+	} {
+		if list, paid := CoveredList(nodes, tc.covered); list != tc.list || paid != tc.paid {
+			t.Errorf("%s: list $%v/h, covered $%v/h; want $%v/h, $%v/h", tc.name, list, paid, tc.list, tc.paid)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -59,8 +60,13 @@ type Report struct {
 	WhatIf  plan.WhatIf
 	Problem *solver.Problem
 	Plan    *solver.Plan
-	// Baseline is the plan cost without the what-if overrides (equal to
-	// Plan.TotalPrice when none is active).
+	// Spending is what the plan spent of the input's Commitments
+	// (plan.Spend, as explain and the operator spend them): Plan is its
+	// plan, and it holds the bill, the blind plan's bill and the share of
+	// each new node the commitments cover. Nil when the input holds none.
+	Spending *plan.Spending
+	// Baseline is the plan's Cost without the what-if overrides (equal to
+	// Cost when none is active).
 	Baseline float64
 
 	Pending  []PendingGroup
@@ -209,15 +215,18 @@ func (p *Planner) Build(in Input) (*Report, error) {
 	if cl != nil {
 		r.UnreadNodePools = cl.UnreadNodePools
 	}
-	if in.Timeout > 0 {
-		prob.Options.Deadline = time.Now().Add(in.Timeout)
-	}
-	solved, err := solver.Solve(prob)
+	cs, warnings, err := plan.CommitmentsOf(m.Commitments, cat.Region)
 	if err != nil {
-		return nil, fmt.Errorf("planning: %w", err)
+		return nil, err
 	}
+	r.Warnings = append(r.Warnings, warnings...)
+	solved, spent, err := solve(prob, cs, in.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	r.Spending = spent
 	r.setPlan(prob, solved, built.InFlight)
-	r.Baseline = solved.TotalPrice
+	r.Baseline = r.Cost()
 	if in.WhatIf.Active() {
 		r.Baseline, err = p.baseline(in, m, cl, base)
 		if err != nil {
@@ -312,15 +321,39 @@ func (p *Planner) baseline(in Input, m *snapshot.Manifests, cl *snapshot.Cluster
 	if err != nil {
 		return 0, err
 	}
-	prob := built.Problem
-	if in.Timeout > 0 {
-		prob.Options.Deadline = time.Now().Add(in.Timeout)
+	cs, _, err := plan.CommitmentsOf(m.Commitments, cat.Region)
+	if err != nil {
+		return 0, err
+	}
+	solved, spent, err := solve(built.Problem, cs, in.Timeout)
+	if err != nil {
+		return 0, fmt.Errorf("without the what-if: %w", err)
+	}
+	return (&Report{Plan: solved, Spending: spent}).Cost(), nil
+}
+
+// solve plans prob, then spends cs on it as explain and the operator do
+// (plan.Spend: the plan with the lowest bill, the blind one included);
+// every plan ends by timeout (none when 0) and none is started after it.
+// The Spending is nil without commitments.
+func solve(prob *solver.Problem, cs []plan.Commitment, timeout time.Duration) (*solver.Plan, *plan.Spending, error) {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+		prob.Options.Deadline = deadline
 	}
 	solved, err := solver.Solve(prob)
 	if err != nil {
-		return 0, fmt.Errorf("planning without the what-if: %w", err)
+		return nil, nil, fmt.Errorf("planning: %w", err)
 	}
-	return solved.TotalPrice, nil
+	if len(cs) == 0 {
+		return solved, nil, nil
+	}
+	spent, err := plan.SpendBy(context.Background(), prob, solved, cs, deadline)
+	if err != nil {
+		return nil, nil, fmt.Errorf("planning with the commitments: %w", err)
+	}
+	return spent.Plan, spent, nil
 }
 
 // outcomes returns the outcome of each pod by index, a new node's named
@@ -538,8 +571,30 @@ func (r *Report) Notices() []string {
 	return plan.DefaultsNotices(r.DefaultPool, r.EKSDaemonSets, r.UnreadNodePools...)
 }
 
-// Delta is the what-if plan's cost minus the baseline's, $/h.
-func (r *Report) Delta() float64 { return r.Plan.TotalPrice - r.Baseline }
+// Cost is what the plan's new nodes cost an hour, as the screens compare
+// plans (a what-if against its baseline): with Commitments, what they add
+// to the bill (plan.Spending.Added: the commitments' room they use costs
+// nothing more); without, their list price. The two compare: a what-if
+// whose region holds none of the input's commitments is not charged their
+// fees, which are paid either way.
+func (r *Report) Cost() float64 {
+	if r.Spending != nil {
+		return r.Spending.Added()
+	}
+	return r.Plan.TotalPrice
+}
+
+// Covered is the share of new node i the Commitments cover in the plan's
+// bill: 0 for a node paid at list price, and without Commitments.
+func (r *Report) Covered(i int) float64 {
+	if r.Spending == nil || i < 0 || i >= len(r.Spending.Covered) {
+		return 0
+	}
+	return r.Spending.Covered[i]
+}
+
+// Delta is the what-if plan's Cost minus the baseline's, $/h.
+func (r *Report) Delta() float64 { return r.Cost() - r.Baseline }
 
 // Saving is what consolidation would save now, $/h.
 func (r *Report) Saving() float64 {

@@ -163,6 +163,10 @@ type consolidator struct {
 	actions []Action
 	// replacements counts planned nodes, for their working names.
 	replacements int
+	// reservedTaken counts, by capacity reservation (reservedName), the
+	// replacements planned into it: a later action's replacements see
+	// only what is left of it (lessReserved).
+	reservedTaken map[string]int
 }
 
 // Consolidate plans consolidation actions for the problem's existing nodes:
@@ -443,6 +447,12 @@ func (c *consolidator) apply(set []*consNode, plan *Plan, sim *simulation, reaso
 			}
 		}
 		nn.Pods = nil
+		if nn.reservation != "" {
+			if c.reservedTaken == nil {
+				c.reservedTaken = map[string]int{}
+			}
+			c.reservedTaken[nn.reservation]++
+		}
 		a.Replacements = append(a.Replacements, nn)
 	}
 	if sim != nil {

@@ -191,11 +191,14 @@ func (c *consolidator) simulate(set []*consNode, place placement) (*simulation, 
 		sim.problem.Nodes = append(sim.problem.Nodes, node)
 	}
 	if place.newNodes {
-		sim.problem.InstanceTypes = p.InstanceTypes
+		// The capacity reservations the earlier actions' replacements
+		// draw on have that much less left.
+		sim.problem.InstanceTypes = lessReserved(p.InstanceTypes, c.reservedTaken)
 		sim.problem.Pools = make([]Pool, len(p.Pools))
 		copy(sim.problem.Pools, p.Pools)
 		for i := range sim.problem.Pools {
 			sim.problem.Pools[i].Used = c.used[i]
+			sim.problem.Pools[i].InstanceTypes = lessReserved(p.Pools[i].InstanceTypes, c.reservedTaken)
 		}
 	}
 	plan, err := Solve(sim.problem)

@@ -71,6 +71,10 @@ type NewNode struct {
 	offering string
 	pool     int
 	moved    bool
+	// reservation names the capacity reservation the node draws on (see
+	// reservedName); "" for none. Consolidation counts what its actions
+	// take of each.
+	reservation string
 }
 
 // Placement puts a pod on an existing node.

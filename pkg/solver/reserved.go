@@ -53,13 +53,46 @@ func (r *reservations) add(name string, count int) int {
 func (s *state) addReservedKind(pi, ti, oi int, alloc Resources, compat bitset, labels map[string]string) {
 	it := &s.p.PoolTypes(pi)[ti]
 	o := it.Offerings[oi]
-	name := o.Reservation
-	if name == "" {
-		name = it.Name + "/" + o.Zone
-	}
-	r := s.reserved.add(name, o.Count)
+	r := s.reserved.add(reservedName(it, &o), o.Count)
 	s.reserved.kinds = append(s.reserved.kinds, &kind{pool: pi, typ: ti, offering: oi, ties: []int{oi}, price: o.Price,
 		alloc: alloc, compat: compat, labels: labels, reservation: r + 1})
+}
+
+// reservedName names the capacity reservation of offering o of type it:
+// its Reservation, else one of the type in the offering's zone.
+func reservedName(it *InstanceType, o *Offering) string {
+	if o.Reservation != "" {
+		return o.Reservation
+	}
+	return it.Name + "/" + o.Zone
+}
+
+// lessReserved returns types with each capacity reservation's Count
+// lowered by the nodes taken from it (by reservedName), the offerings of
+// a reservation used up left out; types itself when nothing was taken.
+// types is not modified.
+func lessReserved(types []InstanceType, taken map[string]int) []InstanceType {
+	if len(taken) == 0 || types == nil {
+		return types
+	}
+	out := slices.Clone(types)
+	for ti := range out {
+		it := &out[ti]
+		if !slices.ContainsFunc(it.Offerings, func(o Offering) bool { return o.Count > 0 && taken[reservedName(it, &o)] > 0 }) {
+			continue
+		}
+		offerings := make([]Offering, 0, len(it.Offerings))
+		for _, o := range it.Offerings {
+			if o.Count > 0 {
+				if o.Count -= taken[reservedName(it, &o)]; o.Count <= 0 {
+					continue // used up: zero would mean no limit
+				}
+			}
+			offerings = append(offerings, o)
+		}
+		it.Offerings = offerings
+	}
+	return out
 }
 
 // planReserved fills nodes of the reserved kinds with the pending pods,

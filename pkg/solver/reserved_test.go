@@ -1,6 +1,7 @@
 package solver_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -117,6 +118,54 @@ func TestReservedCapacityFirst(t *testing.T) {
 						t.Errorf("node %d: option %+v draws on a reservation the plan did not count", i, o)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestConsolidationTakesNoMoreOfAReservationThanItHas: every action of one
+// consolidation plan runs together, so the replacements of all of them
+// together may launch no more nodes into a capacity reservation than it
+// has left; each action's replacement used to see the whole count.
+func TestConsolidationTakesNoMoreOfAReservationThanItHas(t *testing.T) {
+	reservedOK := []Requirement{{Key: LabelCapacityType, Operator: OpIn, Values: []string{"reserved", "on-demand"}}}
+	for _, tc := range []struct {
+		name     string
+		count    int
+		reserved int // replacements launched into the reservation
+	}{
+		{"a reservation of one takes one replacement", 1, 1},
+		{"a reservation of two takes two", 2, 2},
+		{"a reservation of five takes the three there are", 5, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Problem{InstanceTypes: withReservation("c6.xlarge", "cr-1", tc.count), Options: Options{Now: consNow}}
+			for i := range 3 {
+				// A pool a node, one pod each: each node is replaced
+				// in an action of its own, all drawing on the one
+				// reservation.
+				name := "pool-" + strconv.Itoa(i)
+				pool := Pool{Name: name, Requirements: reservedOK}
+				pool.Consolidation.NodesAllowed = -1
+				p.Pools = append(p.Pools, pool)
+				ps := controlled("app-"+strconv.Itoa(i), 1, res(3000, 2*gi))
+				ps[0].NodeSelector = map[string]string{LabelNodePool: name}
+				addNode(p, "node-"+strconv.Itoa(i), "m6.xlarge", name, "on-demand", ps)
+			}
+			plan, err := Consolidate(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reserved := 0
+			for _, a := range plan.Actions {
+				for _, r := range a.Replacements {
+					if r.CapacityType == "reserved" {
+						reserved++
+					}
+				}
+			}
+			if reserved != tc.reserved {
+				t.Errorf("%d replacements launched into the reservation of %d; want %d (actions %+v)", reserved, tc.count, tc.reserved, plan.Actions)
 			}
 		})
 	}

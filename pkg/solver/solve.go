@@ -853,6 +853,9 @@ func (s *state) emit() {
 				Price: o.Price, Allocatable: k.alloc, Reason: reason, Labels: k.labels,
 				offering: offering, pool: k.pool,
 			}
+			if k.reservation > 0 {
+				node.reservation = s.reserved.names[k.reservation-1]
+			}
 			for _, t := range n.takes {
 				c := s.classes[t.class]
 				node.Pods = append(node.Pods, c.pods[next[t.class]:next[t.class]+t.n]...)

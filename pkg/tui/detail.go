@@ -116,11 +116,21 @@ func (m *Model) openDetail() {
 	m.mode = modeDetail
 }
 
+// coveredNote says what of a proposed node's list price the Commitments
+// pay for in the plan's bill; nothing when they pay for none of it.
+func coveredNote(covered float64) string {
+	if covered <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" at list price; the commitments cover %s of it", pct(covered))
+}
+
 func (m *Model) proposedDetail(r *row) (string, []string) {
 	var p report.ProposedNode
-	status := "proposed"
+	status, covered := "proposed", 0.0
 	if r.ref >= 0 {
 		p = m.rep.Proposed[r.ref]
+		covered = m.rep.Covered(p.Index)
 	} else {
 		l := m.launches[-1-r.ref]
 		n := l.req.Node
@@ -131,7 +141,7 @@ func (m *Model) proposedDetail(r *row) (string, []string) {
 	}
 	lines := []string{
 		fmt.Sprintf("%s: %s in %s, %s, NodePool %s", p.Name, p.InstanceType, p.Zone, p.Capacity, p.Pool),
-		fmt.Sprintf("Price: $%.4f/h ($%.2f/month)", p.Price, p.Price*plan.HoursPerMonth),
+		fmt.Sprintf("Price: $%.4f/h ($%.2f/month)%s", p.Price, p.Price*plan.HoursPerMonth, coveredNote(covered)),
 		fmt.Sprintf("Requested/allocatable: CPU %s/%s (%s), memory %s/%s (%s)",
 			p.Usage.CPURequested, p.Usage.CPUAllocatable, pct(ratio(p.Requested[solver.CPU], p.Allocatable[solver.CPU])),
 			p.Usage.MemoryRequested, p.Usage.MemoryAllocatable, pct(ratio(p.Requested[solver.Memory], p.Allocatable[solver.Memory]))),

@@ -39,7 +39,10 @@ type launchFlow struct {
 	launched    map[string]bool
 	confirm     []launch.Request // what the confirmation asks to launch
 	confirmKeys []string         // their proposed-node keys
-	launches    []*launchState
+	// confirmCovered is the share of each the Commitments cover in the
+	// plan's bill (report.Report.Covered).
+	confirmCovered []float64
+	launches       []*launchState
 	// resumed are the nodes launched directly by an earlier run whose
 	// registration this one took up (or tried to).
 	resumed map[string]bool
@@ -191,9 +194,11 @@ func (f *launchFlow) ask(rep *report.Report, current *row) (tea.Cmd, bool) {
 	}
 	var reqs []launch.Request
 	var keys []string
+	var covered []float64
 	add := func(p *report.ProposedNode) {
 		reqs = append(reqs, launch.Request{Name: p.Name, Node: rep.Plan.NewNodes[p.Index], Pods: slices.Clone(p.Pods), Region: rep.Region, InFlight: inFlight})
 		keys = append(keys, proposedKey(p))
+		covered = append(covered, rep.Covered(p.Index))
 	}
 	for i := range rep.Proposed {
 		if p := &rep.Proposed[i]; f.selected[proposedKey(p)] && !f.launched[proposedKey(p)] {
@@ -206,7 +211,7 @@ func (f *launchFlow) ask(rep *report.Report, current *row) (tea.Cmd, bool) {
 	if len(reqs) == 0 {
 		return nil, false
 	}
-	f.confirm, f.confirmKeys = reqs, keys
+	f.confirm, f.confirmKeys, f.confirmCovered = reqs, keys, covered
 	p, ok := f.opts.Launcher.(launch.Prober)
 	if !ok {
 		return nil, true
@@ -226,7 +231,7 @@ func (f *launchFlow) onConfirmKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	case "y", "Y":
 		return f.start(), true
 	case "n", "N", "esc", "q":
-		f.confirm = nil
+		f.confirm, f.confirmCovered = nil, nil
 		f.host.setFlash("launch cancelled; nothing was created", false)
 		return nil, true
 	}
@@ -239,7 +244,7 @@ func (f *launchFlow) start() tea.Cmd {
 	for _, k := range keys {
 		f.launched[k] = true
 	}
-	f.confirm, f.confirmKeys = nil, nil
+	f.confirm, f.confirmKeys, f.confirmCovered = nil, nil, nil
 	f.selected = map[string]bool{}
 	var cmds []tea.Cmd
 	// A NodeClaim is one API call; a direct launch may first build the
@@ -567,7 +572,6 @@ func (f *launchFlow) directStatus(l *launchState) string {
 // confirmView shows what a launch will create and what it costs, in a box
 // that fits width.
 func (f *launchFlow) confirmView(st *styles, width int) []string {
-	total := 0.0
 	var b strings.Builder
 	// The summary wraps inside the box; the rows below are narrower.
 	text := fmt.Sprintf("Launch %d node(s)? %s", len(f.confirm), f.opts.Launcher.Summary())
@@ -576,12 +580,20 @@ func (f *launchFlow) confirmView(st *styles, width int) []string {
 	}
 	summary := ansi.Wrap(text, max(width-6, 30), " ")
 	fmt.Fprintf(&b, "%s\n\n", summary)
-	for _, r := range f.confirm {
+	nodes := make([]solver.NewNode, len(f.confirm))
+	for i, r := range f.confirm {
 		n := r.Node
 		fmt.Fprintf(&b, "  %-7s %-14s %-11s %-9s $%.4f/h  %d pods  NodePool %s\n", r.Name, n.InstanceType, n.Zone, n.CapacityType, n.Price, len(r.Pods), n.Pool)
-		total += n.Price
+		nodes[i] = n
 	}
-	fmt.Fprintf(&b, "\nTotal: $%.4f/h ($%.2f/month)\n\n[y] launch   [n/esc] cancel", total, total*plan.HoursPerMonth)
+	total, paid := plan.CoveredList(nodes, f.confirmCovered)
+	fmt.Fprintf(&b, "\nTotal: $%.4f/h ($%.2f/month)", total, total*plan.HoursPerMonth)
+	if paid > 0 {
+		// The list price is what AWS meters; the commitments' fees,
+		// paid either way, pay this much of it.
+		fmt.Fprintf(&b, " at list price\n  of which commitments cover $%.4f/h; billed on top: $%.4f/h", paid, total-paid)
+	}
+	b.WriteString("\n\n[y] launch   [n/esc] cancel")
 	box := st.box.Render(b.String())
 	return strings.Split(lipgloss.NewStyle().MarginLeft(1).Render(box), "\n")
 }

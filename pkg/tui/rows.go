@@ -91,7 +91,7 @@ func (m *Model) refreshProposed() {
 			rows = append(rows, row{
 				key: proposedKey(p),
 				cells: []string{p.Name, p.Pool, p.InstanceType, p.Zone, p.Capacity, fmt.Sprintf("%.4f", p.Price), fmt.Sprint(len(p.Pods)),
-					pct(p.CPU), pct(p.Memory), "proposed"},
+					pct(p.CPU), pct(p.Memory), proposedStatus(r.Covered(p.Index))},
 				nums: []float64{0, 0, 0, 0, 0, p.Price, float64(len(p.Pods)), p.CPU, p.Memory},
 				ref:  i,
 			})
@@ -113,6 +113,18 @@ func (m *Model) refreshProposed() {
 		})
 	}
 	m.tables[viewProposed].setRows(rows)
+}
+
+// proposedStatus is a proposed node's status: "proposed", and how much
+// of it the Commitments cover when they cover some.
+func proposedStatus(covered float64) string {
+	switch {
+	case covered >= 1-1e-9:
+		return "proposed, covered"
+	case covered > 0:
+		return fmt.Sprintf("proposed, %s covered", pct(covered))
+	}
+	return "proposed"
 }
 
 func proposedKey(p *report.ProposedNode) string {

@@ -30,8 +30,10 @@ type store struct {
 	pools      map[string]*unstructured.Unstructured // "group/name"
 	claims     map[string]*unstructured.Unstructured
 	classes    map[string]*unstructured.Unstructured // "group/resource/name"
-	karpenter  bool
-	claimCRD   bool
+	// commitments are the rightsize.dev Commitments, which the plans spend.
+	commitments map[string]*unstructured.Unstructured
+	karpenter   bool
+	claimCRD    bool
 	// unreadPools are the NodePool resources the user may not list.
 	unreadPools []string
 }
@@ -40,7 +42,7 @@ func newStore() *store {
 	return &store{
 		pods: map[string]*corev1.Pod{}, nodes: map[string]*corev1.Node{}, daemonSets: map[string]*appsv1.DaemonSet{},
 		pdbs: map[string]*policyv1.PodDisruptionBudget{}, pools: map[string]*unstructured.Unstructured{}, claims: map[string]*unstructured.Unstructured{},
-		classes: map[string]*unstructured.Unstructured{},
+		classes: map[string]*unstructured.Unstructured{}, commitments: map[string]*unstructured.Unstructured{},
 	}
 }
 
@@ -67,6 +69,8 @@ func (s *store) apply(b watch.Batch) {
 			s.claimCRD = true
 		case watch.NodeClass:
 			put(s.classes, e)
+		case watch.Commitment:
+			put(s.commitments, e)
 		}
 	}
 }
@@ -108,6 +112,12 @@ func (s *store) objects() *snapshot.Objects {
 				o.NodeClasses = map[schema.GroupVersionResource][]json.RawMessage{}
 			}
 			o.NodeClasses[gvr] = append(o.NodeClasses[gvr], j)
+		}
+	}
+	// Commitments, read as live explain reads them (snapshot.Objects).
+	for _, k := range slices.Sorted(maps.Keys(s.commitments)) {
+		if j, err := s.commitments[k].MarshalJSON(); err == nil {
+			o.Commitments = append(o.Commitments, j)
 		}
 	}
 	// Typed NodeClaims give explain's consolidation the operator's view:

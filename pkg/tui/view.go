@@ -82,6 +82,9 @@ func (m *Model) headerLine() string {
 			fmt.Sprintf("save $%.2f/h", r.Saving()))
 	default:
 		parts = append(parts, fmt.Sprintf("%d pods", r.PendingPods), fmt.Sprintf("plan $%.2f/h $%.0f/mo", r.Plan.TotalPrice, r.Plan.TotalPrice*plan.HoursPerMonth))
+		if r.Spending != nil {
+			parts = append(parts, fmt.Sprintf("bill $%.2f/h with commitments", r.Spending.Bill.Total))
+		}
 	}
 	// What the input lacked and was planned for, as explain says; the
 	// detail view (enter) has explain's sentences.
@@ -192,10 +195,23 @@ func (m *Model) summaryLine() string {
 		s = fmt.Sprintf("%d pending pod(s) in %d group(s): %d go on new nodes, %d cannot be placed. enter: why", r.PendingPods, len(r.Pending), newN, cannot)
 	case viewProposed:
 		s = fmt.Sprintf("Plan: %d node(s) $%.4f/h ($%.2f/mo)", len(r.Proposed), r.Plan.TotalPrice, r.Plan.TotalPrice*plan.HoursPerMonth)
-		if r.Plan.LowerBound > 0 && len(r.Proposed) > 0 {
+		switch sp := r.Spending; {
+		case sp != nil:
+			// The list prices above are not what is paid: the bill is,
+			// as explain prints it, and its bound is the bill's.
+			s += fmt.Sprintf(" at list; bill with commitments $%.4f/h ($%.4f fees + $%.4f not covered), planned ignoring them $%.4f/h",
+				sp.Bill.Total, sp.Bill.Sunk, sp.Bill.OnDemand, sp.Blind.Total)
+			if sp.Bound > 0 {
+				s += fmt.Sprintf(", bill's lower bound $%.4f/h (%.2f×)", sp.Bound, sp.Bill.Total/sp.Bound)
+			}
+		case r.Plan.LowerBound > 0 && len(r.Proposed) > 0:
 			s += fmt.Sprintf(", lower bound $%.4f/h (%.2f×)", r.Plan.LowerBound, r.Plan.TotalPrice/r.Plan.LowerBound)
 		}
-		if r.WhatIf.Active() {
+		switch {
+		case r.WhatIf.Active() && r.Spending != nil:
+			// The what-if's Δ compares what the new nodes add to the bill.
+			s += fmt.Sprintf(", the new nodes add $%.4f/h to it, $%.4f/h without what-if", r.Cost(), r.Baseline)
+		case r.WhatIf.Active():
 			s += fmt.Sprintf(", without what-if $%.4f/h", r.Baseline)
 		}
 		if len(m.selected) > 0 {

@@ -51,12 +51,7 @@ func (p *Provisioner) spend(ctx context.Context, b *batch, blind *solver.Plan, c
 	if len(cs) == 0 {
 		return blind, nil, nil
 	}
-	spent, err := plan.Spend(b.problem, blind, cs, func(q *solver.Problem) (*solver.Plan, error) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, nil // --solve-timeout or shutdown: the plans made so far
-		}
-		return solver.Solve(q)
-	})
+	spent, err := plan.SpendBy(ctx, b.problem, blind, cs, deadline) // --solve-timeout or shutdown: the plans made so far
 	if err != nil {
 		return nil, nil, err
 	}

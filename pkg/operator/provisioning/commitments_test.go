@@ -19,6 +19,8 @@ import (
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/cloud"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/commitments"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/state"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 // commitmentCloud offers m6i.large and c6i.large in one zone, on-demand
@@ -143,5 +145,103 @@ func TestABatchLaunchesTheCapacityItsCommitmentsCover(t *testing.T) {
 				t.Errorf("%d covered m6i.large nodes of %d, want %d", covered, len(solved.NewNodes), tc.covered)
 			}
 		})
+	}
+}
+
+// TestAGangNodeTheCommitmentsCoverLaunchesPinned: a ProvisioningRequest's
+// node launches flexibly (every offering that takes its pods within the
+// premium) unless the commitments cover it in the gang's plan; then only
+// its planned offering is allowed, as a batch's covered node is.
+func TestAGangNodeTheCommitmentsCoverLaunchesPinned(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		covered float64
+		types   int // instance types the NodeClaim allows; 0 for more than one
+	}{
+		{"uncovered: flexible", 0, 0},
+		{"covered in part: pinned", 0.5, 1},
+		{"covered whole: pinned", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := commitmentScheme(t)
+			np := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+			np.Spec.Template.Spec.NodeClassRef = v1alpha1.NodeClassReference{Group: v1alpha1.Group, Kind: "EC2NodeClass", Name: "default"}
+			c := fake.NewClientBuilder().WithScheme(s).WithObjects(np).Build()
+			p := New(c, commitmentCloud{}, nil, logr.Discard(), state.NewUnavailable(0), Options{Region: "us-east-1", LaunchPricePremium: 0.2})
+			ctx := context.Background()
+			snap, index, err := p.SnapshotWith(ctx, []*corev1.Pod{gangPod("job-0-0", "1")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := *snap.Problem
+			q.Pods = []solver.Pod{snap.Problem.Pods[index[0]]}
+			planned, err := solver.Solve(&q)
+			if err != nil || len(planned.NewNodes) != 1 {
+				t.Fatalf("gang plan: %v, err %v; want one new node", planned, err)
+			}
+			n := &planned.NewNodes[0]
+			claim, err := p.LaunchGang(ctx, snap, n, []string{"ml/job-0-0"}, "provreq-1", 1, tc.covered)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types, capacity []string
+			for _, r := range claim.Spec.Requirements {
+				switch r.Key {
+				case corev1.LabelInstanceTypeStable:
+					types = r.Values
+				case v1alpha1.LabelCapacityType:
+					capacity = r.Values
+				}
+			}
+			switch {
+			case tc.types == 0 && len(types) < 2:
+				t.Errorf("uncovered node may launch on %v only; want the flexible choice", types)
+			case tc.types == 1 && (len(types) != 1 || types[0] != n.InstanceType || len(capacity) != 1 || capacity[0] != n.CapacityType):
+				t.Errorf("covered node may launch on %v %v; want its planned %s %s alone", types, capacity, n.InstanceType, n.CapacityType)
+			}
+		})
+	}
+}
+
+// TestACoveredReplacementLaunchesOnItsPlannedOffering: consolidation may
+// replace a node by capacity a Savings Plan's room pays for
+// (plan.CoveredPrices offers it as a capacity reservation, near zero);
+// its NodeClaim must allow that on-demand offering alone, never the
+// cheaper spot or other types a flexible launch would take.
+func TestACoveredReplacementLaunchesOnItsPlannedOffering(t *testing.T) {
+	s := commitmentScheme(t)
+	np := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = v1alpha1.NodeClassReference{Group: v1alpha1.Group, Kind: "EC2NodeClass", Name: "default"}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(np).Build()
+	p := New(c, commitmentCloud{}, nil, logr.Discard(), state.NewUnavailable(0), Options{Region: "us-east-1", LaunchPricePremium: 0.2})
+	ctx := context.Background()
+	snap, index, err := p.SnapshotWith(ctx, []*corev1.Pod{gangPod("web-0", "1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.CoveredPrices(snap.Problem, []plan.Commitment{{Name: "sp", Type: v1alpha1.CommitmentComputeSavingsPlan, Hourly: 1, Fee: 1, Discount: 0.3}})
+	q := *snap.Problem
+	q.Pods = []solver.Pod{snap.Problem.Pods[index[0]]}
+	planned, err := solver.Solve(&q)
+	if err != nil || len(planned.NewNodes) != 1 {
+		t.Fatalf("plan: %v, err %v; want one new node", planned, err)
+	}
+	n := &planned.NewNodes[0]
+	if n.CapacityType != cloud.CapacityTypeOnDemand || n.Price > 0.001 {
+		t.Fatalf("planned %s %s $%v/h; want on-demand capacity the room covers", n.InstanceType, n.CapacityType, n.Price)
+	}
+	for _, reason := range []string{string(v1alpha1.DisruptionReasonUnderutilized), string(v1alpha1.DisruptionReasonDrifted)} {
+		claim, err := p.Launch(ctx, snap, n, reason, []string{"ml/web-0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]string{}
+		for _, r := range claim.Spec.Requirements {
+			got[r.Key] = r.Values
+		}
+		if types, capacity := got[corev1.LabelInstanceTypeStable], got[v1alpha1.LabelCapacityType]; len(types) != 1 || types[0] != n.InstanceType ||
+			len(capacity) != 1 || capacity[0] != n.CapacityType {
+			t.Errorf("%s replacement may launch on %v %v; want its planned %s %s alone", reason, types, capacity, n.InstanceType, n.CapacityType)
+		}
 	}
 }

@@ -35,7 +35,7 @@ func (p *Provisioner) Snapshot(ctx context.Context) (*disruption.Snapshot, error
 // premium above the planned one), within the pool's limits and minValues.
 func (p *Provisioner) Launch(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, reason string, pods []string) (*v1alpha1.NodeClaim, error) {
 	now := p.opts.Clock.Now()
-	return p.launchPlanned(ctx, s, n, pods, replacementPremium(reason, p.opts.LaunchPricePremium),
+	return p.launchPlanned(ctx, s, n, pods, replacementPremium(reason, p.opts.LaunchPricePremium), 0,
 		"replace-"+strconv.FormatInt(now.UnixNano(), 36), 1, metrics.ReasonDisruption, reason)
 }
 
@@ -68,16 +68,20 @@ func (p *Provisioner) SnapshotWith(ctx context.Context, pods []*corev1.Pod) (s *
 // creates its nodes: the offerings that take the same pods within the
 // launch price premium and the pool's limits. batch names the gang's
 // decision and size is its number of nodes (the claims' batch
-// annotations); pods are the keys of the gang's pods planned onto it. No
-// pod is nominated: none exists yet.
-func (p *Provisioner) LaunchGang(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, pods []string, batch string, size int) (*v1alpha1.NodeClaim, error) {
-	return p.launchPlanned(ctx, s, n, pods, p.opts.LaunchPricePremium, batch, size, metrics.ReasonProvisioning, "")
+// annotations); pods are the keys of the gang's pods planned onto it.
+// covered is the share of the node the Commitments cover in the gang's
+// plan (plan.Spending.Covered): a covered node is launched on its planned
+// offering alone, as a batch's is. No pod is nominated: none exists yet.
+func (p *Provisioner) LaunchGang(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, pods []string, batch string, size int, covered float64) (*v1alpha1.NodeClaim, error) {
+	return p.launchPlanned(ctx, s, n, pods, p.opts.LaunchPricePremium, covered, batch, size, metrics.ReasonProvisioning, "")
 }
 
 // launchPlanned creates the NodeClaim of node n planned on s's problem to
 // take the pods of the given keys, counted at once (before the cache shows
-// it); reason and disruptionReason label the creation metrics.
-func (p *Provisioner) launchPlanned(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, pods []string, premium float64, batchID string, size int, reason, disruptionReason string) (*v1alpha1.NodeClaim, error) {
+// it), on its planned offering alone when the commitments cover some of it
+// (covered > 0, pinCovered); reason and disruptionReason label the
+// creation metrics.
+func (p *Provisioner) launchPlanned(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, pods []string, premium, covered float64, batchID string, size int, reason, disruptionReason string) (*v1alpha1.NodeClaim, error) {
 	np := s.Pools[n.Pool]
 	if np == nil {
 		return nil, fmt.Errorf("NodePool %s is not in the snapshot", n.Pool)
@@ -88,7 +92,9 @@ func (p *Provisioner) launchPlanned(ctx context.Context, s *disruption.Snapshot,
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster for the replacement's launch options: %w", err)
 	}
-	flex, refusal := p.flexible(b, np, n, replacementOptions(s.Problem, n, pods, premium))
+	options := [][]solver.LaunchOption{replacementOptions(s.Problem, n, pods, premium)}
+	pinCovered(options, []float64{covered})
+	flex, refusal := p.flexible(b, np, n, options[0])
 	if refusal != "" {
 		return nil, fmt.Errorf("node for NodePool %s: %s", np.Name, refusal)
 	}

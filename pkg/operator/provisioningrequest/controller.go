@@ -30,6 +30,7 @@ import (
 	prv1 "github.com/rightsize-dev/kubectl-rightsize/pkg/apis/provisioningrequest/v1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/operator/optional"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -285,15 +286,19 @@ func (c *Controller) answerRequest(ctx context.Context, pr *prv1.ProvisioningReq
 	if err != nil {
 		return err
 	}
-	plan, err := c.solve(q)
+	cs, err := c.planner.Commitments(ctx)
 	if err != nil {
-		return fmt.Errorf("planning the gang: %w", err)
+		return fmt.Errorf("reading the Commitments: %w", err)
+	}
+	planned, err := c.solveGang(ctx, q, cs)
+	if err != nil {
+		return err
 	}
 	noRetry := strings.EqualFold(string(pr.Spec.Parameters[prv1.ParameterNoRetry]), "true")
-	d := decide(pr.Spec.ProvisioningClassName, noRetry, q, plan)
+	d := decide(pr.Spec.ProvisioningClassName, noRetry, q, planned)
 	var details map[string]prv1.Detail
 	if len(d.launch) > 0 {
-		claims, err := launchAll(ctx, c.planner, c.del, s, q, d.launch, batch)
+		claims, err := launchAll(ctx, c.planner, c.del, s, q, d.launch, d.covered, batch)
 		if err != nil {
 			d.cond = cond(prv1.ConditionFailed, true, ReasonLaunchFailed, oneLine(err.Error()))
 		} else {
@@ -303,8 +308,8 @@ func (c *Controller) answerRequest(ctx context.Context, pr *prv1.ProvisioningReq
 			}
 			details = map[string]prv1.Detail{DetailNodeClaims: prv1.Detail(strings.Join(names, ","))}
 			d.cond = cond(prv1.ConditionProvisioned, false, ReasonLaunching,
-				fmt.Sprintf("launching %s for all %d pods ($%.4f/h); Provisioned once every instance is launched, all deleted if one cannot be",
-					describeNodes(d.launch), len(pods), price(d.launch)))
+				fmt.Sprintf("launching %s for all %d pods (%s); Provisioned once every instance is launched, all deleted if one cannot be",
+					describeNodes(d.launch), len(pods), costOf(d.launch, d.covered)))
 		}
 	}
 	c.log.Info("ProvisioningRequest answered", "provisioningrequest", pr.Namespace+"/"+pr.Name, "class", pr.Spec.ProvisioningClassName,
@@ -363,17 +368,39 @@ func (c *Controller) planGang(p *solver.Problem, booked, gang []int) (*solver.Pr
 		return q, nil
 	}
 	b := gangProblem(p, held)
-	plan, err := c.solve(b)
+	bookedPlan, err := c.solve(b)
 	if err != nil {
 		return nil, fmt.Errorf("planning the room other requests hold: %w", err)
 	}
-	return reserve(q, b, plan), nil
+	return reserve(q, b, bookedPlan), nil
 }
 
 // solve plans q within SolveTimeout.
 func (c *Controller) solve(q *solver.Problem) (*solver.Plan, error) {
 	q.Options.Deadline = time.Now().Add(c.opts.SolveTimeout) // the solver reads the wall clock
 	return solver.Solve(q)
+}
+
+// solveGang plans the gang's problem q, then, with Commitments, plans it
+// again spending them as a provisioning batch does (plan.SpendBy: the plan
+// with the lowest bill, the blind one included, the existing nodes using
+// the commitments first), every plan within the same SolveTimeout and
+// none once ctx ends.
+func (c *Controller) solveGang(ctx context.Context, q *solver.Problem, cs []plan.Commitment) (gangPlan, error) {
+	blind, err := c.solve(q)
+	if err != nil {
+		return gangPlan{}, fmt.Errorf("planning the gang: %w", err)
+	}
+	if len(cs) == 0 {
+		return gangPlan{Plan: blind}, nil
+	}
+	spent, err := plan.SpendBy(ctx, q, blind, cs, q.Options.Deadline)
+	if err != nil {
+		return gangPlan{}, fmt.Errorf("planning the gang with the Commitments: %w", err)
+	}
+	c.log.V(1).Info("commitments spent on a gang", "billPerHour", spent.Bill.Total, "blindBillPerHour", spent.Blind.Total,
+		"aware", spent.Aware, "plans", spent.Rounds, "newNodes", len(spent.Plan.NewNodes))
+	return gangPlan{Plan: spent.Plan, covered: spent.Covered}, nil
 }
 
 // templates reads the PodTemplates, by namespace and name.
@@ -391,15 +418,6 @@ func (c *Controller) templates(ctx context.Context) (map[string]map[string]*core
 		out[t.Namespace][t.Name] = t
 	}
 	return out, nil
-}
-
-// price sums the nodes' prices per hour.
-func price(nodes []solver.NewNode) float64 {
-	var sum float64
-	for _, n := range nodes {
-		sum += n.Price
-	}
-	return sum
 }
 
 // batchOf is the batch annotation (v1alpha1.AnnotationBatch) of the

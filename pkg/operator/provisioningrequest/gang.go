@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	prv1 "github.com/rightsize-dev/kubectl-rightsize/pkg/apis/provisioningrequest/v1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -89,6 +90,29 @@ type decision struct {
 	// launch are the new nodes to launch (best-effort-atomic, whole gang
 	// placed); none otherwise.
 	launch []solver.NewNode
+	// covered is the share of each node of launch the Commitments cover
+	// (plan.Spending.Covered); nil without commitments.
+	covered []float64
+}
+
+// gangPlan is a gang's plan with what it spends of the Commitments.
+type gangPlan struct {
+	*solver.Plan
+	// covered is the share of each new node the Commitments cover; nil
+	// without commitments.
+	covered []float64
+}
+
+// costOf says what new nodes cost an hour at list price, and how much of
+// that the Commitments cover when they cover some: "$26.7000/h at list
+// price, $13.3500/h of it covered by commitments".
+func costOf(nodes []solver.NewNode, covered []float64) string {
+	list, paid := plan.CoveredList(nodes, covered)
+	s := fmt.Sprintf("$%.4f/h at list price", list)
+	if paid > 0 {
+		s += fmt.Sprintf(", $%.4f/h of it covered by commitments", paid)
+	}
+	return s
 }
 
 // decide answers a request of the given class from the plan of its gang
@@ -98,7 +122,7 @@ type decision struct {
 // with noRetry. best-effort-atomic fails when a pod cannot be placed at
 // all (a pool limit, no type fits) and otherwise launches the plan's new
 // nodes, all of them; with none needed it is Provisioned at once.
-func decide(class string, noRetry bool, q *solver.Problem, plan *solver.Plan) decision {
+func decide(class string, noRetry bool, q *solver.Problem, plan gangPlan) decision {
 	n := len(q.Pods)
 	atomic := class == prv1.ClassBestEffortAtomicScaleUp
 	if len(plan.Unschedulable) > 0 {
@@ -113,13 +137,13 @@ func decide(class string, noRetry bool, q *solver.Problem, plan *solver.Plan) de
 			fmt.Sprintf("all %d pods fit the free room of the cluster's nodes", n))}
 	}
 	if atomic {
-		return decision{launch: plan.NewNodes}
+		return decision{launch: plan.NewNodes, covered: plan.covered}
 	}
 	on := 0
 	for _, node := range plan.NewNodes {
 		on += len(node.Pods)
 	}
-	msg := fmt.Sprintf("%d of %d pods do not fit the free room of the cluster's nodes; they would need %s", on, n, describeNodes(plan.NewNodes))
+	msg := fmt.Sprintf("%d of %d pods do not fit the free room of the cluster's nodes; they would need %s, %s", on, n, describeNodes(plan.NewNodes), costOf(plan.NewNodes, plan.covered))
 	if noRetry {
 		return decision{cond: cond(prv1.ConditionFailed, true, ReasonCapacityIsNotFound, msg)}
 	}

@@ -1,14 +1,21 @@
 package provisioningrequest
 
 import (
+	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	prv1 "github.com/rightsize-dev/kubectl-rightsize/pkg/apis/provisioningrequest/v1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -126,6 +133,33 @@ func withBooked(p *solver.Problem, k int) *solver.Problem {
 	return p
 }
 
+// withP4d adds a dearer 8-GPU type, p4d.24xlarge, to a gpuProblem's
+// catalog: the blind plan never takes it over g6.48xlarge.
+func withP4d(p *solver.Problem) *solver.Problem {
+	p4d := p.InstanceTypes[0]
+	p4d.Name = "p4d.24xlarge"
+	p4d.Labels = maps.Clone(p4d.Labels)
+	p4d.Labels[corev1.LabelInstanceTypeStable] = p4d.Name
+	p4d.Offerings = []solver.Offering{{Zone: "z1", CapacityType: "on-demand", Price: 32.77}}
+	p.InstanceTypes = append(slices.Clone(p.InstanceTypes), p4d)
+	return p
+}
+
+// withRunningP4d adds a full on-demand p4d.24xlarge node in z1 to a
+// withP4d problem.
+func withRunningP4d(p *solver.Problem) *solver.Problem {
+	n := p.Nodes[0]
+	n.Name, n.InstanceType, n.CapacityType, n.Price = "running-p4d", "p4d.24xlarge", "on-demand", 32.77
+	n.Labels = map[string]string{corev1.LabelHostname: n.Name, corev1.LabelTopologyZone: "z1"}
+	n.Requested[solver.GPU] = 8
+	p.Nodes = append(slices.Clone(p.Nodes), n)
+	return p
+}
+
+// p4dReserved is a zonal reservation of one p4d.24xlarge in z1.
+var p4dReserved = []plan.Commitment{{Name: "p4d-ri", Type: v1alpha1.CommitmentReservedInstances,
+	InstanceType: "p4d.24xlarge", Family: "p4d", Zone: "z1", Count: 1, Fee: 20}}
+
 func TestDecide(t *testing.T) {
 	const (
 		check  = prv1.ClassCheckCapacity
@@ -143,29 +177,46 @@ func TestDecide(t *testing.T) {
 		reason      string
 		messageHas  []string
 		messageLack string
+		// cs are the Commitments the gang's plan spends.
+		cs []plan.Commitment
+		// launchTypes are the types of the nodes launched, sorted, and
+		// coveredTypes those the commitments cover (checked when set).
+		launchTypes, coveredTypes []string
 	}{
 		{"check: the gang fits the free room", check, false, gpuProblem(8, 0, 2, 4), 0, 0,
-			prv1.ConditionProvisioned, metav1.ConditionTrue, ReasonCapacityIsFound, []string{"all 2 pods fit"}, ""},
+			prv1.ConditionProvisioned, metav1.ConditionTrue, ReasonCapacityIsFound, []string{"all 2 pods fit"}, "", nil, nil, nil},
 		{"check: it needs new nodes, retried", check, false, gpuProblem(8, 4, 3, 4), 0, 0,
-			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 3 pods do not fit", "1 new node (1 × g6.48xlarge in NodePool gpu)"}, ""},
+			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 3 pods do not fit", "1 new node (1 × g6.48xlarge in NodePool gpu)"}, "", nil, nil, nil},
 		{"check: it needs new nodes, noRetry fails", check, true, gpuProblem(0, 4, 2, 8), 0, 0,
-			prv1.ConditionFailed, metav1.ConditionTrue, ReasonCapacityIsNotFound, []string{"2 of 2 pods do not fit", "2 new nodes (2 × g6.48xlarge in NodePool gpu)"}, ""},
+			prv1.ConditionFailed, metav1.ConditionTrue, ReasonCapacityIsNotFound, []string{"2 of 2 pods do not fit", "2 new nodes (2 × g6.48xlarge in NodePool gpu)"}, "", nil, nil, nil},
 		{"check: a pool limit leaves a pod out", check, false, gpuProblem(0, 1, 2, 8), 0, 0,
-			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 2 pods cannot be placed", "NodePool gpu", "limit"}, "no node is launched"},
+			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 2 pods cannot be placed", "NodePool gpu", "limit"}, "no node is launched", nil, nil, nil},
 		{"check: no type fits", check, false, gpuProblem(0, 4, 1, 16), 0, 0,
-			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 1 pods cannot be placed"}, ""},
+			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 1 pods cannot be placed"}, "", nil, nil, nil},
 		{"atomic: a pool limit allows 7 of 8 nodes", atomic, false, gpuProblem(0, 7, 8, 8), 0, 0,
-			prv1.ConditionFailed, metav1.ConditionTrue, ReasonCapacityIsNotFound, []string{"1 of 8 pods cannot be placed, so no node is launched", "NodePool gpu", "limit"}, ""},
-		{"atomic: all 8 nodes within the limit launch", atomic, false, gpuProblem(0, 8, 8, 8), 0, 8, "", "", "", nil, ""},
+			prv1.ConditionFailed, metav1.ConditionTrue, ReasonCapacityIsNotFound, []string{"1 of 8 pods cannot be placed, so no node is launched", "NodePool gpu", "limit"}, "", nil, nil, nil},
+		{"atomic: all 8 nodes within the limit launch", atomic, false, gpuProblem(0, 8, 8, 8), 0, 8, "", "", "", nil, "", nil, nil, nil},
 		{"check: room another request holds is not free", check, false, withBooked(gpuProblem(8, 4, 1, 8), 1), 1, 0,
-			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 1 pods do not fit", "1 new node"}, ""},
-		{"atomic: launches only the gang's nodes, not a booked pod's", atomic, false, withBooked(gpuProblem(0, 4, 1, 8), 1), 1, 1, "", "", "", nil, ""},
+			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"1 of 1 pods do not fit", "1 new node"}, "", nil, nil, nil},
+		{"atomic: launches only the gang's nodes, not a booked pod's", atomic, false, withBooked(gpuProblem(0, 4, 1, 8), 1), 1, 1, "", "", "", nil, "", nil, nil, nil},
 		{"atomic: the held room is not the gang's, and the limit leaves none", atomic, false, withBooked(gpuProblem(8, 0, 1, 8), 1), 1, 0,
-			prv1.ConditionFailed, metav1.ConditionTrue, ReasonCapacityIsNotFound, []string{"1 of 1 pods cannot be placed", "limit"}, ""},
+			prv1.ConditionFailed, metav1.ConditionTrue, ReasonCapacityIsNotFound, []string{"1 of 1 pods cannot be placed", "limit"}, "", nil, nil, nil},
 		{"check: two pods held, room for one: none left for the gang", check, false, withBooked(gpuProblem(8, 0, 1, 8), 2), 2, 0,
-			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"cannot be placed"}, ""},
+			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, []string{"cannot be placed"}, "", nil, nil, nil},
 		{"atomic: room on the nodes there are", atomic, false, gpuProblem(8, 0, 1, 8), 0, 0,
-			prv1.ConditionProvisioned, metav1.ConditionTrue, ReasonCapacityIsFound, []string{"all 1 pods fit"}, ""},
+			prv1.ConditionProvisioned, metav1.ConditionTrue, ReasonCapacityIsFound, []string{"all 1 pods fit"}, "", nil, nil, nil},
+		{"atomic: without commitments the gang launches on the cheaper type", atomic, false, withP4d(gpuProblem(0, 4, 2, 8)), 0, 2, "", "", "", nil, "",
+			nil, []string{"g6.48xlarge", "g6.48xlarge"}, nil},
+		{"atomic: a reservation covers one node of the gang, which launches on the reserved type", atomic, false, withP4d(gpuProblem(0, 4, 2, 8)), 0, 2, "", "", "", nil, "",
+			p4dReserved, []string{"g6.48xlarge", "p4d.24xlarge"}, []string{"p4d.24xlarge"}},
+		{"atomic: a reservation of one node covers one of three, the others on the cheaper type", atomic, false, withP4d(gpuProblem(0, 4, 3, 8)), 0, 3, "", "", "", nil, "",
+			p4dReserved, []string{"g6.48xlarge", "g6.48xlarge", "p4d.24xlarge"}, []string{"p4d.24xlarge"}},
+		{"atomic: a running p4d uses the reservation first, so the gang is not covered", atomic, false, withRunningP4d(withP4d(gpuProblem(0, 4, 2, 8))), 0, 2, "", "", "", nil, "",
+			p4dReserved, []string{"g6.48xlarge", "g6.48xlarge"}, nil},
+		{"check: the nodes it would need are priced with the reservation", check, false, withP4d(gpuProblem(0, 4, 2, 8)), 0, 0,
+			prv1.ConditionProvisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound,
+			[]string{"2 of 2 pods do not fit", "1 × g6.48xlarge in NodePool gpu, 1 × p4d.24xlarge in NodePool gpu", "$46.1200/h at list price, $32.7700/h of it covered by commitments"}, "",
+			p4dReserved, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,31 +233,48 @@ func TestDecide(t *testing.T) {
 				}
 				q = reserve(q, b, held)
 			}
-			plan, err := solver.Solve(q)
+			// The controller's own path: the blind plan, then the
+			// commitments spent on it.
+			c := &Controller{opts: Options{SolveTimeout: 5 * time.Second}, log: logr.Discard()}
+			planned, err := c.solveGang(context.Background(), q, tc.cs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := decide(tc.class, tc.noRetry, q, plan)
+			d := decide(tc.class, tc.noRetry, q, planned)
 			if len(d.launch) != tc.launch {
-				t.Fatalf("launch %d nodes; want %d (plan: %d new nodes, %d unplaced %v)", len(d.launch), tc.launch, len(plan.NewNodes), len(plan.Unschedulable), plan.Unschedulable)
+				t.Fatalf("launch %d nodes; want %d (plan: %d new nodes, %d unplaced %v)", len(d.launch), tc.launch, len(planned.NewNodes), len(planned.Unschedulable), planned.Unschedulable)
 			}
 			if tc.launch > 0 {
+				var types, covered []string
+				for i, n := range d.launch {
+					types = append(types, n.InstanceType)
+					if i < len(d.covered) && d.covered[i] > 0 {
+						covered = append(covered, n.InstanceType)
+					}
+				}
+				slices.Sort(types)
+				if tc.launchTypes != nil && !slices.Equal(types, tc.launchTypes) {
+					t.Errorf("launches %v; want %v", types, tc.launchTypes)
+				}
+				if !slices.Equal(covered, tc.coveredTypes) {
+					t.Errorf("covered %v (shares %v); want %v", covered, d.covered, tc.coveredTypes)
+				}
 				return
 			}
-			c := d.cond
-			if c.Type != tc.condType || c.Status != tc.condStatus || c.Reason != tc.reason {
-				t.Errorf("condition %s=%s %s; want %s=%s %s (%s)", c.Type, c.Status, c.Reason, tc.condType, tc.condStatus, tc.reason, c.Message)
+			cd := d.cond
+			if cd.Type != tc.condType || cd.Status != tc.condStatus || cd.Reason != tc.reason {
+				t.Errorf("condition %s=%s %s; want %s=%s %s (%s)", cd.Type, cd.Status, cd.Reason, tc.condType, tc.condStatus, tc.reason, cd.Message)
 			}
 			for _, s := range tc.messageHas {
-				if !strings.Contains(c.Message, s) {
-					t.Errorf("message %q lacks %q", c.Message, s)
+				if !strings.Contains(cd.Message, s) {
+					t.Errorf("message %q lacks %q", cd.Message, s)
 				}
 			}
-			if tc.messageLack != "" && strings.Contains(c.Message, tc.messageLack) {
-				t.Errorf("message %q says %q", c.Message, tc.messageLack)
+			if tc.messageLack != "" && strings.Contains(cd.Message, tc.messageLack) {
+				t.Errorf("message %q says %q", cd.Message, tc.messageLack)
 			}
-			if strings.Contains(c.Message, "\n") {
-				t.Errorf("message %q is more than one line", c.Message)
+			if strings.Contains(cd.Message, "\n") {
+				t.Errorf("message %q is more than one line", cd.Message)
 			}
 		})
 	}

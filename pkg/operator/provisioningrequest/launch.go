@@ -10,6 +10,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -22,8 +23,13 @@ type Planner interface {
 	// as pending, and returns each one's index in the problem (-1 when it
 	// cannot be modelled).
 	SnapshotWith(ctx context.Context, pods []*corev1.Pod) (*disruption.Snapshot, []int, error)
-	// LaunchGang creates the NodeClaim of one planned node of a gang.
-	LaunchGang(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, pods []string, batch string, size int) (*v1alpha1.NodeClaim, error)
+	// LaunchGang creates the NodeClaim of one planned node of a gang;
+	// covered is the share of it the Commitments cover in the gang's plan
+	// (a covered node is launched on its planned offering alone).
+	LaunchGang(ctx context.Context, s *disruption.Snapshot, n *solver.NewNode, pods []string, batch string, size int, covered float64) (*v1alpha1.NodeClaim, error)
+	// Commitments are the Commitments a gang's plan spends, as a
+	// provisioning batch spends them; a failed read is an error.
+	Commitments(ctx context.Context) ([]plan.Commitment, error)
 	// Forget stops counting a NodeClaim LaunchGang created and the
 	// controller deleted again.
 	Forget(claim string)
@@ -33,11 +39,12 @@ type Planner interface {
 type deleter func(ctx context.Context, claim *v1alpha1.NodeClaim) error
 
 // launchAll creates the NodeClaims of the gang's new nodes (planned on
-// gangProblem q of snapshot s), one after the other, all
+// gangProblem q of snapshot s; covered is the share of each the
+// Commitments cover, nil for none), one after the other, all
 // annotated with the same batch. When one cannot be created, those created
 // are deleted again, so that none is left behind, and the error says which
 // failed; an error deleting one is joined to it.
-func launchAll(ctx context.Context, pl Planner, del deleter, s *disruption.Snapshot, q *solver.Problem, nodes []solver.NewNode, batch string) ([]*v1alpha1.NodeClaim, error) {
+func launchAll(ctx context.Context, pl Planner, del deleter, s *disruption.Snapshot, q *solver.Problem, nodes []solver.NewNode, covered []float64, batch string) ([]*v1alpha1.NodeClaim, error) {
 	var created []*v1alpha1.NodeClaim
 	for i := range nodes {
 		n := &nodes[i]
@@ -45,7 +52,11 @@ func launchAll(ctx context.Context, pl Planner, del deleter, s *disruption.Snaps
 		for k, pi := range n.Pods {
 			keys[k] = q.Pods[pi].Key()
 		}
-		claim, err := pl.LaunchGang(ctx, s, n, keys, batch, len(nodes))
+		share := 0.0
+		if i < len(covered) {
+			share = covered[i]
+		}
+		claim, err := pl.LaunchGang(ctx, s, n, keys, batch, len(nodes), share)
 		if err == nil {
 			created = append(created, claim)
 			continue

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/apis/v1alpha1"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/disruption"
+	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
 	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
@@ -27,6 +28,7 @@ type fakePlanner struct {
 	batches  []string
 	sizes    []int
 	pods     [][]string
+	covered  []float64
 	forgot   []string
 	existing map[string]bool // claims that exist (created, not deleted)
 }
@@ -35,18 +37,20 @@ func (f *fakePlanner) SnapshotWith(context.Context, []*corev1.Pod) (*disruption.
 	return nil, nil, errors.New("not used")
 }
 
-func (f *fakePlanner) LaunchGang(_ context.Context, _ *disruption.Snapshot, _ *solver.NewNode, pods []string, batch string, size int) (*v1alpha1.NodeClaim, error) {
+func (f *fakePlanner) LaunchGang(_ context.Context, _ *disruption.Snapshot, _ *solver.NewNode, pods []string, batch string, size int, covered float64) (*v1alpha1.NodeClaim, error) {
 	f.calls++
 	if f.calls == f.failAt {
 		return nil, errors.New("InsufficientInstanceCapacity")
 	}
-	f.batches, f.sizes, f.pods = append(f.batches, batch), append(f.sizes, size), append(f.pods, pods)
+	f.batches, f.sizes, f.pods, f.covered = append(f.batches, batch), append(f.sizes, size), append(f.pods, pods), append(f.covered, covered)
 	name := fmt.Sprintf("claim-%d", f.calls)
 	f.existing[name] = true
 	return &v1alpha1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
 }
 
 func (f *fakePlanner) Forget(claim string) { f.forgot = append(f.forgot, claim) }
+
+func (f *fakePlanner) Commitments(context.Context) ([]plan.Commitment, error) { return nil, nil }
 
 func TestLaunchAllLaunchesTheWholeGangOrNone(t *testing.T) {
 	gone := apierrors.NewNotFound(schema.GroupResource{Group: v1alpha1.Group, Resource: "nodeclaims"}, "x")
@@ -81,11 +85,13 @@ func TestLaunchAllLaunchesTheWholeGangOrNone(t *testing.T) {
 			}
 			q := &solver.Problem{}
 			var nodes []solver.NewNode
+			var covered []float64
 			for i := range tc.nodes {
 				q.Pods = append(q.Pods, solver.Pod{Namespace: "ml", Name: fmt.Sprintf("job-0-%d", i)})
 				nodes = append(nodes, solver.NewNode{Pool: "gpu", InstanceType: "g6.48xlarge", CapacityType: "on-demand", Pods: []int{i}})
+				covered = append(covered, float64(i%2)) // every other node covered by a commitment
 			}
-			claims, err := launchAll(context.Background(), pl, del, &disruption.Snapshot{}, q, nodes, "provreq-1")
+			claims, err := launchAll(context.Background(), pl, del, &disruption.Snapshot{}, q, nodes, covered, "provreq-1")
 			if len(claims) != tc.created {
 				t.Errorf("%d claims returned; want %d", len(claims), tc.created)
 			}
@@ -117,6 +123,9 @@ func TestLaunchAllLaunchesTheWholeGangOrNone(t *testing.T) {
 			for i := range pl.batches {
 				if pl.batches[i] != "provreq-1" || pl.sizes[i] != tc.nodes || len(pl.pods[i]) != 1 || pl.pods[i][0] != fmt.Sprintf("ml/job-0-%d", i) {
 					t.Errorf("launch %d: batch %s of %d, pods %v; want provreq-1 of %d, [ml/job-0-%d]", i, pl.batches[i], pl.sizes[i], pl.pods[i], tc.nodes, i)
+				}
+				if pl.covered[i] != covered[i] {
+					t.Errorf("launch %d: covered %v; want the plan's %v (a covered node launches pinned)", i, pl.covered[i], covered[i])
 				}
 			}
 		})

@@ -32,6 +32,7 @@ var (
 	KarpenterNodePools = snapshot.KarpenterNodePools
 	NodePools          = schema.GroupVersionResource{Group: "rightsize.dev", Version: "v1alpha1", Resource: "nodepools"}
 	NodeClaims         = schema.GroupVersionResource{Group: "rightsize.dev", Version: "v1alpha1", Resource: "nodeclaims"}
+	Commitments        = snapshot.RightsizeCommitments
 )
 
 // Kind says which informer an Event comes from.
@@ -49,6 +50,9 @@ const (
 	// NodeClass events are keyed "group/resource/name" (snapshot's
 	// NodeClassResources).
 	NodeClass
+	// Commitment is a rightsize.dev Commitment (Reserved Instances,
+	// Savings Plans): the plans spend them as explain does.
+	Commitment
 )
 
 // Event is one object added, changed (Obj is the new object) or deleted
@@ -66,7 +70,7 @@ type Batch struct{ Events []Event }
 // holds the whole cluster from then on.
 type Synced struct {
 	// CRDs reports which optional resources are watched.
-	KarpenterNodePools, NodePools, NodeClaims bool
+	KarpenterNodePools, NodePools, NodeClaims, Commitments bool
 	// Unread are the optional resources served that the user may not list
 	// (RBAC), as "resource.group": they are not watched, and the plan is
 	// made without them, as live explain makes it.
@@ -140,7 +144,7 @@ func (w *Watcher) run(ctx context.Context) {
 			gvr  schema.GroupVersionResource
 			kind Kind
 			on   *bool
-		}{{KarpenterNodePools, KarpenterNodePool, &s.KarpenterNodePools}, {NodePools, NodePool, &s.NodePools}, {NodeClaims, NodeClaim, &s.NodeClaims}} {
+		}{{KarpenterNodePools, KarpenterNodePool, &s.KarpenterNodePools}, {NodePools, NodePool, &s.NodePools}, {NodeClaims, NodeClaim, &s.NodeClaims}, {Commitments, Commitment, &s.Commitments}} {
 			if ok, err := w.served(r.gvr); err != nil {
 				w.send(Error{err})
 			} else if ok && dynReadable(r.gvr) {
@@ -198,6 +202,8 @@ func (w *Watcher) Ensure(gvr schema.GroupVersionResource) error {
 		kind = NodePool
 	case KarpenterNodePools:
 		kind = KarpenterNodePool
+	case Commitments:
+		kind = Commitment
 	}
 	w.dynamic[gvr] = true
 	w.add(w.dynF.ForResource(gvr).Informer(), kind, gvr.Resource+"."+gvr.Group)
