@@ -54,12 +54,33 @@ func setDefaults(r *Result, built *plan.Result) {
 	r.DefaultPool, r.EKSDaemonSets = built.Defaults()
 }
 
-// setAdvice sets r's advice for a plan that took took: the wider pools
-// that cost less, or why they were not planned. Each wider plan is bounded
-// by the advice budget and by what remains of the run's deadline (zero:
-// none); a wider pool that is not planned still names the flags that would
-// place the pods the plan cannot (placeableBy), which needs no solve.
+// setAdvice sets r's advice for a plan that took took (see newAdvice).
 func setAdvice(ctx context.Context, r *Result, in plan.Input, orig *solver.Problem, solved *solver.Plan, took time.Duration, deadline time.Time) error {
+	a, err := newAdvice(ctx, in, orig, solved, took, deadline)
+	if err != nil {
+		return err
+	}
+	a.set(r, solved)
+	return nil
+}
+
+// advice is what a result says of wider default pools (see newAdvice):
+// its Advice and AdviceSkipped, and, by pod index, the widening that
+// places each pod the plan leaves undiagnosed.
+type advice struct {
+	list    []ResultAdvice
+	skipped string
+	placing map[int]*plan.Widening
+}
+
+// newAdvice works out the advice for a plan that took took: the wider
+// pools that cost less, or why they were not planned. Each wider plan is
+// bounded by the advice budget and by what remains of the run's deadline
+// (zero: none); a wider pool that is not planned still names the flags
+// that would place the pods the plan cannot (placeableBy), which needs no
+// solve. It only reads its arguments, so it may run while the plan's
+// result is built.
+func newAdvice(ctx context.Context, in plan.Input, orig *solver.Problem, solved *solver.Plan, took time.Duration, deadline time.Time) (*advice, error) {
 	budget := adviceBudget(took)
 	var skipped string
 	switch {
@@ -70,26 +91,34 @@ func setAdvice(ctx context.Context, r *Result, in plan.Input, orig *solver.Probl
 	case !deadline.IsZero():
 		budget = min(budget, time.Until(deadline)/time.Duration(max(1, len(in.Default.Widenings(in.InstanceTypes)))))
 	}
+	a := &advice{skipped: skipped}
 	if skipped == "" {
 		var cut []string
 		var err error
-		if r.Advice, cut, err = advise(ctx, in, solved, budget); err != nil {
-			return err
+		if a.list, cut, err = advise(ctx, in, solved, budget); err != nil {
+			return nil, err
 		}
 		if len(cut) > 0 {
-			r.AdviceSkipped = fmt.Sprintf("not computed for %s: each wider plan ran past its budget of %.1f s, and a plan cut short can cost more than the pool would",
+			a.skipped = fmt.Sprintf("not computed for %s: each wider plan ran past its budget of %.1f s, and a plan cut short can cost more than the pool would",
 				strings.Join(cut, ", "), budget.Seconds())
 		}
-		return nameFlagsNotDiagnosed(ctx, r, in, orig, solved)
+		if a.placing, err = notDiagnosedFlags(ctx, in, orig, solved); err != nil {
+			return nil, err
+		}
+		return a, nil
 	}
-	r.AdviceSkipped = skipped
 	placing, by, err := placeableBy(ctx, in, orig, solved)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.Advice = placing
-	namePlacing(r, solved, byPod(solved, by))
-	return nil
+	a.list, a.placing = placing, byPod(solved, by)
+	return a, nil
+}
+
+// set puts the advice in r, the result of solved.
+func (a *advice) set(r *Result, solved *solver.Plan) {
+	r.Advice, r.AdviceSkipped = a.list, a.skipped
+	namePlacing(r, solved, a.placing)
 }
 
 // advise re-plans the input with each of the default pool's widenings
@@ -275,18 +304,6 @@ func shapeKey(p *solver.Pod) string {
 		T []solver.Toleration
 	}{p.Requests, p.NodeSelector, p.Affinity, p.Tolerations})
 	return string(b)
-}
-
-// nameFlagsNotDiagnosed completes the reason of each pod the solver did not
-// diagnose (solver.NotDiagnosed: the deadline passed) with the widening
-// that would place it, known without a solve (placeableBy), when one does.
-func nameFlagsNotDiagnosed(ctx context.Context, r *Result, in plan.Input, orig *solver.Problem, solved *solver.Plan) error {
-	by, err := notDiagnosedFlags(ctx, in, orig, solved)
-	if err != nil {
-		return err
-	}
-	namePlacing(r, solved, by)
-	return nil
 }
 
 // notDiagnosedFlags returns, by index in orig.Pods, the widening that

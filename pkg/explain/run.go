@@ -142,14 +142,33 @@ func (o *Options) runManifests(ctx context.Context, m *snapshot.Manifests) error
 	if err != nil {
 		return err
 	}
+	// The advice re-plans the pods on wider pools and only reads the
+	// plan: it runs while the result is built, which on two CPUs takes
+	// what the wider plans leave idle (Karpenter's mix, 5,000 pods: the
+	// result is ~0.04 s, three wider plans on two CPUs ~0.3 s).
+	type advised struct {
+		a   *advice
+		err error
+	}
+	var adviceDone chan advised
+	if built.DefaultPool != "" {
+		adviceDone = make(chan advised, 1)
+		took, deadline := time.Since(start), o.workDeadline(len(p.Pods))
+		go func() {
+			a, err := newAdvice(ctx, in, p, solved, took, deadline)
+			adviceDone <- advised{a, err}
+		}()
+	}
 	result := o.newResult(report.FromPlan(p, solved, built.InFlight), source)
 	result.Buffers = newBuffers(p, solved, built.Buffers)
 	setCommitments(result, spent)
 	setDefaults(result, built)
-	if built.DefaultPool != "" {
-		if err := setAdvice(ctx, result, in, p, solved, time.Since(start), o.workDeadline(len(p.Pods))); err != nil {
-			return err
+	if adviceDone != nil {
+		d := <-adviceDone
+		if d.err != nil {
+			return d.err
 		}
+		d.a.set(result, solved)
 	}
 	return o.print(result)
 }
