@@ -57,9 +57,6 @@ type kind struct {
 	compat              bitset            // groups that may run on it
 	labels              map[string]string // values the pool leaves open (see NewNode.Labels)
 	order               []int             // compatible classes in fill order
-	// shape caches, per entry of order, the class's requests as shares of
-	// alloc, their Euclidean length and the largest share.
-	shape []classShape
 	// buckets group the entries of order by requests and value, the
 	// inputs of fillBalanced's score (see shapeBuckets).
 	buckets []shapeBucket
@@ -623,7 +620,7 @@ func (s *state) fork() *state {
 	w.kinds = make([]*kind, len(s.kinds))
 	for i, k := range s.kinds {
 		kk := *k
-		kk.order, kk.shape, kk.buckets = nil, nil, nil
+		kk.order, kk.buckets = nil, nil
 		w.kinds[i] = &kk
 	}
 	w.capCount, w.capCarrier = make([]int, len(s.capCount)), make([]int, len(s.capCarrier))
@@ -811,13 +808,13 @@ func (s *state) dropExhausted(kinds []int) {
 	for _, ki := range kinds {
 		k := s.kinds[ki]
 		j := 0
-		for i, ci := range k.order {
+		for _, ci := range k.order {
 			if s.rem[ci] > 0 {
-				k.order[j], k.shape[j] = ci, k.shape[i]
+				k.order[j] = ci
 				j++
 			}
 		}
-		k.order, k.shape = k.order[:j], k.shape[:j]
+		k.order = k.order[:j]
 	}
 }
 
