@@ -40,8 +40,10 @@ type filler struct {
 // has a few dozen buckets where it has thousands of classes.
 type shapeBucket struct {
 	req   Resources
-	value float64
 	shape classShape
+	// density is the classes' value per share (value / shape.max), the
+	// weight of a weighted fill's score.
+	density float64
 	// members are positions in the kind's order, ascending: the first
 	// member that can take pods is the one the old per-class scan found
 	// first among equal scores.
@@ -118,7 +120,7 @@ func (k *kind) shapeBuckets(classes []*class, bucketOf, slot []int32) []shapeBuc
 			}
 			b = int32(len(out))
 			slot[id] = b
-			out = append(out, shapeBucket{req: c.req, value: c.value, shape: sh})
+			out = append(out, shapeBucket{req: c.req, shape: sh, density: c.value / sh.max})
 		}
 		out[b].members = append(out[b].members, int32(i))
 	}
@@ -269,7 +271,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 			}
 			score := dot / (sh.length * fn)
 			if weighted {
-				score *= b.value / sh.max
+				score *= b.density
 			}
 			if score > bestScore || (bestClass >= 0 && score == bestScore && cur.pos < bestPos) {
 				bestClass, bestScore, bestLeft, bestPos = ci, score, left, cur.pos
