@@ -108,20 +108,48 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return o.runLive(ctx)
 	}
+	if o.Catalog.Region == "" {
+		o.Catalog.Region = plan.DefaultRegion
+	}
+	// The embedded catalog (~10 ms) loads while the manifests are read;
+	// a file of instance types is read after them, as it always was.
+	var catalog chan loadedTypes
+	if o.Catalog.InstanceTypesFile == "" {
+		catalog = make(chan loadedTypes, 1)
+		go func() {
+			var l loadedTypes
+			l.types, l.source, l.err = o.instanceTypes()
+			catalog <- l
+		}()
+	}
 	m, err := o.Input.ReadContext(ctx, o.In)
 	if err != nil {
 		return err
 	}
-	return o.runManifests(ctx, m)
+	return o.runManifests(ctx, m, catalog)
 }
 
-// runManifests plans the manifests read and prints the report.
-func (o *Options) runManifests(ctx context.Context, m *snapshot.Manifests) error {
+// loadedTypes is what Options.instanceTypes returns.
+type loadedTypes struct {
+	types  []solver.InstanceType
+	source ResultSource
+	err    error
+}
+
+// runManifests plans the manifests read and prints the report. catalog,
+// when not nil, brings the instance types already being loaded.
+func (o *Options) runManifests(ctx context.Context, m *snapshot.Manifests, catalog <-chan loadedTypes) error {
 	o.warn(m.Warnings)
 	if o.Catalog.Region == "" {
 		o.Catalog.Region = plan.DefaultRegion
 	}
-	types, source, err := o.instanceTypes()
+	var l loadedTypes
+	if catalog != nil {
+		l = <-catalog
+	} else {
+		l.types, l.source, l.err = o.instanceTypes()
+	}
+	types, source, err := l.types, l.source, l.err
 	if err != nil {
 		return err
 	}
