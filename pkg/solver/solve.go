@@ -148,9 +148,13 @@ func Solve(p *Problem) (*Plan, error) {
 		return nil, err
 	}
 	ordered, orig := p.inPlanningOrder()
+	if ordered.Options.Resume != nil {
+		q := *ordered // solve sets its options from the Resume
+		ordered = &q
+	}
 	plan, facets := ordered.solve()
 	plan = ordered.narrowerIfCheaper(plan, facets)
-	if p.Options.stopAt().canceled() {
+	if plan == nil || p.Options.stopAt().canceled() {
 		return nil, errCanceled("planning")
 	}
 	if orig != nil {
@@ -161,6 +165,8 @@ func Solve(p *Problem) (*Plan, error) {
 
 // solve is Solve on a valid problem whose pods are in planning order. It
 // also returns the facets of the kinds the pods may use (see facetsOf).
+// Held at Options.Resume, it sets p's Packing and Deadline from the
+// Resume it receives, and returns a nil plan when cancelled meanwhile.
 func (p *Problem) solve() (*Plan, facetValues) {
 	s := &state{p: resolveNamespaces(p.normalized()), derived: derived{domains: &domainMemo{seen: map[string][]string{}}}}
 	s.buildClasses()
@@ -176,6 +182,12 @@ func (p *Problem) solve() (*Plan, facetValues) {
 			pending[ci] = 0
 		}
 	}
+	if p.Options.Resume != nil {
+		if !p.awaitResume() {
+			return nil, facetValues{}
+		}
+		s.p.Options.Packing, s.p.Options.Deadline = p.Options.Packing, p.Options.Deadline
+	}
 	var bound float64
 	var approx bool
 	var prices *Resources64
@@ -188,7 +200,7 @@ func (p *Problem) solve() (*Plan, facetValues) {
 	if p.Options.stopAt().canceled() {
 		return &s.plan, facetValues{} // Solve discards it
 	}
-	s.dissolve(p.Options.stopAt())
+	s.dissolve(s.p.Options.stopAt())
 	s.nodes = append(s.nodes, bundles...)
 	s.kinds = append(s.kinds, s.reserved.kinds...)
 	s.nodes = append(s.nodes, reserved...)
@@ -220,6 +232,22 @@ func (p *Problem) solve() (*Plan, facetValues) {
 	}
 	s.plan.LowerBound, s.plan.BoundApproximate = bound, approx
 	return &s.plan, facets
+}
+
+// awaitResume waits for a Resume on p.Options.Resume and puts its
+// packing and deadline in p's options; false when the solve was
+// cancelled first (Done closed) or Resume closed without one.
+func (p *Problem) awaitResume() bool {
+	select {
+	case r, ok := <-p.Options.Resume:
+		if !ok {
+			return false
+		}
+		p.Options.Packing, p.Options.Deadline, p.Options.Resume = r.Packing, r.Deadline, nil
+		return true
+	case <-p.Options.Done:
+		return false
+	}
 }
 
 func (p *Problem) validate() error {
