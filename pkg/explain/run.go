@@ -159,6 +159,14 @@ func (o *Options) runManifests(ctx context.Context, m *snapshot.Manifests, catal
 		return err
 	}
 	p := built.Problem
+	// Without --timeout, the advice's wider plans set up while the plan
+	// is solved (Karpenter's mix, 5,000 pods: ~0.05 s each, where the
+	// plan's solve leaves a CPU idle); with it, the plan has the CPUs.
+	var held *heldAdvice
+	if built.DefaultPool != "" && o.deadline.IsZero() {
+		held = holdAdvice(ctx, in)
+		defer held.stop()
+	}
 	start := time.Now()
 	o.warn(plan.WindowsPools(p))
 	o.warn(built.Overlays)
@@ -183,7 +191,7 @@ func (o *Options) runManifests(ctx context.Context, m *snapshot.Manifests, catal
 		adviceDone = make(chan advised, 1)
 		took, deadline := time.Since(start), o.workDeadline(len(p.Pods))
 		go func() {
-			a, err := newAdvice(ctx, in, p, solved, took, deadline)
+			a, err := newAdvice(ctx, in, p, solved, took, deadline, held)
 			adviceDone <- advised{a, err}
 		}()
 	}
