@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // class is a set of pods that are interchangeable for placement: the same
@@ -182,21 +183,29 @@ func (p *Problem) solve() (*Plan, facetValues) {
 			pending[ci] = 0
 		}
 	}
+	var bound float64
+	var approx bool
+	var prices *Resources64
+	fluid := func() *Resources64 {
+		if !p.Options.noBound {
+			bound, prices, approx = s.fluidBound(pending)
+		}
+		return prices
+	}
 	if p.Options.Resume != nil {
+		// The bound needs no packing: a held solve works it out before
+		// it waits. (Its time limit, lbTimeBudget, is the same unless the
+		// Resume's deadline comes sooner.)
+		if d := p.Options.Deadline; d.IsZero() || time.Until(d) >= lbTimeBudget {
+			fluid()
+			fluid = func() *Resources64 { return prices }
+		}
 		if !p.awaitResume() {
 			return nil, facetValues{}
 		}
 		s.p.Options.Packing, s.p.Options.Deadline = p.Options.Packing, p.Options.Deadline
 	}
-	var bound float64
-	var approx bool
-	var prices *Resources64
-	s.bestPacking(func() *Resources64 {
-		if !p.Options.noBound {
-			bound, prices, approx = s.fluidBound(pending)
-		}
-		return prices
-	})
+	s.bestPacking(fluid)
 	if p.Options.stopAt().canceled() {
 		return &s.plan, facetValues{} // Solve discards it
 	}
