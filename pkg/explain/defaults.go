@@ -54,12 +54,35 @@ func setDefaults(r *Result, built *plan.Result) {
 	r.DefaultPool, r.EKSDaemonSets = built.Defaults()
 }
 
-// setAdvice sets r's advice for a plan that took took: the wider pools
-// that cost less, or why they were not planned. Each wider plan is bounded
-// by the advice budget and by what remains of the run's deadline (zero:
-// none); a wider pool that is not planned still names the flags that would
-// place the pods the plan cannot (placeableBy), which needs no solve.
+// setAdvice sets r's advice for a plan that took took (see newAdvice).
 func setAdvice(ctx context.Context, r *Result, in plan.Input, orig *solver.Problem, solved *solver.Plan, took time.Duration, deadline time.Time) error {
+	a, err := newAdvice(ctx, in, orig, solved, took, deadline, nil)
+	if err != nil {
+		return err
+	}
+	a.set(r, solved)
+	return nil
+}
+
+// advice is what a result says of wider default pools (see newAdvice):
+// its Advice and AdviceSkipped, and, by pod index, the widening that
+// places each pod the plan leaves undiagnosed.
+type advice struct {
+	list    []ResultAdvice
+	skipped string
+	placing map[int]*plan.Widening
+}
+
+// newAdvice works out the advice for a plan that took took: the wider
+// pools that cost less, or why they were not planned. Each wider plan is
+// bounded by the advice budget and by what remains of the run's deadline
+// (zero: none); a wider pool that is not planned still names the flags
+// that would place the pods the plan cannot (placeableBy), which needs no
+// solve. It only reads its arguments, so it may run while the plan's
+// result is built. The wider plans held ready (holdAdvice; nil for none)
+// are resumed or stopped.
+func newAdvice(ctx context.Context, in plan.Input, orig *solver.Problem, solved *solver.Plan, took time.Duration, deadline time.Time, held *heldAdvice) (*advice, error) {
+	defer held.stop()
 	budget := adviceBudget(took)
 	var skipped string
 	switch {
@@ -70,26 +93,34 @@ func setAdvice(ctx context.Context, r *Result, in plan.Input, orig *solver.Probl
 	case !deadline.IsZero():
 		budget = min(budget, time.Until(deadline)/time.Duration(max(1, len(in.Default.Widenings(in.InstanceTypes)))))
 	}
+	a := &advice{skipped: skipped}
 	if skipped == "" {
 		var cut []string
 		var err error
-		if r.Advice, cut, err = advise(ctx, in, solved, budget); err != nil {
-			return err
+		if a.list, cut, err = advise(ctx, in, solved, budget, held); err != nil {
+			return nil, err
 		}
 		if len(cut) > 0 {
-			r.AdviceSkipped = fmt.Sprintf("not computed for %s: each wider plan ran past its budget of %.1f s, and a plan cut short can cost more than the pool would",
+			a.skipped = fmt.Sprintf("not computed for %s: each wider plan ran past its budget of %.1f s, and a plan cut short can cost more than the pool would",
 				strings.Join(cut, ", "), budget.Seconds())
 		}
-		return nameFlagsNotDiagnosed(ctx, r, in, orig, solved)
+		if a.placing, err = notDiagnosedFlags(ctx, in, orig, solved); err != nil {
+			return nil, err
+		}
+		return a, nil
 	}
-	r.AdviceSkipped = skipped
 	placing, by, err := placeableBy(ctx, in, orig, solved)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.Advice = placing
-	namePlacing(r, solved, byPod(solved, by))
-	return nil
+	a.list, a.placing = placing, byPod(solved, by)
+	return a, nil
+}
+
+// set puts the advice in r, the result of solved.
+func (a *advice) set(r *Result, solved *solver.Plan) {
+	r.Advice, r.AdviceSkipped = a.list, a.skipped
+	namePlacing(r, solved, a.placing)
 }
 
 // advise re-plans the input with each of the default pool's widenings
@@ -100,7 +131,7 @@ func setAdvice(ctx context.Context, r *Result, in plan.Input, orig *solver.Probl
 // (--arch amd64,arm64)"): their plans, cut short,
 // can cost far more than the pool would (several times, measured on
 // Karpenter's mix), so no advice is no evidence.
-func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time.Duration) (out []ResultAdvice, cut []string, err error) {
+func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time.Duration, held *heldAdvice) (out []ResultAdvice, cut []string, err error) {
 	if in.Default == nil || (solved.TotalPrice <= 0 && len(solved.Unschedulable) == 0) {
 		return nil, nil, nil
 	}
@@ -125,7 +156,7 @@ func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time
 			if i < 0 {
 				return
 			}
-			plans[i].alt, plans[i].late, plans[i].err = replanWider(ctx, in, &widenings[i], solved, budget)
+			plans[i].alt, plans[i].late, plans[i].err = replanWider(ctx, in, &widenings[i], solved, budget, held.at(i))
 		}
 	}
 	var wg sync.WaitGroup
@@ -159,27 +190,38 @@ func advise(ctx context.Context, in plan.Input, solved *solver.Plan, budget time
 }
 
 // replanWider plans the input with the widening's pool within budget and
-// reports whether the plan ran past it.
-func replanWider(ctx context.Context, in plan.Input, w *plan.Widening, solved *solver.Plan, budget time.Duration) (*solver.Plan, bool, error) {
+// reports whether the plan ran past it; h, when not nil, is that plan's
+// solve held ready (holdAdvice).
+func replanWider(ctx context.Context, in plan.Input, w *plan.Widening, solved *solver.Plan, budget time.Duration, h *heldSolve) (*solver.Plan, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, fmt.Errorf("advice: %w", err)
 	}
-	wide := in
-	wide.Default = &w.Pool
-	built, err := plan.Build(wide)
-	if err != nil {
-		return nil, false, fmt.Errorf("advice for %s: %w", w.What, err)
-	}
+	var built *plan.Result
+	var alt *solver.Plan
+	var err error
 	deadline := time.Now().Add(budget)
-	built.Problem.Options.Deadline = deadline
-	// Advice compares pools: the narrowed re-solves that keep a plan
-	// monotone in choice are the main plan's business.
-	built.Problem.Options.NoNarrowing = true
-	// Only the portfolio member that won the plan re-plans the same
-	// pods on the wider pool: a real plan, so its price is one the
-	// pool reaches, in a third or so of the time (Karpenter's mix).
-	built.Problem.Options.Packing = solved.Packing()
-	alt, err := solveCtx(ctx, built.Problem)
+	if h != nil {
+		// Its set-up done already (holdAdvice), the held solve packs
+		// with the member that won the plan, by the same deadline.
+		built = h.built
+		alt, err = h.resume(ctx, solver.Resume{Packing: solved.Packing(), Deadline: deadline})
+		built.Problem.Options.Resume = nil
+	} else {
+		wide := in
+		wide.Default = &w.Pool
+		if built, err = plan.Build(wide); err != nil {
+			return nil, false, fmt.Errorf("advice for %s: %w", w.What, err)
+		}
+		built.Problem.Options.Deadline = deadline
+		// Advice compares pools: the narrowed re-solves that keep a plan
+		// monotone in choice are the main plan's business.
+		built.Problem.Options.NoNarrowing = true
+		// Only the portfolio member that won the plan re-plans the same
+		// pods on the wider pool: a real plan, so its price is one the
+		// pool reaches, in a third or so of the time (Karpenter's mix).
+		built.Problem.Options.Packing = solved.Packing()
+		alt, err = solveCtx(ctx, built.Problem)
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("advice for %s: planning: %w", w.What, err)
 	}
@@ -189,7 +231,7 @@ func replanWider(ctx context.Context, in plan.Input, w *plan.Widening, solved *s
 	// budget lasts, the whole portfolio re-plans (stopping at the same
 	// deadline), and the cheaper of the two plans stands.
 	if len(alt.Unschedulable) >= len(solved.Unschedulable) && alt.TotalPrice >= solved.TotalPrice*(1-1e-4) && time.Until(deadline) > 0 {
-		built.Problem.Options.Packing = solver.Packing{}
+		built.Problem.Options.Packing, built.Problem.Options.Deadline = solver.Packing{}, deadline
 		full, err := solveCtx(ctx, built.Problem)
 		if err != nil {
 			return nil, false, fmt.Errorf("advice for %s: planning: %w", w.What, err)
@@ -199,6 +241,88 @@ func replanWider(ctx context.Context, in plan.Input, w *plan.Widening, solved *s
 		}
 	}
 	return alt, time.Now().After(deadline), nil
+}
+
+// heldAdvice is the wider plans of the advice, one per widening of the
+// default pool, started before the plan is known and held once set up
+// (solver.Options.Resume) until the plan says how to pack them: their
+// set-up (grouping the pods, the kinds of node, what the topology allows)
+// runs while the plan's own solve leaves a CPU idle.
+type heldAdvice struct {
+	solves []*heldSolve // per widening; nil where none is held
+	cancel context.CancelFunc
+}
+
+// heldSolve is one held wider plan: its problem and the solve's outcome
+// once resumed.
+type heldSolve struct {
+	built  *plan.Result
+	wake   chan solver.Resume
+	solved chan solvedPlan
+}
+
+// solvedPlan is a solve's outcome.
+type solvedPlan struct {
+	plan *solver.Plan
+	err  error
+}
+
+// holdAdvice builds the wider pools' problems (plan.DefaultPool.Widenings)
+// and starts their solves, held until newAdvice resumes or stops them. A
+// widening whose problem does not build is not held: its re-plan builds
+// it again and reports why.
+func holdAdvice(ctx context.Context, in plan.Input) *heldAdvice {
+	if in.Default == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	h := &heldAdvice{cancel: cancel}
+	for _, w := range in.Default.Widenings(in.InstanceTypes) {
+		wide := in
+		wide.Default = &w.Pool
+		built, err := plan.Build(wide)
+		if err != nil {
+			h.solves = append(h.solves, nil)
+			continue
+		}
+		built.Problem.Options.NoNarrowing = true // as replanWider's
+		hs := &heldSolve{built: built, wake: make(chan solver.Resume, 1), solved: make(chan solvedPlan, 1)}
+		built.Problem.Options.Resume = hs.wake
+		go func() {
+			p, err := solveCtx(ctx, built.Problem)
+			hs.solved <- solvedPlan{p, err}
+		}()
+		h.solves = append(h.solves, hs)
+	}
+	return h
+}
+
+// at is the held solve of widening i; nil for none.
+func (h *heldAdvice) at(i int) *heldSolve {
+	if h == nil || i >= len(h.solves) {
+		return nil
+	}
+	return h.solves[i]
+}
+
+// stop cancels the held solves not resumed (and ends the others' context
+// once they are done).
+func (h *heldAdvice) stop() {
+	if h != nil {
+		h.cancel()
+	}
+}
+
+// resume lets the held solve go on with r and waits for its plan, or for
+// ctx to end.
+func (h *heldSolve) resume(ctx context.Context, r solver.Resume) (*solver.Plan, error) {
+	h.wake <- r
+	select {
+	case s := <-h.solved:
+		return s.plan, s.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // placeableBy returns, without planning, the widenings under which some of
@@ -275,18 +399,6 @@ func shapeKey(p *solver.Pod) string {
 		T []solver.Toleration
 	}{p.Requests, p.NodeSelector, p.Affinity, p.Tolerations})
 	return string(b)
-}
-
-// nameFlagsNotDiagnosed completes the reason of each pod the solver did not
-// diagnose (solver.NotDiagnosed: the deadline passed) with the widening
-// that would place it, known without a solve (placeableBy), when one does.
-func nameFlagsNotDiagnosed(ctx context.Context, r *Result, in plan.Input, orig *solver.Problem, solved *solver.Plan) error {
-	by, err := notDiagnosedFlags(ctx, in, orig, solved)
-	if err != nil {
-		return err
-	}
-	namePlacing(r, solved, by)
-	return nil
 }
 
 // notDiagnosedFlags returns, by index in orig.Pods, the widening that

@@ -335,7 +335,7 @@ spec:
 		budget  time.Duration
 		wantCut bool
 	}{{time.Nanosecond, true}, {time.Minute, false}} {
-		advice, cut, err := advise(context.Background(), in, solved, tc.budget)
+		advice, cut, err := advise(context.Background(), in, solved, tc.budget, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

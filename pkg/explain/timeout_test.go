@@ -44,7 +44,7 @@ func TestTimeoutCoversPrinting(t *testing.T) {
 		o := Options{Output: "json", Timeout: timeout, IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: io.Discard}}
 		start := time.Now()
 		o.deadline = start.Add(timeout)
-		if err := o.runManifests(context.Background(), m); err != nil {
+		if err := o.runManifests(context.Background(), m, nil); err != nil {
 			t.Fatal(err)
 		}
 		end := time.Now()

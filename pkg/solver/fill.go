@@ -40,8 +40,10 @@ type filler struct {
 // has a few dozen buckets where it has thousands of classes.
 type shapeBucket struct {
 	req   Resources
-	value float64
 	shape classShape
+	// density is the classes' value per share (value / shape.max), the
+	// weight of a weighted fill's score.
+	density float64
 	// members are positions in the kind's order, ascending: the first
 	// member that can take pods is the one the old per-class scan found
 	// first among equal scores.
@@ -95,26 +97,58 @@ func bucketsOf(classes []*class) []int32 {
 // their first member. Classes that request nothing the kind has are left
 // out: they never add value to a node. bucketOf numbers the classes
 // (bucketsOf); slot is scratch space, one entry per number, each -1.
+//
+// A bucket's classes have the same requests, so its shape on the kind
+// (shapeOf) is worked out once, for its first member, and a class left
+// out leaves out its whole bucket.
 func (k *kind) shapeBuckets(classes []*class, bucketOf, slot []int32) []shapeBucket {
 	var out []shapeBucket
+	var none []int32 // numbers of buckets left out
 	for i, ci := range k.order {
-		if k.shape[i].max == 0 {
-			continue
-		}
 		id := bucketOf[ci]
 		b := slot[id]
+		if b == noShape {
+			continue
+		}
 		if b < 0 {
+			c := classes[ci]
+			sh := k.shapeOf(&c.req)
+			if sh.max == 0 {
+				slot[id] = noShape
+				none = append(none, id)
+				continue
+			}
 			b = int32(len(out))
 			slot[id] = b
-			c := classes[ci]
-			out = append(out, shapeBucket{req: c.req, value: c.value, shape: k.shape[i]})
+			out = append(out, shapeBucket{req: c.req, shape: sh, density: c.value / sh.max})
 		}
 		out[b].members = append(out[b].members, int32(i))
 	}
 	for _, b := range out {
 		slot[bucketOf[k.order[b.members[0]]]] = -1
 	}
+	for _, id := range none {
+		slot[id] = -1
+	}
 	return out
+}
+
+// noShape marks, in shapeBuckets' slots, a bucket left out.
+const noShape = -2
+
+// shapeOf is req relative to the kind's allocatable: its requests as
+// shares of alloc, their Euclidean length and the largest share.
+func (k *kind) shapeOf(req *Resources) classShape {
+	var sh classShape
+	for r, q := range req {
+		if k.alloc[r] > 0 {
+			sh.norm[r] = float64(q) / float64(k.alloc[r])
+			sh.length += sh.norm[r] * sh.norm[r]
+			sh.max = max(sh.max, sh.norm[r])
+		}
+	}
+	sh.length = math.Sqrt(sh.length)
+	return sh
 }
 
 // fillDims is 1 + the last resource the kind allocates or one of its
@@ -237,7 +271,7 @@ func (s *state) fillBalanced(k *kind, weights []int32, takes []take, weighted bo
 			}
 			score := dot / (sh.length * fn)
 			if weighted {
-				score *= b.value / sh.max
+				score *= b.density
 			}
 			if score > bestScore || (bestClass >= 0 && score == bestScore && cur.pos < bestPos) {
 				bestClass, bestScore, bestLeft, bestPos = ci, score, left, cur.pos

@@ -91,9 +91,10 @@ func (s *state) fillBalancedPerClass(k *kind, weights []int32, weighted bool) ([
 			break
 		}
 		bestClass, bestScore, bestLeft := -1, 0.0, 0
-		for i, ci := range k.order {
+		for _, ci := range k.order {
 			c := s.classes[ci]
-			sh := &k.shape[i]
+			shape := k.shapeOf(&c.req)
+			sh := &shape
 			if weights[ci] != poolWeight || sh.max == 0 || !c.req.Fits(free) || s.conflictsWith(ci, takes) {
 				continue
 			}

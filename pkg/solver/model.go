@@ -395,12 +395,29 @@ type Options struct {
 	// prices are unknown values pods at stand-alone cost. For callers that
 	// price a variant of a solved problem, such as explain's advice.
 	Packing Packing
+	// Resume, when not nil, holds Solve once it has grouped the pods and
+	// worked out the nodes they may use (the set-up every solve pays),
+	// until a Resume arrives: the packing and all that follows it then
+	// run with its Packing and Deadline in place of the options'. For
+	// callers that learn how a related problem's solve should go only
+	// when another solve ends (explain's advice re-plans the plan's pods
+	// on wider pools with the member that won the plan) and prepare it
+	// meanwhile. Done still cancels a held solve; Resume closed without a
+	// value cancels it too.
+	Resume <-chan Resume
 	// Now is the time consolidation measures ages against (time.Now when zero).
 	Now time.Time
 	// noBound skips the fluid LP: the plan has no LowerBound and packing
 	// values pods without the LP's resource prices. Consolidation's
 	// what-if simulations set it; they compare plan prices only.
 	noBound bool
+}
+
+// Resume is what a solve held at Options.Resume waits for: how to pack
+// and by when.
+type Resume struct {
+	Packing  Packing
+	Deadline time.Time
 }
 
 // Problem is everything the solver needs.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // class is a set of pods that are interchangeable for placement: the same
@@ -57,9 +58,6 @@ type kind struct {
 	compat              bitset            // groups that may run on it
 	labels              map[string]string // values the pool leaves open (see NewNode.Labels)
 	order               []int             // compatible classes in fill order
-	// shape caches, per entry of order, the class's requests as shares of
-	// alloc, their Euclidean length and the largest share.
-	shape []classShape
 	// buckets group the entries of order by requests and value, the
 	// inputs of fillBalanced's score (see shapeBuckets).
 	buckets []shapeBucket
@@ -151,9 +149,13 @@ func Solve(p *Problem) (*Plan, error) {
 		return nil, err
 	}
 	ordered, orig := p.inPlanningOrder()
+	if ordered.Options.Resume != nil {
+		q := *ordered // solve sets its options from the Resume
+		ordered = &q
+	}
 	plan, facets := ordered.solve()
 	plan = ordered.narrowerIfCheaper(plan, facets)
-	if p.Options.stopAt().canceled() {
+	if plan == nil || p.Options.stopAt().canceled() {
 		return nil, errCanceled("planning")
 	}
 	if orig != nil {
@@ -164,6 +166,8 @@ func Solve(p *Problem) (*Plan, error) {
 
 // solve is Solve on a valid problem whose pods are in planning order. It
 // also returns the facets of the kinds the pods may use (see facetsOf).
+// Held at Options.Resume, it sets p's Packing and Deadline from the
+// Resume it receives, and returns a nil plan when cancelled meanwhile.
 func (p *Problem) solve() (*Plan, facetValues) {
 	s := &state{p: resolveNamespaces(p.normalized()), derived: derived{domains: &domainMemo{seen: map[string][]string{}}}}
 	s.buildClasses()
@@ -182,16 +186,30 @@ func (p *Problem) solve() (*Plan, facetValues) {
 	var bound float64
 	var approx bool
 	var prices *Resources64
-	s.bestPacking(func() *Resources64 {
+	fluid := func() *Resources64 {
 		if !p.Options.noBound {
 			bound, prices, approx = s.fluidBound(pending)
 		}
 		return prices
-	})
+	}
+	if p.Options.Resume != nil {
+		// The bound needs no packing: a held solve works it out before
+		// it waits. (Its time limit, lbTimeBudget, is the same unless the
+		// Resume's deadline comes sooner.)
+		if d := p.Options.Deadline; d.IsZero() || time.Until(d) >= lbTimeBudget {
+			fluid()
+			fluid = func() *Resources64 { return prices }
+		}
+		if !p.awaitResume() {
+			return nil, facetValues{}
+		}
+		s.p.Options.Packing, s.p.Options.Deadline = p.Options.Packing, p.Options.Deadline
+	}
+	s.bestPacking(fluid)
 	if p.Options.stopAt().canceled() {
 		return &s.plan, facetValues{} // Solve discards it
 	}
-	s.dissolve(p.Options.stopAt())
+	s.dissolve(s.p.Options.stopAt())
 	s.nodes = append(s.nodes, bundles...)
 	s.kinds = append(s.kinds, s.reserved.kinds...)
 	s.nodes = append(s.nodes, reserved...)
@@ -223,6 +241,22 @@ func (p *Problem) solve() (*Plan, facetValues) {
 	}
 	s.plan.LowerBound, s.plan.BoundApproximate = bound, approx
 	return &s.plan, facets
+}
+
+// awaitResume waits for a Resume on p.Options.Resume and puts its
+// packing and deadline in p's options; false when the solve was
+// cancelled first (Done closed) or Resume closed without one.
+func (p *Problem) awaitResume() bool {
+	select {
+	case r, ok := <-p.Options.Resume:
+		if !ok {
+			return false
+		}
+		p.Options.Packing, p.Options.Deadline, p.Options.Resume = r.Packing, r.Deadline, nil
+		return true
+	case <-p.Options.Done:
+		return false
+	}
 }
 
 func (p *Problem) validate() error {
@@ -623,7 +657,7 @@ func (s *state) fork() *state {
 	w.kinds = make([]*kind, len(s.kinds))
 	for i, k := range s.kinds {
 		kk := *k
-		kk.order, kk.shape, kk.buckets = nil, nil, nil
+		kk.order, kk.buckets = nil, nil
 		w.kinds[i] = &kk
 	}
 	w.capCount, w.capCarrier = make([]int, len(s.capCount)), make([]int, len(s.capCarrier))
@@ -811,13 +845,13 @@ func (s *state) dropExhausted(kinds []int) {
 	for _, ki := range kinds {
 		k := s.kinds[ki]
 		j := 0
-		for i, ci := range k.order {
+		for _, ci := range k.order {
 			if s.rem[ci] > 0 {
-				k.order[j], k.shape[j] = ci, k.shape[i]
+				k.order[j] = ci
 				j++
 			}
 		}
-		k.order, k.shape = k.order[:j], k.shape[:j]
+		k.order = k.order[:j]
 	}
 }
 

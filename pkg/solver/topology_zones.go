@@ -345,14 +345,21 @@ func (s *state) balanceZones(rep *Pod, carried, matched []*zoneSpread, usable []
 			relevant = append(relevant, m)
 		}
 	}
+	// Whether rep matches each constraint, and carries it, holds for
+	// every pod and zone: worked out once, not per pod and zone.
+	matches := make([]bool, len(relevant))
+	carries := make([]bool, len(relevant))
+	for j, c := range relevant {
+		matches[j], carries[j] = c.matches(rep), slices.Contains(carried, c)
+	}
 	for i := range plan.zones {
 		best, bestHard, bestSoft, bestLoad := "", 0, 0, 0
 		for _, z := range usable {
 			hard, soft, load := 0, 0, 0
-			for _, c := range relevant {
-				m := c.matches(rep)
+			for j, c := range relevant {
+				m := matches[j]
 				if c.skewAfter(z, m) > int(max(c.c.MaxSkew, 1)) {
-					if slices.Contains(carried, c) {
+					if carries[j] {
 						hard++
 					} else {
 						soft++

@@ -162,19 +162,6 @@ func (s *state) valueClasses(prices *Resources64, kinds []int) {
 			}
 			sort.Stable(&keys)
 		}
-		k.shape = slices.Grow(k.shape[:0], len(k.order))
-		for _, ci := range k.order {
-			var sh classShape
-			for r, q := range s.classes[ci].req {
-				if k.alloc[r] > 0 {
-					sh.norm[r] = float64(q) / float64(k.alloc[r])
-					sh.length += sh.norm[r] * sh.norm[r]
-					sh.max = max(sh.max, sh.norm[r])
-				}
-			}
-			sh.length = math.Sqrt(sh.length)
-			k.shape = append(k.shape, sh)
-		}
 		k.buckets = k.shapeBuckets(s.classes, bucketOf, slot)
 		k.dims = k.fillDims()
 	}
