@@ -5,17 +5,18 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
-# Each fuzz target runs a count of executions sized to ~10 s on this
-# machine at rest (package:target:count). A count, not a duration: Go
-# 1.26's coordinator can fail a duration-bounded run with a bare "context
-# deadline exceeded" when its workers are starved (go.dev/issue/75804,
-# fixed in 1.27; it failed CI beside the e2e), and a count does the same
-# work however loaded the machine is. FUZZTIME overrides every count
-# (e.g. FUZZTIME=100000x, or a duration for a long run by hand).
-FUZZ_TARGETS := pkg/snapshot:FuzzDecode:15000 pkg/snapshot:FuzzFastYAMLToJSON:30000 \
-	pkg/cloud:FuzzReadInstanceTypes:100000 pkg/solver:FuzzSolve:800 \
-	pkg/solver:FuzzConsolidate:600 pkg/solver:FuzzBound:120 \
-	pkg/cloud/aws/interruption/messages:FuzzParse:600000
+# Each fuzz target runs a count of executions sized to ~6 s on this
+# machine at rest, ~20-30 s beside make test's e2e (package:target:count).
+# A count, not a duration: Go 1.26's coordinator can fail a
+# duration-bounded run with a bare "context deadline exceeded" when its
+# workers are starved (go.dev/issue/75804, fixed in 1.27; it failed CI
+# beside the e2e), and a count does the same work however loaded the
+# machine is. FUZZTIME overrides every count (e.g. FUZZTIME=100000x, or a
+# duration for a long run by hand).
+FUZZ_TARGETS := pkg/snapshot:FuzzDecode:8000 pkg/snapshot:FuzzFastYAMLToJSON:15000 \
+	pkg/cloud:FuzzReadInstanceTypes:60000 pkg/solver:FuzzSolve:500 \
+	pkg/solver:FuzzConsolidate:400 pkg/solver:FuzzBound:80 \
+	pkg/cloud/aws/interruption/messages:FuzzParse:400000
 FUZZTIME ?=
 TOOLS           := hack/tools/build.sh
 IMAGE_REPOSITORY ?= ghcr.io/rightsize-dev/kubectl-rightsize
