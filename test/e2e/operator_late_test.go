@@ -107,10 +107,7 @@ func TestOperatorLatePods(t *testing.T) {
 	}()
 
 	addr := freePort(t)
-	// Every pod here has a spread or a required pod affinity, which the
-	// operator leaves unnominated by default: the late pods' order is
-	// nominations', so they are on.
-	op := e.startOperator(t, "operator", nil, "--leader-elect=false", "--disruption=false", "--nominate-spread-pods", "--metrics-bind-address", addr)
+	op := e.startOperator(t, "operator", nil, "--leader-elect=false", "--disruption=false", "--metrics-bind-address", addr)
 	for _, p := range pods {
 		if _, err := e.Client().CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

