@@ -209,14 +209,7 @@ spec:
   containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
 `)
 	in := defaultPoolInput(t, f)
-	built, err := plan.Build(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	solved, err := solver.Solve(built.Problem)
-	if err != nil {
-		t.Fatal(err)
-	}
+	built, solved := buildAndSolve(t, in)
 	var r Result
 	if err := setAdvice(context.Background(), &r, in, built.Problem, solved, 10*time.Second, time.Time{}); err != nil {
 		t.Fatal(err)

@@ -6,11 +6,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/bench"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/plan"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/snapshot"
-	"github.com/rightsize-dev/kubectl-rightsize/pkg/solver"
 )
 
 // TestHeldAdviceIsTheAdvice: the advice's wider plans held ready while the
@@ -18,21 +13,8 @@ import (
 // gives, and when the advice is not planned (the plan took too long) or
 // the run ends, the held solves stop instead of waiting for ever.
 func TestHeldAdviceIsTheAdvice(t *testing.T) {
-	cat := plan.Catalog{Region: "us-east-1"}
-	types, _, err := cat.InstanceTypes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &snapshot.Manifests{Pods: bench.KarpenterMix(300, 42).Pods}
-	in := plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}}
-	built, err := plan.Build(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	solved, err := solver.Solve(built.Problem)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := mixNoPool(t, 300)
+	built, solved := buildAndSolve(t, in)
 	// The plan is taken to have taken maxAdvicePlan: each wider plan has
 	// twice that, so that none is cut short on a loaded machine.
 	want, err := newAdvice(context.Background(), in, built.Problem, solved, maxAdvicePlan, time.Time{}, nil)

@@ -18,22 +18,9 @@ import (
 // so that the advice is not skipped; on a loaded machine its solves can
 // still run past their budget (twice that), and the advice metric drop.
 func BenchmarkKarpenterMixNoPool(b *testing.B) {
-	cat := plan.Catalog{Region: "us-east-1"}
-	types, _, err := cat.InstanceTypes()
-	if err != nil {
-		b.Fatal(err)
-	}
-	m := &snapshot.Manifests{Pods: bench.KarpenterMix(5000, 42).Pods}
+	in := mixNoPool(b, 5000)
 	for b.Loop() {
-		in := plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}}
-		built, err := plan.Build(in)
-		if err != nil {
-			b.Fatal(err)
-		}
-		solved, err := solver.Solve(built.Problem)
-		if err != nil {
-			b.Fatal(err)
-		}
+		built, solved := buildAndSolve(b, in)
 		var r Result
 		if err := setAdvice(context.Background(), &r, in, built.Problem, solved, maxAdvicePlan, time.Time{}); err != nil {
 			b.Fatal(err)
@@ -41,4 +28,31 @@ func BenchmarkKarpenterMixNoPool(b *testing.B) {
 		b.ReportMetric(solved.TotalPrice, "$/h")
 		b.ReportMetric(float64(len(r.Advice)), "advice")
 	}
+}
+
+// mixNoPool is Karpenter's mix of n pods (seed 42) as explain -f reads it
+// without a NodePool: the default pool on the embedded us-east-1 catalog.
+func mixNoPool(tb testing.TB, n int) plan.Input {
+	tb.Helper()
+	cat := plan.Catalog{Region: "us-east-1"}
+	types, _, err := cat.InstanceTypes()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m := &snapshot.Manifests{Pods: bench.KarpenterMix(n, 42).Pods}
+	return plan.Input{Manifests: m, InstanceTypes: types, Catalog: &cat, Default: &plan.DefaultPool{}}
+}
+
+// buildAndSolve builds in's problem and plans it.
+func buildAndSolve(tb testing.TB, in plan.Input) (*plan.Result, *solver.Plan) {
+	tb.Helper()
+	built, err := plan.Build(in)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	solved, err := solver.Solve(built.Problem)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return built, solved
 }
